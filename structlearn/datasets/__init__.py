@@ -1,0 +1,1 @@
+"""structlearn.datasets."""

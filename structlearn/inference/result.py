@@ -1,0 +1,58 @@
+"""The result type shared by every MAP back-end."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["MapResult"]
+
+
+@dataclass
+class MapResult:
+    """Outcome of a MAP solve.
+
+    Attributes
+    ----------
+    labels : ndarray of int64, shape (n_vars,)
+        Best integer labeling found.
+    score : float
+        ``graph.score(labels)``.
+    upper_bound : float
+        Certified upper bound on the optimum (a dual value); equals ``score``
+        for exact methods, ``+inf`` when the method has none.
+    n_iter : int
+        Iterations run (1 for one-pass exact methods).
+    converged : bool
+        True when the method stopped on a certified gap (or is exact).
+    time : float
+        Wall-clock seconds.
+    history : list of dict
+        Per-iteration records (method-specific keys; empty for exact methods).
+    method : str
+        Name of the method that produced the result.
+    status : str
+        Why the method stopped: ``"exact"``, ``"gap"`` (certified relative gap
+        below tol), ``"max_iter"``, ``"time_limit"`` or ``"stall"``.
+    """
+
+    labels: np.ndarray
+    score: float
+    upper_bound: float
+    n_iter: int = 1
+    converged: bool = True
+    time: float = 0.0
+    history: list = field(default_factory=list)
+    method: str = ""
+    status: str = "exact"
+
+    @property
+    def gap(self):
+        """``upper_bound - score`` (>= 0 up to rounding; 0 for exact methods)."""
+        return self.upper_bound - self.score
+
+    def relative_gap(self):
+        """Gap divided by ``max(1, |upper_bound|)``."""
+        ub = self.upper_bound
+        if not np.isfinite(ub) or not np.isfinite(self.score):
+            return np.inf
+        return (ub - self.score) / max(1.0, abs(ub))
