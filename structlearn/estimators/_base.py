@@ -1,0 +1,106 @@
+"""Shared predict/score for first-order chain sequence estimators.
+
+A chain estimator scores a labeling ``z`` of a sequence with features
+``x_1..x_n`` as::
+
+    sum_t coef_[z_t] @ x_t  +  sum_{t>=1} transition_[z_{t-1}, z_t]
+
+and predicts the highest-scoring labeling with Viterbi. Subclasses only
+implement ``fit``; after fitting they set ``coef_`` (n_classes, n_features),
+``transition_`` (n_classes, n_classes), ``classes_`` and ``n_features_in_``.
+Everything below then works unchanged.
+"""
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from ._validation import check_sequences
+
+__all__ = ["SequenceEstimatorMixin"]
+
+
+class SequenceEstimatorMixin:
+    """Mixin giving ``predict``, ``score`` and ``decision_function``.
+
+    Requires fitted attributes ``coef_``, ``transition_``, ``classes_`` and
+    ``n_features_in_``. Labels are decoded to ``classes_``, so a label never
+    seen during ``fit`` cannot be predicted.
+    """
+
+    def _check_X(self, X, y=None):
+        """Validate ``X`` (and ``y``) against the fitted estimator."""
+        check_is_fitted(self, ("coef_", "transition_", "classes_"))
+        return check_sequences(X, y, n_features=self.n_features_in_)
+
+    def _unary_scores(self, Xcat):
+        """Per-token class scores, float64 C-contiguous (n_tokens, n_classes)."""
+        scores = Xcat @ self.coef_.T
+        return np.ascontiguousarray(scores, dtype=np.float64)
+
+    def _decode(self, Xcat, offsets):
+        """Viterbi codes (int64, (n_tokens,)) for stacked sequences."""
+        from ..inference._chain_kernels import viterbi_batch
+
+        unary = self._unary_scores(Xcat)
+        trans = np.ascontiguousarray(self.transition_, dtype=np.float64)
+        out = np.empty(unary.shape[0], dtype=np.int64)
+        viterbi_batch(unary, offsets, trans, out)
+        return out
+
+    def decision_function(self, X):
+        """Per-token class scores (the unary part of the chain score).
+
+        Parameters
+        ----------
+        X : list of {ndarray, sparse matrix}, each (n_tokens_i, n_features)
+
+        Returns
+        -------
+        scores : list of ndarray, each of shape (n_tokens_i, n_classes)
+            ``X[i] @ coef_.T``; add ``transition_`` between consecutive
+            tokens to score a whole labeling.
+        """
+        Xcat, offsets, _ = self._check_X(X)
+        return np.split(self._unary_scores(Xcat), offsets[1:-1])
+
+    def predict(self, X):
+        """Most likely label sequence of each input sequence (Viterbi).
+
+        Parameters
+        ----------
+        X : list of {ndarray, sparse matrix}, each (n_tokens_i, n_features)
+
+        Returns
+        -------
+        y_pred : list of ndarray, each of shape (n_tokens_i,)
+            Labels taken from ``classes_``.
+        """
+        Xcat, offsets, _ = self._check_X(X)
+        labels = self.classes_[self._decode(Xcat, offsets)]
+        return np.split(labels, offsets[1:-1])
+
+    def score(self, X, y):
+        """Token accuracy: fraction of tokens whose label is predicted right.
+
+        Parameters
+        ----------
+        X : list of {ndarray, sparse matrix}, each (n_tokens_i, n_features)
+        y : list of array-like, each of shape (n_tokens_i,)
+            True labels; labels absent from ``classes_`` count as errors.
+
+        Returns
+        -------
+        accuracy : float
+        """
+        Xcat, offsets, ycat = self._check_X(X, y)
+        pred = self.classes_[self._decode(Xcat, offsets)]
+        return float(np.mean(_equal_labels(pred, ycat)))
+
+
+def _equal_labels(a, b):
+    """Elementwise label equality that never broadcasts or stringifies."""
+    if a.dtype.kind == b.dtype.kind and a.dtype.kind != "O":
+        return a == b
+    a_obj = a.astype(object)
+    b_obj = b.astype(object)
+    return np.fromiter((u == v for u, v in zip(a_obj, b_obj)), dtype=bool, count=a.shape[0])

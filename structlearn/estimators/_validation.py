@@ -1,0 +1,421 @@
+"""Input validation shared by the sequence and multilabel estimators.
+
+One small shim over scikit-learn's validation helpers, so that every
+estimator accepts the same inputs and fails with the same messages:
+
+* :func:`check_sequences` turns a list of per-sequence feature matrices (and
+  optionally a list of per-sequence label arrays) into one concatenated
+  matrix plus ``offsets``, the layout the numba kernels work on;
+* :func:`encode_sequence_labels` maps arbitrary hashable labels to integer
+  codes through a sorted ``classes_`` array;
+* :func:`check_n_classes` rejects a training set with too few classes;
+* :func:`check_multilabel` validates ``(X, Y)`` for multilabel estimators.
+
+Every failure raises ``ValueError`` or ``TypeError`` with a message naming
+the argument, the offending sequence index where there is one, and the
+problem.
+"""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import check_array
+
+__all__ = [
+    "check_sequences",
+    "encode_sequence_labels",
+    "check_n_classes",
+    "check_multilabel",
+]
+
+_INT32_MAX = np.iinfo(np.int32).max
+
+
+def _as_sequence_list(X, name):
+    """Return ``X`` as a Python list of its items, or raise TypeError."""
+    if isinstance(X, np.ndarray):
+        if X.dtype != object or X.ndim != 1:
+            raise TypeError(
+                f"{name} must be a list of 2-D arrays or sparse matrices (one per "
+                f"sequence); got an ndarray of dtype {X.dtype} and shape {X.shape}"
+            )
+        return list(X)
+    if sp.issparse(X) or isinstance(X, (str, bytes, dict)) or X is None:
+        raise TypeError(
+            f"{name} must be a list of 2-D arrays or sparse matrices (one per "
+            f"sequence); got {type(X).__name__}"
+        )
+    try:
+        return list(X)
+    except TypeError:
+        raise TypeError(
+            f"{name} must be a list of 2-D arrays or sparse matrices (one per "
+            f"sequence); got {type(X).__name__}"
+        ) from None
+
+
+def _dense_sequence(x, i):
+    """One dense sequence as a float64 2-D array (no finiteness check yet)."""
+    try:
+        arr = np.asarray(x)
+    except Exception as exc:  # ragged nested lists and similar
+        raise ValueError(
+            f"X[{i}] could not be converted to a 2-D numeric array: {exc}"
+        ) from None
+    if arr.dtype == object or arr.dtype.kind in "USVMmc":
+        raise TypeError(
+            f"X[{i}] must hold real numbers; got dtype {arr.dtype}"
+        )
+    if arr.ndim != 2:
+        raise ValueError(
+            f"X[{i}] must be 2-D (n_tokens, n_features); got shape {arr.shape}"
+        )
+    return arr.astype(np.float64, copy=False)
+
+
+def _sparse_sequence(x, i):
+    """One sparse sequence as canonical CSR float64 (sorted, no duplicates)."""
+    if x.ndim != 2:
+        raise ValueError(
+            f"X[{i}] must be 2-D (n_tokens, n_features); got shape {x.shape}"
+        )
+    if x.dtype.kind not in "biuf":
+        raise TypeError(f"X[{i}] must hold real numbers; got dtype {x.dtype}")
+    return sp.csr_matrix(x, dtype=np.float64, copy=True)
+
+
+def _labels_1d(yi, name):
+    """One label sequence as a 1-D array (object dtype for tuple labels)."""
+    if isinstance(yi, np.ndarray):
+        arr = yi
+    elif sp.issparse(yi) or isinstance(yi, (str, bytes, dict)) or yi is None:
+        raise TypeError(
+            f"{name} must be a 1-D array-like of labels; got {type(yi).__name__}"
+        )
+    else:
+        try:
+            items = list(yi)
+        except TypeError:
+            raise TypeError(
+                f"{name} must be a 1-D array-like of labels; got {type(yi).__name__}"
+            ) from None
+        if items and all(isinstance(v, tuple) for v in items):
+            # tuples are hashable labels, not a second axis
+            arr = np.empty(len(items), dtype=object)
+            for j, v in enumerate(items):
+                arr[j] = v
+        else:
+            try:
+                arr = np.asarray(items)
+            except Exception as exc:
+                raise ValueError(f"{name} could not be read as 1-D labels: {exc}") from None
+            if arr.dtype.kind in "US" and not all(isinstance(v, (str, bytes)) for v in items):
+                # a mix such as [1, "a"]: keep the values, do not stringify them
+                arr = np.empty(len(items), dtype=object)
+                for j, v in enumerate(items):
+                    arr[j] = v
+    if arr.ndim != 1:
+        raise ValueError(
+            f"{name} must be a 1-D array of labels; got shape {arr.shape}"
+        )
+    return arr
+
+
+def _concat_labels(parts):
+    """Concatenate label arrays; fall back to object dtype across kinds."""
+    kinds = {p.dtype.kind for p in parts}
+    if len(kinds) > 1 and not kinds <= set("biuf"):
+        return np.concatenate([p.astype(object) for p in parts])
+    return np.concatenate(parts)
+
+
+def check_sequences(X, y=None, *, accept_sparse=True, n_features=None):
+    """Validate and concatenate a list of sequences.
+
+    Parameters
+    ----------
+    X : list of {ndarray, sparse matrix}, each of shape (n_tokens_i, n_features)
+        One feature matrix per sequence. A 1-D object ndarray of such
+        matrices is accepted too. Every sequence needs at least one token and
+        all must share ``n_features``.
+    y : list of array-like, each of shape (n_tokens_i,), default=None
+        One label array per sequence (any hashable labels). Tuples are
+        treated as single labels.
+    accept_sparse : bool, default=True
+        Whether sparse sequences are allowed. If any sequence is sparse the
+        result is CSR; otherwise it is a dense C-contiguous array.
+    n_features : int, default=None
+        Expected number of features (``n_features_in_`` of a fitted
+        estimator); a mismatch raises ``ValueError``.
+
+    Returns
+    -------
+    Xcat : ndarray of float64, shape (n_tokens, n_features), or csr_matrix
+        All sequences stacked. A CSR result is canonical (sorted indices, no
+        duplicates, no explicit zeros) and uses int64 ``indices``/``indptr``
+        so that kernels see one index type whatever the input size.
+    offsets : ndarray of int64, shape (n_sequences + 1,)
+        Sequence ``s`` spans rows ``offsets[s]:offsets[s + 1]``.
+    ycat : ndarray of shape (n_tokens,) or None
+        Concatenated labels (not encoded), or None when ``y`` is None.
+
+    Raises
+    ------
+    TypeError
+        ``X`` is not a list of matrices, holds non-numeric data, or holds a
+        sparse matrix while ``accept_sparse=False``.
+    ValueError
+        Empty ``X``, an empty or non 2-D sequence, inconsistent numbers of
+        features, NaN/inf values, a different number of label sequences than
+        feature sequences, a label sequence whose length differs from its
+        feature sequence, or labels that are not 1-D.
+    """
+    seqs = _as_sequence_list(X, "X")
+    if len(seqs) == 0:
+        raise ValueError("X is empty: expected at least one sequence")
+    any_sparse = any(sp.issparse(x) for x in seqs)
+    if any_sparse and not accept_sparse:
+        first = next(i for i, x in enumerate(seqs) if sp.issparse(x))
+        raise TypeError(
+            f"X[{first}] is a sparse matrix, but this estimator needs dense input"
+        )
+
+    parts = []
+    lengths = np.empty(len(seqs), dtype=np.int64)
+    d_ref = None
+    for i, x in enumerate(seqs):
+        part = _sparse_sequence(x, i) if sp.issparse(x) else _dense_sequence(x, i)
+        n_i, d_i = part.shape
+        if n_i == 0:
+            raise ValueError(f"X[{i}] is an empty sequence (0 tokens)")
+        if d_ref is None:
+            d_ref = d_i
+        elif d_i != d_ref:
+            raise ValueError(
+                f"X[{i}] has {d_i} features but X[0] has {d_ref}: all sequences "
+                "must have the same number of features"
+            )
+        lengths[i] = n_i
+        parts.append(part)
+    if d_ref == 0:
+        raise ValueError("X has 0 features: at least one is required")
+    if n_features is not None and d_ref != n_features:
+        raise ValueError(
+            f"X has {d_ref} features, but the estimator was fitted with "
+            f"{n_features} features"
+        )
+    offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+
+    if any_sparse:
+        Xcat = _stack_csr(parts, offsets, d_ref)
+        bad = np.flatnonzero(~np.isfinite(Xcat.data))
+        if bad.size:
+            row = int(np.searchsorted(Xcat.indptr, bad[0], side="right") - 1)
+    else:
+        Xcat = np.ascontiguousarray(np.concatenate(parts, axis=0), dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(Xcat).all(axis=1)) if not np.isfinite(Xcat).all() else np.empty(0, dtype=np.int64)
+        if bad.size:
+            row = int(bad[0])
+    if bad.size:
+        seq = int(np.searchsorted(offsets, row, side="right") - 1)
+        raise ValueError(
+            f"X[{seq}] contains NaN or infinity (token {row - offsets[seq]})"
+        )
+
+    if y is None:
+        return Xcat, offsets, None
+
+    labels = _as_sequence_list(y, "y") if not isinstance(y, np.ndarray) or y.dtype == object else None
+    if labels is None:
+        raise TypeError(
+            "y must be a list of 1-D label arrays (one per sequence); got an "
+            f"ndarray of dtype {y.dtype} and shape {y.shape}"
+        )
+    if len(labels) != len(seqs):
+        raise ValueError(
+            f"X has {len(seqs)} sequences but y has {len(labels)}: they must match"
+        )
+    yparts = []
+    for i, yi in enumerate(labels):
+        arr = _labels_1d(yi, f"y[{i}]")
+        if arr.shape[0] != lengths[i]:
+            raise ValueError(
+                f"y[{i}] has {arr.shape[0]} labels but X[{i}] has {lengths[i]} tokens"
+            )
+        yparts.append(arr)
+    ycat = _concat_labels(yparts)
+    return Xcat, offsets, ycat
+
+
+def _stack_csr(parts, offsets, n_features):
+    """Stack dense/CSR parts into one canonical CSR matrix with int64 indices."""
+    data, indices, row_nnz = [], [], []
+    for part in parts:
+        if not sp.issparse(part):
+            part = sp.csr_matrix(part)
+        else:
+            part.sum_duplicates()  # part is a private copy (see _sparse_sequence)
+        part.eliminate_zeros()
+        data.append(part.data)
+        indices.append(part.indices.astype(np.int64, copy=False))
+        row_nnz.append(np.diff(part.indptr).astype(np.int64, copy=False))
+    n_rows = int(offsets[-1])
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(np.concatenate(row_nnz), out=indptr[1:])
+    out = sp.csr_matrix((n_rows, n_features), dtype=np.float64)
+    # assign the arrays directly: scipy would downcast int64 indices that fit
+    # in int32, and kernels are compiled for int64 only
+    out.data = np.concatenate(data).astype(np.float64, copy=False)
+    out.indices = np.concatenate(indices)
+    out.indptr = indptr
+    return out
+
+
+def encode_sequence_labels(y, classes=None):
+    """Encode labels as integer codes into a sorted ``classes`` array.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_tokens,)
+        Concatenated labels (as returned by :func:`check_sequences`); any
+        hashable, mutually comparable values.
+    classes : array-like of shape (n_classes,), default=None
+        Known classes (e.g. a fitted ``classes_``). When None, the classes
+        are the sorted distinct values of ``y``.
+
+    Returns
+    -------
+    classes : ndarray of shape (n_classes,)
+        Sorted distinct classes.
+    codes : ndarray of int64, shape (n_tokens,)
+        ``classes[codes]`` equals ``y``.
+
+    Raises
+    ------
+    ValueError
+        NaN labels, labels of mutually incomparable types, or (with
+        ``classes`` given) a label that is not in ``classes``.
+    """
+    y = np.asarray(y) if not isinstance(y, np.ndarray) else y
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D; got shape {y.shape}")
+    if y.dtype.kind == "f" and np.isnan(y).any():
+        raise ValueError("y contains NaN labels")
+    if y.dtype == object:
+        for v in y:
+            if isinstance(v, float) and v != v:
+                raise ValueError("y contains NaN labels")
+    try:
+        if classes is None:
+            classes, codes = np.unique(y, return_inverse=True)
+            return classes, codes.reshape(-1).astype(np.int64, copy=False)
+        classes = _labels_1d(classes, "classes")
+        if classes.shape[0] == 0:
+            raise ValueError(f"classes must be a non-empty 1-D array; got shape {classes.shape}")
+        sorted_classes = classes[np.argsort(classes, kind="stable")]
+        if sorted_classes.shape[0] > 1 and np.any(sorted_classes[1:] == sorted_classes[:-1]):
+            raise ValueError("classes contains duplicate values")
+        pos = np.searchsorted(sorted_classes, y)
+        pos_c = np.minimum(pos, sorted_classes.shape[0] - 1)
+        found = sorted_classes[pos_c] == y
+    except TypeError as exc:
+        raise ValueError(
+            f"labels must be mutually comparable (e.g. all strings or all numbers): {exc}"
+        ) from None
+    found = np.asarray(found, dtype=bool)
+    if not found.all():
+        unseen = list(dict.fromkeys(y[~found].tolist()))
+        shown = ", ".join(repr(u) for u in unseen[:5])
+        more = "" if len(unseen) <= 5 else f" and {len(unseen) - 5} more"
+        raise ValueError(f"y contains labels not in classes: {shown}{more}")
+    return sorted_classes, pos_c.astype(np.int64, copy=False)
+
+
+def check_n_classes(classes, minimum=2):
+    """Raise ValueError when fewer than ``minimum`` classes were seen.
+
+    Parameters
+    ----------
+    classes : array-like of shape (n_classes,)
+        Distinct classes of the training labels.
+    minimum : int, default=2
+        Smallest acceptable number of classes.
+    """
+    n = len(classes)
+    if n < minimum:
+        shown = ", ".join(repr(c) for c in list(classes)[:5])
+        raise ValueError(
+            f"y has {n} distinct class{'es' if n != 1 else ''} ({shown}); "
+            f"at least {minimum} are needed"
+        )
+
+
+def check_multilabel(X, Y=None, *, accept_sparse=True, n_features=None):
+    """Validate multilabel input.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Features; sparse input becomes CSR float64 with int64 indices.
+    Y : array-like or sparse matrix of shape (n_samples, n_labels), default=None
+        0/1 indicator matrix (bool, integer or float values 0 and 1).
+    accept_sparse : bool, default=True
+        Whether sparse ``X`` is allowed.
+    n_features : int, default=None
+        Expected number of features; a mismatch raises ``ValueError``.
+
+    Returns
+    -------
+    X : ndarray of float64 (C-contiguous) or csr_matrix, shape (n_samples, n_features)
+    Y : ndarray of int64, shape (n_samples, n_labels), or None
+
+    Raises
+    ------
+    ValueError
+        NaN/inf in ``X``, wrong dimensionality, row-count mismatch, ``Y``
+        values other than 0 and 1, or a feature-count mismatch.
+    """
+    X = check_array(
+        X,
+        accept_sparse="csr" if accept_sparse else False,
+        dtype=np.float64,
+        order="C",
+        input_name="X",
+    )
+    if sp.issparse(X):
+        X = _stack_csr([X.copy()], np.array([0, X.shape[0]], dtype=np.int64), X.shape[1])
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(
+            f"X has {X.shape[1]} features, but the estimator was fitted with "
+            f"{n_features} features"
+        )
+    if Y is None:
+        return X, None
+    if sp.issparse(Y):
+        Y = Y.toarray()
+    Y = np.asarray(Y)
+    if Y.ndim != 2:
+        raise ValueError(
+            f"Y must be a 2-D (n_samples, n_labels) 0/1 indicator matrix; got shape {Y.shape}"
+        )
+    if Y.dtype.kind not in "biuf":
+        raise ValueError(f"Y must hold 0/1 values; got dtype {Y.dtype}")
+    if Y.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"X has {X.shape[0]} samples but Y has {Y.shape[0]}: they must match"
+        )
+    if Y.shape[1] == 0:
+        raise ValueError("Y has 0 labels: at least one column is required")
+    if not np.isin(Y, (0, 1)).all():
+        bad = Y[~np.isin(Y, (0, 1))].ravel()[0].item()
+        raise ValueError(f"Y must hold only 0 and 1; found {bad!r}")
+    return X, np.ascontiguousarray(Y, dtype=np.int64)
+
+
+def _check_positive_int(value, name):
+    """Shared parameter check: ``value`` is an int >= 1 (not bool)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    return int(value)
