@@ -1,1 +1,19 @@
-"""structlearn.oracles."""
+"""Factorwise maximization oracles (FMOs) and the sorted structures behind them.
+
+* :mod:`~structlearn.oracles.sorted_tables` -- static sorted orders of fixed
+  pairwise tables and the four-case search for MAP inference.
+"""
+
+from .sorted_tables import (
+    build_sorted_orders,
+    make_pair_workspace,
+    pair_argmax,
+    sorted_orders_for_graph,
+)
+
+__all__ = [
+    "build_sorted_orders",
+    "make_pair_workspace",
+    "pair_argmax",
+    "sorted_orders_for_graph",
+]
