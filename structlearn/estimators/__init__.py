@@ -1,1 +1,5 @@
-"""structlearn.estimators."""
+"""structlearn.estimators: scikit-learn estimators for structured outputs."""
+
+from .perceptron import SequencePerceptron
+
+__all__ = ["SequencePerceptron"]

@@ -27,6 +27,7 @@ __all__ = [
     "encode_sequence_labels",
     "check_n_classes",
     "check_multilabel",
+    "csr_arrays",
 ]
 
 _INT32_MAX = np.iinfo(np.int32).max
@@ -271,6 +272,31 @@ def _stack_csr(parts, offsets, n_features):
     out.indices = np.concatenate(indices)
     out.indptr = indptr
     return out
+
+
+def csr_arrays(Xcat):
+    """The CSR arrays of a validated matrix, in the dtypes kernels expect.
+
+    Parameters
+    ----------
+    Xcat : ndarray or csr_matrix of shape (n_rows, n_features)
+        Output of :func:`check_sequences` or :func:`check_multilabel`. Dense
+        input is converted (zeros are dropped).
+
+    Returns
+    -------
+    data : ndarray of float64, shape (nnz,)
+    indices : ndarray of int64, shape (nnz,)
+        Column indices, sorted within each row.
+    indptr : ndarray of int64, shape (n_rows + 1,)
+    """
+    if not sp.issparse(Xcat):
+        Xcat = _stack_csr([sp.csr_matrix(Xcat)], np.array([0, Xcat.shape[0]]), Xcat.shape[1])
+    return (
+        np.ascontiguousarray(Xcat.data, dtype=np.float64),
+        np.ascontiguousarray(Xcat.indices, dtype=np.int64),
+        np.ascontiguousarray(Xcat.indptr, dtype=np.int64),
+    )
 
 
 def encode_sequence_labels(y, classes=None):
