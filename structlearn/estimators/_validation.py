@@ -371,7 +371,8 @@ def check_n_classes(classes, minimum=2):
     """
     n = len(classes)
     if n < minimum:
-        shown = ", ".join(repr(c) for c in list(classes)[:5])
+        values = classes.tolist() if isinstance(classes, np.ndarray) else list(classes)
+        shown = ", ".join(repr(c) for c in values[:5])
         raise ValueError(
             f"y has {n} distinct class{'es' if n != 1 else ''} ({shown}); "
             f"at least {minimum} are needed"
