@@ -2,8 +2,11 @@
 
 * :mod:`~structlearn.oracles.sorted_tables` -- static sorted orders of fixed
   pairwise tables and the four-case search for MAP inference.
+* :mod:`~structlearn.oracles.multimap` -- sorted multimaps (pools of indexed
+  max-heaps) for numba.
 """
 
+from .multimap import make_cursor, make_multimap, multimap_from_keys
 from .sorted_tables import (
     build_sorted_orders,
     make_pair_workspace,
@@ -13,7 +16,10 @@ from .sorted_tables import (
 
 __all__ = [
     "build_sorted_orders",
+    "make_cursor",
+    "make_multimap",
     "make_pair_workspace",
+    "multimap_from_keys",
     "pair_argmax",
     "sorted_orders_for_graph",
 ]
