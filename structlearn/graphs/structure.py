@@ -1,0 +1,295 @@
+"""Structure tests on factor graphs: chains, forests, components, schedules.
+
+All functions look at the factor graph *as stored*: the bipartite graph
+whose nodes are variables and factors, with an edge between a factor and
+each variable of its scope.
+
+Parallel factors
+----------------
+Two factors over the same pair of variables (or, more generally, two factors
+sharing two or more variables) close a cycle ``u - f - v - g - u`` in the
+factor graph, so such a graph is neither a chain nor a forest here. The
+graph describes the same distribution as one with the parallel tables summed
+into one factor; :func:`merge_parallel_factors` builds that graph, on which
+the exact back-ends apply.
+"""
+
+import numpy as np
+
+from ._structure_kernels import chain_walk, forest_bfs
+
+__all__ = [
+    "bfs_schedule",
+    "chain_order",
+    "connected_components",
+    "is_chain",
+    "is_forest",
+    "merge_parallel_factors",
+    "variable_degrees",
+    "variable_factors",
+]
+
+
+def _check_graph(graph):
+    from .factor_graph import FactorGraph
+
+    if not isinstance(graph, FactorGraph):
+        raise TypeError(f"graph must be a FactorGraph, got {type(graph).__name__}")
+
+
+def variable_factors(graph):
+    """Factors incident to each variable, in CSR form.
+
+    Parameters
+    ----------
+    graph : FactorGraph
+
+    Returns
+    -------
+    var_indptr : ndarray of int64, shape (n_vars + 1,)
+    var_factors : ndarray of int64, shape (scope_indptr[-1],)
+        Factors of variable ``i`` are ``var_factors[var_indptr[i]:var_indptr[i + 1]]``,
+        in increasing factor order.
+    """
+    _check_graph(graph)
+    svars = graph.scope_vars
+    fid = np.repeat(np.arange(graph.n_factors, dtype=np.int64), graph.factor_orders)
+    perm = np.argsort(svars, kind="stable")
+    indptr = np.zeros(graph.n_vars + 1, dtype=np.int64)
+    np.cumsum(np.bincount(svars, minlength=graph.n_vars), out=indptr[1:])
+    return indptr, np.ascontiguousarray(fid[perm])
+
+
+def variable_degrees(graph):
+    """Number of factors touching each variable, shape (n_vars,)."""
+    _check_graph(graph)
+    return np.bincount(graph.scope_vars, minlength=graph.n_vars).astype(np.int64)
+
+
+def bfs_schedule(graph):
+    """Breadth-first schedule of the variable-factor graph.
+
+    Each connected component is rooted at its lowest-index variable.
+
+    Parameters
+    ----------
+    graph : FactorGraph
+
+    Returns
+    -------
+    var_order : ndarray of int64, shape (n_vars,)
+        Variables in BFS order (parents before children).
+    var_parent : ndarray of int64, shape (n_vars,)
+        Factor through which each variable is reached, -1 for roots.
+    factor_order : ndarray of int64, shape (n_factors_reached,)
+        Factors in BFS order; all factors when the graph is a forest.
+    factor_parent : ndarray of int64, shape (n_factors,)
+        Variable through which each factor is reached.
+    component : ndarray of int64, shape (n_vars,)
+        Connected-component index of each variable.
+    has_cycle : bool
+        Whether the graph contains a cycle (then it is not a forest).
+    """
+    indptr, vf = variable_factors(graph)
+    n, m = graph.n_vars, graph.n_factors
+    var_order = np.empty(n, dtype=np.int64)
+    var_parent = np.empty(n, dtype=np.int64)
+    factor_order = np.full(m, -1, dtype=np.int64)
+    factor_parent = np.full(m, -1, dtype=np.int64)
+    component = np.empty(n, dtype=np.int64)
+    cycle = forest_bfs(
+        indptr,
+        vf,
+        graph.scope_indptr,
+        graph.scope_vars,
+        var_order,
+        var_parent,
+        factor_order,
+        factor_parent,
+        component,
+    )
+    if cycle:
+        factor_order = factor_order[factor_order >= 0]
+    return var_order, var_parent, factor_order, factor_parent, component, bool(cycle)
+
+
+def connected_components(graph):
+    """Connected components of the variables (linked through shared factors).
+
+    Returns
+    -------
+    n_components : int
+    component : ndarray of int64, shape (n_vars,)
+        Component index of each variable, numbered by lowest member.
+    """
+    *_, component, _ = bfs_schedule(graph)
+    n_comp = int(component.max()) + 1 if component.size else 0
+    return n_comp, component
+
+
+def is_forest(graph):
+    """Whether the factor graph (factors of any order) has no cycle.
+
+    Parallel factors on the same variables count as a cycle (see the module
+    notes and :func:`merge_parallel_factors`).
+
+    Parameters
+    ----------
+    graph : FactorGraph
+
+    Returns
+    -------
+    bool
+    """
+    _check_graph(graph)
+    # a forest has #edges = #nodes - #components; cheap necessary test first
+    if graph.scope_indptr[-1] > graph.n_vars + graph.n_factors - 1 and graph.n_factors:
+        return False
+    return not bfs_schedule(graph)[-1]
+
+
+def _chain_walk(graph):
+    indptr, vf = variable_factors(graph)
+    order = np.empty(graph.n_vars, dtype=np.int64)
+    link = np.empty(graph.n_vars, dtype=np.int64)
+    placed = chain_walk(indptr, vf, graph.scope_indptr, graph.scope_vars, order, link)
+    return order, link, placed
+
+
+def _chain_precheck(graph):
+    if graph.n_factors == 0:
+        return True
+    if np.any(graph.factor_orders != 2):
+        return False
+    return bool(variable_degrees(graph).max() <= 2)
+
+
+def is_chain(graph):
+    """Whether every component is a simple path of pairwise factors.
+
+    A graph without factors (independent variables) counts as a chain of
+    paths of length one; so does any disjoint union of paths.
+
+    Parameters
+    ----------
+    graph : FactorGraph
+
+    Returns
+    -------
+    bool
+    """
+    _check_graph(graph)
+    if not _chain_precheck(graph):
+        return False
+    return _chain_walk(graph)[2] == graph.n_vars
+
+
+def chain_order(graph):
+    """Variable order along the paths of a chain graph.
+
+    Parameters
+    ----------
+    graph : FactorGraph
+        A graph for which :func:`is_chain` holds.
+
+    Returns
+    -------
+    order : ndarray of int64, shape (n_vars,)
+        Variables path after path, each path from its lowest-index end.
+    link : ndarray of int64, shape (n_vars,)
+        ``link[k]`` is the factor joining ``order[k - 1]`` and ``order[k]``,
+        or -1 where a new path starts (always at ``k = 0``).
+
+    Raises
+    ------
+    ValueError
+        If the graph is not a chain.
+    """
+    _check_graph(graph)
+    if not _chain_precheck(graph):
+        raise ValueError(
+            "graph is not a chain: it needs pairwise factors only and at most two "
+            "factors per variable"
+        )
+    order, link, placed = _chain_walk(graph)
+    if placed != graph.n_vars:
+        raise ValueError("graph is not a chain: it contains a cycle")
+    return order, link
+
+
+def merge_parallel_factors(graph):
+    """Sum factors with the same variable set into one factor.
+
+    Factors over the same set of variables (in any scope order) are merged
+    into the first of them; tables of the others are transposed to its scope
+    order and added. Factors with no parallel partner keep their shared table
+    ids, so templated graphs stay compact. The result scores every labeling
+    exactly as ``graph`` does.
+
+    Parameters
+    ----------
+    graph : FactorGraph
+
+    Returns
+    -------
+    merged : FactorGraph
+        ``graph`` itself when no two factors share a variable set.
+    """
+    from .factor_graph import FactorGraph
+
+    _check_graph(graph)
+    m = graph.n_factors
+    if m < 2:
+        return graph
+    orders = graph.factor_orders
+    # canonical key: sorted scope, padded to the max order
+    max_order = int(orders.max())
+    keys = np.full((m, max_order + 1), -1, dtype=np.int64)
+    keys[:, 0] = orders
+    rows = np.repeat(np.arange(m), orders)
+    cols = np.arange(graph.scope_vars.shape[0]) - np.repeat(graph.scope_indptr[:-1], orders)
+    keys[rows, 1 + cols] = graph.scope_vars
+    keys[:, 1:] = np.sort(np.where(keys[:, 1:] < 0, np.iinfo(np.int64).max, keys[:, 1:]), axis=1)
+    _, first, inverse, counts = np.unique(
+        keys, axis=0, return_index=True, return_inverse=True, return_counts=True
+    )
+    inverse = inverse.ravel()
+    if counts.max() == 1:
+        return graph
+    keep = np.zeros(m, dtype=bool)
+    keep[first] = True
+    dup_groups = np.flatnonzero(counts > 1)
+    new_tables = []
+    new_ids = graph.table_ids.copy()
+    members = np.argsort(inverse, kind="stable")
+    starts = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+    # one Python step per merged group (parallel factors are rare)
+    for g in dup_groups:
+        fs = members[starts[g] : starts[g + 1]]
+        base = fs[0]
+        scope = list(graph.scope(base))
+        acc = np.array(graph.factor_table(base), dtype=np.float64)
+        for f in fs[1:]:
+            sc = list(graph.scope(f))
+            acc = acc + np.transpose(graph.factor_table(f), [sc.index(v) for v in scope])
+        new_ids[base] = graph.n_tables + len(new_tables)
+        new_tables.append(acc.ravel())
+    kept = np.flatnonzero(keep)
+    scopes_indptr = np.zeros(kept.shape[0] + 1, dtype=np.int64)
+    np.cumsum(orders[kept], out=scopes_indptr[1:])
+    sel = np.repeat(graph.scope_indptr[kept], orders[kept]) + (
+        np.arange(scopes_indptr[-1]) - np.repeat(scopes_indptr[:-1], orders[kept])
+    )
+    sizes = np.array([t.shape[0] for t in new_tables], dtype=np.int64)
+    offsets = np.concatenate([graph.table_offsets, graph.table_offsets[-1] + np.cumsum(sizes)])
+    return FactorGraph.from_arrays(
+        graph.n_states,
+        graph.unary,
+        scopes_indptr,
+        graph.scope_vars[sel],
+        new_ids[kept],
+        offsets,
+        np.concatenate([graph.table_data] + new_tables),
+        validate=False,
+    )
