@@ -2,9 +2,23 @@
 
 from .builders import chain_graph, complete_graph, graph_from_edges, grid_edges, grid_graph
 from .factor_graph import FactorGraph
+from .structure import (
+    bfs_schedule,
+    chain_order,
+    connected_components,
+    is_chain,
+    is_forest,
+    merge_parallel_factors,
+)
 
 __all__ = [
     "FactorGraph",
+    "bfs_schedule",
+    "chain_order",
+    "connected_components",
+    "is_chain",
+    "is_forest",
+    "merge_parallel_factors",
     "chain_graph",
     "complete_graph",
     "graph_from_edges",
