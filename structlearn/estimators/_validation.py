@@ -76,14 +76,14 @@ def _dense_sequence(x, i):
 
 
 def _sparse_sequence(x, i):
-    """One sparse sequence as canonical CSR float64 (sorted, no duplicates)."""
+    """Check one sparse sequence (converted and copied later, in _stack_csr)."""
     if x.ndim != 2:
         raise ValueError(
             f"X[{i}] must be 2-D (n_tokens, n_features); got shape {x.shape}"
         )
     if x.dtype.kind not in "biuf":
         raise TypeError(f"X[{i}] must hold real numbers; got dtype {x.dtype}")
-    return sp.csr_matrix(x, dtype=np.float64, copy=True)
+    return x
 
 
 def _labels_1d(yi, name):
@@ -251,17 +251,19 @@ def check_sequences(X, y=None, *, accept_sparse=True, n_features=None):
 
 
 def _stack_csr(parts, offsets, n_features):
-    """Stack dense/CSR parts into one canonical CSR matrix with int64 indices."""
+    """Stack dense/sparse parts into one canonical CSR matrix with int64 indices.
+
+    The inputs are never modified: their arrays are copied by the
+    concatenation, and canonicalization runs on the stacked copy.
+    """
     data, indices, row_nnz = [], [], []
     for part in parts:
-        if not sp.issparse(part):
-            part = sp.csr_matrix(part)
-        else:
-            part.sum_duplicates()  # part is a private copy (see _sparse_sequence)
-        part.eliminate_zeros()
-        data.append(part.data)
-        indices.append(part.indices.astype(np.int64, copy=False))
-        row_nnz.append(np.diff(part.indptr).astype(np.int64, copy=False))
+        part = sp.csr_matrix(part) if not sp.issparse(part) else part.tocsr()
+        ip = part.indptr
+        a, b = int(ip[0]), int(ip[-1])
+        data.append(part.data[a:b])
+        indices.append(part.indices[a:b].astype(np.int64, copy=False))
+        row_nnz.append(np.diff(ip).astype(np.int64, copy=False))
     n_rows = int(offsets[-1])
     indptr = np.zeros(n_rows + 1, dtype=np.int64)
     np.cumsum(np.concatenate(row_nnz), out=indptr[1:])
@@ -271,6 +273,11 @@ def _stack_csr(parts, offsets, n_features):
     out.data = np.concatenate(data).astype(np.float64, copy=False)
     out.indices = np.concatenate(indices)
     out.indptr = indptr
+    if not out.has_canonical_format:
+        out.sum_duplicates()
+    out.eliminate_zeros()
+    out.indices = out.indices.astype(np.int64, copy=False)
+    out.indptr = out.indptr.astype(np.int64, copy=False)
     return out
 
 
@@ -412,7 +419,7 @@ def check_multilabel(X, Y=None, *, accept_sparse=True, n_features=None):
         input_name="X",
     )
     if sp.issparse(X):
-        X = _stack_csr([X.copy()], np.array([0, X.shape[0]], dtype=np.int64), X.shape[1])
+        X = _stack_csr([X], np.array([0, X.shape[0]], dtype=np.int64), X.shape[1])
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(
             f"X has {X.shape[1]} features, but the estimator was fitted with "
