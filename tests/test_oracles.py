@@ -139,3 +139,149 @@ def test_pair_argmax_validation():
         pair_argmax(np.zeros(3))
     with pytest.raises(ValueError, match="NaN"):
         build_sorted_orders([np.array([[np.nan]])])
+
+
+# ----------------------------------------------------------- indicator oracle
+from structlearn.oracles.indicator import (  # noqa: E402
+    dense_indicator_argmax,
+    indicator_add_many,
+    indicator_argmax,
+    indicator_fmo,
+    indicator_update,
+    make_indicator_oracle,
+)
+from structlearn.oracles.multimap import mm_check  # noqa: E402
+
+
+def check_indicator(state, i1, v1, i2, v2, loss, ex, ws):
+    n1, n2 = int(state[1][0]), int(state[1][1])
+    m1, m2 = dense_message(n1, i1, v1), dense_message(n2, i2, v2)
+    got = indicator_argmax(state, i1, v1, i2, v2, loss=loss, exclude=ex, workspace=ws)
+    ref = dense_indicator_argmax(state[0], n1, n2, m1, m2, *loss, *ex)
+    assert got[0] == ref[0]
+    a, b = got[1], got[2]
+    if a < 0:
+        assert got[0] == -np.inf
+    else:
+        assert (a, b) != tuple(ex)
+        l1, g1, l2, g2 = loss
+        val = ((state[0][a * n2 + b] + m1[a]) + m2[b]) + (l1 if g1 >= 0 and a != g1 else 0.0) \
+            + (l2 if g2 >= 0 and b != g2 else 0.0)
+        assert val == got[0]
+    assert np.all(ws[0] == -1) and np.all(ws[1] == -1)
+    return got
+
+
+def heaps_consistent(state):
+    n1, n2 = int(state[1][0]), int(state[1][1])
+    v = state[0]
+    g = (np.array([0, n1 * n2]), np.array([n1 * n2]), state[2], state[3], state[4])
+    r = (np.arange(n1 + 1) * n2, np.full(n1, n2), state[5], state[6], state[7])
+    c = (np.arange(n2 + 1) * n1, np.full(n2, n1), state[8], state[9], state[10])
+    ok = mm_check(g, 0) and all(mm_check(r, h) for h in range(n1)) and all(
+        mm_check(c, h) for h in range(n2))
+    # keys agree with the table
+    ok &= np.array_equal(state[2][state[4]], v)
+    rows = np.repeat(np.arange(n1), n2)
+    cols = np.tile(np.arange(n2), n1)
+    ok &= np.array_equal(state[5][rows * n2 + state[7]], v)
+    cpos = state[10].reshape(n2, n1).T.ravel()  # column heaps index items (rows) by b * n1 + a
+    ok &= np.array_equal(state[8][cols * n1 + cpos], v)
+    return ok
+
+
+@pytest.mark.parametrize("n1", SIZES)
+def test_indicator_fmo_matches_dense_before_and_after_updates(n1):
+    rng = np.random.default_rng(100 + n1)
+    kinds = ["none", "one", "several", "all"]
+    for trial in range(12):
+        n2 = int(rng.choice(SIZES))
+        ties = trial % 2 == 0
+        state = make_indicator_oracle(random_table(rng, n1, n2, ties, neg_inf=trial % 3 == 0))
+        ws = make_pair_workspace(n1 + 3, n2)
+        for rnd in range(4):
+            for q in range(8):
+                i1, v1 = random_message(rng, n1, kinds[(q + rnd) % 4], ties)
+                i2, v2 = random_message(rng, n2, kinds[(q // 2 + trial) % 4], ties)
+                g1, g2 = int(rng.integers(n1)), int(rng.integers(n2))
+                if q % 3 == 0:
+                    loss = (1.0, g1, 1.0, g2)
+                elif q % 3 == 1:
+                    loss = (0.5, g1, 0.0, -1)
+                else:
+                    loss = (0.0, -1, 0.0, -1)
+                ex = (g1, g2) if q % 2 == 0 else (-1, -1)
+                check_indicator(state, i1, v1, i2, v2, loss, ex, ws)
+            # random table updates: single entries, and a batch with repeats
+            for _ in range(int(rng.integers(1, 30))):
+                a, b = int(rng.integers(n1)), int(rng.integers(n2))
+                new = float(rng.integers(-3, 4)) if ties else float(rng.normal())
+                if rng.random() < 0.1:
+                    new = -np.inf
+                indicator_update(state, a, b, new)
+            m = int(rng.integers(1, 20))
+            rows = rng.integers(0, n1, m)
+            cols = rng.integers(0, n2, m)
+            deltas = rng.integers(-2, 3, m).astype(float) if ties else rng.normal(size=m)
+            expected = state[0].copy().reshape(n1, n2)
+            np.add.at(expected, (rows, cols), deltas)
+            indicator_add_many(state, rows, cols, deltas, m)
+            np.testing.assert_allclose(state[0].reshape(n1, n2), expected)
+            assert heaps_consistent(state)
+
+
+def test_indicator_case_i_visits_few_entries():
+    rng = np.random.default_rng(5)
+    K = 200
+    state = make_indicator_oracle(rng.normal(size=(K, K)))
+    ws = make_pair_workspace(K, K)
+    visits = []
+    for _ in range(50):
+        i1, v1 = random_message(rng, K, "several", False)
+        i2, v2 = random_message(rng, K, "several", False)
+        check_indicator(state, i1, v1, i2, v2, (1.0, int(i1[0]), 1.0, 3), (int(i1[0]), 3), ws)
+        visits.append(ws[2][0])
+        assert ws[2][3] <= (len(i1) + 1) * (len(i2) + 1)
+    assert np.mean(visits) <= 10
+
+
+def test_indicator_edge_cases():
+    state = make_indicator_oracle([[4.0]])
+    assert indicator_argmax(state, exclude=(0, 0))[:3] == (-np.inf, -1, -1)
+    assert indicator_argmax(state, [0], [1.0], loss=(1.0, 0, 0.0, -1))[:3] == (5.0, 0, 0)
+    state = make_indicator_oracle(np.full((3, 4), -np.inf))
+    assert indicator_argmax(state, [1], [2.0])[:3] == (-np.inf, -1, -1)
+    indicator_update(state, 2, 3, 1.0)
+    assert indicator_argmax(state, [1], [2.0])[:3] == (1.0, 2, 3)
+    with pytest.raises(ValueError, match="2-D"):
+        make_indicator_oracle(np.zeros(3))
+    with pytest.raises(ValueError, match="NaN"):
+        make_indicator_oracle([[np.nan]])
+    with pytest.raises(ValueError, match="ground truth"):
+        indicator_argmax(make_indicator_oracle(np.zeros((2, 2))), loss=(1.0, 5, 0.0, -1))
+
+
+def test_indicator_fmo_callable_from_numba():
+    import numba as nb
+
+    @nb.njit
+    def many_calls(state, idx, val, ws, out):
+        for r in range(out.shape[0]):
+            best, a, b, nv = indicator_fmo(state, idx, val, r % 3, idx, val, 2,
+                                           0.0, -1, 0.0, -1, -1, -1, ws)
+            out[r] = best
+            indicator_update(state, a, b, state[0][a * state[1][1] + b] - 1.0)
+
+    rng = np.random.default_rng(3)
+    state = make_indicator_oracle(rng.normal(size=(9, 9)))
+    ref = state[0].reshape(9, 9).copy()
+    idx = np.array([1, 4, 7])
+    val = np.array([0.5, -0.2, 0.1])
+    out = np.empty(10)
+    many_calls(state, idx, val, make_pair_workspace(9), out)
+    for r in range(10):
+        m1 = dense_message(9, idx[: r % 3], val[: r % 3])
+        m2 = dense_message(9, idx[:2], val[:2])
+        best, a, b = dense_pair_argmax(ref.ravel(), 9, 9, m1, m2, -1, -1)
+        assert out[r] == best
+        ref[a, b] -= 1.0

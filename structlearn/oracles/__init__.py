@@ -4,8 +4,11 @@
   pairwise tables and the four-case search for MAP inference.
 * :mod:`~structlearn.oracles.multimap` -- sorted multimaps (pools of indexed
   max-heaps) for numba.
+* :mod:`~structlearn.oracles.indicator` -- indicator-factor oracle over a
+  shared, updatable table (structural SVM bigram factors).
 """
 
+from .indicator import indicator_argmax, make_indicator_oracle
 from .multimap import make_cursor, make_multimap, multimap_from_keys
 from .sorted_tables import (
     build_sorted_orders,
@@ -16,6 +19,8 @@ from .sorted_tables import (
 
 __all__ = [
     "build_sorted_orders",
+    "indicator_argmax",
+    "make_indicator_oracle",
     "make_cursor",
     "make_multimap",
     "make_pair_workspace",

@@ -107,7 +107,7 @@ _INT32_MAX = np.iinfo(np.int32).max
 
 
 def make_pair_workspace(max_n1, max_n2=None):
-    """Scratch arrays for the pairwise search kernels.
+    """Scratch arrays for the pairwise search kernels (static and indicator).
 
     Parameters
     ----------
@@ -117,20 +117,31 @@ def make_pair_workspace(max_n1, max_n2=None):
 
     Returns
     -------
-    workspace : tuple ``(pos1, pos2, stats)``
+    workspace : tuple of 9 arrays
+        ``(pos1, pos2, stats, eidx1, eval1, eidx2, eval2, fr_key, fr_slot)``:
         ``pos1`` int64 (max_n1,) and ``pos2`` int64 (max_n2,) filled with -1
         (restored by every call); ``stats`` int64 (4,) receives the entries
-        visited per case (i, ii, iii, iv) of the last call.
+        visited per case (i, ii, iii, iv) of the last call; the rest is
+        scratch for the indicator oracle (effective message lists of sizes
+        max_n + 1, and the traversal frontier).
     """
     if max_n2 is None:
         max_n2 = max_n1
     for name, v in (("max_n1", max_n1), ("max_n2", max_n2)):
         if int(v) != v or v < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
+    max_n1 = int(max_n1)
+    max_n2 = int(max_n2)
     return (
-        np.full(int(max_n1), -1, dtype=np.int64),
-        np.full(int(max_n2), -1, dtype=np.int64),
+        np.full(max_n1, -1, dtype=np.int64),
+        np.full(max_n2, -1, dtype=np.int64),
         np.zeros(4, dtype=np.int64),
+        np.empty(max_n1 + 1, dtype=np.int64),
+        np.empty(max_n1 + 1, dtype=np.float64),
+        np.empty(max_n2 + 1, dtype=np.int64),
+        np.empty(max_n2 + 1, dtype=np.float64),
+        np.empty(64, dtype=np.float64),
+        np.empty(64, dtype=np.int64),
     )
 
 
