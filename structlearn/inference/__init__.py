@@ -2,5 +2,14 @@
 
 from .registry import available_methods, get_method, register_method, solve_map
 from .result import MapResult
+from .exact import chain_marginals, tree_marginals
 
-__all__ = ["MapResult", "available_methods", "get_method", "register_method", "solve_map"]
+__all__ = [
+    "MapResult",
+    "available_methods",
+    "chain_marginals",
+    "get_method",
+    "register_method",
+    "solve_map",
+    "tree_marginals",
+]
