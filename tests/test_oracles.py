@@ -285,3 +285,87 @@ def test_indicator_fmo_callable_from_numba():
         best, a, b = dense_pair_argmax(ref.ravel(), 9, 9, m1, m2, -1, -1)
         assert out[r] == best
         ref[a, b] -= 1.0
+
+
+# ------------------------------------------------------ binary joint oracle
+from structlearn.oracles.binary import (  # noqa: E402
+    binary_add,
+    binary_pair_argmax,
+    binary_update,
+    dense_binary_pair_argmax,
+    make_binary_oracle,
+    make_binary_workspace,
+    masked_argmax,
+    pair_id,
+)
+
+
+@pytest.mark.parametrize("L", [2, 3, 17, 100])
+def test_binary_pair_fmo_matches_dense(L):
+    rng = np.random.default_rng(200 + L)
+    P = L * (L - 1) // 2
+    kinds = ["none", "one", "several", "all"]
+    for trial in range(6):
+        ties = trial % 2 == 0
+        s = random_table(rng, 1, P, ties, neg_inf=trial % 3 == 0).ravel()
+        state = make_binary_oracle(s)
+        ws = make_binary_workspace(L)
+        for rnd in range(3):
+            for q in range(8):
+                idx, val = random_message(rng, L, kinds[q % 4], ties)
+                n_ex = int(rng.integers(0, 4))
+                ex = np.array([rng.choice(L, 2, replace=False) for _ in range(n_ex)], dtype=np.int64).reshape(-1, 2)
+                if q % 2 and len(idx) >= 2:  # exclude an active-active pair too
+                    ex = np.vstack([ex, idx[:2][None, :]])
+                got = binary_pair_argmax(state, idx, val, ex, workspace=ws)
+                c = dense_message(L, idx, val)
+                excluded = np.zeros(P, dtype=np.uint8)
+                for a, b in ex:
+                    excluded[pair_id(a, b, L)] = 1
+                ref = dense_binary_pair_argmax(state[0], L, c, excluded)
+                assert got[0] == ref[0]
+                i, j = got[1], got[2]
+                if i < 0:
+                    assert got[0] == -np.inf
+                else:
+                    p = pair_id(i, j, L)
+                    assert i < j and excluded[p] == 0
+                    assert (state[0][p] + c[i]) + c[j] == got[0]
+                assert np.all(ws[0] == -1) and not ws[1].any()
+            for _ in range(int(rng.integers(1, 20))):
+                a, b = rng.choice(L, 2, replace=False)
+                if rng.random() < 0.5:
+                    binary_update(state, a, b, float(rng.integers(-3, 4)))
+                else:
+                    binary_add(state, a, b, 1.0)
+        full = np.zeros((L, L))
+        full[np.triu_indices(L, 1)] = state[0]
+        fresh = make_binary_oracle(full)
+        np.testing.assert_array_equal(fresh[0], state[0])
+
+
+def test_binary_oracle_few_visits_with_few_active_labels():
+    rng = np.random.default_rng(9)
+    L = 300
+    state = make_binary_oracle(rng.normal(size=L * (L - 1) // 2))
+    ws = make_binary_workspace(L)
+    visits = []
+    for _ in range(30):
+        idx, val = random_message(rng, L, "several", False)
+        got = binary_pair_argmax(state, idx, val, workspace=ws)
+        visits.append(got[3])
+    assert np.mean(visits) < 60  # a dense scan reads 44,850 pairs
+
+
+def test_masked_argmax_and_validation():
+    vals = np.array([1.0, 5.0, 3.0, 5.0])
+    mark = np.full(4, -1, dtype=np.int64)
+    assert masked_argmax(vals, np.array([1]), 1, mark) == (5.0, 3)
+    assert masked_argmax(vals, np.array([1, 3]), 2, mark) == (3.0, 2)
+    assert np.all(mark == -1)
+    with pytest.raises(ValueError, match="upper triangle"):
+        make_binary_oracle(np.zeros(4))
+    with pytest.raises(ValueError, match="square"):
+        make_binary_oracle(np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="distinct"):
+        binary_pair_argmax(make_binary_oracle(np.zeros(3)), exclude=[[1, 1]])

@@ -6,8 +6,11 @@
   max-heaps) for numba.
 * :mod:`~structlearn.oracles.indicator` -- indicator-factor oracle over a
   shared, updatable table (structural SVM bigram factors).
+* :mod:`~structlearn.oracles.binary` -- joint oracle over all label pairs of
+  a multilabel sample (binary variables, pairwise interaction factors).
 """
 
+from .binary import binary_pair_argmax, make_binary_oracle, make_binary_workspace
 from .indicator import indicator_argmax, make_indicator_oracle
 from .multimap import make_cursor, make_multimap, multimap_from_keys
 from .sorted_tables import (
@@ -18,9 +21,12 @@ from .sorted_tables import (
 )
 
 __all__ = [
+    "binary_pair_argmax",
     "build_sorted_orders",
     "indicator_argmax",
     "make_indicator_oracle",
+    "make_binary_oracle",
+    "make_binary_workspace",
     "make_cursor",
     "make_multimap",
     "make_pair_workspace",
