@@ -369,3 +369,105 @@ def test_masked_argmax_and_validation():
         make_binary_oracle(np.zeros((2, 3)))
     with pytest.raises(ValueError, match="distinct"):
         binary_pair_argmax(make_binary_oracle(np.zeros(3)), exclude=[[1, 1]])
+
+
+# ------------------------------------------------------ inner-product oracle
+import scipy.sparse as sp  # noqa: E402
+
+from structlearn.oracles.inner_product import (  # noqa: E402
+    inner_product_argmax,
+    inner_product_fmo,
+    inner_product_fmo_sampled,
+    make_inner_workspace,
+)
+
+
+def dense_inner_reference(W, xd, c, loss, gt, ex):
+    vals = []
+    for y in range(W.shape[1]):
+        s = 0.0
+        for f in np.nonzero(xd)[0]:
+            s += xd[f] * W[f, y]
+        v = s + c[y] + (loss if gt >= 0 and y != gt else 0.0)
+        vals.append(-np.inf if y == ex else v)
+    return max(vals), np.array(vals)
+
+
+@pytest.mark.parametrize("K", SIZES)
+def test_inner_product_fmo_exact_matches_dense(K):
+    rng = np.random.default_rng(300 + K)
+    d = 30
+    for trial in range(10):
+        ties = trial % 2 == 0
+        W = rng.integers(-2, 3, size=(d, K)).astype(float) if ties else rng.normal(size=(d, K))
+        x = sp.random(1, d, density=[0.0, 0.1, 0.5][trial % 3], random_state=trial, format="csr")
+        if ties:
+            x.data[:] = np.round(x.data * 4)
+        idx, val = random_message(rng, K, ["none", "one", "several", "all"][trial % 4], ties)
+        gt = int(rng.integers(K)) if trial % 3 else -1
+        ex = gt if trial % 2 else -1
+        loss = 1.0 if gt >= 0 else 0.0
+        best, y = inner_product_argmax(W, x, add=(idx, val), loss=loss, gt=gt, exclude=ex)
+        ref, vals = dense_inner_reference(W, x.toarray().ravel(), dense_message(K, idx, val),
+                                          loss, gt, ex)
+        assert best == ref
+        if y < 0:
+            assert best == -np.inf and K == 1 and ex == 0
+        else:
+            assert y != ex and vals[y] == best
+        # nu = 1 with a random permutation is exact as well
+        best1, y1 = inner_product_argmax(W, x, add=(idx, val), loss=loss, gt=gt, exclude=ex,
+                                         nu=1, random_state=trial, perm=rng.permutation(K))
+        assert best1 == ref
+
+
+def test_inner_product_kernels_on_csr_rows():
+    rng = np.random.default_rng(4)
+    X = sp.random(20, 50, density=0.2, random_state=0, format="csr")
+    W = rng.normal(size=(50, 17))
+    ws = make_inner_workspace(17)
+    none_i, none_v = np.zeros(0, dtype=np.int64), np.zeros(0)
+    for i in range(20):
+        best, y = inner_product_fmo(W, X.indices, X.data, X.indptr[i], X.indptr[i + 1],
+                                    none_i, none_v, 0, 0.0, -1, -1, ws)
+        scores = X[i].toarray().ravel() @ W
+        np.testing.assert_allclose(ws[0], scores, atol=1e-12)
+        assert y == np.argmax(ws[0]) and best == ws[0][y]
+        perm = np.arange(17)
+        # the parts of a partition together reproduce the exact answer
+        parts = [inner_product_fmo_sampled(W, X.indices, X.data, X.indptr[i], X.indptr[i + 1],
+                                           perm, 4, k, none_i, none_v, 0, 0.0, -1, -1, ws)
+                 for k in range(4)]
+        assert max(p[0] for p in parts) == best
+        assert not ws[1].any()
+
+
+@pytest.mark.parametrize("nu", [2, 5])
+def test_inner_product_sampling_hits_argmax_with_frequency_one_over_nu(nu):
+    rng = np.random.default_rng(11)
+    K, d, trials = 40, 10, 1500
+    W = rng.normal(size=(d, K))
+    x = rng.normal(size=d)
+    true_best, _ = inner_product_argmax(W, x)
+    seeds = np.random.RandomState(123)
+    hits = 0
+    for t in range(trials):
+        best, _ = inner_product_argmax(W, x, nu=nu, random_state=seeds.randint(2**31))
+        assert best <= true_best
+        hits += best == true_best
+    p = 1.0 / nu
+    assert hits / trials >= p - 4 * np.sqrt(p * (1 - p) / trials)
+    assert hits < trials  # sampling really is approximate for nu > 1
+    # same random_state, same answer
+    assert inner_product_argmax(W, x, nu=nu, random_state=7) == inner_product_argmax(
+        W, x, nu=nu, random_state=7)
+
+
+def test_inner_product_validation():
+    W = np.zeros((3, 4))
+    with pytest.raises(ValueError, match="features"):
+        inner_product_argmax(W, np.zeros(5))
+    with pytest.raises(ValueError, match="nu"):
+        inner_product_argmax(W, np.zeros(3), nu=9)
+    with pytest.raises(ValueError, match="permutation"):
+        inner_product_argmax(W, np.zeros(3), nu=2, perm=[0, 0, 1, 2])

@@ -8,9 +8,14 @@
   shared, updatable table (structural SVM bigram factors).
 * :mod:`~structlearn.oracles.binary` -- joint oracle over all label pairs of
   a multilabel sample (binary variables, pairwise interaction factors).
+* :mod:`~structlearn.oracles.inner_product` -- inner-product (unigram)
+  oracle, exact or with nu-partition sampling.
+
+Every module documents how to call its kernels from numba.
 """
 
 from .binary import binary_pair_argmax, make_binary_oracle, make_binary_workspace
+from .inner_product import inner_product_argmax, make_inner_workspace
 from .indicator import indicator_argmax, make_indicator_oracle
 from .multimap import make_cursor, make_multimap, multimap_from_keys
 from .sorted_tables import (
@@ -24,7 +29,9 @@ __all__ = [
     "binary_pair_argmax",
     "build_sorted_orders",
     "indicator_argmax",
+    "inner_product_argmax",
     "make_indicator_oracle",
+    "make_inner_workspace",
     "make_binary_oracle",
     "make_binary_workspace",
     "make_cursor",

@@ -1,0 +1,98 @@
+"""Numba kernels of the inner-product oracle (see :mod:`.inner_product`).
+
+No validation here.
+"""
+
+import numba as nb
+import numpy as np
+
+NEG_INF = -np.inf
+
+
+@nb.njit(cache=True)
+def inner_product_scores(W, indices, data, start, end, out):
+    """out[y] = sum_{p in [start, end)} data[p] * W[indices[p], y] for all y.
+
+    W : float64 (n_features, K) C-contiguous; out : float64 (>= K,).
+    Cost O(nnz * K), vectorized over K (contiguous rows of W).
+    """
+    K = W.shape[1]
+    for y in range(K):
+        out[y] = 0.0
+    for p in range(start, end):
+        x = data[p]
+        row = W[indices[p]]
+        for y in range(K):
+            out[y] += x * row[y]
+
+
+@nb.njit(cache=True)
+def _label_value(score, y, extra, loss, gt):
+    val = score + extra[y]
+    if y != gt:
+        val += loss
+    return val
+
+
+@nb.njit(cache=True)
+def inner_product_fmo(W, indices, data, start, end, add_idx, add_val, n_add,
+                      loss, gt, ex, workspace):
+    """Exact: argmax over y != ex of w(y).phi + c(y) + loss * [y != gt].
+
+    ``c`` is sparse (``add_idx[:n_add]``, ``add_val[:n_add]``; 0 elsewhere).
+    Returns ``(best, y)``; ``(-inf, -1)`` when nothing is above -inf.
+    """
+    scores, extra = workspace[0], workspace[1]
+    K = W.shape[1]
+    if gt < 0:
+        loss = 0.0
+    inner_product_scores(W, indices, data, start, end, scores)
+    for k in range(n_add):
+        extra[add_idx[k]] = add_val[k]
+    best = NEG_INF
+    by = -1
+    for y in range(K):
+        if y == ex:
+            continue
+        val = _label_value(scores[y], y, extra, loss, gt)
+        if val > best:
+            best = val
+            by = y
+    for k in range(n_add):
+        extra[add_idx[k]] = 0.0
+    return best, by
+
+
+@nb.njit(cache=True)
+def inner_product_fmo_sampled(W, indices, data, start, end, perm, nu, part,
+                              add_idx, add_val, n_add, loss, gt, ex, workspace):
+    """nu-partition sampling (eq. 21): the exact FMO restricted to partition
+    ``part`` of ``nu``: labels ``perm[part * K // nu : (part + 1) * K // nu]``.
+
+    Cost O(nnz * K / nu). Returns ``(best, y)``; ``(-inf, -1)`` when the
+    partition holds nothing above -inf.
+    """
+    extra = workspace[1]
+    K = W.shape[1]
+    if gt < 0:
+        loss = 0.0
+    lo = part * K // nu
+    hi = (part + 1) * K // nu
+    for k in range(n_add):
+        extra[add_idx[k]] = add_val[k]
+    best = NEG_INF
+    by = -1
+    for r in range(lo, hi):
+        y = perm[r]
+        if y == ex:
+            continue
+        s = 0.0
+        for p in range(start, end):
+            s += data[p] * W[indices[p], y]
+        val = _label_value(s, y, extra, loss, gt)
+        if val > best:
+            best = val
+            by = y
+    for k in range(n_add):
+        extra[add_idx[k]] = 0.0
+    return best, by
