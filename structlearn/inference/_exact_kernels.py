@@ -255,8 +255,6 @@ def tree_sum_product(
     var_parent,
     factor_order,
     factor_parent,
-    var_indptr,
-    var_factors,
     node_marg,
     factor_marg_offsets,
     factor_marg,
@@ -267,9 +265,6 @@ def tree_sum_product(
     ----------
     var_order, var_parent, factor_order, factor_parent : int64 arrays
         Breadth-first schedule from ``structure.bfs_schedule`` (a forest).
-    var_indptr, var_factors : int64 arrays
-        Factors of each variable (CSR), used to form cavities exactly where
-        a message is ``-inf``.
     node_marg : float64 (n_states.sum(),)
         Receives the node marginals in the layout of ``unary``.
     factor_marg_offsets : int64 (n_factors + 1,)
@@ -378,18 +373,12 @@ def tree_sum_product(
         size = _strides(n_states, scope_indptr, scope_vars, f, strides)
         op = unary_offsets[p]
         kp = n_states[p]
-        # cavity of the parent: everything but this factor's message
+        # cavity of the parent: everything but this factor's message. Where
+        # that message is -inf every entry of the factor with this parent
+        # state has probability 0 whatever the cavity, so -inf is used there.
         for x in range(kp):
             mf = msg[msg_off[f] + x]
-            if mf != -np.inf:
-                cav[x] = up[op + x] - mf + down[op + x]
-            else:
-                val = unary[op + x] + down[op + x]
-                for r in range(var_indptr[p], var_indptr[p + 1]):
-                    g = var_factors[r]
-                    if g != f and g != var_parent[p]:
-                        val += msg[msg_off[g] + x]
-                cav[x] = val
+            cav[x] = up[op + x] - mf + down[op + x] if mf != -np.inf else -np.inf
         ppos = 0
         for q in range(order):
             if scope_vars[lo + q] == p:

@@ -35,7 +35,6 @@ from ..graphs.structure import (
     _chain_precheck,
     _chain_walk,
     bfs_schedule,
-    variable_factors,
 )
 from ._exact_kernels import (
     brute_force_max,
@@ -218,15 +217,12 @@ def _sum_product(graph, schedule):
     np.cumsum(sizes, out=foff[1:])
     node = np.zeros(graph.unary.shape[0])
     fmarg = np.zeros(foff[-1])
-    var_indptr, var_factors = variable_factors(graph)
     log_z = tree_sum_product(
         *graph.arrays(),
         var_order,
         var_parent,
         factor_order,
         factor_parent,
-        var_indptr,
-        var_factors,
         node,
         foff,
         fmarg,

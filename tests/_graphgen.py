@@ -1,0 +1,113 @@
+"""Random small factor graphs and brute-force references for the tests."""
+
+import itertools
+
+import numpy as np
+
+from structlearn.graphs import FactorGraph
+
+
+def random_scores(rng, size, *, integer, scale, p_inf):
+    """Scores with ties (small integers) or continuous values, some -inf."""
+    if integer:
+        x = rng.integers(-2, 3, size=size).astype(np.float64)
+    else:
+        x = rng.normal(size=size)
+    x = x * scale
+    x[rng.random(size) < p_inf] = -np.inf
+    return x
+
+
+def _make(rng, n_states, scopes, *, integer, scale, p_inf, share=False):
+    n_states = np.asarray(n_states, dtype=np.int64)
+    unary = [random_scores(rng, k, integer=integer, scale=scale, p_inf=p_inf) for k in n_states]
+    sizes = [int(np.prod(n_states[list(s)])) for s in scopes]
+    if share and scopes and len(set(sizes)) == 1 and len(set(n_states.tolist())) == 1:
+        tables = [random_scores(rng, sizes[0], integer=integer, scale=scale, p_inf=p_inf)]
+        table_ids = np.zeros(len(scopes), dtype=np.int64)
+    else:
+        tables = [random_scores(rng, s, integer=integer, scale=scale, p_inf=p_inf) for s in sizes]
+        table_ids = None
+    return FactorGraph(
+        n_states, unary=unary, scopes=[list(s) for s in scopes], tables=tables, table_ids=table_ids
+    )
+
+
+def random_chain(rng, n_vars, max_k, *, integer=True, scale=1.0, p_inf=0.1, n_paths=1):
+    """Disjoint union of ``n_paths`` simple paths over a random variable order."""
+    perm = rng.permutation(n_vars)
+    cuts = set(rng.choice(np.arange(1, n_vars), size=min(n_paths - 1, n_vars - 1), replace=False).tolist()) if n_vars > 1 else set()
+    scopes = []
+    for k in range(1, n_vars):
+        if k in cuts:
+            continue
+        a, b = int(perm[k - 1]), int(perm[k])
+        scopes.append((a, b) if rng.random() < 0.5 else (b, a))
+    rng.shuffle(scopes)
+    uniform = rng.random() < 0.5
+    n_states = np.full(n_vars, max_k) if uniform else rng.integers(1, max_k + 1, size=n_vars)
+    return _make(
+        rng, n_states, scopes, integer=integer, scale=scale, p_inf=p_inf, share=rng.random() < 0.5
+    )
+
+
+def random_forest(rng, n_vars, max_k, *, integer=True, scale=1.0, p_inf=0.1, max_order=3,
+                  p_new_tree=0.15):
+    """Random factor forest: each factor joins one placed variable to 1..max_order-1 new ones."""
+    perm = rng.permutation(n_vars)
+    placed = [int(perm[0])]
+    scopes = []
+    k = 1
+    while k < n_vars:
+        if rng.random() < p_new_tree:
+            placed.append(int(perm[k]))
+            k += 1
+            continue
+        n_new = int(rng.integers(1, max_order))
+        new = [int(v) for v in perm[k : k + n_new]]
+        k += len(new)
+        scope = [placed[int(rng.integers(len(placed)))]] + new
+        rng.shuffle(scope)
+        scopes.append(tuple(scope))
+        placed.extend(new)
+    n_states = rng.integers(1, max_k + 1, size=n_vars)
+    return _make(rng, n_states, scopes, integer=integer, scale=scale, p_inf=p_inf)
+
+
+def add_random_factor(rng, graph, *, order=2):
+    """Copy of ``graph`` with one more random factor (a table of ones)."""
+    scope = rng.choice(graph.n_vars, size=order, replace=False)
+    scopes = [list(graph.scope(f)) for f in range(graph.n_factors)] + [scope.tolist()]
+    tables = [graph.factor_table(f).ravel() for f in range(graph.n_factors)]
+    tables.append(np.ones(int(np.prod(graph.n_states[scope]))))
+    unary = [graph.unary_of(i) for i in range(graph.n_vars)]
+    return FactorGraph(graph.n_states, unary=unary, scopes=scopes, tables=tables)
+
+
+def all_labelings(graph):
+    """Every labeling in lexicographic order (last variable fastest)."""
+    return np.array(list(itertools.product(*[range(k) for k in graph.n_states])),
+                    dtype=np.int64).reshape(-1, graph.n_vars)
+
+
+def brute_force_reference(graph):
+    """(labelings, scores, log_z, node_marginals padded, factor marginals list)."""
+    labs = all_labelings(graph)
+    scores = graph.score_many(labs)
+    m = scores.max()
+    if m == -np.inf:
+        log_z = -np.inf
+        p = np.zeros_like(scores)
+    else:
+        log_z = m + np.log(np.exp(scores - m).sum())
+        p = np.exp(scores - log_z)
+    node = np.zeros((graph.n_vars, graph.max_states))
+    for i in range(graph.n_vars):
+        node[i, : graph.n_states[i]] = np.bincount(labs[:, i], weights=p, minlength=graph.n_states[i])
+    factors = []
+    for f in range(graph.n_factors):
+        sc = graph.scope(f)
+        shape = tuple(graph.n_states[sc])
+        flat = np.ravel_multi_index(tuple(labs[:, sc].T), shape)
+        factors.append(np.bincount(flat, weights=p, minlength=int(np.prod(shape))).reshape(shape))
+    return labs, scores, log_z, node, factors
