@@ -16,8 +16,6 @@ the exact back-ends apply.
 
 import numpy as np
 
-from ._structure_kernels import chain_walk, forest_bfs
-
 __all__ = [
     "bfs_schedule",
     "chain_order",
@@ -90,6 +88,8 @@ def bfs_schedule(graph):
     has_cycle : bool
         Whether the graph contains a cycle (then it is not a forest).
     """
+    from ._structure_kernels import forest_bfs  # numba loads on first use
+
     indptr, vf = variable_factors(graph)
     n, m = graph.n_vars, graph.n_factors
     var_order = np.empty(n, dtype=np.int64)
@@ -149,6 +149,8 @@ def is_forest(graph):
 
 
 def _chain_walk(graph):
+    from ._structure_kernels import chain_walk  # numba loads on first use
+
     indptr, vf = variable_factors(graph)
     order = np.empty(graph.n_vars, dtype=np.int64)
     link = np.empty(graph.n_vars, dtype=np.int64)
