@@ -22,6 +22,10 @@ lexicographically first best labeling). If every labeling is forbidden the
 result holds some labeling (state 0 wherever nothing is finite) with score
 ``-inf``, still flagged exact: the optimum is ``-inf``.
 
+Marginals: :func:`chain_marginals` (log-domain forward-backward) and
+:func:`tree_marginals` (sum-product on factor forests) return log Z and
+exact node and factor marginals, stable for scores of +-1e4.
+
 Parallel factors (two factors on the same variables) make a graph loopy;
 :func:`structlearn.graphs.merge_parallel_factors` removes them first.
 """
