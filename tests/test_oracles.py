@@ -433,12 +433,18 @@ def test_inner_product_kernels_on_csr_rows():
         scores = X[i].toarray().ravel() @ W
         np.testing.assert_allclose(ws[0], scores, atol=1e-12)
         assert y == np.argmax(ws[0]) and best == ws[0][y]
-        perm = np.arange(17)
-        # the parts of a partition together reproduce the exact answer
-        parts = [inner_product_fmo_sampled(W, X.indices, X.data, X.indptr[i], X.indptr[i + 1],
-                                           perm, 4, k, none_i, none_v, 0, 0.0, -1, -1, ws)
-                 for k in range(4)]
-        assert max(p[0] for p in parts) == best
+        # the parts of a partition (contiguous blocks or a permutation's
+        # blocks) are disjoint and together reproduce the exact answer
+        for perm in (np.zeros(0, dtype=np.int64), rng.permutation(17)):
+            parts = [inner_product_fmo_sampled(W, X.indices, X.data, X.indptr[i],
+                                               X.indptr[i + 1], perm, 4, k, none_i, none_v, 0,
+                                               0.0, -1, -1, ws)
+                     for k in range(4)]
+            assert max(p[0] for p in parts) == best
+            labels = perm if perm.size else np.arange(17)
+            for k, (b, y) in enumerate(parts):
+                assert y in labels[k * 17 // 4 : (k + 1) * 17 // 4]
+                assert np.isclose(b, scores[y])
         assert not ws[1].any()
 
 

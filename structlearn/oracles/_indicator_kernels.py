@@ -65,6 +65,40 @@ def indicator_add_many(state, rows, cols, deltas, n):
 
 
 # -------------------------------------------------------------------- search
+@nb.njit(cache=True, inline="always")
+def _admissible(it, mode, fixed, n2, pos1, pos2, ex1, ex2):
+    """Labels (a, b) of heap item ``it`` and whether the walk may stop there."""
+    if mode == 0:
+        a = it // n2
+        b = it - a * n2
+        ok = pos1[a] < 0 and pos2[b] < 0
+    elif mode == 1:
+        a = it
+        b = fixed
+        ok = pos1[a] < 0
+    else:
+        a = fixed
+        b = it
+        ok = pos2[b] < 0
+    return ok and not (a == ex1 and b == ex2), a, b
+
+
+@nb.njit(cache=True)
+def _root(keys, items, base, size, mode, fixed, n2, pos1, pos2, ex1, ex2, madd, c1, c2, best):
+    """Look at the top of a heap only: status 0 = nothing can beat ``best``,
+    1 = the top is the answer, 2 = a deeper walk is needed.
+    Returns ``(status, value, a, b)``."""
+    if size == 0:
+        return 0, best, -1, -1
+    val = ((keys[base] + madd) + c1) + c2
+    if not val > best:
+        return 0, best, -1, -1
+    ok, a, b = _admissible(items[base], mode, fixed, n2, pos1, pos2, ex1, ex2)
+    if ok:
+        return 1, val, a, b
+    return 2, best, -1, -1
+
+
 @nb.njit(cache=True)
 def _walk(keys, items, base, size, mode, fixed, n2, pos1, pos2, ex1, ex2,
           madd, c1, c2, best, fr_key, fr_slot):
@@ -89,20 +123,8 @@ def _walk(keys, items, base, size, mode, fixed, n2, pos1, pos2, ex1, ex2,
         val = ((key + madd) + c1) + c2
         if not val > best:
             break
-        it = items[base + s]
-        if mode == 0:
-            a = it // n2
-            b = it - a * n2
-            ok = pos1[a] < 0 and pos2[b] < 0
-        elif mode == 1:
-            a = it
-            b = fixed
-            ok = pos1[a] < 0
-        else:
-            a = fixed
-            b = it
-            ok = pos2[b] < 0
-        if ok and not (a == ex1 and b == ex2):
+        ok, a, b = _admissible(items[base + s], mode, fixed, n2, pos1, pos2, ex1, ex2)
+        if ok:
             return True, val, a, b, visited, fr_key, fr_slot
         c = 2 * s + 1
         if c < size:
@@ -160,6 +182,7 @@ def indicator_fmo(state, idx1, val1, nnz1, idx2, val2, nnz2,
     best_a = -1
     best_b = -1
     # (iv) both listed
+    no_loss = loss1 == 0.0 and loss2 == 0.0
     for k1 in range(e1):
         a = eidx1[k1]
         m1 = eval1[k1]
@@ -169,8 +192,10 @@ def indicator_fmo(state, idx1, val1, nnz1, idx2, val2, nnz2,
             b = eidx2[k2]
             if a == ex1 and b == ex2:
                 continue
-            lb = loss2 if b != gt2 else 0.0
-            val = ((v[base + b] + m1) + eval2[k2]) + la + lb
+            val = (v[base + b] + m1) + eval2[k2]
+            if not no_loss:
+                lb = loss2 if b != gt2 else 0.0
+                val = (val + la) + lb
             if val > best:
                 best = val
                 best_a = a
@@ -182,10 +207,15 @@ def indicator_fmo(state, idx1, val1, nnz1, idx2, val2, nnz2,
         for k2 in range(e2):
             b = eidx2[k2]
             lb = loss2 if b != gt2 else 0.0
-            found, val, a, bb, nv, fr_key, fr_slot = _walk(
-                ck, ci, b * n1, n1, 1, b, n2, pos1, pos2, ex1, ex2,
-                eval2[k2], loss1, lb, best, fr_key, fr_slot)
-            v2 += nv
+            status, val, a, bb = _root(ck, ci, b * n1, n1, 1, b, n2, pos1, pos2, ex1, ex2,
+                                       eval2[k2], loss1, lb, best)
+            v2 += 1
+            found = status == 1
+            if status == 2:
+                found, val, a, bb, nv, fr_key, fr_slot = _walk(
+                    ck, ci, b * n1, n1, 1, b, n2, pos1, pos2, ex1, ex2,
+                    eval2[k2], loss1, lb, best, fr_key, fr_slot)
+                v2 += nv - 1
             if found:
                 best = val
                 best_a = a
@@ -196,10 +226,15 @@ def indicator_fmo(state, idx1, val1, nnz1, idx2, val2, nnz2,
         for k1 in range(e1):
             a = eidx1[k1]
             la = loss1 if a != gt1 else 0.0
-            found, val, aa, b, nv, fr_key, fr_slot = _walk(
-                rk, ri, a * n2, n2, 2, a, n2, pos1, pos2, ex1, ex2,
-                eval1[k1], la, loss2, best, fr_key, fr_slot)
-            v3 += nv
+            status, val, aa, b = _root(rk, ri, a * n2, n2, 2, a, n2, pos1, pos2, ex1, ex2,
+                                       eval1[k1], la, loss2, best)
+            v3 += 1
+            found = status == 1
+            if status == 2:
+                found, val, aa, b, nv, fr_key, fr_slot = _walk(
+                    rk, ri, a * n2, n2, 2, a, n2, pos1, pos2, ex1, ex2,
+                    eval1[k1], la, loss2, best, fr_key, fr_slot)
+                v3 += nv - 1
             if found:
                 best = val
                 best_a = aa
@@ -207,10 +242,15 @@ def indicator_fmo(state, idx1, val1, nnz1, idx2, val2, nnz2,
     # (i) neither listed: walk the global heap
     v1 = 0
     if e1 < n1 and e2 < n2:
-        found, val, a, b, nv, fr_key, fr_slot = _walk(
-            gk, gi, 0, n1 * n2, 0, 0, n2, pos1, pos2, ex1, ex2,
-            0.0, loss1, loss2, best, fr_key, fr_slot)
-        v1 = nv
+        status, val, a, b = _root(gk, gi, 0, n1 * n2, 0, 0, n2, pos1, pos2, ex1, ex2,
+                                  0.0, loss1, loss2, best)
+        v1 = 1
+        found = status == 1
+        if status == 2:
+            found, val, a, b, nv, fr_key, fr_slot = _walk(
+                gk, gi, 0, n1 * n2, 0, 0, n2, pos1, pos2, ex1, ex2,
+                0.0, loss1, loss2, best, fr_key, fr_slot)
+            v1 = nv
         if found:
             best = val
             best_a = a

@@ -67,29 +67,41 @@ def inner_product_fmo(W, indices, data, start, end, add_idx, add_val, n_add,
 def inner_product_fmo_sampled(W, indices, data, start, end, perm, nu, part,
                               add_idx, add_val, n_add, loss, gt, ex, workspace):
     """nu-partition sampling (eq. 21): the exact FMO restricted to partition
-    ``part`` of ``nu``: labels ``perm[part * K // nu : (part + 1) * K // nu]``.
+    ``part`` of ``nu``: labels ``perm[part * K // nu : (part + 1) * K // nu]``
+    (an empty ``perm`` means the identity: contiguous label blocks, the
+    fastest layout).
 
     Cost O(nnz * K / nu). Returns ``(best, y)``; ``(-inf, -1)`` when the
     partition holds nothing above -inf.
     """
-    extra = workspace[1]
+    scores, extra = workspace[0], workspace[1]
     K = W.shape[1]
     if gt < 0:
         loss = 0.0
     lo = part * K // nu
     hi = (part + 1) * K // nu
+    m = hi - lo
+    for r in range(m):
+        scores[r] = 0.0
+    contiguous = perm.shape[0] == 0
+    for p in range(start, end):
+        x = data[p]
+        row = W[indices[p]]
+        if contiguous:
+            for r in range(m):
+                scores[r] += x * row[lo + r]
+        else:
+            for r in range(m):
+                scores[r] += x * row[perm[lo + r]]
     for k in range(n_add):
         extra[add_idx[k]] = add_val[k]
     best = NEG_INF
     by = -1
-    for r in range(lo, hi):
-        y = perm[r]
+    for r in range(m):
+        y = lo + r if contiguous else perm[lo + r]
         if y == ex:
             continue
-        s = 0.0
-        for p in range(start, end):
-            s += data[p] * W[indices[p], y]
-        val = _label_value(s, y, extra, loss, gt)
+        val = _label_value(scores[r], y, extra, loss, gt)
         if val > best:
             best = val
             by = y
