@@ -94,7 +94,8 @@ def test_check_sequences_accepts_object_array_and_int_data():
         ([np.ones((2, 2)), np.ones((1, 2))], [[0, 1], [1, 0]], ValueError, r"y\[1\] has 2 labels but X\[1\] has 1 tokens"),
         ([np.ones((2, 2))], [np.zeros((2, 2))], ValueError, r"y\[0\] must be a 1-D array"),
         ([np.ones((2, 2))], ["ab"], TypeError, r"y\[0\] must be a 1-D array-like"),
-        ([np.ones((2, 2))], np.zeros((1, 2)), TypeError, "y must be a list"),
+        ([np.ones((2, 2))], np.zeros((1, 2)), TypeError, "y must be a list of 1-D label arrays"),
+        ([np.ones((2, 2))], "ab", TypeError, "y must be a list of 1-D label arrays"),
     ],
 )
 def test_check_sequences_errors(X, y, exc, match):

@@ -33,27 +33,19 @@ __all__ = [
 _INT32_MAX = np.iinfo(np.int32).max
 
 
-def _as_sequence_list(X, name):
+def _as_sequence_list(X, name, items="2-D arrays or sparse matrices"):
     """Return ``X`` as a Python list of its items, or raise TypeError."""
+    expected = f"{name} must be a list of {items} (one per sequence)"
     if isinstance(X, np.ndarray):
         if X.dtype != object or X.ndim != 1:
-            raise TypeError(
-                f"{name} must be a list of 2-D arrays or sparse matrices (one per "
-                f"sequence); got an ndarray of dtype {X.dtype} and shape {X.shape}"
-            )
+            raise TypeError(f"{expected}; got an ndarray of dtype {X.dtype} and shape {X.shape}")
         return list(X)
     if sp.issparse(X) or isinstance(X, (str, bytes, dict)) or X is None:
-        raise TypeError(
-            f"{name} must be a list of 2-D arrays or sparse matrices (one per "
-            f"sequence); got {type(X).__name__}"
-        )
+        raise TypeError(f"{expected}; got {type(X).__name__}")
     try:
         return list(X)
     except TypeError:
-        raise TypeError(
-            f"{name} must be a list of 2-D arrays or sparse matrices (one per "
-            f"sequence); got {type(X).__name__}"
-        ) from None
+        raise TypeError(f"{expected}; got {type(X).__name__}") from None
 
 
 def _dense_sequence(x, i):
@@ -228,12 +220,7 @@ def check_sequences(X, y=None, *, accept_sparse=True, n_features=None):
     if y is None:
         return Xcat, offsets, None
 
-    labels = _as_sequence_list(y, "y") if not isinstance(y, np.ndarray) or y.dtype == object else None
-    if labels is None:
-        raise TypeError(
-            "y must be a list of 1-D label arrays (one per sequence); got an "
-            f"ndarray of dtype {y.dtype} and shape {y.shape}"
-        )
+    labels = _as_sequence_list(y, "y", items="1-D label arrays")
     if len(labels) != len(seqs):
         raise ValueError(
             f"X has {len(seqs)} sequences but y has {len(labels)}: they must match"
