@@ -76,7 +76,7 @@ class SequencePerceptron(SequenceEstimatorMixin, BaseEstimator):
     >>> X = [np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[0.0, 1.0]])]
     >>> y = [np.array(["a", "b"]), np.array(["b"])]
     >>> model = SequencePerceptron(random_state=0).fit(X, y)
-    >>> [list(p) for p in model.predict(X)]
+    >>> [p.tolist() for p in model.predict(X)]
     [['a', 'b'], ['b']]
     """
 
