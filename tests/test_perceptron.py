@@ -194,6 +194,11 @@ def test_score_is_token_accuracy():
     # labels never seen in training count as errors
     y_bad = [np.full(len(yi), 99) for yi in y]
     assert model.score(X, y_bad) == 0.0
+    # labels of another type never match (and neither crash nor get stringified)
+    y_str = [np.array([str(v) for v in yi]) for yi in y]
+    assert model.score(X, y_str) == 0.0
+    y_float = [yi.astype(float) for yi in y]
+    assert model.score(X, y_float) == model.score(X, y)
 
 
 # ------------------------------------------------------------ conventions
