@@ -12,6 +12,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
+from ._sparse import split_csr_rows
+
 __all__ = ["make_chain_data", "make_grid_mrf", "make_multilabel_pairwise"]
 
 # Probability that a hidden chain stays in its current label; the rest of a
@@ -58,23 +60,7 @@ def _check_lengths(length, n_sequences, rng):
     return np.full(n_sequences, _check_int(length, "length"), dtype=np.int64)
 
 
-def _split_csr_rows(matrix, offsets):
-    """Split a CSR matrix into row blocks ``[offsets[i], offsets[i+1])`` without copying per row."""
-    n_cols = matrix.shape[1]
-    indptr, indices, data = matrix.indptr, matrix.indices, matrix.data
-    out = []
-    for start, stop in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
-        lo, hi = indptr[start], indptr[stop]
-        out.append(
-            sp.csr_matrix(
-                (data[lo:hi], indices[lo:hi], indptr[start : stop + 1] - lo),
-                shape=(stop - start, n_cols),
-            )
-        )
-    return out
-
-
-def sticky_transition_matrix(n_labels, rng):
+def _sticky_transition_matrix(n_labels, rng):
     """Random row-stochastic (K, K) matrix: stay with prob 0.5, else a sparse Dirichlet row."""
     T = rng.gamma(_TRANSITION_ALPHA, size=(n_labels, n_labels))
     np.fill_diagonal(T, 0.0)
@@ -148,7 +134,7 @@ def make_chain_data(
     rng = check_random_state(random_state)
     lengths = _check_lengths(length, n_sequences, rng).astype(np.int64)
 
-    T = sticky_transition_matrix(n_labels, rng)
+    T = _sticky_transition_matrix(n_labels, rng)
     # inverse-CDF sampling of all rows at once: row r occupies [r, r+1) of cdf_flat
     cdf = np.cumsum(T, axis=1)
     cdf[:, -1] = 1.0
@@ -178,7 +164,7 @@ def make_chain_data(
     Xall.sum_duplicates()
     Xall.data[:] = 1.0
     offsets = np.concatenate([[0], np.cumsum(lengths)])
-    X = _split_csr_rows(Xall, offsets)
+    X = split_csr_rows(Xall, offsets)
     y = np.split(flat_labels, offsets[1:-1])
     return X, y
 
