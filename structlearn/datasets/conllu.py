@@ -1,7 +1,6 @@
 """Reading CoNLL-U files (Universal Dependencies treebank format)."""
 
 import gzip
-import io
 import os
 
 __all__ = ["read_conllu", "CONLLU_COLUMNS"]

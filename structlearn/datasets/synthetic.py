@@ -48,6 +48,15 @@ def _check_fraction(value, name, *, low_open=False, high=1.0):
     return value
 
 
+def _check_real(value, name):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return value
+
+
 def _check_lengths(length, n_sequences, rng):
     if isinstance(length, tuple | list):
         if len(length) != 2:
@@ -62,17 +71,17 @@ def _check_lengths(length, n_sequences, rng):
 
 def _sticky_transition_matrix(n_labels, rng):
     """Random row-stochastic (K, K) matrix: stay with prob 0.5, else a sparse Dirichlet row."""
+    if n_labels == 1:
+        return np.ones((1, 1))
     T = rng.gamma(_TRANSITION_ALPHA, size=(n_labels, n_labels))
     np.fill_diagonal(T, 0.0)
-    rows = T.sum(axis=1, keepdims=True)
-    empty = rows[:, 0] <= 0.0
-    if np.any(empty):  # n_labels == 1 or underflow: move to a uniform other label
-        T[empty] = 1.0 if n_labels == 1 else (1.0 - np.eye(n_labels)[empty])
-        rows = T.sum(axis=1, keepdims=True)
-    T = (1.0 - _STAY_PROB) * T / rows
-    T[np.arange(n_labels), np.arange(n_labels)] += _STAY_PROB
-    if n_labels == 1:
-        T[:] = 1.0
+    rows = T.sum(axis=1)
+    empty = rows <= 0.0  # all gammas underflowed: uniform over the other labels
+    if np.any(empty):
+        T[empty] = 1.0 - np.eye(n_labels)[empty]
+        rows = T.sum(axis=1)
+    T *= (1.0 - _STAY_PROB) / rows[:, None]
+    np.fill_diagonal(T, _STAY_PROB)
     return T
 
 
@@ -196,16 +205,13 @@ def make_grid_mrf(height, width, n_states, *, coupling=1.0, unary_scale=1.0, ran
     height = _check_int(height, "height")
     width = _check_int(width, "width")
     n_states = _check_int(n_states, "n_states")
-    for name, value in (("coupling", coupling), ("unary_scale", unary_scale)):
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-            raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-        if not np.isfinite(value):
-            raise ValueError(f"{name} must be finite, got {value}")
+    coupling = _check_real(coupling, "coupling")
+    unary_scale = _check_real(unary_scale, "unary_scale")
     if unary_scale < 0:
         raise ValueError(f"unary_scale must be >= 0, got {unary_scale}")
     rng = check_random_state(random_state)
-    unary = float(unary_scale) * rng.standard_normal((height, width, n_states))
-    pairwise = float(coupling) * np.eye(n_states)
+    unary = unary_scale * rng.standard_normal((height, width, n_states))
+    pairwise = coupling * np.eye(n_states)
     return grid_graph(unary, pairwise)
 
 
@@ -294,8 +300,7 @@ def make_multilabel_pairwise(
     n_features = _check_int(n_features, "n_features")
     n_labels = _check_int(n_labels, "n_labels")
     density = _check_fraction(density, "density")
-    if isinstance(n_active, (bool, np.bool_)) or not isinstance(n_active, numbers.Real):
-        raise TypeError(f"n_active must be a real number, got {type(n_active).__name__}")
+    n_active = _check_real(n_active, "n_active")
     if not 0 < n_active < n_labels:
         raise ValueError(f"n_active must be in (0, n_labels={n_labels}), got {n_active}")
     rng = check_random_state(random_state)
