@@ -9,6 +9,12 @@ import numpy as np
 NEG_INF = -np.inf
 
 
+@nb.njit(cache=True, inline="always")
+def _axpy(out, x, row, m):
+    for y in range(m):
+        out[y] += x * row[y]
+
+
 @nb.njit(cache=True)
 def inner_product_scores(W, indices, data, start, end, out):
     """out[y] = sum_{p in [start, end)} data[p] * W[indices[p], y] for all y.
@@ -20,10 +26,7 @@ def inner_product_scores(W, indices, data, start, end, out):
     for y in range(K):
         out[y] = 0.0
     for p in range(start, end):
-        x = data[p]
-        row = W[indices[p]]
-        for y in range(K):
-            out[y] += x * row[y]
+        _axpy(out, data[p], W[indices[p]], K)
 
 
 @nb.njit(cache=True)
@@ -84,13 +87,13 @@ def inner_product_fmo_sampled(W, indices, data, start, end, perm, nu, part,
     for r in range(m):
         scores[r] = 0.0
     contiguous = perm.shape[0] == 0
-    for p in range(start, end):
-        x = data[p]
-        row = W[indices[p]]
-        if contiguous:
-            for r in range(m):
-                scores[r] += x * row[lo + r]
-        else:
+    if contiguous:
+        for p in range(start, end):
+            _axpy(scores, data[p], W[indices[p], lo:hi], m)
+    else:
+        for p in range(start, end):
+            x = data[p]
+            row = W[indices[p]]
             for r in range(m):
                 scores[r] += x * row[perm[lo + r]]
     for k in range(n_add):
