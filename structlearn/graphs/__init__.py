@@ -2,6 +2,7 @@
 
 from .builders import chain_graph, complete_graph, graph_from_edges, grid_edges, grid_graph
 from .factor_graph import FactorGraph
+from .uai import read_uai, read_uai_evidence, read_uai_solution, write_uai, write_uai_solution
 from .structure import (
     bfs_schedule,
     chain_order,
@@ -24,4 +25,9 @@ __all__ = [
     "graph_from_edges",
     "grid_edges",
     "grid_graph",
+    "read_uai",
+    "read_uai_evidence",
+    "read_uai_solution",
+    "write_uai",
+    "write_uai_solution",
 ]
