@@ -13,7 +13,8 @@ Sections (numba single-threaded, compile time excluded by a warm-up call):
    (``scipy.special.logsumexp``); log Z checked to agree;
 3. the general ``solve_map(method="viterbi")`` on one long chain graph;
 4. time to parse each shared UAI file with ``structlearn.graphs.read_uai``
-   (skipped when the reader or ``../shared/data/uai`` is missing).
+   and to classify its structure (chain / forest / loopy), skipped when
+   the reader or ``../shared/data/uai`` is missing.
 """
 
 from __future__ import annotations
@@ -156,13 +157,25 @@ def bench_uai():
     if not UAI_DIR.is_dir():
         print(f"skipped: {UAI_DIR} is absent")
         return
-    print(f"{'file':>24} {'MB':>6} {'n_vars':>7} {'n_factors':>9} {'parse s':>8}")
+    from structlearn.graphs import is_chain, is_forest
+
+    is_forest(chain_graph(np.zeros((3, 2)), np.zeros((2, 2))))  # warm-up
+    print("(tokenize s: plain `np.array(text.split()[1:], dtype=float)` on the same file, "
+          "a lower bound for a naive reader)")
+    print(f"{'file':>24} {'MB':>6} {'n_vars':>7} {'n_factors':>9} {'parse s':>8} "
+          f"{'tokenize s':>10} {'structure':>9} {'check s':>8}")
     for path in sorted(UAI_DIR.glob("*.uai")):
         t0 = time.perf_counter()
         g = read_uai(path)
         dt = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        np.array(path.read_text().split()[1:], dtype=np.float64)
+        dt_tok = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        kind = "chain" if is_chain(g) else "forest" if is_forest(g) else "loopy"
+        dt_s = time.perf_counter() - t0
         print(f"{path.name:>24} {path.stat().st_size / 1e6:>6.2f} {g.n_vars:>7} "
-              f"{g.n_factors:>9} {dt:>8.3f}")
+              f"{g.n_factors:>9} {dt:>8.3f} {dt_tok:>10.3f} {kind:>9} {dt_s:>8.4f}")
 
 
 def main():
