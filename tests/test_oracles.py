@@ -10,7 +10,14 @@ from structlearn.oracles import (
     pair_argmax,
     sorted_orders_for_graph,
 )
-from structlearn.oracles._pair_kernels import dense_pair_argmax, static_pair_argmax, table_orders
+from structlearn.oracles import unary_orders
+from structlearn.oracles._pair_kernels import (
+    dense_pair_argmax,
+    static_pair_argmax,
+    static_pair_argmax_excluding,
+    static_vector_argmax,
+    table_orders,
+)
 
 SIZES = [1, 2, 3, 17, 100]
 
@@ -73,6 +80,61 @@ def test_static_pair_argmax_matches_dense(n1, kind):
             ex = (-1, -1)
         got = pair_argmax(tab, i1, v1, i2, v2, exclude=None if ex == (-1, -1) else ex)
         check_result(tab, dense_message(n1, i1, v1), dense_message(n2, i2, v2), ex, got)
+
+
+@pytest.mark.parametrize("n1", SIZES)
+def test_static_pair_argmax_excluding_a_set(n1):
+    rng = np.random.default_rng(50 + n1)
+    for trial in range(30):
+        n2 = int(rng.choice(SIZES))
+        ties = trial % 2 == 0
+        tab = random_table(rng, n1, n2, ties, neg_inf=trial % 3 == 0)
+        offs, data, _ = build_sorted_orders([tab])
+        orders = table_orders(data, offs, 0, n1, n2)
+        i1, v1 = random_message(rng, n1, ["none", "one", "several", "all"][trial % 4], ties)
+        i2, v2 = random_message(rng, n2, ["none", "one", "several", "all"][trial // 4 % 4], ties)
+        m1, m2 = dense_message(n1, i1, v1), dense_message(n2, i2, v2)
+        # exclude the dense top entries (the hardest case for the walks) plus random ones
+        scores = tab + m1[:, None] + m2[None, :]
+        n_ex = min(n1 * n2, int(rng.integers(0, 6)))
+        top = np.argsort(-scores, axis=None, kind="stable")[: n_ex // 2]
+        rand = rng.choice(n1 * n2, n_ex - n_ex // 2, replace=False)
+        flat = np.unique(np.concatenate([top, rand]))
+        ea, eb = (flat // n2).astype(np.int64), (flat % n2).astype(np.int64)
+        ws = make_pair_workspace(n1, n2)
+        best, a, b, nv = static_pair_argmax_excluding(tab.ravel(), n1, n2, *orders, i1, v1,
+                                                      len(i1), i2, v2, len(i2), ea, eb,
+                                                      len(ea), ws)
+        masked = scores.copy()
+        masked[ea, eb] = -np.inf
+        assert best == masked.max()
+        if a >= 0:
+            assert scores[a, b] == best and a * n2 + b not in set(flat.tolist())
+        else:
+            assert best == -np.inf
+
+
+@pytest.mark.parametrize("K", SIZES)
+def test_static_vector_argmax_matches_dense(K):
+    rng = np.random.default_rng(70 + K)
+    g = FactorGraph([K, K, 2], unary=[random_table(rng, 1, K, True, True).ravel(),
+                                      rng.normal(size=K), np.array([0.0, 1.0])])
+    orders = unary_orders(g)
+    pos = np.full(K, -1, dtype=np.int64)
+    for trial in range(40):
+        i = trial % 2
+        vals = g.unary_of(i)
+        order = orders[g.unary_offsets[i] : g.unary_offsets[i + 1]]
+        assert np.all(vals[order][:-1] >= vals[order][1:])
+        idx, val = random_message(rng, K, ["none", "one", "several", "all"][trial % 4], i == 0)
+        excl = rng.choice(K, min(K, int(rng.integers(0, 4))), replace=False).astype(np.int64)
+        best, y, nv = static_vector_argmax(vals, order, idx, val, len(idx), excl, len(excl), pos)
+        dense = vals + dense_message(K, idx, val)
+        dense[excl] = -np.inf
+        assert best == dense.max()
+        if y >= 0:
+            assert y not in excl and vals[y] + dense_message(K, idx, val)[y] == best
+        assert np.all(pos == -1)
 
 
 def test_static_case_i_visits_one_entry_without_messages():

@@ -23,6 +23,7 @@ from .sorted_tables import (
     make_pair_workspace,
     pair_argmax,
     sorted_orders_for_graph,
+    unary_orders,
 )
 
 __all__ = [
@@ -40,4 +41,5 @@ __all__ = [
     "multimap_from_keys",
     "pair_argmax",
     "sorted_orders_for_graph",
+    "unary_orders",
 ]

@@ -71,6 +71,21 @@ def fill_pool_orders(table_data, table_offsets, shapes, order_offsets, order_dat
 
 
 @nb.njit(cache=True)
+def fill_segment_orders(values, offsets, out):
+    """out[offsets[i]:offsets[i+1]] = local descending order of that segment
+    of ``values`` (e.g. each variable's unary scores). Stable; -inf last."""
+    for i in range(offsets.shape[0] - 1):
+        lo = offsets[i]
+        hi = offsets[i + 1]
+        neg = np.empty(hi - lo, dtype=np.float64)
+        for k in range(hi - lo):
+            neg[k] = -values[lo + k]
+        o = np.argsort(neg, kind="mergesort")
+        for k in range(hi - lo):
+            out[lo + k] = o[k]
+
+
+@nb.njit(cache=True)
 def table_orders(order_data, order_offsets, t, n1, n2):
     """Views ``(order_all, order_rows, order_cols)`` of pool table ``t``."""
     base = order_offsets[t]
@@ -97,50 +112,21 @@ def unmark_labels(pos, idx, nnz):
         pos[idx[k]] = -1
 
 
-@nb.njit(cache=True)
-def case_both_listed(table, n2, idx1, val1, nnz1, idx2, val2, nnz2, ex1, ex2, best, best_a, best_b):
-    """Case (iv): every pair of listed labels. Returns (best, a, b, visited)."""
-    for k1 in range(nnz1):
-        a = idx1[k1]
-        m1 = val1[k1]
-        base = a * n2
-        for k2 in range(nnz2):
-            b = idx2[k2]
-            if a == ex1 and b == ex2:
-                continue
-            val = table[base + b] + m1 + val2[k2]
-            if val > best:
-                best = val
-                best_a = a
-                best_b = b
-    return best, best_a, best_b, nnz1 * nnz2
-
-
 # ---------------------------------------------------------- static four cases
-@nb.njit(cache=True)
-def static_pair_argmax(
-    table,
-    n1,
-    n2,
-    order_all,
-    order_rows,
-    order_cols,
-    idx1,
-    val1,
-    nnz1,
-    idx2,
-    val2,
-    nnz2,
-    ex1,
-    ex2,
-    workspace,
-):
-    """argmax over (a, b) != (ex1, ex2) of table[a*n2+b] + m1[a] + m2[b].
+@nb.njit(cache=True, inline="always")
+def _excluded(a, b, ex1, ex2, excl_a, excl_b, n_excl):
+    if a == ex1 and b == ex2:
+        return True
+    for k in range(n_excl):
+        if excl_a[k] == a and excl_b[k] == b:
+            return True
+    return False
 
-    See :mod:`structlearn.oracles.sorted_tables` for the full contract.
-    Returns ``(best, a, b, n_visited)``; ``(-inf, -1, -1, n)`` when no
-    entry has a value above -inf.
-    """
+
+@nb.njit(cache=True)
+def _static_search(table, n1, n2, order_all, order_rows, order_cols,
+                   idx1, val1, nnz1, idx2, val2, nnz2, ex1, ex2,
+                   excl_a, excl_b, n_excl, workspace):
     pos1 = workspace[0]
     pos2 = workspace[1]
     stats = workspace[2]
@@ -150,9 +136,18 @@ def static_pair_argmax(
     best_a = -1
     best_b = -1
     # (iv) both labels listed
-    best, best_a, best_b, v4 = case_both_listed(
-        table, n2, idx1, val1, nnz1, idx2, val2, nnz2, ex1, ex2, best, best_a, best_b
-    )
+    for k1 in range(nnz1):
+        a = idx1[k1]
+        m1 = val1[k1]
+        base = a * n2
+        for k2 in range(nnz2):
+            b = idx2[k2]
+            val = (table[base + b] + m1) + val2[k2]
+            if val > best and not _excluded(a, b, ex1, ex2, excl_a, excl_b, n_excl):
+                best = val
+                best_a = a
+                best_b = b
+    v4 = nnz1 * nnz2
     # (ii) b listed, a not listed: walk column b downwards
     v2 = 0
     if nnz1 < n1:
@@ -166,7 +161,7 @@ def static_pair_argmax(
                 val = table[a * n2 + b] + m2
                 if not val > best:
                     break
-                if pos1[a] < 0 and not (a == ex1 and b == ex2):
+                if pos1[a] < 0 and not _excluded(a, b, ex1, ex2, excl_a, excl_b, n_excl):
                     best = val
                     best_a = a
                     best_b = b
@@ -184,7 +179,7 @@ def static_pair_argmax(
                 val = table[base + b] + m1
                 if not val > best:
                     break
-                if pos2[b] < 0 and not (a == ex1 and b == ex2):
+                if pos2[b] < 0 and not _excluded(a, b, ex1, ex2, excl_a, excl_b, n_excl):
                     best = val
                     best_a = a
                     best_b = b
@@ -200,7 +195,8 @@ def static_pair_argmax(
                 break
             a = t // n2
             b = t - a * n2
-            if pos1[a] < 0 and pos2[b] < 0 and not (a == ex1 and b == ex2):
+            if pos1[a] < 0 and pos2[b] < 0 and not _excluded(a, b, ex1, ex2, excl_a, excl_b,
+                                                              n_excl):
                 best = val
                 best_a = a
                 best_b = b
@@ -212,6 +208,85 @@ def static_pair_argmax(
     stats[2] = v3
     stats[3] = v4
     return best, best_a, best_b, v1 + v2 + v3 + v4
+
+
+_NO_EXCL = np.zeros(0, dtype=np.int64)
+
+
+@nb.njit(cache=True)
+def static_pair_argmax(table, n1, n2, order_all, order_rows, order_cols,
+                       idx1, val1, nnz1, idx2, val2, nnz2, ex1, ex2, workspace):
+    """argmax over (a, b) != (ex1, ex2) of table[a*n2+b] + m1[a] + m2[b].
+
+    See :mod:`structlearn.oracles.sorted_tables` for the full contract.
+    Returns ``(best, a, b, n_visited)``; ``(-inf, -1, -1, n)`` when no
+    entry has a value above -inf.
+    """
+    return _static_search(table, n1, n2, order_all, order_rows, order_cols,
+                          idx1, val1, nnz1, idx2, val2, nnz2, ex1, ex2,
+                          _NO_EXCL, _NO_EXCL, 0, workspace)
+
+
+@nb.njit(cache=True)
+def static_pair_argmax_excluding(table, n1, n2, order_all, order_rows, order_cols,
+                                 idx1, val1, nnz1, idx2, val2, nnz2,
+                                 excl_a, excl_b, n_excl, workspace):
+    """As :func:`static_pair_argmax`, excluding every pair
+    ``(excl_a[k], excl_b[k])``, k < n_excl (e.g. a factor's active set).
+    Each candidate is checked against the list (linear scan), so keep it short.
+    """
+    return _static_search(table, n1, n2, order_all, order_rows, order_cols,
+                          idx1, val1, nnz1, idx2, val2, nnz2, -1, -1,
+                          excl_a, excl_b, n_excl, workspace)
+
+
+@nb.njit(cache=True)
+def static_vector_argmax(values, order, idx, val, nnz, excl, n_excl, pos):
+    """argmax over labels y not in ``excl[:n_excl]`` of values[y] + m[y].
+
+    ``m`` is sparse (``idx[:nnz]``, ``val[:nnz]``; 0 elsewhere); ``order``
+    is the descending order of ``values``; ``pos`` int64 scratch (len >=
+    len(values)) filled with -1 (restored).  Returns ``(best, y, n_visited)``,
+    ``(-inf, -1, n)`` when nothing is above -inf.  (Node-side selection of
+    MAP GDMM, eq. 7.)
+    """
+    mark_labels(pos, idx, nnz)
+    best = NEG_INF
+    by = -1
+    for k in range(nnz):
+        y = idx[k]
+        v = values[y] + val[k]
+        if v > best:
+            skip = False
+            for e in range(n_excl):
+                if excl[e] == y:
+                    skip = True
+                    break
+            if not skip:
+                best = v
+                by = y
+    visited = nnz
+    n = values.shape[0]
+    if nnz < n:
+        for r in range(n):
+            y = order[r]
+            visited += 1
+            v = values[y]
+            if not v > best:
+                break
+            if pos[y] >= 0:
+                continue
+            skip = False
+            for e in range(n_excl):
+                if excl[e] == y:
+                    skip = True
+                    break
+            if not skip:
+                best = v
+                by = y
+                break
+    unmark_labels(pos, idx, nnz)
+    return best, by, visited
 
 
 @nb.njit(cache=True)

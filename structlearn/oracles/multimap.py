@@ -43,15 +43,17 @@ range) are the caller's job: kernels do not check them.
 
 Why indexed heaps
 -----------------
-Three candidates were measured (numba, one core, random item, 1e6 updates;
-``benchmarks/bench_oracles.py`` reproduces the comparison):
+Candidates were measured (numba, one core, random item, 300,000 updates;
+section 1 of ``benchmarks/bench_oracles.py``, figures in BENCHMARKS.md):
 
-============================  ======  ======  ======
-ns per key update, n =        1e4     1e6     9e6
-============================  ======  ======  ======
-indexed binary heap           15-20   45-61   65-110
-tournament (segment) tree     58-62   210-232 370-416
-============================  ======  ======  ======
+=====================================  ======  ======  ======
+ns per key update, n =                 1e4     1e6     9e6
+=====================================  ======  ======  ======
+indexed binary heap, small change      16      55      66
+indexed binary heap, new random key    30      78      156
+tournament (segment) tree, small       43      237     403
+tournament (segment) tree, new key     45      231     432
+=====================================  ======  ======  ======
 
 The tournament tree over a fixed universe needs no reverse index (keys stay
 in item order) but always recomputes the full root path, reading two

@@ -72,6 +72,14 @@ Arguments:
     ``max_n2 >= n2``).  One workspace serves any number of calls in
     sequence (the kernel leaves it as it found it); threads need their own.
 
+To exclude several pairs (a factor's whole active set in MAP GDMM, eq. 8)
+call ``static_pair_argmax_excluding`` with the same arguments except that
+``ex1, ex2`` become ``excl_a, excl_b, n_excl`` (int64 arrays of excluded
+pairs, checked by a linear scan of each candidate: keep the list short).
+The node side (eq. 7) has ``static_vector_argmax(values, order, idx, val,
+nnz, excl, n_excl, pos) -> (best, y, n_visited)`` over the per-variable
+orders of :func:`unary_orders` (``pos`` may be ``workspace[0]``).
+
 Returns ``(best, a, b, n_visited)``: the maximum value (float), its labels
 (ints) and the number of table entries read (all four cases together).
 When no admissible entry is above ``-inf`` (e.g. a 1 x 1 table whose only
@@ -89,7 +97,10 @@ import numpy as np
 from ._pair_kernels import (
     dense_pair_argmax,
     fill_pool_orders,
+    fill_segment_orders,
     static_pair_argmax,
+    static_pair_argmax_excluding,
+    static_vector_argmax,
     table_orders,
 )
 
@@ -100,7 +111,10 @@ __all__ = [
     "pair_argmax",
     "dense_pair_argmax",
     "static_pair_argmax",
+    "static_pair_argmax_excluding",
+    "static_vector_argmax",
     "table_orders",
+    "unary_orders",
 ]
 
 _INT32_MAX = np.iinfo(np.int32).max
@@ -229,6 +243,25 @@ def sorted_orders_for_graph(graph):
         shapes[graph.table_ids[pair], 0] = graph.n_states[graph.scope_vars[starts]]
         shapes[graph.table_ids[pair], 1] = graph.n_states[graph.scope_vars[starts + 1]]
     return build_sorted_orders((graph.table_data, graph.table_offsets), shapes)
+
+
+def unary_orders(graph):
+    """Descending order of each variable's unary scores (for eq. 7 of MAP GDMM).
+
+    Parameters
+    ----------
+    graph : FactorGraph
+
+    Returns
+    -------
+    orders : int32 array of shape (graph.unary.shape[0],)
+        ``orders[unary_offsets[i]:unary_offsets[i+1]]`` lists the labels of
+        variable ``i`` by decreasing unary score (stable; -inf last); pass
+        that slice as ``order`` to ``static_vector_argmax``.
+    """
+    out = np.empty(graph.unary.shape[0], dtype=np.int32)
+    fill_segment_orders(graph.unary, graph.unary_offsets, out)
+    return out
 
 
 def _sparse_message(idx, val, n, name):
