@@ -134,6 +134,12 @@ class _Numbers:
         return ValueError(f"{self.source}: {message}{where}")
 
 
+def _fmt(x):
+    """A number for messages: integral values without a decimal point."""
+    x = float(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 2**63 else repr(x)
+
+
 def _ranges(starts, lengths):
     """Concatenation of ``arange(starts[i], starts[i] + lengths[i])``."""
     lengths = np.asarray(lengths, dtype=np.int64)
@@ -219,7 +225,7 @@ def _parse_network(text, source):
     if n_vals < 1:
         raise nums.error("file ends before the number of variables")
     if not _is_count(vals[0]):
-        raise nums.error(f"number of variables {vals[0]!r} is not a non-negative integer", 0)
+        raise nums.error(f"number of variables {_fmt(vals[0])} is not a non-negative integer", 0)
     n_vars = int(vals[0])
     if n_vals < n_vars + 2:
         raise nums.error(
@@ -231,13 +237,13 @@ def _parse_network(text, source):
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise nums.error(
-            f"cardinality of variable {i} is {cards_f[i]!r}; it must be a positive integer",
+            f"cardinality of variable {i} is {_fmt(cards_f[i])}; it must be a positive integer",
             1 + i,
         )
     cards = cards_f.astype(np.int64)
     if not _is_count(vals[n_vars + 1]):
         raise nums.error(
-            f"number of factors {vals[n_vars + 1]!r} is not a non-negative integer", n_vars + 1
+            f"number of factors {_fmt(vals[n_vars + 1])} is not a non-negative integer", n_vars + 1
         )
     n_factors = int(vals[n_vars + 1])
 
@@ -253,7 +259,8 @@ def _parse_network(text, source):
             )
         if not _is_count(vals[end]):
             raise nums.error(
-                f"scope size of factor {done} is {vals[end]!r}; it must be a non-negative integer",
+                f"scope size of factor {done} is {_fmt(vals[end])}; it must be a "
+                "non-negative integer",
                 end,
             )
         raise nums.error(
@@ -271,7 +278,7 @@ def _parse_network(text, source):
         p = int(np.flatnonzero(bad)[0])
         f = int(np.searchsorted(indptr, p, side="right") - 1)
         raise nums.error(
-            f"scope of factor {f} references variable {svars_f[p]!r}; variables are "
+            f"scope of factor {f} references variable {_fmt(svars_f[p])}; variables are "
             f"integers in [0, {n_vars})",
             int(var_pos[p]),
         )
@@ -301,7 +308,7 @@ def _parse_network(text, source):
         scope = svars[indptr[f] : indptr[f + 1]]
         want = str(need[f]) if need[f] >= 0 else f"about {np.exp(log_need[f]):.3g}"
         return nums.error(
-            f"table of factor {f} has {count!r} entries, but its scope {scope.tolist()} with "
+            f"table of factor {f} has {_fmt(count)} entries, but its scope {scope.tolist()} with "
             f"cardinalities {cards[scope].tolist()} needs {want} (wrong table size)",
             k,
         )
@@ -325,7 +332,7 @@ def _parse_network(text, source):
             raise table_size_error(done, vals[end], end)
         if not _is_count(vals[end]):
             raise nums.error(
-                f"entry count of the table of factor {done} is {vals[end]!r}; it must be a "
+                f"entry count of the table of factor {done} is {_fmt(vals[end])}; it must be a "
                 "non-negative integer",
                 end,
             )
@@ -351,7 +358,7 @@ def _parse_network(text, source):
         f = int(np.searchsorted(table_offsets, p, side="right") - 1)
         what = "negative" if phi[p] < 0 else "non-finite"
         raise nums.error(
-            f"{what} potential {phi[p]!r} in the table of factor {f} (entry "
+            f"{what} potential {_fmt(phi[p])} in the table of factor {f} (entry "
             f"{p - table_offsets[f]}); potentials must be finite and >= 0",
             int(table_pos[f] + 1 + p - table_offsets[f]),
         )
@@ -495,7 +502,7 @@ def read_uai_evidence(path):
     bad = ~_is_count(vals)
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
-        raise nums.error(f"evidence value {vals[k]!r} is not a non-negative integer", k)
+        raise nums.error(f"evidence value {_fmt(vals[k])} is not a non-negative integer", k)
     vals = vals.astype(np.int64)
     n = vals.shape[0]
     if n == 1 + 2 * vals[0]:
@@ -649,9 +656,12 @@ def _to_potentials(theta, offsets, normalize, what, names=None):
             if normalize
             else "pass normalize=True to shift each table (keeps the MAP labeling)"
         )
+        shown = f"score {_fmt(theta[p])}"
+        if normalize:
+            shown += f" ({_fmt(shifted[p])} after shifting the maximum to 0)"
         raise ValueError(
-            f"{what} {s} holds score {theta[p]!r}: exp() of it is not a normal positive "
-            f"float (scores must lie in [{_LOG_TINY:.2f}, {_LOG_MAX:.2f}]); {hint}"
+            f"{what} {s} holds {shown}: exp() of it is not a normal positive float (scores "
+            f"must lie in [{_LOG_TINY:.2f}, {_LOG_MAX:.2f}]); {hint}"
         )
     return np.exp(shifted)
 
