@@ -1,0 +1,245 @@
+"""Command line interface: ``python -m structlearn COMMAND``.
+
+Commands
+--------
+``map FILE.uai [--evid F] [--method M] [--time-limit S] [--out FILE.MAP]``
+    Read a UAI network, find a MAP labeling with
+    :func:`structlearn.inference.solve_map`, print one JSON line and write the
+    labeling in UAI ``.MAP`` format.
+``demo [...]``
+    Train a sequence model on the bundled OCR letters (arguments go to the
+    demo; ``demo --help`` lists them).
+
+Exit status: 0 on success, 1 when an input file cannot be read or is
+malformed (or the solution cannot be written), 2 for usage errors (bad
+arguments, unknown method, a method that does not fit the graph). Errors are
+reported as one line on stderr.
+"""
+
+import argparse
+import inspect
+import json
+import math
+import os
+import sys
+import time
+
+__all__ = ["main"]
+
+_EXIT_FILE = 1
+_EXIT_USAGE = 2
+
+
+class _CliError(Exception):
+    def __init__(self, message, status):
+        super().__init__(message)
+        self.status = status
+
+
+def _parser():
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="structlearn",
+        description="Structured prediction and MAP inference on discrete factor graphs.",
+    )
+    parser.add_argument("--version", action="version", version=f"structlearn {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    m = sub.add_parser(
+        "map",
+        help="MAP inference on a UAI network file",
+        description=(
+            "Find a maximum-score labeling of a UAI MARKOV/BAYES network, print one JSON line "
+            "(method, score, upper_bound, gap, time, n_vars, n_factors, status, ...) and write "
+            "the labeling in UAI .MAP format. Non-finite numbers are printed as null."
+        ),
+        epilog=(
+            "Exit status: 0 success, 1 unreadable or malformed file, 2 usage error "
+            "(unknown method, method unfit for the graph, bad parameter)."
+        ),
+    )
+    m.add_argument("file", help="network file (.uai, or .uai.gz)")
+    m.add_argument("--evid", metavar="F", help="UAI evidence file; observed variables are clamped")
+    m.add_argument(
+        "--method", default="auto", help="MAP method (default: auto); see structlearn.inference"
+    )
+    m.add_argument(
+        "--time-limit",
+        type=float,
+        metavar="S",
+        help="time limit in seconds, for methods that take one (others ignore it, with a note)",
+    )
+    m.add_argument(
+        "--param",
+        "-p",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="extra solver parameter (VALUE parsed as JSON when possible); repeatable",
+    )
+    out = m.add_mutually_exclusive_group()
+    out.add_argument(
+        "--out",
+        metavar="FILE.MAP",
+        help="solution file (default: the network's file name plus .MAP, in the current folder)",
+    )
+    out.add_argument("--no-write", action="store_true", help="do not write a solution file")
+    sub.add_parser(
+        "demo",
+        help="train a sequence model on the bundled OCR letters (demo --help for options)",
+        add_help=False,
+    )
+    return parser
+
+
+def _default_out(path):
+    name = os.path.basename(path)
+    if name.endswith(".gz"):
+        name = name[: -len(".gz")]
+    return name + ".MAP"
+
+
+def _parse_params(items):
+    params = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name.isidentifier():
+            raise _CliError(f"--param expects NAME=VALUE, got {item!r}", _EXIT_USAGE)
+        try:
+            params[name] = json.loads(value)
+        except ValueError:
+            params[name] = value
+    return params
+
+
+def _json_float(x):
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _solve(graph, method, params, time_limit):
+    """Run solve_map, passing time_limit only to a method that declares it."""
+    from .inference import solve_map
+    from .inference.registry import _auto_method, get_method
+
+    name = _auto_method(graph) if method == "auto" else method
+    if time_limit is not None:
+        try:
+            accepts = "time_limit" in inspect.signature(get_method(name)).parameters
+        except (TypeError, ValueError):
+            accepts = False
+        if accepts:
+            params = dict(params, time_limit=time_limit)
+        else:
+            print(
+                f"structlearn map: note: method {name!r} takes no time limit; "
+                "--time-limit ignored",
+                file=sys.stderr,
+            )
+    return solve_map(graph, method=name, **params)
+
+
+def _run_map(args):
+    from .graphs import read_uai, write_uai_solution
+    from .inference import get_method
+
+    if args.time_limit is not None and not args.time_limit > 0:
+        raise _CliError(f"--time-limit must be > 0, got {args.time_limit}", _EXIT_USAGE)
+    params = _parse_params(args.param)
+    if args.method != "auto":
+        try:
+            get_method(args.method)
+        except ValueError as exc:
+            raise _CliError(str(exc), _EXIT_USAGE) from None
+
+    t0 = time.perf_counter()
+    try:
+        graph = read_uai(args.file, evidence=args.evid)
+    except (OSError, ValueError) as exc:
+        raise _CliError(_describe(exc), _EXIT_FILE) from None
+    read_time = time.perf_counter() - t0
+
+    try:
+        result = _solve(graph, args.method, params, args.time_limit)
+    except (ValueError, TypeError) as exc:
+        raise _CliError(str(exc), _EXIT_USAGE) from None
+
+    out = None
+    if not args.no_write:
+        out = args.out if args.out else _default_out(args.file)
+        try:
+            write_uai_solution(result.labels, out)
+        except OSError as exc:
+            raise _CliError(f"cannot write the solution: {_describe(exc)}", _EXIT_FILE) from None
+
+    record = {
+        "file": args.file,
+        "method": result.method,
+        "score": _json_float(result.score),
+        "upper_bound": _json_float(result.upper_bound),
+        "gap": _json_float(result.gap),
+        "time": round(float(result.time), 6),
+        "read_time": round(read_time, 6),
+        "n_vars": int(graph.n_vars),
+        "n_factors": int(graph.n_factors),
+        "status": result.status,
+        "n_iter": int(result.n_iter),
+        "converged": bool(result.converged),
+        "solution": out,
+    }
+    print(json.dumps(record, allow_nan=False))
+    return 0
+
+
+def _describe(exc):
+    """One line for an exception (OSError gets its file name)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _run_demo(argv):
+    try:
+        from . import _demo
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__package__}._demo":
+            raise
+        raise _CliError("the demo is not available in this installation", _EXIT_FILE) from None
+    return _demo.main(argv)
+
+
+def main(argv=None):
+    """Entry point of ``python -m structlearn`` and the ``structlearn`` script.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments after the program name (``sys.argv[1:]`` when None).
+
+    Returns
+    -------
+    status : int
+        Process exit status.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        if argv and argv[0] == "demo":
+            return int(_run_demo(argv[1:]) or 0)
+        args = _parser().parse_args(argv)
+        if args.command == "map":
+            return _run_map(args)
+        raise _CliError(f"unknown command {args.command!r}", _EXIT_USAGE)  # pragma: no cover
+    except _CliError as exc:
+        command = argv[0] if argv else ""
+        message = " ".join(str(exc).split())
+        print(f"structlearn {command}: error: {message}".replace("  ", " "), file=sys.stderr)
+        return exc.status
+    except KeyboardInterrupt:
+        print("structlearn: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
