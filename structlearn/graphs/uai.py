@@ -40,6 +40,7 @@ import itertools
 import os
 import re
 import warnings
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -246,6 +247,12 @@ def _parse_network(text, source):
             f"number of factors {_fmt(vals[n_vars + 1])} is not a non-negative integer", n_vars + 1
         )
     n_factors = int(vals[n_vars + 1])
+    if 2 * n_factors > n_vals - n_vars - 2:
+        raise nums.error(
+            f"{n_factors} factors need at least {2 * n_factors} more numbers (a scope and a "
+            f"table each), but the file has {n_vals - n_vars - 2} (truncated file, or the "
+            "factor count is wrong)"
+        )
 
     # ---- scopes
     scope_start = n_vars + 2
@@ -298,9 +305,10 @@ def _parse_network(text, source):
     )
     need = np.ones(n_factors, dtype=np.int64)
     if svars.size:
+        # a trailing 1 keeps every start a valid index; empty scopes need 1 entry
+        padded = np.append(card_of, np.int64(1))
         nonempty = orders > 0
-        starts = np.minimum(indptr[:-1], svars.size - 1)
-        need[nonempty] = np.multiply.reduceat(card_of, starts)[nonempty]
+        need[nonempty] = np.multiply.reduceat(padded, indptr[:-1])[nonempty]
     huge = log_need > np.log(2.0**62)
     need[huge] = -1  # never matches a count read from the file
 
@@ -413,7 +421,7 @@ def read_uai(path, evidence=None):
     ----------
     path : str, path-like or file object
         The network file; a name ending in ``.gz`` is decompressed.
-    evidence : None, str, path-like, file object or dict {int: int}, optional
+    evidence : None, str, path-like, file object or mapping {int: int}, optional
         Observed variables, as a UAI evidence file (see
         :func:`read_uai_evidence`) or a mapping variable -> state. Evidence is
         applied by *clamping* (:meth:`FactorGraph.clamp`): the other states of
@@ -453,7 +461,7 @@ def read_uai(path, evidence=None):
     graph = _parse_network(text, source)
     if evidence is None:
         return graph
-    if isinstance(evidence, dict):
+    if isinstance(evidence, Mapping):
         ev, ev_source = evidence, "evidence"
     else:
         ev = read_uai_evidence(evidence)
