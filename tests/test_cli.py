@@ -146,7 +146,7 @@ def test_loopy_graph_follows_solve_map(capsys, tmp_path):
 @pytest.mark.parametrize(
     "text, pattern",
     [
-        ("MARKOV 2 2 2 1 2 0 1 4 1 2 -3 4", r"bad\.uai: negative potential -3 .*\(line 1\)"),
+        ("MARKOV 2 2 2 1 2 0 1 4 1 2 -3 4", r"bad\.uai: negative potential -3 .*\(line 1, column 28\)"),
         ("MARKOV 2 2 2 1 2 0 1 4 1 2 3", r"bad\.uai: file ends before the table|runs past"),
         ("MARKOV 2 2 2 1 2 0 1 3 1 2 3", r"bad\.uai: table of factor 0 has 3 entries"),
         ("BAYESIAN 1 2 0", r"bad\.uai: unknown network type 'BAYESIAN'"),

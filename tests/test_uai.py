@@ -447,7 +447,7 @@ def test_good_reference_file_parses():
                                                   r"scope \[0, 1\] with cardinalities \[2, 3\] needs 6"),
         (GOOD.replace("6\n 1 2 3\n 4 5 6", "7\n 1 2 3\n 4 5 6 7"), "table of factor 1 has 7"),
         (GOOD.replace(" 4 5 6", " 4 -5 6"), r"negative potential -5 in the table of factor 1 "
-                                             r"\(entry 4\).*\(line 12\)"),
+                                             r"\(entry 4\).*\(line 12, column 4\)"),
         (GOOD.replace(" 4 5 6", " 4 nan 6"), "non-finite potential nan in the table of factor 1"),
         (GOOD.replace(" 4 5 6", " 4 inf 6"), "non-finite potential inf"),
         (GOOD.replace(" 4 5 6", " 4 five 6"), r"non-numeric token 'five' at line 12"),
@@ -509,6 +509,6 @@ def test_message_locations_are_lines():
     lines = buf.getvalue().split("\n")
     last = max(i for i, line in enumerate(lines) if line.strip())
     lines[last] = "-" + lines[last].lstrip()
-    with pytest.raises(ValueError, match=rf"negative potential .*\(line {last + 1}\)"):
+    with pytest.raises(ValueError, match=rf"negative potential .*\(line {last + 1}, column 1\)"):
         read_uai(io.StringIO("\n".join(lines)))
     assert re.search(r"\d", lines[last])

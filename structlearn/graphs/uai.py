@@ -59,6 +59,9 @@ NETWORK_TYPES = ("MARKOV", "BAYES")
 _LOG_MAX = float(np.log(np.finfo(np.float64).max))
 _LOG_TINY = float(np.log(np.finfo(np.float64).tiny))
 _SOLUTION_MARKERS = ("MAP", "-BEGIN-")
+_NUMBER = re.compile(
+    r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)", re.IGNORECASE
+)
 
 
 # --------------------------------------------------------------------- text i/o
@@ -104,31 +107,31 @@ class _Numbers:
             return np.zeros(0)
         try:
             with warnings.catch_warnings():
-                # numpy < 2.3 warns and returns a prefix; newer numpy raises
+                # older numpy warns on unparsable text and returns a prefix;
+                # newer numpy raises ValueError
                 warnings.simplefilter("error", DeprecationWarning)
                 return np.fromstring(body, dtype=np.float64, sep=" ")
         except (ValueError, DeprecationWarning):
             pass
         # error path: find the offending token
-        for k, match in enumerate(re.finditer(r"\S+", body)):
-            try:
-                float(match.group())
-            except ValueError:
+        for match in re.finditer(r"\S+", body):
+            if not _NUMBER.fullmatch(match.group()):
                 raise ValueError(
-                    f"{self.source}: non-numeric token {match.group()!r} at "
-                    f"{self._line_of_char(self.offset + match.start())} (number {k})"
-                ) from None
-        return np.array(body.split(), dtype=np.float64)
+                    f"{self.source}: non-numeric token {match.group()[:40]!r} at "
+                    f"{self._location(self.offset + match.start())}"
+                )
+        raise ValueError(f"{self.source}: the numbers of the file could not be read")
 
-    def _line_of_char(self, pos):
-        return f"line {self.text.count(chr(10), 0, pos) + 1}"
+    def _location(self, pos):
+        line_start = self.text.rfind("\n", 0, pos) + 1
+        return f"line {self.text.count(chr(10), 0, pos) + 1}, column {pos - line_start + 1}"
 
     def where(self, k):
-        """'line L' of number ``k`` (or 'end of file')."""
+        """'line L, column C' of number ``k`` (or 'the end of the file')."""
         if k >= self.values.shape[0]:
             return "the end of the file"
         match = next(itertools.islice(re.finditer(r"\S+", self.text[self.offset :]), k, None))
-        return self._line_of_char(self.offset + match.start())
+        return self._location(self.offset + match.start())
 
     def error(self, message, k=None):
         where = f" ({self.where(k)})" if k is not None else ""
