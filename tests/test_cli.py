@@ -146,7 +146,8 @@ def test_loopy_graph_follows_solve_map(capsys, tmp_path):
 @pytest.mark.parametrize(
     "text, pattern",
     [
-        ("MARKOV 2 2 2 1 2 0 1 4 1 2 -3 4", r"bad\.uai: negative potential -3 .*\(line 1, column 28\)"),
+        ("MARKOV 2 2 2 1 2 0 1 4 1 2 -3 4",
+         r"bad\.uai: negative potential -3 .*\(line 1, column 28\)"),
         ("MARKOV 2 2 2 1 2 0 1 4 1 2 3", r"bad\.uai: file ends before the table|runs past"),
         ("MARKOV 2 2 2 1 2 0 1 3 1 2 3", r"bad\.uai: table of factor 0 has 3 entries"),
         ("BAYESIAN 1 2 0", r"bad\.uai: unknown network type 'BAYESIAN'"),
@@ -173,7 +174,9 @@ def test_missing_files_exit_1(capsys, chain_file, tmp_path):
 def test_usage_errors_exit_2(capsys, chain_file, tmp_path):
     path, _ = chain_file
     status, out, err = run_main(capsys, ["map", path, "--method", "nope"])
-    assert_one_line_error(status, out, err, 2, r"unknown MAP method 'nope'; available methods: .*viterbi")
+    assert_one_line_error(
+        status, out, err, 2, r"unknown MAP method 'nope'; available methods: .*viterbi"
+    )
     status, out, err = run_main(capsys, ["map", path, "--time-limit", "-1"])
     assert_one_line_error(status, out, err, 2, "--time-limit must be > 0")
     status, out, err = run_main(capsys, ["map", path, "-p", "oops"])

@@ -133,7 +133,8 @@ def test_round_trip_random_graphs(seed, n_vars):
     np.testing.assert_allclose(h.score_many(labels), g.score_many(labels), rtol=1e-12, atol=1e-12)
     # and the text agrees with an independent evaluation
     for row in labels[:3]:
-        assert naive_uai_score(buf.getvalue(), row) == pytest.approx(g.score(row), rel=1e-9, abs=1e-9)
+        expected = pytest.approx(g.score(row), rel=1e-9, abs=1e-9)
+        assert naive_uai_score(buf.getvalue(), row) == expected
 
 
 def test_round_trip_file_and_gzip(tmp_path):
@@ -254,7 +255,8 @@ def test_write_normalize_and_range_errors(tmp_path):
     diff = g.score_many(labels)[finite] - h.score_many(labels)[finite]
     np.testing.assert_allclose(diff, diff[0])
     wide = FactorGraph([2], unary=[[0.0, -800.0]])
-    with pytest.raises(ValueError, match=r"unary of variable 0 holds score -800 \(-800 after shifting.*too wide a range"):
+    message = r"unary of variable 0 holds score -800 \(-800 after shifting.*too wide a range"
+    with pytest.raises(ValueError, match=message):
         write_uai(wide, io.StringIO(), normalize=True)
     with pytest.raises(TypeError, match="FactorGraph"):
         write_uai("not a graph", io.StringIO())
@@ -442,9 +444,10 @@ def test_good_reference_file_parses():
         (GOOD.replace("2 0 1", "2 0 5"), r"scope of factor 1 references variable 5; .*\[0, 2\)"),
         (GOOD.replace("2 0 1", "2 0 -1"), "scope of factor 1 references variable -1"),
         (GOOD.replace("2 0 1", "2 1 1"), "scope of factor 1 repeats variable 1"),
-        (GOOD.replace("2 0 1", "1.5 0 1"), r"scope size of factor 1 is 1\.5"),
-        (GOOD.replace("6\n 1 2 3", "5\n 1 2 3"), "table of factor 1 has 5 entries, but its "
-                                                  r"scope \[0, 1\] with cardinalities \[2, 3\] needs 6"),
+        (GOOD.replace("2 0 1", "1.5 0 1"), r"size of the scope of factor 1 is 1\.5"),
+        (GOOD.replace("6\n 1 2 3", "5\n 1 2 3"),
+         r"table of factor 1 has 5 entries, but its scope \[0, 1\] with cardinalities "
+         r"\[2, 3\] needs 6"),
         (GOOD.replace("6\n 1 2 3\n 4 5 6", "7\n 1 2 3\n 4 5 6 7"), "table of factor 1 has 7"),
         (GOOD.replace(" 4 5 6", " 4 -5 6"), r"negative potential -5 in the table of factor 1 "
                                              r"\(entry 4\).*\(line 12, column 4\)"),
@@ -452,7 +455,7 @@ def test_good_reference_file_parses():
         (GOOD.replace(" 4 5 6", " 4 inf 6"), "non-finite potential inf"),
         (GOOD.replace(" 4 5 6", " 4 five 6"), r"non-numeric token 'five' at line 12"),
         (GOOD.replace(" 1 2\n", " 1 2,\n"), r"non-numeric token '2,' at line 9"),
-        (GOOD.replace("6\n 1 2", "6.0001\n 1 2"), r"entry count of the table of factor 1 is 6\.0001"),
+        (GOOD.replace("6\n 1 2", "6.0001\n 1 2"), r"size of the table of factor 1 is 6\.0001"),
     ],
 )
 def test_malformed_files_raise_value_error(tmp_path, text, message):

@@ -210,8 +210,6 @@ def _share_tables(data, offsets):
 # ------------------------------------------------------------------ reading
 def _parse_network(text, source):
     """Parse a UAI network file into a FactorGraph (no evidence)."""
-    from ._uai_kernels import walk_counted_blocks
-
     head = re.match(r"\s*(\S+)", text)
     if head is None:
         raise ValueError(f"{source}: empty file (expected MARKOV or BAYES)")
@@ -222,10 +220,17 @@ def _parse_network(text, source):
             f"{' or '.join(NETWORK_TYPES)}"
         )
     nums = _Numbers(text, head.end(), source)
+    cards, n_factors = _parse_header(nums)
+    orders, indptr, svars, table_start = _parse_scopes(nums, cards, n_factors)
+    need, size_error = _table_sizes(nums, cards, orders, indptr, svars)
+    table_offsets, phi = _parse_tables(nums, table_start, need, size_error)
+    return _assemble(cards, orders, indptr, svars, need, table_offsets, phi)
+
+
+def _parse_header(nums):
+    """Cardinalities (int64, shape (n_vars,)) and the number of factors."""
     vals = nums.values
     n_vals = vals.shape[0]
-
-    # ---- header: n_vars, cardinalities, n_factors
     if n_vals < 1:
         raise nums.error("file ends before the number of variables")
     if not _is_count(vals[0]):
@@ -236,18 +241,18 @@ def _parse_network(text, source):
             f"file ends inside the header: expected {n_vars} cardinalities and the number "
             "of factors"
         )
-    cards_f = vals[1 : n_vars + 1]
-    bad = ~(_is_count(cards_f) & (cards_f >= 1))
+    cards = vals[1 : n_vars + 1]
+    bad = ~(_is_count(cards) & (cards >= 1))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise nums.error(
-            f"cardinality of variable {i} is {_fmt(cards_f[i])}; it must be a positive integer",
+            f"cardinality of variable {i} is {_fmt(cards[i])}; it must be a positive integer",
             1 + i,
         )
-    cards = cards_f.astype(np.int64)
     if not _is_count(vals[n_vars + 1]):
         raise nums.error(
-            f"number of factors {_fmt(vals[n_vars + 1])} is not a non-negative integer", n_vars + 1
+            f"number of factors {_fmt(vals[n_vars + 1])} is not a non-negative integer",
+            n_vars + 1,
         )
     n_factors = int(vals[n_vars + 1])
     if 2 * n_factors > n_vals - n_vars - 2:
@@ -256,55 +261,87 @@ def _parse_network(text, source):
             f"table each), but the file has {n_vals - n_vars - 2} (truncated file, or the "
             "factor count is wrong)"
         )
+    return cards.astype(np.int64), n_factors
 
-    # ---- scopes
-    scope_start = n_vars + 2
-    scope_pos = np.zeros(n_factors, dtype=np.int64)
-    end, done = walk_counted_blocks(vals, scope_start, n_factors, scope_pos)
-    if done < n_factors:
-        if end >= n_vals:
-            raise nums.error(
-                f"file ends before the scope of factor {done} (truncated file, or the "
-                f"factor count {n_factors} is wrong)"
-            )
-        if not _is_count(vals[end]):
-            raise nums.error(
-                f"scope size of factor {done} is {_fmt(vals[end])}; it must be a "
-                "non-negative integer",
-                end,
-            )
+
+def _walk(nums, start, n_factors, block, unit, need=None, size_error=None):
+    """Positions of the count-prefixed scopes or tables of all factors.
+
+    Returns the position of each block's count, shape (n_factors,), and the
+    position after the last block. Raises for counts that are not
+    non-negative integers, that differ from ``need`` (tables) or that run
+    past the end of the file.
+    """
+    from ._uai_kernels import walk_counted_blocks
+
+    vals = nums.values
+    pos = np.zeros(n_factors, dtype=np.int64)
+    end, done = walk_counted_blocks(vals, start, n_factors, pos)
+    if need is not None:
+        bad = np.flatnonzero(vals[pos[:done]] != need[:done])
+        if bad.size:
+            f = int(bad[0])
+            raise size_error(f, vals[pos[f]], int(pos[f]))
+    if done == n_factors:
+        return pos, end
+    if end >= vals.shape[0]:
         raise nums.error(
-            f"the scope of factor {done} ({int(vals[end])} variables) runs past the end of "
-            "the file (truncated file?)",
+            f"file ends before the {block} of factor {done} (truncated file, or a count "
+            "is wrong)"
+        )
+    count = vals[end]
+    if not _is_count(count):
+        raise nums.error(
+            f"size of the {block} of factor {done} is {_fmt(count)}; it must be a "
+            "non-negative integer",
             end,
         )
+    if need is not None and count != need[done]:
+        raise size_error(done, count, end)
+    raise nums.error(
+        f"the {block} of factor {done} ({int(count)} {unit}) runs past the end of the file "
+        "(truncated file?)",
+        end,
+    )
+
+
+def _parse_scopes(nums, cards, n_factors):
+    """Scopes in CSR form, checked: orders, indptr, variables, and where the tables start."""
+    n_vars = cards.shape[0]
+    vals = nums.values
+    scope_pos, table_start = _walk(nums, n_vars + 2, n_factors, "scope", "variables")
     orders = vals[scope_pos].astype(np.int64)
     indptr = np.zeros(n_factors + 1, dtype=np.int64)
     np.cumsum(orders, out=indptr[1:])
     var_pos = _ranges(scope_pos + 1, orders)
-    svars_f = vals[var_pos]
-    bad = ~(_is_count(svars_f) & (svars_f < n_vars))
+    svars = vals[var_pos]
+    bad = ~(_is_count(svars) & (svars < n_vars))
     if bad.any():
         p = int(np.flatnonzero(bad)[0])
         f = int(np.searchsorted(indptr, p, side="right") - 1)
         raise nums.error(
-            f"scope of factor {f} references variable {_fmt(svars_f[p])}; variables are "
+            f"scope of factor {f} references variable {_fmt(svars[p])}; variables are "
             f"integers in [0, {n_vars})",
             int(var_pos[p]),
         )
-    svars = svars_f.astype(np.int64)
-    factor_of = np.repeat(np.arange(n_factors, dtype=np.int64), orders)
+    svars = svars.astype(np.int64)
     if svars.size:
-        key = np.sort(factor_of * max(n_vars, 1) + svars)
+        key = np.sort(np.repeat(np.arange(n_factors), orders) * n_vars + svars)
         dup = np.flatnonzero(np.diff(key) == 0)
         if dup.size:
-            f, v = divmod(int(key[dup[0]]), max(n_vars, 1))
+            f, v = divmod(int(key[dup[0]]), n_vars)
             raise nums.error(f"scope of factor {f} repeats variable {v}", int(scope_pos[f]))
+    return orders, indptr, svars, table_start
 
-    # ---- table sizes each scope needs (exact while they fit in int64)
+
+def _table_sizes(nums, cards, orders, indptr, svars):
+    """Entries each factor's table needs (-1 beyond int64), and an error maker for misfits."""
+    n_factors = orders.shape[0]
     card_of = cards[svars]
     log_need = np.bincount(
-        factor_of, weights=np.log(card_of.astype(np.float64)), minlength=n_factors
+        np.repeat(np.arange(n_factors), orders),
+        weights=np.log(card_of.astype(np.float64)),
+        minlength=n_factors,
     )
     need = np.ones(n_factors, dtype=np.int64)
     if svars.size:
@@ -312,53 +349,32 @@ def _parse_network(text, source):
         padded = np.append(card_of, np.int64(1))
         nonempty = orders > 0
         need[nonempty] = np.multiply.reduceat(padded, indptr[:-1])[nonempty]
-    huge = log_need > np.log(2.0**62)
-    need[huge] = -1  # never matches a count read from the file
+    need[log_need > np.log(2.0**62)] = -1  # never matches a count read from the file
 
-    def table_size_error(f, count, k):
+    def size_error(f, count, k):
         scope = svars[indptr[f] : indptr[f + 1]]
         want = str(need[f]) if need[f] >= 0 else f"about {np.exp(log_need[f]):.3g}"
         return nums.error(
-            f"table of factor {f} has {_fmt(count)} entries, but its scope {scope.tolist()} with "
-            f"cardinalities {cards[scope].tolist()} needs {want} (wrong table size)",
+            f"table of factor {f} has {_fmt(count)} entries, but its scope {scope.tolist()} "
+            f"with cardinalities {cards[scope].tolist()} needs {want} (wrong table size)",
             k,
         )
 
-    # ---- tables
-    table_start = end
-    table_pos = np.zeros(n_factors, dtype=np.int64)
-    end, done = walk_counted_blocks(vals, table_start, n_factors, table_pos)
-    counts = vals[table_pos[:done]]
-    bad = counts != need[:done]
-    if bad.any():
-        f = int(np.flatnonzero(bad)[0])
-        raise table_size_error(f, counts[f], int(table_pos[f]))
-    if done < n_factors:
-        if end >= n_vals:
-            raise nums.error(
-                f"file ends before the table of factor {done} (truncated file, or a "
-                "count is wrong)"
-            )
-        if _is_count(vals[end]) and vals[end] != need[done]:
-            raise table_size_error(done, vals[end], end)
-        if not _is_count(vals[end]):
-            raise nums.error(
-                f"entry count of the table of factor {done} is {_fmt(vals[end])}; it must be a "
-                "non-negative integer",
-                end,
-            )
+    return need, size_error
+
+
+def _parse_tables(nums, table_start, need, size_error):
+    """Potentials of all tables, concatenated, checked >= 0 and finite, with offsets."""
+    vals = nums.values
+    n_factors = need.shape[0]
+    table_pos, end = _walk(nums, table_start, n_factors, "table", "entries", need, size_error)
+    if end < vals.shape[0]:
         raise nums.error(
-            f"the table of factor {done} ({int(vals[end])} entries) runs past the end of "
-            "the file (truncated file?)",
-            end,
-        )
-    if end < n_vals:
-        raise nums.error(
-            f"{n_vals - end} unexpected number(s) after the table of the last factor "
+            f"{vals.shape[0] - end} unexpected number(s) after the table of the last factor "
             f"(factor {n_factors - 1}); the factor count or a table size is wrong",
             end,
         )
-    in_table = np.ones(n_vals - table_start, dtype=bool)
+    in_table = np.ones(vals.shape[0] - table_start, dtype=bool)
     in_table[table_pos - table_start] = False
     phi = vals[table_start:][in_table]
     table_offsets = np.zeros(n_factors + 1, dtype=np.int64)
@@ -373,7 +389,7 @@ def _parse_network(text, source):
             f"{p - table_offsets[f]}); potentials must be finite and >= 0",
             int(table_pos[f] + 1 + p - table_offsets[f]),
         )
-    return _assemble(cards, orders, indptr, svars, need, table_offsets, phi)
+    return table_offsets, phi
 
 
 def _log(phi):
