@@ -38,6 +38,7 @@ class _CliError(Exception):
 
 def _parser():
     from . import __version__
+    from .inference import available_methods
 
     parser = argparse.ArgumentParser(
         prog="structlearn",
@@ -62,7 +63,9 @@ def _parser():
     m.add_argument("file", help="network file (.uai, or .uai.gz)")
     m.add_argument("--evid", metavar="F", help="UAI evidence file; observed variables are clamped")
     m.add_argument(
-        "--method", default="auto", help="MAP method (default: auto); see structlearn.inference"
+        "--method",
+        default="auto",
+        help=f"MAP method, one of {', '.join(available_methods())} (default: auto)",
     )
     m.add_argument(
         "--time-limit",
@@ -122,6 +125,7 @@ def _json_float(x):
 def _solve(graph, method, params, time_limit):
     """Run solve_map, passing time_limit only to a method that declares it."""
     from .inference import solve_map
+    # resolve "auto" first, so that the time limit goes to the method that runs
     from .inference.registry import _auto_method, get_method
 
     name = _auto_method(graph) if method == "auto" else method
