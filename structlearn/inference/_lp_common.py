@@ -1,0 +1,253 @@
+"""Shared set-up, decoding and stopping logic of the loopy MAP solvers.
+
+Every loopy solver (``gdmm``, ``gdmm_binary``, ``psdd``, ``fista``, ``scm``,
+``ad3``, ``trn``) works on a *normalized* copy of the graph:
+
+* scores are divided by ``scale`` (the largest finite absolute score), so
+  step sizes, temperatures and penalties have scale-free defaults;
+* ``-inf`` entries (hard constraints, evidence) are replaced by the finite
+  constant ``-big`` with ``big = 2 (n_vars + n_factors) + 2`` (in normalized
+  units, more than the whole finite range of any labeling).  Raising a score
+  can only raise the optimum and every dual value, so a dual value of the
+  modified problem is still a certified upper bound on the true optimum.
+  Decoded labelings are always scored on the true graph, so a labeling that
+  hits a forbidden entry scores ``-inf`` and is never reported over a
+  feasible one.
+
+Upper bounds are reported in the graph's own units (``scale * U``).
+"""
+
+from __future__ import annotations
+
+import logging
+import numbers
+import time
+
+import numpy as np
+
+from ..graphs._graph_kernels import score_labelings
+from ..graphs.factor_graph import FactorGraph
+from ..graphs.structure import variable_factors
+from ._lp_kernels import local_search
+from .result import MapResult
+
+logger = logging.getLogger(__name__)
+
+STATUSES = ("gap", "max_iter", "time_limit", "stall")
+
+
+def check_graph(graph):
+    if not isinstance(graph, FactorGraph):
+        raise TypeError(f"graph must be a FactorGraph, got {type(graph).__name__}")
+
+
+def check_params(method, params, defaults):
+    """Merge ``params`` into ``defaults``; reject unknown names and bad values."""
+    unknown = set(params) - set(defaults)
+    if unknown:
+        raise TypeError(
+            f"method {method!r} got unexpected parameter(s): {', '.join(sorted(unknown))}; "
+            f"accepted: {', '.join(sorted(defaults))}"
+        )
+    out = dict(defaults)
+    out.update(params)
+    mi = out["max_iter"]
+    if isinstance(mi, bool) or not isinstance(mi, numbers.Integral) or mi < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {mi!r}")
+    tl = out["time_limit"]
+    if tl is not None and (isinstance(tl, bool) or not isinstance(tl, numbers.Real)
+                           or not tl > 0):
+        raise ValueError(f"time_limit must be a positive number or None, got {tl!r}")
+    tol = out["tol"]
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol >= 0:
+        raise ValueError(f"tol must be a non-negative number, got {tol!r}")
+    for name in ("verbose", "local_search"):
+        if name in out and not isinstance(out[name], (bool, numbers.Integral)):
+            raise TypeError(f"{name} must be a bool or int, got {out[name]!r}")
+    return out
+
+
+def positive(params, name, allow_none=False):
+    v = params[name]
+    if v is None and allow_none:
+        return v
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not (v > 0 and np.isfinite(v)):
+        raise ValueError(f"{name} must be a positive finite number, got {v!r}")
+    return float(v)
+
+
+class Problem:
+    """Normalized, finite copy of a graph plus the layout of edge messages."""
+
+    def __init__(self, graph):
+        self.graph = graph
+        arrs = graph.arrays()
+        unary = graph.unary
+        data = graph.table_data
+        fin = np.concatenate([unary[np.isfinite(unary)], data[np.isfinite(data)]])
+        scale = float(np.max(np.abs(fin))) if fin.size else 1.0
+        if not scale > 0:
+            scale = 1.0
+        self.scale = scale
+        self.big = 2.0 * (graph.n_vars + graph.n_factors) + 2.0
+        u = unary / scale
+        u[~np.isfinite(u)] = -self.big
+        d = data / scale
+        d[~np.isfinite(d)] = -self.big
+        self.unary = u
+        self.table_data = d
+        edge_sizes = graph.n_states[graph.scope_vars]
+        self.edge_offsets = np.zeros(edge_sizes.shape[0] + 1, dtype=np.int64)
+        np.cumsum(edge_sizes, out=self.edge_offsets[1:])
+        self.n_msg = int(self.edge_offsets[-1])
+        self.edge_factor = np.repeat(
+            np.arange(graph.n_factors, dtype=np.int64), graph.factor_orders
+        )
+        self.var_indptr, self.var_factors = variable_factors(graph)
+        self.degree = np.diff(self.var_indptr)
+        # edges of each variable (CSR over the same indptr as var_factors)
+        self.var_edges = np.ascontiguousarray(
+            np.argsort(graph.scope_vars, kind="stable").astype(np.int64)
+        )
+        self.max_order = int(graph.factor_orders.max()) if graph.n_factors else 0
+        self.true_arrays = arrs
+        self.prob = (
+            graph.n_states,
+            graph.unary_offsets,
+            self.unary,
+            graph.scope_indptr,
+            graph.scope_vars,
+            graph.table_ids,
+            graph.table_offsets,
+            self.table_data,
+            self.edge_offsets,
+        )
+        self.lab = np.zeros(max(self.max_order, 1), dtype=np.int64)
+        self._cand = np.zeros(max(graph.max_states, 1))
+
+    def score(self, labels):
+        out = np.empty(1)
+        score_labelings(*self.true_arrays, labels[None, :], out)
+        return float(out[0])
+
+    def improve(self, labels, sweeps=50):
+        """Local search (iterated conditional modes) on the true scores."""
+        g = self.graph
+        local_search(*self.true_arrays, self.var_indptr, self.var_factors, labels, sweeps,
+                     self._cand)
+
+
+class Tracker:
+    """Best labeling, best bound, history and the stopping rule."""
+
+    def __init__(self, problem, method, params):
+        self.problem = problem
+        self.method = method
+        self.max_iter = int(params["max_iter"])
+        self.time_limit = params["time_limit"]
+        self.tol = float(params["tol"])
+        self.stall_iter = int(params.get("stall_iter", 0) or 0)
+        self.local = bool(params.get("local_search", True))
+        self.verbose = int(params.get("verbose", 0))
+        self.t0 = time.perf_counter()
+        n = problem.graph.n_vars
+        self.labels = np.zeros(n, dtype=np.int64)
+        self.score = -np.inf
+        self.ub = np.inf
+        self.history = []
+        self.n_iter = 0
+        self.status = "max_iter"
+        self._last_gain = 0
+        self.first_best_time = 0.0
+
+    def offer(self, labels):
+        """Score a decoded labeling (after local search) and keep the best."""
+        lab = np.array(labels, dtype=np.int64, copy=True)
+        if self.local and lab.size:
+            self.problem.improve(lab)
+        s = self.problem.score(lab) if lab.size else 0.0
+        if s > self.score or (self.score == -np.inf and self.n_iter == 0):
+            if s > self.score + 1e-12 * max(1.0, abs(s)):
+                self._last_gain = self.n_iter
+            self.score = s
+            self.labels = lab
+        return s
+
+    def bound(self, ub_normalized):
+        """Offer a certified upper bound in normalized units."""
+        ub = float(ub_normalized) * self.problem.scale
+        if np.isnan(ub):
+            return
+        if ub < self.ub:
+            if ub < self.ub - 1e-9 * max(1.0, abs(ub)):
+                self._last_gain = self.n_iter
+            self.ub = ub
+        return ub
+
+    def rel_gap(self):
+        if not (np.isfinite(self.ub) and np.isfinite(self.score)):
+            return np.inf
+        return (self.ub - self.score) / max(1.0, abs(self.ub))
+
+    def step(self, **record):
+        """Close one iteration; returns True when the solver must stop."""
+        self.n_iter += 1
+        gap = self.rel_gap()
+        rec = {"iter": self.n_iter, "time": time.perf_counter() - self.t0, "score": self.score,
+               "upper_bound": self.ub, "rel_gap": gap}
+        rec.update(record)
+        self.history.append(rec)
+        if self.verbose:
+            logger.info("%s iter %d score %.6g bound %.6g gap %.3g", self.method, self.n_iter,
+                        self.score, self.ub, gap)
+        if gap <= self.tol:
+            self.status = "gap"
+            return True
+        if self.n_iter >= self.max_iter:
+            self.status = "max_iter"
+            return True
+        if self.time_limit is not None and rec["time"] >= self.time_limit:
+            self.status = "time_limit"
+            return True
+        if self.stall_iter and self.n_iter - self._last_gain >= self.stall_iter:
+            self.status = "stall"
+            return True
+        return False
+
+    def trivial(self):
+        """Result for a graph with no factors (exact by node argmax)."""
+        g = self.problem.graph
+        lab = np.array([int(np.argmax(g.unary_of(i))) for i in range(g.n_vars)], dtype=np.int64)
+        self.labels = lab
+        self.score = self.problem.score(lab) if lab.size else 0.0
+        self.ub = self.score
+        self.status = "gap"
+        return self.result()
+
+    def result(self):
+        # the bound is floating-point arithmetic on the normalized problem;
+        # never report a bound below the (exactly scored) best labeling.
+        ub = self.ub
+        if np.isfinite(self.score) and ub < self.score:
+            ub = self.score
+        return MapResult(
+            labels=self.labels,
+            score=float(self.score),
+            upper_bound=float(ub),
+            n_iter=self.n_iter,
+            converged=self.status == "gap",
+            time=time.perf_counter() - self.t0,
+            history=self.history,
+            method=self.method,
+            status=self.status,
+        )
+
+
+COMMON_DEFAULTS = {
+    "max_iter": 1000,
+    "time_limit": None,
+    "tol": 1e-6,
+    "stall_iter": 0,
+    "local_search": True,
+    "verbose": 0,
+}

@@ -1,0 +1,74 @@
+"""Projected supergradient dual decomposition (``psdd``).
+
+Minimizes the clique dual ``U(delta)`` (see :mod:`._lp_kernels`) by
+supergradient steps (thesis section 3.1, maximization form): the subgradient
+is ``1[x = argmax theta_hat_i] - 1[x = (argmax theta_hat_f)_i]`` and the step
+is ``alpha_t = step / (eta_t + 1)``, ``eta_t`` counting the iterations whose
+dual value got worse than the previous one.  Every iterate's ``U`` is a
+certified upper bound; node argmax labelings (improved by local search) are
+scored on the true graph.
+"""
+
+import numpy as np
+
+from ._lp_common import COMMON_DEFAULTS, Problem, Tracker, check_graph, check_params, positive
+from ._lp_kernels import dual_supergradient
+from .registry import register_method
+
+__all__ = ["psdd_map"]
+
+DEFAULTS = dict(COMMON_DEFAULTS, step=1.0)
+
+
+def psdd_map(graph, **params):
+    """MAP by projected supergradient dual decomposition.
+
+    Parameters
+    ----------
+    graph : FactorGraph
+    max_iter : int, default=1000
+    time_limit : float or None, default=None
+        Seconds.
+    tol : float, default=1e-6
+        Stop when ``(upper_bound - score) / max(1, |upper_bound|) <= tol``.
+    stall_iter : int, default=0
+        Stop after this many iterations without a better bound or labeling
+        (0 = never).
+    step : float, default=1.0
+        Step scale, in units of the largest absolute score.
+    local_search : bool, default=True
+        Improve each decoded labeling by iterated conditional modes.
+    verbose : int, default=0
+
+    Returns
+    -------
+    result : MapResult
+    """
+    check_graph(graph)
+    p = check_params("psdd", params, DEFAULTS)
+    step = positive(p, "step")
+    prob = Problem(graph)
+    tr = Tracker(prob, "psdd", p)
+    if graph.n_factors == 0:
+        return tr.trivial()
+    delta = np.zeros(prob.n_msg)
+    grad = np.empty(prob.n_msg)
+    theta_hat = np.empty(prob.unary.shape[0])
+    labels = np.zeros(graph.n_vars, dtype=np.int64)
+    eta = 0
+    prev = np.inf
+    while True:
+        u = dual_supergradient(prob.prob, delta, theta_hat, prob.lab, labels, grad)
+        tr.bound(u)
+        tr.offer(labels)
+        if u > prev:
+            eta += 1
+        prev = u
+        alpha = step / (eta + 1.0)
+        if tr.step(dual=u * prob.scale, alpha=alpha):
+            break
+        delta -= alpha * grad
+    return tr.result()
+
+
+register_method("psdd", psdd_map)
