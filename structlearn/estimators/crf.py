@@ -1,0 +1,546 @@
+"""Conditional random fields: linear chains (L-BFGS) and general pairwise graphs (convex BP).
+
+* :class:`SequenceCRF` -- first-order linear-chain CRF over sparse token
+  features, trained on the exact conditional log-likelihood with L-BFGS
+  (numba forward-backward), as CRFsuite does.
+* :class:`GraphCRF` -- templated pairwise CRF on per-sample graphs, trained
+  on the convex-BP approximate likelihood by block BP learning (BBPL),
+  inner-dual learning or full-BP learning.
+* :func:`image_grid_sample` -- turn an image's per-pixel features into a
+  GraphCRF sample on the 4-connected grid.
+"""
+
+import logging
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from ._base import SequenceEstimatorMixin, _equal_labels
+from ._validation import (
+    _check_positive_int,
+    check_n_classes,
+    check_sequences,
+    encode_sequence_labels,
+)
+
+__all__ = ["SequenceCRF", "GraphCRF", "image_grid_sample"]
+
+logger = logging.getLogger(__name__)
+
+
+def _check_alpha(alpha):
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not np.isfinite(alpha) or alpha < 0:
+        raise ValueError(f"alpha must be a finite number >= 0; got {alpha!r}")
+    return float(alpha)
+
+
+def _check_tol(tol):
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol >= 0:
+        raise ValueError(f"tol must be a number >= 0; got {tol!r}")
+    return float(tol)
+
+
+class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
+    """Linear-chain conditional random field trained by L-BFGS.
+
+    A labeling ``z`` of a sequence ``x_1..x_n`` has probability
+    proportional to ``exp(sum_t coef_[z_t] @ x_t + sum_t transition_[z_t, z_{t+1}])``.
+    Training minimizes the mean negative conditional log-likelihood over the
+    sequences plus ``alpha / 2`` times the squared norm of all weights
+    (CRFsuite's ``c2`` corresponds to ``alpha = 2 * c2 / n_sequences``).
+    ``log Z``, marginals and gradients come from one numba forward-backward
+    pass over all sequences; prediction is Viterbi.
+
+    Parameters
+    ----------
+    alpha : float, default=1e-4
+        L2 penalty strength.
+    solver : {"lbfgs"}, default="lbfgs"
+        Exact likelihood with scipy's L-BFGS (the only chain solver).
+    max_iter : int, default=100
+        Maximum L-BFGS iterations.
+    tol : float, default=1e-5
+        Stop when the objective improved by less than ``tol`` (relative) over
+        the last 10 iterations.
+    warm_start : bool, default=False
+        Start from the previous solution when refitting with the same
+        classes and features.
+    random_state : None
+        Accepted for API symmetry; training is deterministic.
+    verbose : int, default=0
+        Log every iteration (logger ``structlearn.learners.chain_crf``).
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_classes, n_features)
+    transition_ : ndarray of shape (n_classes, n_classes)
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    n_iter_ : int
+    history_ : list of dict
+        Per iteration: ``iter``, ``time``, ``objective``, ``step_norm``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from structlearn.estimators import SequenceCRF
+    >>> X = [np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[0.0, 1.0]])]
+    >>> y = [np.array(["a", "b"]), np.array(["b"])]
+    >>> [p.tolist() for p in SequenceCRF().fit(X, y).predict(X)]
+    [['a', 'b'], ['b']]
+    """
+
+    def __init__(self, *, alpha=1e-4, solver="lbfgs", max_iter=100, tol=1e-5,
+                 warm_start=False, random_state=None, verbose=0):  # fmt: skip
+        self.alpha = alpha
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y):
+        """Train on labeled sequences.
+
+        Parameters
+        ----------
+        X : list of {ndarray, sparse matrix}, each of shape (n_tokens_i, n_features)
+        y : list of array-like, each of shape (n_tokens_i,)
+
+        Returns
+        -------
+        self : SequenceCRF
+        """
+        from ..learners.chain_crf import fit_chain_crf_lbfgs
+
+        if self.solver != "lbfgs":
+            raise ValueError(f"solver must be 'lbfgs'; got {self.solver!r}")
+        alpha = _check_alpha(self.alpha)
+        max_iter = _check_positive_int(self.max_iter, "max_iter")
+        tol = _check_tol(self.tol)
+        check_random_state(self.random_state)
+        Xcat, offsets, ycat = check_sequences(X, y)
+        classes, codes = encode_sequence_labels(ycat)
+        check_n_classes(classes, minimum=2)
+        W0 = T0 = None
+        if (
+            self.warm_start
+            and hasattr(self, "coef_")
+            and self.coef_.shape == (classes.shape[0], Xcat.shape[1])
+            and np.array_equal(self.classes_, classes)
+        ):
+            W0, T0 = self.coef_, self.transition_
+        W, T, history, converged, n_iter = fit_chain_crf_lbfgs(
+            Xcat, offsets, codes, classes.shape[0], alpha=alpha, max_iter=max_iter,
+            tol=tol, W_init=W0, T_init=T0, verbose=self.verbose,
+        )  # fmt: skip
+        self.coef_ = W
+        self.transition_ = T
+        self.classes_ = classes
+        self.n_features_in_ = Xcat.shape[1]
+        self.n_iter_ = n_iter
+        self.history_ = history
+        self.converged_ = converged
+        return self
+
+    def predict_marginals(self, X):
+        """Per-token label marginals ``P(y_t = k | x)``.
+
+        Parameters
+        ----------
+        X : list of {ndarray, sparse matrix}, each (n_tokens_i, n_features)
+
+        Returns
+        -------
+        marginals : list of ndarray, each of shape (n_tokens_i, n_classes)
+            Columns follow ``classes_``.
+        """
+        from ..inference._chain_kernels import forward_backward_batch
+
+        Xcat, offsets, _ = self._check_X(X)
+        unary = self._unary_scores(Xcat)
+        K = unary.shape[1]
+        node = np.empty_like(unary)
+        forward_backward_batch(unary, offsets, np.ascontiguousarray(self.transition_),
+                               node, np.empty((K, K)), np.empty(offsets.shape[0] - 1))  # fmt: skip
+        return np.split(node, offsets[1:-1])
+
+    def log_likelihood(self, X, y):
+        """Mean conditional log-likelihood of the labeled sequences (no penalty).
+
+        Returns
+        -------
+        ll : float
+        """
+        from ..learners.chain_crf import chain_crf_objective
+
+        Xcat, offsets, ycat = self._check_X(X, y)
+        _, codes = encode_sequence_labels(ycat, self.classes_)
+        f, _, _ = chain_crf_objective(self.coef_, self.transition_, Xcat, offsets, codes)
+        return -f
+
+
+# ---------------------------------------------------------------------------- GraphCRF
+def image_grid_sample(features, *, edge_bin_thresholds=None):
+    """A :class:`GraphCRF` sample from per-pixel features on the 4-connected grid.
+
+    Parameters
+    ----------
+    features : array of shape (height, width, d)
+    edge_bin_thresholds : increasing array of shape (n_edge_bins - 1,), optional
+        Edge ``(u, v)`` goes to bin ``np.digitize(||f_u - f_v||, thresholds)``
+        (the feature distance of the two pixels, discretized). Without
+        thresholds every edge is in bin 0.
+
+    Returns
+    -------
+    sample : tuple (node_features, edges, edge_bins)
+        ``node_features`` (height * width, d), pixel ``(r, c)`` is node
+        ``r * width + c``; ``edges`` (n_edges, 2) from
+        :func:`structlearn.graphs.grid_edges`; ``edge_bins`` (n_edges,).
+    """
+    from ..graphs import grid_edges
+
+    f = np.asarray(features, dtype=np.float64)
+    if f.ndim != 3:
+        raise ValueError(f"features must have shape (height, width, d), got {f.shape}")
+    h, w, d = f.shape
+    nodes = f.reshape(h * w, d)
+    edges = grid_edges(h, w)
+    if edge_bin_thresholds is None:
+        bins = np.zeros(edges.shape[0], dtype=np.int64)
+    else:
+        dist = np.linalg.norm(nodes[edges[:, 0]] - nodes[edges[:, 1]], axis=1)
+        bins = np.digitize(dist, np.asarray(edge_bin_thresholds, dtype=np.float64)).astype(np.int64)
+    return nodes, edges, bins
+
+
+def _check_graph_samples(X, n_features=None, n_bins=None):
+    """Validate GraphCRF samples and stack them.
+
+    Returns
+    -------
+    Xcat (n, d), edges (E, 2) over stacked nodes, bins (E,), sample_ptr, edge_ptr
+    """
+    from ..inference.convex_bp import check_pairwise_edges
+
+    if isinstance(X, (np.ndarray, str, dict)) or X is None or sp.issparse(X):
+        raise TypeError(
+            "X must be a list of samples (node_features, edges[, edge_bins]); "
+            f"got {type(X).__name__}"
+        )
+    samples = list(X)
+    if not samples:
+        raise ValueError("X is empty: expected at least one sample")
+    feats, edges_all, bins_all = [], [], []
+    sizes = np.empty(len(samples), dtype=np.int64)
+    esizes = np.empty(len(samples), dtype=np.int64)
+    d_ref = n_features
+    offset = 0
+    for i, s in enumerate(samples):
+        if not isinstance(s, (tuple, list)) or len(s) not in (2, 3):
+            raise TypeError(
+                f"X[{i}] must be a tuple (node_features, edges) or "
+                f"(node_features, edges, edge_bins); got {type(s).__name__}"
+            )
+        f = np.asarray(s[0])
+        if f.dtype == object or f.dtype.kind not in "biuf":
+            raise TypeError(f"X[{i}] node features must be real numbers; got dtype {f.dtype}")
+        if f.ndim != 2 or f.shape[0] == 0:
+            raise ValueError(f"X[{i}] node features must be 2-D (n_nodes, d) with n_nodes >= 1; got shape {f.shape}")
+        f = f.astype(np.float64)
+        if not np.all(np.isfinite(f)):
+            raise ValueError(f"X[{i}] node features contain NaN or infinity")
+        if d_ref is None:
+            d_ref = f.shape[1]
+        elif f.shape[1] != d_ref:
+            raise ValueError(
+                f"X[{i}] node features have {f.shape[1]} columns, expected {d_ref}"
+            )
+        n_i = f.shape[0]
+        e = check_pairwise_edges(s[1], n_i, name=f"X[{i}] edges")
+        if len(s) == 3 and s[2] is not None:
+            b = np.asarray(s[2])
+            if b.ndim != 1 or b.shape[0] != e.shape[0]:
+                raise ValueError(
+                    f"X[{i}] edge_bins must have shape ({e.shape[0]},), got {b.shape}"
+                )
+            if b.size and (not np.issubdtype(b.dtype, np.integer) or b.min() < 0):
+                raise ValueError(f"X[{i}] edge_bins must be non-negative integer bin ids")
+            b = b.astype(np.int64)
+            if n_bins is not None and b.size and b.max() >= n_bins:
+                raise ValueError(
+                    f"X[{i}] edge_bins reach {int(b.max())}, but the model has {n_bins} bins"
+                )
+        else:
+            b = np.zeros(e.shape[0], dtype=np.int64)
+        feats.append(f)
+        edges_all.append(e + offset)
+        bins_all.append(b)
+        sizes[i] = n_i
+        esizes[i] = e.shape[0]
+        offset += n_i
+    sample_ptr = np.zeros(len(samples) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=sample_ptr[1:])
+    edge_ptr = np.zeros(len(samples) + 1, dtype=np.int64)
+    np.cumsum(esizes, out=edge_ptr[1:])
+    return (
+        np.ascontiguousarray(np.concatenate(feats)),
+        np.ascontiguousarray(np.concatenate(edges_all).reshape(-1, 2)),
+        np.concatenate(bins_all),
+        sample_ptr,
+        edge_ptr,
+    )
+
+
+class GraphCRF(BaseEstimator):
+    """Templated pairwise CRF on arbitrary graphs, trained by convex-BP learning.
+
+    Each sample is a graph: ``(node_features, edges)`` or ``(node_features,
+    edges, edge_bins)`` with ``node_features`` (n_nodes, d), ``edges``
+    (n_edges, 2) node pairs and ``edge_bins`` (n_edges,) integer edge-feature
+    bins. Node ``u`` scores label ``a`` by ``coef_[a] @ x_u``; edge ``(u, v)``
+    in bin ``c`` scores ``(a, b)`` by ``pairwise_[c, a, b]``. Training
+    minimizes the mean (over samples) convex-BP negative log-likelihood plus
+    ``alpha / 2`` times the squared norm of the weights, by gradient descent
+    with a fixed step (Lu, Liu & Huang: BBPL, inner-dual or full-BP
+    learning, all reaching the same optimum; see
+    :mod:`structlearn.learners.convex_bp_learning`). Counting numbers are
+    tree-reweighted (exact likelihood on trees).
+
+    Parameters
+    ----------
+    alpha : float, default=1e-3
+        L2 penalty.
+    solver : {"bbpl", "inner_dual", "full_bp"}, default="bbpl"
+    learning_rate : float or "auto", default="auto"
+    max_iter : int, default=500
+        Passes (over all blocks for bbpl; parameter updates otherwise).
+    tol : float, default=1e-4
+        Gradient max-norm stopping threshold.
+    blocks : int, array or list of arrays, default=20
+        BBPL blocks: a number of index ranges per sample, one block-label
+        array (n_nodes,) for every sample (e.g. from
+        :func:`structlearn.learners.convex_bp_learning.grid_block_labels`),
+        or a list with one block-label array per sample.
+    block_order : {"sequential", "random"}, default="sequential"
+    inner_max_iter : int, default=200
+        BP sweeps per update (per block for bbpl).
+    inner_tol : float, default=1e-6
+    inference : str or callable, default="auto"
+        MAP back-end for ``predict`` (a name from
+        :func:`structlearn.inference.available_methods`). ``"auto"`` uses an
+        exact method on forests, the registry's loopy default when one is
+        registered, and otherwise decodes each node's highest convex-BP
+        belief (``"marginal"``, also selectable directly).
+    warm_start : bool, default=False
+    random_state : int, RandomState or None
+        Seeds the spanning forests of the counting numbers and the random
+        block order.
+    verbose : int, default=0
+
+    Attributes
+    ----------
+    coef_ : ndarray (n_classes, n_features)
+    pairwise_ : ndarray (n_edge_bins, n_classes, n_classes)
+    classes_ : ndarray (n_classes,)
+    n_features_in_ : int
+    n_edge_bins_ : int
+    n_iter_ : int
+    history_ : list of dict
+        Per pass: ``iter``, ``time``, ``objective`` (full_bp only),
+        ``grad_norm``, ``step_norm``, ``bp_sweeps``.
+    learning_rate_ : float
+    """
+
+    def __init__(self, *, alpha=1e-3, solver="bbpl", learning_rate="auto", max_iter=500,
+                 tol=1e-4, blocks=20, block_order="sequential", inner_max_iter=200,
+                 inner_tol=1e-6, inference="auto", warm_start=False, random_state=None,
+                 verbose=0):  # fmt: skip
+        self.alpha = alpha
+        self.solver = solver
+        self.learning_rate = learning_rate
+        self.max_iter = max_iter
+        self.tol = tol
+        self.blocks = blocks
+        self.block_order = block_order
+        self.inner_max_iter = inner_max_iter
+        self.inner_tol = inner_tol
+        self.inference = inference
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _block_labels(self, sample_ptr):
+        from ..learners.convex_bp_learning import index_block_labels
+
+        sizes = np.diff(sample_ptr)
+        blocks = self.blocks
+        if isinstance(blocks, numbers.Integral) and not isinstance(blocks, bool):
+            if blocks < 1:
+                raise ValueError(f"blocks must be >= 1; got {blocks}")
+            return index_block_labels(sample_ptr, int(blocks))
+        if isinstance(blocks, np.ndarray) and blocks.ndim == 1 and blocks.dtype != object:
+            if np.any(sizes != blocks.shape[0]):
+                raise ValueError(
+                    f"blocks has {blocks.shape[0]} entries but the samples have "
+                    f"{sorted(set(sizes.tolist()))} nodes; pass one array per sample"
+                )
+            parts = [blocks] * sizes.shape[0]
+        else:
+            parts = list(blocks)
+            if len(parts) != sizes.shape[0]:
+                raise ValueError(f"blocks has {len(parts)} arrays, expected one per sample ({sizes.shape[0]})")
+        out = []
+        for i, p in enumerate(parts):
+            p = np.asarray(p)
+            if p.shape != (sizes[i],) or not np.issubdtype(p.dtype, np.integer):
+                raise ValueError(f"blocks[{i}] must be an integer array of shape ({sizes[i]},)")
+            out.append(p.astype(np.int64))
+        return np.concatenate(out)
+
+    def fit(self, X, y):
+        """Train on labeled graphs.
+
+        Parameters
+        ----------
+        X : list of tuples (node_features, edges[, edge_bins])
+        y : list of array-like, each of shape (n_nodes_i,)
+
+        Returns
+        -------
+        self : GraphCRF
+        """
+        from ..learners.convex_bp_learning import fit_convex_bp_crf
+
+        alpha = _check_alpha(self.alpha)
+        max_iter = _check_positive_int(self.max_iter, "max_iter")
+        inner = _check_positive_int(self.inner_max_iter, "inner_max_iter")
+        tol = _check_tol(self.tol)
+        itol = _check_tol(self.inner_tol)
+        rng = check_random_state(self.random_state)
+        seed = rng.randint(np.iinfo(np.int32).max)
+        Xcat, edges, bins, sample_ptr, _ = _check_graph_samples(X)
+        ys = list(y) if not isinstance(y, (str, dict)) and y is not None else None
+        if ys is None or len(ys) != sample_ptr.shape[0] - 1:
+            raise ValueError(
+                f"y must be a list of {sample_ptr.shape[0] - 1} label arrays (one per sample)"
+            )
+        parts = []
+        for i, yi in enumerate(ys):
+            a = np.asarray(yi)
+            if a.ndim != 1 or a.shape[0] != sample_ptr[i + 1] - sample_ptr[i]:
+                raise ValueError(
+                    f"y[{i}] must have shape ({sample_ptr[i + 1] - sample_ptr[i]},), got {a.shape}"
+                )
+            parts.append(a)
+        classes, codes = encode_sequence_labels(np.concatenate(parts))
+        check_n_classes(classes, minimum=2)
+        K = classes.shape[0]
+        n_bins = int(bins.max()) + 1 if bins.size else 1
+        W0 = V0 = None
+        if (
+            self.warm_start
+            and hasattr(self, "coef_")
+            and self.coef_.shape == (K, Xcat.shape[1])
+            and np.array_equal(self.classes_, classes)
+        ):
+            W0 = self.coef_
+            V0 = np.zeros((max(n_bins, self.pairwise_.shape[0]), K, K))
+            V0[: self.pairwise_.shape[0]] = self.pairwise_
+            n_bins = V0.shape[0]
+        labels = self._block_labels(sample_ptr) if self.solver == "bbpl" else None
+        res = fit_convex_bp_crf(
+            Xcat, codes, edges, bins, n_states=K, n_bins=n_bins, sample_ptr=sample_ptr,
+            method=self.solver, alpha=alpha, learning_rate=self.learning_rate,
+            max_iter=max_iter, tol=tol, block_labels=labels, block_order=self.block_order,
+            inner_max_iter=inner, inner_tol=itol, W_init=W0, V_init=V0, random_state=seed,
+            verbose=self.verbose,
+        )  # fmt: skip
+        self.coef_ = res.W
+        self.pairwise_ = res.V
+        self.classes_ = classes
+        self.n_features_in_ = Xcat.shape[1]
+        self.n_edge_bins_ = n_bins
+        self.n_iter_ = res.n_iter
+        self.history_ = res.history
+        self.converged_ = res.converged
+        self.learning_rate_ = res.learning_rate
+        return self
+
+    def _samples(self, X):
+        check_is_fitted(self, ("coef_", "pairwise_", "classes_"))
+        Xcat, edges, bins, sample_ptr, edge_ptr = _check_graph_samples(
+            X, n_features=self.n_features_in_, n_bins=self.n_edge_bins_
+        )
+        unary = Xcat @ self.coef_.T
+        for i in range(sample_ptr.shape[0] - 1):
+            lo, hi = sample_ptr[i], sample_ptr[i + 1]
+            elo, ehi = edge_ptr[i], edge_ptr[i + 1]
+            yield unary[lo:hi], edges[elo:ehi] - lo, bins[elo:ehi]
+
+    def _marginals(self, unary, edges, bins):
+        from ..inference.convex_bp import convex_bp
+
+        return convex_bp(unary, edges, self.pairwise_, edge_tables=bins,
+                         max_iter=self.inner_max_iter * 5, tol=1e-8, random_state=0)  # fmt: skip
+
+    def predict_marginals(self, X):
+        """Node and edge beliefs of every sample (exact marginals on trees).
+
+        Returns
+        -------
+        marginals : list of tuples (node_marginals, edge_marginals)
+            ``node_marginals`` (n_nodes_i, n_classes) with columns in
+            ``classes_`` order; ``edge_marginals`` (n_edges_i, n_classes,
+            n_classes), ``[e, a, b]`` for the edge's first node in state
+            ``a`` and second in ``b``.
+        """
+        return [
+            (r.node_marginals, r.edge_marginals)
+            for r in (self._marginals(*s) for s in self._samples(X))
+        ]
+
+    def _decode(self, unary, edges, bins):
+        from ..graphs import graph_from_edges
+        from ..graphs.structure import is_forest
+        from ..inference import available_methods, solve_map
+
+        method = self.inference
+        if method == "marginal":
+            return np.argmax(self._marginals(unary, edges, bins).node_marginals, axis=1)
+        graph = graph_from_edges(unary, edges, self.pairwise_[bins])
+        if method == "auto" and not is_forest(graph) and "gdmm" not in available_methods():
+            return np.argmax(self._marginals(unary, edges, bins).node_marginals, axis=1)
+        return np.asarray(solve_map(graph, method=method).labels, dtype=np.int64)
+
+    def predict(self, X):
+        """MAP labeling of every sample.
+
+        Returns
+        -------
+        y_pred : list of ndarray, each of shape (n_nodes_i,)
+        """
+        return [self.classes_[self._decode(*s)] for s in self._samples(X)]
+
+    def score(self, X, y):
+        """Node accuracy over all samples.
+
+        Returns
+        -------
+        accuracy : float
+        """
+        pred = self.predict(X)
+        ys = list(y)
+        if len(ys) != len(pred):
+            raise ValueError(f"y has {len(ys)} label arrays but X has {len(pred)} samples")
+        truth = np.concatenate([np.asarray(a) for a in ys])
+        p = np.concatenate(pred)
+        if truth.shape != p.shape:
+            raise ValueError("y does not match the samples' node counts")
+        return float(np.mean(_equal_labels(p, truth)))

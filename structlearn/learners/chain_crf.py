@@ -1,0 +1,190 @@
+"""Linear-chain CRF trained by L-BFGS on the exact conditional log-likelihood.
+
+Objective (``N`` sequences, weights ``W`` (K, d) and ``T`` (K, K))::
+
+    f(W, T) = (1 / N) sum_s [log Z_s - score_s(y_s)] + (alpha / 2) (||W||^2 + ||T||^2)
+
+``score_s(z) = sum_t W[z_t] @ x_t + sum_t T[z_t, z_{t+1}]``. ``log Z`` and
+the marginals come from the numba forward-backward over all sequences at
+once (:func:`structlearn.inference._chain_kernels.forward_backward_batch`);
+the gradient is (expected - observed) feature counts. CRFsuite minimizes
+``sum_s NLL_s + c2 ||w||^2``, i.e. the same problem with
+``alpha = 2 * c2 / N``.
+"""
+
+import logging
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import minimize
+
+__all__ = ["fit_chain_crf_lbfgs", "chain_crf_objective"]
+
+logger = logging.getLogger(__name__)
+
+
+class _ChainProblem:
+    """Cached arrays for repeated objective/gradient evaluations."""
+
+    def __init__(self, Xcat, offsets, codes, n_classes, alpha):
+        from ..inference._chain_kernels import forward_backward_batch  # noqa: F401
+
+        self.X = Xcat.tocsr() if sp.issparse(Xcat) else np.ascontiguousarray(Xcat, dtype=np.float64)
+        self.XT = self.X.T.tocsr() if sp.issparse(self.X) else None
+        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        self.codes = np.ascontiguousarray(codes, dtype=np.int64)
+        self.K = int(n_classes)
+        self.d = Xcat.shape[1]
+        self.n_seq = self.offsets.shape[0] - 1
+        self.alpha = float(alpha)
+        N = self.X.shape[0]
+        K = self.K
+        Y = sp.csr_matrix((np.ones(N), (np.arange(N), self.codes)), shape=(N, K))
+        emp_W = (Y.T @ self.X)
+        self.emp_W = np.asarray(emp_W.todense() if sp.issparse(emp_W) else emp_W)
+        pos = np.arange(N - 1)
+        inner = np.ones(N - 1, dtype=bool)
+        inner[self.offsets[1:-1] - 1] = False  # last token of a sequence has no successor
+        pos = pos[inner]
+        self.emp_T = np.bincount(
+            self.codes[pos] * K + self.codes[pos + 1], minlength=K * K
+        ).astype(np.float64).reshape(K, K)
+        self.node = np.empty((N, K))
+        self.tmarg = np.empty((K, K))
+        self.logz = np.empty(self.n_seq)
+        self.n_eval = 0
+
+    def split(self, w):
+        K, d = self.K, self.d
+        return w[: K * d].reshape(K, d), w[K * d :].reshape(K, K)
+
+    def __call__(self, w):
+        from ..inference._chain_kernels import forward_backward_batch
+
+        W, T = self.split(w)
+        unary = self.X @ W.T
+        unary = np.ascontiguousarray(unary, dtype=np.float64)
+        T = np.ascontiguousarray(T)
+        forward_backward_batch(unary, self.offsets, T, self.node, self.tmarg, self.logz)
+        self.n_eval += 1
+        n = self.n_seq
+        nll = float(self.logz.sum() - np.sum(W * self.emp_W) - np.sum(T * self.emp_T))
+        if self.XT is not None:
+            gW = (self.XT @ self.node).T
+        else:
+            gW = self.node.T @ self.X
+        gW = (gW - self.emp_W) / n + self.alpha * W
+        gT = (self.tmarg - self.emp_T) / n + self.alpha * T
+        f = nll / n + 0.5 * self.alpha * float(w @ w)
+        return f, np.concatenate([gW.ravel(), gT.ravel()])
+
+
+def chain_crf_objective(W, T, Xcat, offsets, codes, *, alpha=0.0):
+    """Objective and gradient of the chain CRF at (W, T).
+
+    Returns
+    -------
+    f : float
+    grad_W : ndarray (K, d)
+    grad_T : ndarray (K, K)
+    """
+    W = np.asarray(W, dtype=np.float64)
+    prob = _ChainProblem(Xcat, offsets, codes, W.shape[0], alpha)
+    f, g = prob(np.concatenate([W.ravel(), np.asarray(T, dtype=np.float64).ravel()]))
+    gW, gT = prob.split(g)
+    return f, gW.copy(), gT.copy()
+
+
+class _Stop(Exception):
+    pass
+
+
+def fit_chain_crf_lbfgs(
+    Xcat,
+    offsets,
+    codes,
+    n_classes,
+    *,
+    alpha=1e-4,
+    max_iter=100,
+    tol=1e-5,
+    period=10,
+    W_init=None,
+    T_init=None,
+    verbose=0,
+):
+    """Fit a linear-chain CRF by L-BFGS.
+
+    Parameters
+    ----------
+    Xcat : csr_matrix or ndarray (n_tokens, d)
+        Stacked token features.
+    offsets : int64 (n_seq + 1,)
+    codes : int64 (n_tokens,)
+        Labels in ``[0, n_classes)``.
+    n_classes : int
+    alpha : float, default=1e-4
+        L2 penalty (objective in the module docstring).
+    max_iter : int, default=100
+        Maximum L-BFGS iterations.
+    tol : float, default=1e-5
+        Stop when the objective improved by less than ``tol`` (relative)
+        over the last ``period`` iterations (CRFsuite's rule), or when the
+        projected gradient max-norm is below ``tol * 1e-3``.
+    period : int, default=10
+    W_init, T_init : arrays, optional
+        Warm start.
+    verbose : int, default=0
+
+    Returns
+    -------
+    W : ndarray (K, d)
+    T : ndarray (K, K)
+    history : list of dict
+        Per iteration: ``iter``, ``time``, ``objective``, ``step_norm``.
+    converged : bool
+    n_iter : int
+    """
+    K = int(n_classes)
+    prob = _ChainProblem(Xcat, offsets, codes, K, alpha)
+    d = prob.d
+    w0 = np.zeros(K * d + K * K)
+    if W_init is not None:
+        w0[: K * d] = np.asarray(W_init, dtype=np.float64).ravel()
+    if T_init is not None:
+        w0[K * d :] = np.asarray(T_init, dtype=np.float64).ravel()
+    history = []
+    start = time.perf_counter()
+    state = {"prev": w0.copy(), "converged": False}
+
+    def cb(intermediate_result):
+        w = intermediate_result.x
+        f = float(intermediate_result.fun)
+        rec = {
+            "iter": len(history) + 1,
+            "time": time.perf_counter() - start,
+            "objective": f,
+            "step_norm": float(np.linalg.norm(w - state["prev"])),
+        }
+        state["prev"] = w.copy()
+        history.append(rec)
+        if verbose:
+            logger.info("lbfgs iter %d: objective %.6f time %.2fs", rec["iter"], f, rec["time"])
+        if len(history) > period:
+            old = history[-1 - period]["objective"]
+            if abs(old - f) <= tol * max(abs(f), 1e-300):
+                state["converged"] = True
+                raise StopIteration
+
+    res = minimize(
+        prob,
+        w0,
+        jac=True,
+        method="L-BFGS-B",
+        callback=cb,
+        options={"maxiter": int(max_iter), "gtol": tol * 1e-3, "ftol": 0.0, "maxcor": 6},
+    )
+    W, T = prob.split(res.x)
+    converged = state["converged"] or bool(res.status == 0)
+    return np.ascontiguousarray(W.copy()), np.ascontiguousarray(T.copy()), history, converged, int(res.nit)
