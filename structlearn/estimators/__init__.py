@@ -1,5 +1,6 @@
 """structlearn.estimators: scikit-learn estimators for structured outputs."""
 
+from .crf import GraphCRF, SequenceCRF
 from .perceptron import SequencePerceptron
 
-__all__ = ["SequencePerceptron"]
+__all__ = ["GraphCRF", "SequenceCRF", "SequencePerceptron"]
