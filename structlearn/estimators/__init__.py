@@ -2,5 +2,6 @@
 
 from .crf import GraphCRF, SequenceCRF
 from .perceptron import SequencePerceptron
+from .ssvm import SequenceSSVM
 
-__all__ = ["GraphCRF", "SequenceCRF", "SequencePerceptron"]
+__all__ = ["GraphCRF", "SequenceCRF", "SequencePerceptron", "SequenceSSVM"]
