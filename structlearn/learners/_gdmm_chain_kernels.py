@@ -1,0 +1,375 @@
+"""Numba kernels of GDMM with a BCFW inner loop for linear chains.
+
+Dual-decomposed structural SVM (GDMM structural-SVM paper, eqs. 10-13 and
+Algorithm 4): every token ``j`` is a unigram factor with dual ``alpha_j``
+over the ``K`` labels, every pair of consecutive tokens ``(j, j + 1)`` a
+bigram factor (edge ``j``) with dual ``beta_j`` over ``K x K`` label pairs,
+both in the shifted simplex of eq. 11 (ground truth in ``[0, C]``, other
+entries in ``[-C, 0]``, sum 0).  The weights are maintained as
+``W = sum_j x_j (x) alpha_j`` and ``v = sum_j beta_j`` (shared table).
+Consistency ``M beta_j = alpha`` on both endpoints is enforced by the
+augmented Lagrangian (penalty ``rho``) with scaled multipliers ``lam``
+(step ``eta``).
+
+Sparse layout (all dense 2-D arrays with a per-row count):
+
+* token slots: ``slab[j, :ns[j]]`` labels of token ``j`` that carry a dual
+  value or a message (slot 0 is always the true label); ``alpha``,
+  ``margL``/``margR`` (marginal of the left/right edge's ``beta`` on that
+  label), ``lamL``/``lamR`` (multipliers of the left/right edge) share the
+  slot index.  A label outside the slots has ``alpha = marg = lam = 0``, so
+  sums over slots are sums over all ``K`` labels.
+* edge pairs: ``pa[j, q], pb[j, q]`` labels, ``psa, psb`` their slots in
+  tokens ``j`` and ``j + 1``, ``beta[j, q]``; ``nb[j]`` pairs, pair 0 is
+  the true pair.
+
+Gradients (eq. 26 in this sign convention, minimizing
+``D = 1/2 ||w||^2 + delta' alpha`` plus the augmented terms)::
+
+    unigram  y     : <W[:, y], x_j> + [y != ybar_j] - rho (mL_j(y) + mR_j(y))
+    bigram   (a, b): v[a, b] + rho (mR_j(a) + mL_{j+1}(b))
+    m = marg - alpha + lam      (0 for a missing edge)
+
+Capacities are fixed per call; when a slot or pair list is full, the new
+label/pair is not added and an overflow counter is raised (the caller
+grows the arrays before the next pass, so no search result is lost for
+more than one pass).
+"""
+
+import numba as nb
+import numpy as np
+
+from ..oracles._indicator_kernels import dense_indicator_argmax, indicator_add, indicator_fmo
+from ..oracles._inner_kernels import inner_product_fmo, inner_product_fmo_sampled
+from ._ssvm_chain_kernels import project_shifted_simplex
+
+
+@nb.njit(cache=True)
+def _find(labels, n, lab):
+    for s in range(n):
+        if labels[s] == lab:
+            return s
+    return -1
+
+
+@nb.njit(cache=True)
+def _add_slot(j, lab, slab, ns, alpha, margL, margR, lamL, lamR):
+    """Slot of ``lab`` in token ``j``, added if missing; -1 when full."""
+    s = _find(slab[j], ns[j], lab)
+    if s >= 0:
+        return s
+    n = ns[j]
+    if n >= slab.shape[1]:
+        return -1
+    slab[j, n] = lab
+    alpha[j, n] = 0.0
+    margL[j, n] = 0.0
+    margR[j, n] = 0.0
+    lamL[j, n] = 0.0
+    lamR[j, n] = 0.0
+    ns[j] = n + 1
+    return n
+
+
+@nb.njit(cache=True)
+def _threshold(g, a, m, C):
+    """Smallest gradient among entries that may still increase (FW pairing)."""
+    thr = np.inf
+    for s in range(m):
+        if (s == 0 and a[s] < C) or (s > 0 and a[s] < 0.0):
+            if g[s] < thr:
+                thr = g[s]
+    return thr
+
+
+@nb.njit(cache=True)
+def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, nu, part, C, rho,
+                  slab, ns, alpha, margL, margR, lamL, lamR, iws, g, add_val, z, newa, mask, stats):
+    K = W.shape[1]
+    gt = y[j]
+    n = ns[j]
+    hl = has_left[j] != 0
+    hr = has_right[j] != 0
+    for s in range(n):
+        ms = 0.0
+        if hl:
+            ms += margL[j, s] - alpha[j, s] + lamL[j, s]
+        if hr:
+            ms += margR[j, s] - alpha[j, s] + lamR[j, s]
+        add_val[s] = -rho * ms
+    start = indptr[j]
+    end = indptr[j + 1]
+    if nu == 1:
+        best, ystar = inner_product_fmo(W, indices, data, start, end, slab[j], add_val, n,
+                                        1.0, gt, gt, iws)
+        stats[0] += K
+    else:
+        best, ystar = inner_product_fmo_sampled(W, indices, data, start, end, np.empty(0, np.int64),
+                                                nu, part, slab[j], add_val, n, 1.0, gt, gt, iws)
+        stats[0] += (part + 1) * K // nu - part * K // nu
+    for s in range(n):
+        lab = slab[j, s]
+        sc = 0.0
+        for p in range(start, end):
+            sc += data[p] * W[indices[p], lab]
+        g[s] = sc + (1.0 if lab != gt else 0.0) + add_val[s]
+    if ystar >= 0 and _find(slab[j], n, ystar) < 0:
+        if best > _threshold(g, alpha[j], n, C):
+            s = _add_slot(j, ystar, slab, ns, alpha, margL, margR, lamL, lamR)
+            if s < 0:
+                stats[1] += 1
+            else:
+                sc = 0.0
+                for p in range(start, end):
+                    sc += data[p] * W[indices[p], ystar]
+                g[s] = sc + 1.0
+                n = ns[j]
+    Q = xnorm2[j] + rho * ((1.0 if hl else 0.0) + (1.0 if hr else 0.0))
+    if Q < 1e-12:
+        Q = 1e-12
+    for s in range(n):
+        z[s] = alpha[j, s] - g[s] / Q
+    project_shifted_simplex(z, n, C, newa, mask)
+    for s in range(n):
+        d = newa[s] - alpha[j, s]
+        if d != 0.0:
+            alpha[j, s] = newa[s]
+            lab = slab[j, s]
+            for p in range(start, end):
+                W[indices[p], lab] += data[p] * d
+
+
+@nb.njit(cache=True)
+def _bigram_step(j, y, vstate, sublinear, C, rho, has_left, has_right,
+                 slab, ns, alpha, margL, margR, lamL, lamR,
+                 pa, pb, psa, psb, beta, nb_, pws, m1d, m2d, val1, val2, g, z, newb, mask,
+                 cnt1, cnt2, stats):
+    v = vstate[0]
+    K = vstate[1][1]
+    k = j + 1
+    n1 = ns[j]
+    n2 = ns[k]
+    for s in range(n1):
+        val1[s] = rho * (margR[j, s] - alpha[j, s] + lamR[j, s])
+    for s in range(n2):
+        val2[s] = rho * (margL[k, s] - alpha[k, s] + lamL[k, s])
+    if sublinear:
+        best, astar, bstar, nv = indicator_fmo(vstate, slab[j], val1, n1, slab[k], val2, n2,
+                                               0.0, -1, 0.0, -1, y[j], y[k], pws)
+        stats[0] += nv
+    else:
+        for s in range(n1):
+            m1d[slab[j, s]] = val1[s]
+        for s in range(n2):
+            m2d[slab[k, s]] = val2[s]
+        best, astar, bstar = dense_indicator_argmax(v, K, K, m1d, m2d, 0.0, -1, 0.0, -1, y[j], y[k])
+        for s in range(n1):
+            m1d[slab[j, s]] = 0.0
+        for s in range(n2):
+            m2d[slab[k, s]] = 0.0
+        stats[0] += K * K
+    m = nb_[j]
+    present = False
+    for q in range(m):
+        g[q] = (v[pa[j, q] * K + pb[j, q]] + val1[psa[j, q]]) + val2[psb[j, q]]
+        if pa[j, q] == astar and pb[j, q] == bstar:
+            present = True
+    if astar >= 0 and not present and best > _threshold(g, beta[j], m, C):
+        if m >= pa.shape[1]:
+            stats[2] += 1
+        else:
+            sa = _add_slot(j, astar, slab, ns, alpha, margL, margR, lamL, lamR)
+            sb = _add_slot(k, bstar, slab, ns, alpha, margL, margR, lamL, lamR)
+            if sa < 0 or sb < 0:
+                stats[1] += 1
+            else:
+                pa[j, m] = astar
+                pb[j, m] = bstar
+                psa[j, m] = sa
+                psb[j, m] = sb
+                beta[j, m] = 0.0
+                # a freshly added slot has a zero message
+                g[m] = v[astar * K + bstar] + (val1[sa] if sa < n1 else 0.0) + (val2[sb] if sb < n2 else 0.0)
+                m += 1
+                nb_[j] = m
+    # Q_f (section 5.1): 1 for ||v||^2, plus rho times the largest number of
+    # active pairs sharing a label on each side (spectral norm of [M'M]_A)
+    for s in range(ns[j]):
+        cnt1[s] = 0
+    for s in range(ns[k]):
+        cnt2[s] = 0
+    g1 = 0
+    g2 = 0
+    for q in range(m):
+        cnt1[psa[j, q]] += 1
+        cnt2[psb[j, q]] += 1
+        if cnt1[psa[j, q]] > g1:
+            g1 = cnt1[psa[j, q]]
+        if cnt2[psb[j, q]] > g2:
+            g2 = cnt2[psb[j, q]]
+    Q = 1.0 + rho * (g1 + g2)
+    for q in range(m):
+        z[q] = beta[j, q] - g[q] / Q
+    project_shifted_simplex(z, m, C, newb, mask)
+    for q in range(m):
+        d = newb[q] - beta[j, q]
+        if d != 0.0:
+            beta[j, q] = newb[q]
+            a = pa[j, q]
+            b = pb[j, q]
+            if sublinear:
+                indicator_add(vstate, a, b, d)
+            else:
+                v[a * K + b] += d
+            margR[j, psa[j, q]] += d
+            margL[k, psb[j, q]] += d
+
+
+@nb.njit(cache=True)
+def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, vstate,
+                    sublinear, nu, parts, order, C, rho,
+                    slab, ns, alpha, margL, margR, lamL, lamR,
+                    pa, pb, psa, psb, beta, nb_, iws, pws, stats):
+    """One pass of block-coordinate Frank-Wolfe over all factors (Algorithm 4).
+
+    ``order`` lists factor ids: ``f < N`` is the unigram factor of token
+    ``f``, ``f >= N`` the bigram factor (edge) ``f - N``.  ``parts[j]`` is
+    the partition drawn for token ``j`` when ``nu > 1``.  ``stats`` (int64,
+    3) accumulates oracle entries visited, slot overflows and pair
+    overflows.  ``vstate`` is the indicator-oracle state (its heaps are
+    used only when ``sublinear``).
+    """
+    N = y.shape[0]
+    K = W.shape[1]
+    A = slab.shape[1]
+    B = pa.shape[1]
+    L = max(A, B)
+    g = np.empty(L)
+    z = np.empty(L)
+    newa = np.empty(L)
+    add_val = np.empty(A)
+    val1 = np.empty(A)
+    val2 = np.empty(A)
+    mask = np.empty(L, dtype=np.uint8)
+    cnt1 = np.empty(A, dtype=np.int64)
+    cnt2 = np.empty(A, dtype=np.int64)
+    m1d = np.zeros(K)
+    m2d = np.zeros(K)
+    for f in order:
+        if f < N:
+            _unigram_step(f, data, indices, indptr, y, xnorm2, has_left, has_right, W, nu, parts[f],
+                          C, rho, slab, ns, alpha, margL, margR, lamL, lamR, iws, g, add_val, z,
+                          newa, mask, stats)
+        else:
+            _bigram_step(f - N, y, vstate, sublinear, C, rho, has_left, has_right,
+                         slab, ns, alpha, margL, margR, lamL, lamR,
+                         pa, pb, psa, psb, beta, nb_, pws, m1d, m2d, val1, val2, g, z, newa, mask,
+                         cnt1, cnt2, stats)
+
+
+@nb.njit(cache=True)
+def gdmm_chain_multipliers(has_left, has_right, ns, alpha, margL, margR, lamL, lamR, eta):
+    """Multiplier step (13) on every token slot; returns the squared
+    consistency residual ``sum ||M beta - alpha||^2`` before the step (over
+    all labels: outside the slots both sides are 0)."""
+    res = 0.0
+    for j in range(ns.shape[0]):
+        for s in range(ns[j]):
+            if has_left[j] != 0:
+                r = margL[j, s] - alpha[j, s]
+                res += r * r
+                lamL[j, s] += eta * r
+            if has_right[j] != 0:
+                r = margR[j, s] - alpha[j, s]
+                res += r * r
+                lamR[j, s] += eta * r
+    return res
+
+
+@nb.njit(cache=True)
+def gdmm_chain_dual(W, v, y, C, has_right, slab, ns, alpha, pa, pb, psa, psb, beta, nb_, vfeas):
+    """Dual objective ``-D`` at a *feasible* point built from the iterate.
+
+    The unigram duals are kept; each edge's ``beta`` is repaired to be
+    consistent with both endpoints: in marginal form ``mu = e_gt - beta / C``
+    rows/columns whose endpoint marginal is 0 are cleared, the residual row
+    and column sums are spread as ``r1 mu2' + mu1 r2' - eps mu1 mu2'``, and
+    any negative entry is removed by mixing with the product coupling
+    ``mu1 mu2'`` (the smallest sufficient weight).  The result satisfies
+    every constraint of (10), so ``-D`` is a lower bound on the optimal
+    primal value (weak duality) whatever the iterate's infeasibility.
+
+    ``vfeas`` : float64 (K * K,) scratch (receives the repaired table).
+    """
+    K = W.shape[1]
+    N = y.shape[0]
+    A = slab.shape[1]
+    for i in range(K * K):
+        vfeas[i] = v[i]
+    mu1 = np.empty(A)
+    mu2 = np.empty(A)
+    r1 = np.empty(A)
+    r2 = np.empty(A)
+    Mu = np.empty((A, A))
+    for j in range(N - 1):
+        if has_right[j] == 0:
+            continue
+        k = j + 1
+        n1 = ns[j]
+        n2 = ns[k]
+        for s in range(n1):
+            mu1[s] = max((1.0 if s == 0 else 0.0) - alpha[j, s] / C, 0.0)
+        for s in range(n2):
+            mu2[s] = max((1.0 if s == 0 else 0.0) - alpha[k, s] / C, 0.0)
+        for s1 in range(n1):
+            for s2 in range(n2):
+                Mu[s1, s2] = 0.0
+        for q in range(nb_[j]):
+            Mu[psa[j, q], psb[j, q]] += (1.0 if q == 0 else 0.0) - beta[j, q] / C
+            vfeas[pa[j, q] * K + pb[j, q]] -= beta[j, q]
+        for s1 in range(n1):
+            for s2 in range(n2):
+                if Mu[s1, s2] < 0.0 or mu1[s1] <= 0.0 or mu2[s2] <= 0.0:
+                    Mu[s1, s2] = 0.0
+        eps = 0.0
+        for s1 in range(n1):
+            rs = 0.0
+            for s2 in range(n2):
+                rs += Mu[s1, s2]
+            r1[s1] = mu1[s1] - rs
+            eps += r1[s1]
+        for s2 in range(n2):
+            cs = 0.0
+            for s1 in range(n1):
+                cs += Mu[s1, s2]
+            r2[s2] = mu2[s2] - cs
+        theta = 0.0
+        for s1 in range(n1):
+            for s2 in range(n2):
+                P = mu1[s1] * mu2[s2]
+                val = Mu[s1, s2] + r1[s1] * mu2[s2] + mu1[s1] * r2[s2] - eps * P
+                Mu[s1, s2] = val
+                if val < 0.0:
+                    th = 1.0 if P <= 0.0 else -val / (P - val)
+                    if th > theta:
+                        theta = th
+        for s1 in range(n1):
+            a = slab[j, s1]
+            for s2 in range(n2):
+                P = mu1[s1] * mu2[s2]
+                F = (1.0 - theta) * Mu[s1, s2] + theta * P
+                if F < 0.0:
+                    F = 0.0
+                bf = C * ((1.0 if (s1 == 0 and s2 == 0) else 0.0) - F)
+                vfeas[a * K + slab[k, s2]] += bf
+    reg = 0.0
+    for f in range(W.shape[0]):
+        for c in range(K):
+            reg += W[f, c] * W[f, c]
+    for i in range(K * K):
+        reg += vfeas[i] * vfeas[i]
+    lin = 0.0
+    for j in range(N):
+        for s in range(1, ns[j]):
+            lin += alpha[j, s]
+    return -(0.5 * reg + lin)

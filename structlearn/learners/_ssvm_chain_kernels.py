@@ -1,0 +1,144 @@
+"""Numba kernels shared by the chain structural-SVM solvers (GDMM, BCFW, SSG).
+
+Conventions
+-----------
+Tokens of all sequences are stacked: CSR arrays ``data, indices, indptr``
+(float64, int64, int64) hold the token features, ``offsets`` (int64,
+``n_seq + 1``) the sequence boundaries, ``y`` (int64, ``N``) the true label
+codes in ``[0, K)``.  Unigram weights are stored feature-major, ``W[f, k]``
+(float64 ``(d, K)``), so that one feature touches a contiguous row; the
+transition table ``v[a, b]`` is float64 ``(K, K)`` (or its flat C-order
+view).
+
+The objective of every solver is the L2-regularized structured hinge with
+Hamming loss::
+
+    P(W, v) = 1/2 (||W||^2 + ||v||^2)
+              + C sum_i max_z [ score_i(z) - score_i(ybar_i) + Hamming(z, ybar_i) ]
+
+No validation here; outputs go into caller-allocated arrays.
+"""
+
+import numba as nb
+import numpy as np
+
+from ..inference._chain_kernels import viterbi_batch
+
+
+@nb.njit(cache=True)
+def unary_scores(W, data, indices, indptr, start, stop, out):
+    """``out[t - start, :] = W.T @ x_t`` for tokens ``start <= t < stop``."""
+    K = W.shape[1]
+    for t in range(start, stop):
+        r = t - start
+        for k in range(K):
+            out[r, k] = 0.0
+        for p in range(indptr[t], indptr[t + 1]):
+            x = data[p]
+            row = W[indices[p]]
+            for k in range(K):
+                out[r, k] += x * row[k]
+
+
+@nb.njit(cache=True)
+def token_sq_norms(data, indptr, out):
+    """``out[t] = ||x_t||^2`` for every token."""
+    for t in range(indptr.shape[0] - 1):
+        s = 0.0
+        for p in range(indptr[t], indptr[t + 1]):
+            s += data[p] * data[p]
+        out[t] = s
+
+
+@nb.njit(cache=True)
+def _sq_sum(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * a[i]
+    return s
+
+
+@nb.njit(cache=True)
+def chain_primal(W, v, data, indices, indptr, offsets, y, C, scale, unary, zbuf, hinge):
+    """Primal objective of the weights ``(scale * W, scale * v)``.
+
+    Runs loss-augmented Viterbi on every sequence (over all ``K`` labels).
+
+    Parameters
+    ----------
+    W : float64 (d, K); v : float64 (K, K)
+    scale : float
+        The weights are ``scale * W`` and ``scale * v`` (1.0 for most callers).
+    unary : float64 (N, K) scratch; zbuf : int64 (N,) receives the
+        loss-augmented labelings; hinge : float64 (n_seq,) receives each
+        sequence's hinge loss.
+
+    Returns
+    -------
+    primal : float
+    """
+    N = unary.shape[0]
+    K = unary.shape[1]
+    unary_scores(W, data, indices, indptr, 0, N, unary)
+    for t in range(N):
+        for k in range(K):
+            unary[t, k] = unary[t, k] * scale + 1.0
+        unary[t, y[t]] -= 1.0
+    vs = np.empty((K, K))
+    for a in range(K):
+        for b in range(K):
+            vs[a, b] = v[a, b] * scale
+    viterbi_batch(unary, offsets, vs, zbuf)
+    total = 0.0
+    for s in range(offsets.shape[0] - 1):
+        h = 0.0
+        for t in range(offsets[s], offsets[s + 1]):
+            h += unary[t, zbuf[t]] - unary[t, y[t]]
+            if t > offsets[s]:
+                h += vs[zbuf[t - 1], zbuf[t]] - vs[y[t - 1], y[t]]
+        if h < 0.0:
+            h = 0.0
+        hinge[s] = h
+        total += h
+    reg = 0.5 * scale * scale * (_sq_sum(W.ravel()) + _sq_sum(v.ravel()))
+    return reg + C * total
+
+
+@nb.njit(cache=True)
+def project_shifted_simplex(z, m, C, out, mask):
+    """Euclidean projection onto the shifted simplex of eq. 11 (slot 0 = ground truth).
+
+    Finds ``a`` minimizing ``||a - z[:m]||`` subject to ``a[0] <= C``,
+    ``a[s] <= 0`` for ``s >= 1`` and ``sum(a) = 0``; writes it to ``out[:m]``.
+    With ``u[0] = C - a[0]``, ``u[s] = -a[s]`` this is the projection of
+    ``(C - z[0], -z[1], ...)`` onto ``{u >= 0, sum(u) = C}``, solved by
+    Michelot's active-set iteration (no sort, no allocation). ``mask`` is
+    uint8 scratch of length >= m.
+    """
+    if m == 1:
+        out[0] = 0.0
+        return
+    total = 0.0
+    for s in range(m):
+        mask[s] = 1
+        u = C - z[0] if s == 0 else -z[s]
+        total += u
+    cnt = m
+    tau = (total - C) / cnt
+    while True:
+        changed = False
+        for s in range(m):
+            if mask[s] == 1:
+                u = C - z[0] if s == 0 else -z[s]
+                if u <= tau:
+                    mask[s] = 0
+                    total -= u
+                    cnt -= 1
+                    changed = True
+        if not changed or cnt == 0:
+            break
+        tau = (total - C) / cnt
+    for s in range(m):
+        u = C - z[0] if s == 0 else -z[s]
+        w = u - tau if (mask[s] == 1 and u > tau) else 0.0
+        out[s] = C - w if s == 0 else -w

@@ -1,0 +1,132 @@
+"""Problem container and monitoring shared by the chain structural-SVM solvers."""
+
+import logging
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from ._ssvm_chain_kernels import chain_primal, token_sq_norms
+
+__all__ = ["ChainProblem", "ChainMonitor", "chain_edges", "warn_not_converged"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ChainProblem:
+    """Stacked training chains in the layout the kernels use.
+
+    Attributes
+    ----------
+    data, indices, indptr : ndarray
+        CSR token features (float64, int64, int64); ``N`` tokens, ``d`` features.
+    offsets : ndarray of int64, shape (n_seq + 1,)
+    y : ndarray of int64, shape (N,)
+        True label codes in ``[0, n_labels)``.
+    n_features, n_labels : int
+    """
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    offsets: np.ndarray
+    y: np.ndarray
+    n_features: int
+    n_labels: int
+
+    @property
+    def n_tokens(self):
+        return int(self.y.shape[0])
+
+    @property
+    def n_sequences(self):
+        return int(self.offsets.shape[0] - 1)
+
+    def sq_norms(self):
+        """``||x_t||^2`` per token, float64 (N,)."""
+        out = np.empty(self.n_tokens)
+        token_sq_norms(self.data, self.indptr, out)
+        return out
+
+    def signature(self):
+        """Cheap fingerprint used to decide whether a warm start may reuse duals."""
+        return (self.n_tokens, self.n_sequences, self.n_features, self.n_labels,
+                int(self.y.sum()), float(self.data.sum()), int(self.indptr[-1]))
+
+
+def chain_edges(offsets, n_tokens):
+    """``has_left``, ``has_right`` (uint8, (N,)): token has a predecessor / successor."""
+    has_left = np.ones(n_tokens, dtype=np.uint8)
+    has_right = np.ones(n_tokens, dtype=np.uint8)
+    starts = offsets[:-1]
+    stops = offsets[1:]
+    has_left[starts] = 0
+    has_right[stops - 1] = 0
+    return has_left, has_right
+
+
+class ChainMonitor:
+    """Evaluates the primal objective from the weights alone and keeps history.
+
+    The primal value is recomputed with loss-augmented Viterbi over all
+    labels (never from solver state), so it is comparable across solvers.
+    """
+
+    def __init__(self, problem, C, verbose=0, callback=None):
+        self.problem = problem
+        self.C = float(C)
+        self.verbose = verbose
+        self.callback = callback
+        self.history = []
+        self._unary = np.empty((problem.n_tokens, problem.n_labels))
+        self._z = np.empty(problem.n_tokens, dtype=np.int64)
+        self._hinge = np.empty(problem.n_sequences)
+        self.start = time.perf_counter()
+        self.solver_time = 0.0
+
+    def primal(self, W, v, scale=1.0):
+        p = self.problem
+        return float(chain_primal(W, v, p.data, p.indices, p.indptr, p.offsets, p.y, self.C,
+                                  float(scale), self._unary, self._z, self._hinge))
+
+    def record(self, iteration, primal, dual, infeasibility, active, visited, pass_time, **extra):
+        """Append one history record; returns True when ``callback`` asks to stop."""
+        self.solver_time += pass_time
+        gap = primal - dual if np.isfinite(dual) else np.nan
+        rec = {
+            "iteration": int(iteration),
+            "time": time.perf_counter() - self.start,
+            "solver_time": self.solver_time,
+            "pass_time": pass_time,
+            "primal": primal,
+            "dual": dual,
+            "gap": gap,
+            "relative_gap": gap / max(abs(primal), 1e-12) if np.isfinite(gap) else np.nan,
+            "infeasibility": infeasibility,
+            "active_set_size": active,
+            "oracle_entries": int(visited),
+        }
+        rec.update(extra)
+        self.history.append(rec)
+        if self.verbose:
+            logger.info(
+                "iter %d: primal %.6g dual %.6g rel. gap %.3g infeas. %.3g |A| %.2f "
+                "entries %d pass %.3fs",
+                rec["iteration"], primal, dual, rec["relative_gap"], infeasibility, active,
+                rec["oracle_entries"], pass_time,
+            )  # fmt: skip
+        if self.callback is not None:
+            return bool(self.callback(rec))
+        return False
+
+
+def warn_not_converged(solver, max_iter, gap):
+    warnings.warn(
+        f"{solver} did not reach the requested duality gap within max_iter={max_iter} "
+        f"iterations (relative gap {gap:.3g}); increase max_iter or tol",
+        ConvergenceWarning,
+        stacklevel=3,
+    )

@@ -1,0 +1,174 @@
+"""GDMM training of a chain structural SVM (Algorithm 1 with the BCFW inner loop).
+
+Each outer iteration runs one pass of block-coordinate Frank-Wolfe over all
+unigram and bigram factors in a random order (Algorithm 4: factorwise
+maximization oracle, active-set growth, one projected step (25) with
+``Q_f`` from section 5.1), then one multiplier step (13).  The oracles come
+from :mod:`structlearn.oracles`: with ``oracle="sublinear"`` the bigram
+search is the indicator-factor oracle over sorted multimaps of the shared
+transition table (Appendix C-1) and the unigram search may use
+nu-partition sampling (eq. 21); with ``oracle="dense"`` both are full scans.
+
+Stopping uses a certified duality gap measured on the whole problem: the
+primal value comes from the weights alone (loss-augmented Viterbi over all
+labelings) and the dual value from a feasible point repaired from the
+iterate (:func:`._gdmm_chain_kernels.gdmm_chain_dual`), so
+``primal - dual >= primal - optimum`` always.  The consistency residual is
+summed over all labels of all factors (labels outside the active slots
+contribute exactly zero).
+"""
+
+import time
+
+import numpy as np
+
+from ._gdmm_chain_kernels import gdmm_chain_dual, gdmm_chain_multipliers, gdmm_chain_pass
+from ._ssvm_common import ChainMonitor, chain_edges, warn_not_converged
+
+__all__ = ["GDMMChainState", "fit_gdmm_chain"]
+
+_INITIAL_SLOTS = 8
+
+
+class GDMMChainState:
+    """Dual variables, multipliers and weights of a GDMM chain run (warm starts)."""
+
+    def __init__(self, problem, sublinear):
+        N = problem.n_tokens
+        K = problem.n_labels
+        A = min(K, _INITIAL_SLOTS)
+        B = min(K * K, _INITIAL_SLOTS)
+        self.signature = problem.signature()
+        self.sublinear = sublinear
+        self.slab = np.zeros((N, A), dtype=np.int64)
+        self.slab[:, 0] = problem.y
+        self.ns = np.ones(N, dtype=np.int64)
+        self.alpha = np.zeros((N, A))
+        self.margL = np.zeros((N, A))
+        self.margR = np.zeros((N, A))
+        self.lamL = np.zeros((N, A))
+        self.lamR = np.zeros((N, A))
+        self.pa = np.zeros((N, B), dtype=np.int64)
+        self.pb = np.zeros((N, B), dtype=np.int64)
+        self.pa[:-1, 0] = problem.y[:-1]
+        self.pb[:-1, 0] = problem.y[1:]
+        self.psa = np.zeros((N, B), dtype=np.int64)
+        self.psb = np.zeros((N, B), dtype=np.int64)
+        self.beta = np.zeros((N, B))
+        self.nb = np.ones(N, dtype=np.int64)
+        self.W = np.zeros((problem.n_features, K))
+        self.v = np.zeros((K, K))
+        self.n_iter = 0
+
+    _slot_arrays = ("slab", "alpha", "margL", "margR", "lamL", "lamR")
+    _pair_arrays = ("pa", "pb", "psa", "psb", "beta")
+
+    def grow(self, K, slots, pairs):
+        """Double the slot (and/or pair) capacity, up to ``K`` (``K * K``)."""
+        if slots and self.slab.shape[1] < K:
+            extra = min(K, 2 * self.slab.shape[1]) - self.slab.shape[1]
+            for name in self._slot_arrays:
+                arr = getattr(self, name)
+                setattr(self, name, np.ascontiguousarray(np.pad(arr, ((0, 0), (0, extra)))))
+        if pairs and self.pa.shape[1] < K * K:
+            extra = min(K * K, 2 * self.pa.shape[1]) - self.pa.shape[1]
+            for name in self._pair_arrays:
+                arr = getattr(self, name)
+                setattr(self, name, np.ascontiguousarray(np.pad(arr, ((0, 0), (0, extra)))))
+
+
+def _vstate(v, sublinear):
+    """Indicator-oracle state over ``v`` (heaps empty in dense mode)."""
+    from ..oracles.indicator import make_indicator_oracle
+
+    K = v.shape[0]
+    if sublinear:
+        return make_indicator_oracle(v)
+    e_f = np.empty(0)
+    e_i = np.empty(0, dtype=np.int32)
+    return (v.ravel(), np.array([K, K], dtype=np.int64), e_f, e_i, e_i, e_f, e_i, e_i, e_f, e_i, e_i)
+
+
+def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitions, rng,
+                   state=None, verbose=0, callback=None):
+    """Train with GDMM; returns ``(W, v, history, state, converged)``.
+
+    Parameters
+    ----------
+    problem : ChainProblem
+    C, rho, eta : float
+        Loss weight, augmented-Lagrangian penalty, multiplier step.
+    max_iter : int
+        Outer iterations (passes) in this call.
+    tol : float
+        Stop when ``(primal - dual) / |primal| <= tol``.
+    sublinear : bool
+        Sorted-multimap bigram oracle and sampled unigram oracle, or dense scans.
+    n_partitions : int
+        nu of eq. 21 (used when ``sublinear``).
+    rng : RandomState
+        Draws the factor orders and partitions.
+    state : GDMMChainState or None
+        Continue from this state (warm start).
+
+    Returns
+    -------
+    W : ndarray (n_features, K), v : ndarray (K, K), history : list of dict,
+    state : GDMMChainState, converged : bool
+    """
+    from ..oracles.sorted_tables import make_pair_workspace
+    from ..oracles.inner_product import make_inner_workspace
+
+    K = problem.n_labels
+    N = problem.n_tokens
+    if state is None:
+        state = GDMMChainState(problem, sublinear)
+    xnorm2 = problem.sq_norms()
+    has_left, has_right = chain_edges(problem.offsets, N)
+    edges = np.flatnonzero(has_right).astype(np.int64)
+    factors = np.concatenate([np.arange(N, dtype=np.int64), N + edges])
+    nu = int(n_partitions) if sublinear else 1
+    vstate = _vstate(state.v, sublinear)
+    state.v = vstate[0].reshape(K, K)  # the oracle holds its own copy of v
+    iws = make_inner_workspace(K)
+    pws = make_pair_workspace(K, K)
+    vfeas = np.empty(K * K)
+    stats = np.zeros(3, dtype=np.int64)
+    monitor = ChainMonitor(problem, C, verbose, callback)
+    converged = False
+    rel_gap = np.inf
+    for it in range(max_iter):
+        t0 = time.perf_counter()
+        order = rng.permutation(factors)
+        parts = rng.randint(nu, size=N).astype(np.int64) if nu > 1 else np.zeros(N, dtype=np.int64)
+        stats[:] = 0
+        gdmm_chain_pass(problem.data, problem.indices, problem.indptr, problem.y, xnorm2,
+                        has_left, has_right, state.W, vstate, sublinear, nu, parts, order,
+                        float(C), float(rho), state.slab, state.ns, state.alpha, state.margL,
+                        state.margR, state.lamL, state.lamR, state.pa, state.pb, state.psa,
+                        state.psb, state.beta, state.nb, iws, pws, stats)
+        res2 = gdmm_chain_multipliers(has_left, has_right, state.ns, state.alpha, state.margL,
+                                      state.margR, state.lamL, state.lamR, float(eta))
+        pass_time = time.perf_counter() - t0
+        state.n_iter += 1
+        primal = monitor.primal(state.W, state.v)
+        dual = gdmm_chain_dual(state.W, vstate[0], problem.y, float(C), has_right, state.slab,
+                               state.ns, state.alpha, state.pa, state.pb, state.psa, state.psb,
+                               state.beta, state.nb, vfeas)
+        active = (state.ns.sum() + state.nb[edges].sum()) / max(N + edges.size, 1)
+        stop = monitor.record(state.n_iter, primal, dual, float(np.sqrt(res2)), float(active),
+                              stats[0], pass_time, overflow=int(stats[1] + stats[2]))
+        rel_gap = monitor.history[-1]["relative_gap"]
+        # grow capacities when full (a search result was dropped or a list is at capacity)
+        full_slots = stats[1] > 0 or state.ns.max() >= state.slab.shape[1]
+        full_pairs = stats[2] > 0 or state.nb.max() >= state.pa.shape[1]
+        if full_slots or full_pairs:
+            state.grow(K, full_slots, full_pairs)
+        if stats[1] + stats[2] == 0 and rel_gap <= tol:
+            converged = True
+            break
+        if stop:
+            break
+    if not converged and len(monitor.history) == max_iter:
+        warn_not_converged("GDMM", max_iter, rel_gap)
+    return state.W, state.v, monitor.history, state, converged
