@@ -28,7 +28,7 @@ import numpy as np
 from ..graphs._graph_kernels import score_labelings
 from ..graphs.factor_graph import FactorGraph
 from ..graphs.structure import variable_factors
-from ._lp_kernels import local_search
+from ._lp_kernels import forest_move, local_search, perturb_ball
 from .result import MapResult
 
 logger = logging.getLogger(__name__)
@@ -123,18 +123,64 @@ class Problem:
             self.edge_offsets,
         )
         self.lab = np.zeros(max(self.max_order, 1), dtype=np.int64)
-        self._cand = np.zeros(max(graph.max_states, 1))
+        kmax = max(graph.max_states, 1)
+        self._cand = np.zeros(kmax)
+        self._ws_int = np.zeros(5 * graph.n_vars + 1, dtype=np.int64)
+        maxdeg = int(self.degree.max()) if self.degree.size else 0
+        self._ws_float = np.zeros(unary.shape[0] + max(kmax, maxdeg) + 1)
+        self._back = np.zeros((graph.n_vars, kmax), dtype=np.int64)
+        self._rng = np.random.default_rng(0)
+        pair = graph.factor_orders == 2
+        sizes = np.diff(graph.table_offsets)[graph.table_ids]
+        # forest moves cost the sum of pairwise table sizes; skip them on huge domains
+        self.forest_ok = bool(pair.any()) and float(sizes[pair].sum()) <= 5e6
 
     def score(self, labels):
         out = np.empty(1)
         score_labelings(*self.true_arrays, labels[None, :], out)
         return float(out[0])
 
-    def improve(self, labels, sweeps=50):
-        """Local search (iterated conditional modes) on the true scores."""
+    def improve(self, labels, sweeps=50, patience=4, max_moves=40):
+        """Local search on the true scores, in place.
+
+        Iterated conditional modes, then exact re-optimization over random
+        induced forests (a large-neighbourhood search; pairwise factors only
+        join a forest) until ``patience`` moves in a row bring nothing.
+        """
+        arrs = self.true_arrays
+        local_search(*arrs, self.var_indptr, self.var_factors, labels, sweeps, self._cand)
+
+    def perturbed(self, labels, rng, max_ball=40):
+        """Copy of ``labels`` with a random ball of variables relabelled at random."""
         g = self.graph
-        local_search(*self.true_arrays, self.var_indptr, self.var_factors, labels, sweeps,
-                     self._cand)
+        out = labels.copy()
+        if g.n_vars == 0:
+            return out
+        size = int(rng.integers(3, max(4, min(max_ball, g.n_vars) + 1)))
+        if not hasattr(self, "_seen"):
+            self._seen = np.zeros(g.n_vars, dtype=np.int64)
+            self._queue = np.zeros(g.n_vars, dtype=np.int64)
+        perturb_ball(g.n_states, g.scope_indptr, g.scope_vars, self.var_indptr,
+                     self.var_factors, out, int(rng.integers(g.n_vars)), size,
+                     rng.random(size), self._seen, self._queue)
+        return out
+        if not self.forest_ok:
+            return
+        best = self.score(labels)
+        idle = 0
+        for _ in range(max_moves):
+            perm = self._rng.permutation(self.graph.n_vars).astype(np.int64)
+            forest_move(*arrs, self.var_indptr, self.var_factors, labels, perm,
+                        self._ws_int, self._ws_float, self._back)
+            s = self.score(labels)
+            if s > best + 1e-12 * max(1.0, abs(best)):
+                best = s
+                idle = 0
+            else:
+                idle += 1
+                if idle >= patience:
+                    break
+        local_search(*arrs, self.var_indptr, self.var_factors, labels, sweeps, self._cand)
 
 
 class Tracker:
@@ -158,7 +204,11 @@ class Tracker:
         self.n_iter = 0
         self.status = "max_iter"
         self._last_gain = 0
-        self.first_best_time = 0.0
+        self.polish = float(params.get("polish", 0.0)) if self.local else 0.0
+        if not 0.0 <= self.polish <= 10.0:
+            raise ValueError(f"polish must lie in [0, 10], got {self.polish!r}")
+        self._polish_time = 0.0
+        self._rng = np.random.default_rng(0)
 
     def offer(self, labels):
         """Score a decoded labeling (after local search) and keep the best."""
@@ -189,8 +239,33 @@ class Tracker:
             return np.inf
         return (self.ub - self.score) / max(1.0, abs(self.ub))
 
+    def _polish(self):
+        """Iterated local search on the incumbent: perturb a random ball of
+        variables, re-optimize locally, keep the result when it is not worse.
+        Runs while its total time stays below ``polish`` times the solver's."""
+        if not self.polish or not np.isfinite(self.score) or self.problem.graph.n_vars < 2:
+            return
+        now = time.perf_counter()
+        elapsed = now - self.t0
+        budget = self.polish * (elapsed - self._polish_time) - self._polish_time
+        if self.time_limit is not None:
+            budget = min(budget, self.time_limit - elapsed)
+        end = now + budget
+        while time.perf_counter() < end:
+            cand = self.problem.perturbed(self.labels, self._rng)
+            self.problem.improve(cand, patience=3)
+            s = self.problem.score(cand)
+            if s >= self.score:
+                if s > self.score + 1e-12 * max(1.0, abs(s)):
+                    self._last_gain = self.n_iter
+                self.score = s
+                self.labels = cand
+        self._polish_time += time.perf_counter() - now
+
     def step(self, **record):
         """Close one iteration; returns True when the solver must stop."""
+        if self.rel_gap() > self.tol:
+            self._polish()
         self.n_iter += 1
         gap = self.rel_gap()
         rec = {"iter": self.n_iter, "time": time.perf_counter() - self.t0, "score": self.score,
@@ -249,5 +324,6 @@ COMMON_DEFAULTS = {
     "tol": 1e-6,
     "stall_iter": 0,
     "local_search": True,
+    "polish": 1.0,
     "verbose": 0,
 }

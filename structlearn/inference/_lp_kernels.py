@@ -400,3 +400,199 @@ def star_sweep(prob, delta, tau, order, var_edge_ptr, var_edges, edge_factor, sc
             o = edge_offsets[var_edges[q]]
             for x in range(k_i):
                 delta[o + x] = scratch[o + x] - acc[x] * inv
+
+
+@nb.njit(cache=True)
+def _find(parent, a):
+    while parent[a] != a:
+        parent[a] = parent[parent[a]]
+        a = parent[a]
+    return a
+
+
+@nb.njit(cache=True)
+def forest_move(n_states, unary_offsets, unary, scope_indptr, scope_vars, table_ids,
+                table_offsets, table_data, var_indptr, var_factors, labels, perm, ws_int,
+                ws_float, back):
+    """Exact re-optimization of the labels of a random induced forest.
+
+    Variables are taken in the order ``perm`` and kept when the pairwise
+    factors to already kept variables join distinct trees (a variable sharing
+    a factor of order >= 3 with a kept variable is skipped).  Given the labels
+    of all other variables, max-sum dynamic programming over that forest
+    returns its best labels; ``labels`` is updated in place (never to a
+    worse labeling).
+
+    ws_int : int64 scratch (>= 5 * n_vars); ws_float : float64 scratch
+    (>= unary.shape[0] + max n_states); back : int64 (n_vars, max n_states).
+    Returns the number of variables in the forest.
+    """
+    n_vars = n_states.shape[0]
+    inS = ws_int[0:n_vars]
+    uf = ws_int[n_vars:2 * n_vars]
+    order = ws_int[2 * n_vars:3 * n_vars]
+    par = ws_int[3 * n_vars:4 * n_vars]
+    pfac = ws_int[4 * n_vars:5 * n_vars]
+    bel = ws_float[0:unary.shape[0]]
+    tmp = ws_float[unary.shape[0]:]
+    for i in range(n_vars):
+        inS[i] = 0
+        uf[i] = i
+        par[i] = -1
+        pfac[i] = -1
+    count = 0
+    for r in range(n_vars):
+        v = perm[r]
+        ok = True
+        nroots = 0
+        for q in range(var_indptr[v], var_indptr[v + 1]):
+            f = var_factors[q]
+            p0 = scope_indptr[f]
+            p1 = scope_indptr[f + 1]
+            if p1 - p0 > 2:
+                for p in range(p0, p1):
+                    if scope_vars[p] != v and inS[scope_vars[p]]:
+                        ok = False
+                continue
+            u = scope_vars[p0] if scope_vars[p0] != v else scope_vars[p0 + 1]
+            if inS[u]:
+                ru = _find(uf, u)
+                for j in range(nroots):
+                    if tmp[j] == ru:
+                        ok = False
+                tmp[nroots] = ru
+                nroots += 1
+            if not ok:
+                break
+        if not ok:
+            continue
+        inS[v] = 1
+        for j in range(nroots):
+            ru = int(tmp[j])
+            uf[ru] = v
+        count += 1
+    # conditioned unaries
+    for i in range(n_vars):
+        if not inS[i]:
+            continue
+        u0 = unary_offsets[i]
+        for x in range(n_states[i]):
+            bel[u0 + x] = unary[u0 + x]
+        for q in range(var_indptr[i], var_indptr[i + 1]):
+            f = var_factors[q]
+            p0 = scope_indptr[f]
+            p1 = scope_indptr[f + 1]
+            if p1 - p0 == 2:
+                o = scope_vars[p0] if scope_vars[p0] != i else scope_vars[p0 + 1]
+                if inS[o]:
+                    continue
+            base = table_offsets[table_ids[f]]
+            idx = 0
+            stride = 0
+            for p in range(p0, p1):
+                w = scope_vars[p]
+                idx = idx * n_states[w]
+                stride = stride * n_states[w]
+                if w == i:
+                    stride = 1
+                else:
+                    idx += labels[w]
+            for x in range(n_states[i]):
+                bel[u0 + x] += table_data[base + idx + x * stride]
+    # breadth-first order of each tree
+    head = 0
+    tail = 0
+    for root in range(n_vars):
+        if not inS[root] or inS[root] == 2:
+            continue
+        inS[root] = 2
+        order[tail] = root
+        tail += 1
+        while head < tail:
+            v = order[head]
+            head += 1
+            for q in range(var_indptr[v], var_indptr[v + 1]):
+                f = var_factors[q]
+                p0 = scope_indptr[f]
+                if scope_indptr[f + 1] - p0 != 2:
+                    continue
+                u = scope_vars[p0] if scope_vars[p0] != v else scope_vars[p0 + 1]
+                if inS[u] == 1:
+                    inS[u] = 2
+                    par[u] = v
+                    pfac[u] = f
+                    order[tail] = u
+                    tail += 1
+    # upward max-sum pass
+    for r in range(tail - 1, -1, -1):
+        c = order[r]
+        pv = par[c]
+        if pv < 0:
+            continue
+        f = pfac[c]
+        base = table_offsets[table_ids[f]]
+        first = scope_vars[scope_indptr[f]] == c
+        kc = n_states[c]
+        kp = n_states[pv]
+        uc = unary_offsets[c]
+        up = unary_offsets[pv]
+        for xp in range(kp):
+            best = -np.inf
+            arg = 0
+            for xc in range(kc):
+                t = table_data[base + (xc * kp + xp if first else xp * kc + xc)]
+                val = bel[uc + xc] + t
+                if val > best:
+                    best = val
+                    arg = xc
+            tmp[xp] = best
+            back[c, xp] = arg
+        for xp in range(kp):
+            bel[up + xp] += tmp[xp]
+    # downward decoding
+    for r in range(tail):
+        c = order[r]
+        pv = par[c]
+        if pv < 0:
+            u0 = unary_offsets[c]
+            best = -np.inf
+            arg = labels[c]
+            for x in range(n_states[c]):
+                if bel[u0 + x] > best:
+                    best = bel[u0 + x]
+                    arg = x
+            labels[c] = arg
+        else:
+            labels[c] = back[c, labels[pv]]
+    return count
+
+
+@nb.njit(cache=True)
+def perturb_ball(n_states, scope_indptr, scope_vars, var_indptr, var_factors, labels,
+                 start, size, unif, seen, queue):
+    """Give random labels to a breadth-first ball of ``size`` variables around ``start``.
+
+    unif : float64 (>= size,) uniform draws in [0, 1); seen : int64 (n_vars,)
+    scratch of zeros (restored); queue : int64 (n_vars,) scratch.
+    Returns the number of variables relabelled.
+    """
+    head = 0
+    tail = 1
+    queue[0] = start
+    seen[start] = 1
+    while head < tail and tail < size:
+        v = queue[head]
+        head += 1
+        for q in range(var_indptr[v], var_indptr[v + 1]):
+            f = var_factors[q]
+            for p in range(scope_indptr[f], scope_indptr[f + 1]):
+                u = scope_vars[p]
+                if seen[u] == 0 and tail < size:
+                    seen[u] = 1
+                    queue[tail] = u
+                    tail += 1
+    for r in range(tail):
+        v = queue[r]
+        labels[v] = int(unif[r] * n_states[v])
+        seen[v] = 0
+    return tail

@@ -1,0 +1,424 @@
+"""Numba kernels of GDMM for MAP inference (Algorithm 1 of the MAP GDMM paper).
+
+Everything here is sparse: node and factor primal variables live on small
+active sets, multipliers on short per-edge lists, and messages are assembled
+on the fly in a per-edge scratch array (``dmsg``, message-sized, kept at zero
+between uses) whose touched labels are listed so they can be reset.  Nothing
+is ever allocated or scanned over a pairwise factor's domain: the greedy
+selection (eq. 8) and the factor maxima of the certificate use the static
+sorted lists and four-case search of :mod:`structlearn.oracles.sorted_tables`.
+Factors of order >= 3 fall back to a scan of their (small) tables.
+
+State (all caller-allocated):
+
+``xa_idx, xa_val, xa_n``  node active sets, (n_vars, cap_node)
+``ya_idx, ya_val, ya_n``  factor active sets of flat table indices, (n_factors, cap_factor)
+``mu_idx, mu_val, mu_n``  multipliers per edge, (n_edges, cap_mu)
+
+Scores are normalized and finite (see :mod:`._lp_common`).
+"""
+
+import numba as nb
+import numpy as np
+
+from ..oracles._pair_kernels import (
+    static_pair_argmax,
+    static_pair_argmax_excluding,
+    static_vector_argmax,
+    table_orders,
+)
+
+NEG_INF = -np.inf
+MU_DROP = 1e-10
+
+
+@nb.njit(cache=True)
+def proj_simplex(v, n, out):
+    """Euclidean projection of v[:n] onto the probability simplex (into out[:n])."""
+    u = np.sort(v[:n])[::-1]
+    css = 0.0
+    theta = 0.0
+    for j in range(n):
+        css += u[j]
+        t = (css - 1.0) / (j + 1)
+        if u[j] - t > 0:
+            theta = t
+    for j in range(n):
+        w = v[j] - theta
+        out[j] = w if w > 0 else 0.0
+
+
+@nb.njit(cache=True)
+def _label_at(idx, f, k, scope_indptr, scope_vars, n_states):
+    """Label of position k of factor f in flat C-order entry idx."""
+    p0 = scope_indptr[f]
+    s = scope_indptr[f + 1] - p0
+    rem = idx
+    for q in range(s - 1, k, -1):
+        rem //= n_states[scope_vars[p0 + q]]
+    return rem % n_states[scope_vars[p0 + k]]
+
+
+@nb.njit(cache=True)
+def _touch(dmsg, mark, tl, tn, k, o, label, value):
+    """dmsg[o + label] += value, listing label for position k on first touch."""
+    c = o + label
+    if mark[c] < 0:
+        mark[c] = tn[k]
+        tl[k, tn[k]] = label
+        tn[k] += 1
+    dmsg[c] += value
+
+
+@nb.njit(cache=True)
+def _clear(dmsg, mark, tl, tn, k, o):
+    for j in range(tn[k]):
+        c = o + tl[k, j]
+        dmsg[c] = 0.0
+        mark[c] = -1
+    tn[k] = 0
+
+
+@nb.njit(cache=True)
+def _factor_messages(prob, f, rho, wy, wx, xa_idx, xa_val, xa_n, ya_idx, ya_val, ya_n,
+                     mu_idx, mu_val, mu_n, dmsg, mark, tl, tn):
+    """dmsg[edge (f,k)] = wy*rho*(M_k y_f) - wx*rho*x_i + mu_e, sparse."""
+    n_states, unary_offsets, unary, scope_indptr, scope_vars, _, _, _, edge_offsets = prob
+    p0 = scope_indptr[f]
+    s = scope_indptr[f + 1] - p0
+    for k in range(s):
+        e = p0 + k
+        o = edge_offsets[e]
+        i = scope_vars[e]
+        tn[k] = 0
+        if wy != 0.0:
+            for j in range(ya_n[f]):
+                lab = _label_at(ya_idx[f, j], f, k, scope_indptr, scope_vars, n_states)
+                _touch(dmsg, mark, tl, tn, k, o, lab, wy * rho * ya_val[f, j])
+        if wx != 0.0:
+            for j in range(xa_n[i]):
+                _touch(dmsg, mark, tl, tn, k, o, xa_idx[i, j], -wx * rho * xa_val[i, j])
+        for j in range(mu_n[e]):
+            _touch(dmsg, mark, tl, tn, k, o, mu_idx[e, j], mu_val[e, j])
+
+
+@nb.njit(cache=True)
+def _dense_argmax(prob, f, dmsg, excl, n_excl, lab):
+    """argmax over flat entries not in excl of theta_f - sum_k dmsg[edge k][x_k]
+    (scan of the whole table: factors of order >= 3)."""
+    n_states, unary_offsets, unary, scope_indptr, scope_vars, table_ids, table_offsets, \
+        table_data, edge_offsets = prob
+    p0 = scope_indptr[f]
+    s = scope_indptr[f + 1] - p0
+    base = table_offsets[table_ids[f]]
+    size = table_offsets[table_ids[f] + 1] - base
+    for k in range(s):
+        lab[k] = 0
+    best = NEG_INF
+    arg = -1
+    for idx in range(size):
+        skip = False
+        for j in range(n_excl):
+            if excl[j] == idx:
+                skip = True
+                break
+        if not skip:
+            v = table_data[base + idx]
+            for k in range(s):
+                v -= dmsg[edge_offsets[p0 + k] + lab[k]]
+            if v > best:
+                best = v
+                arg = idx
+        k = s - 1
+        while k >= 0:
+            if lab[k] + 1 < n_states[scope_vars[p0 + k]]:
+                lab[k] += 1
+                break
+            lab[k] = 0
+            k -= 1
+    return best, arg
+
+
+@nb.njit(cache=True)
+def _factor_argmax(prob, f, dmsg, tl, tn, tv, exa, exb, excl, n_excl, order_data,
+                   order_offsets, ws, lab):
+    """argmax over entries not in ``excl[:n_excl]`` of theta_f - sum_k dmsg(x_k)."""
+    n_states, unary_offsets, unary, scope_indptr, scope_vars, table_ids, table_offsets, \
+        table_data, edge_offsets = prob
+    p0 = scope_indptr[f]
+    s = scope_indptr[f + 1] - p0
+    if s != 2:
+        return _dense_argmax(prob, f, dmsg, excl, n_excl, lab)
+    t = table_ids[f]
+    base = table_offsets[t]
+    n1 = n_states[scope_vars[p0]]
+    n2 = n_states[scope_vars[p0 + 1]]
+    for k in range(2):
+        o = edge_offsets[p0 + k]
+        for j in range(tn[k]):
+            tv[k, j] = -dmsg[o + tl[k, j]]
+    for j in range(n_excl):
+        exa[j] = excl[j] // n2
+        exb[j] = excl[j] - exa[j] * n2
+    oa, orow, ocol = table_orders(order_data, order_offsets, t, n1, n2)
+    table = table_data[base:base + n1 * n2]
+    if n_excl > 0:
+        best, a, b, _ = static_pair_argmax_excluding(
+            table, n1, n2, oa, orow, ocol, tl[0], tv[0], tn[0], tl[1], tv[1], tn[1],
+            exa, exb, n_excl, ws)
+    else:
+        best, a, b, _ = static_pair_argmax(
+            table, n1, n2, oa, orow, ocol, tl[0], tv[0], tn[0], tl[1], tv[1], tn[1],
+            -1, -1, ws)
+    if a < 0:
+        return NEG_INF, -1
+    return best, a * n2 + b
+
+
+@nb.njit(cache=True)
+def gdmm_iteration(prob, rho, eta, var_ptr, var_edges, edge_factor, uorder,
+                   order_data, order_offsets, ws,
+                   xa_idx, xa_val, xa_n, ya_idx, ya_val, ya_n, mu_idx, mu_val, mu_n,
+                   dmsg, mark, tl, tn, tv, nacc, nmark, nlist):
+    """One outer iteration: factor updates (8)+(6), node updates (7)+(4), dual step (9).
+
+    Returns (primal infeasibility ||My - x||^2 over all edges, entries added).
+    """
+    n_states, unary_offsets, unary, scope_indptr, scope_vars, table_ids, table_offsets, \
+        table_data, edge_offsets = prob
+    n_vars = n_states.shape[0]
+    n_factors = scope_indptr.shape[0] - 1
+    capf = ya_idx.shape[1]
+    capn = xa_idx.shape[1]
+    capm = mu_idx.shape[1]
+    max_s = tl.shape[0]
+    lab = np.empty(max_s, dtype=np.int64)
+    exa = np.empty(capf, dtype=np.int64)
+    exb = np.empty(capf, dtype=np.int64)
+    cand = np.empty(capf)
+    newv = np.empty(capf)
+    cfg = np.empty((capf, max_s), dtype=np.int64)
+    added = 0
+    # ---------------------------------------------------------- factors
+    for f in range(n_factors):
+        p0 = scope_indptr[f]
+        s = scope_indptr[f + 1] - p0
+        base = table_offsets[table_ids[f]]
+        _factor_messages(prob, f, rho, 1.0, 1.0, xa_idx, xa_val, xa_n, ya_idx, ya_val, ya_n,
+                         mu_idx, mu_val, mu_n, dmsg, mark, tl, tn)
+        n = ya_n[f]
+        if n < capf:
+            best, arg = _factor_argmax(prob, f, dmsg, tl, tn, tv, exa, exb, ya_idx[f], n,
+                                       order_data, order_offsets, ws, lab)
+            if arg >= 0:
+                ya_idx[f, n] = arg
+                ya_val[f, n] = 0.0
+                n += 1
+                added += 1
+        # gradient on the active set and the step constant Q_f
+        for j in range(n):
+            g = -table_data[base + ya_idx[f, j]]
+            for k in range(s):
+                x = _label_at(ya_idx[f, j], f, k, scope_indptr, scope_vars, n_states)
+                cfg[j, k] = x
+                g += dmsg[edge_offsets[p0 + k] + x]
+            cand[j] = g
+        qmax = 1.0
+        for j in range(n):
+            row = 0.0
+            for l in range(n):
+                for k in range(s):
+                    if cfg[j, k] == cfg[l, k]:
+                        row += 1.0
+            if row > qmax:
+                qmax = row
+        q = rho * qmax
+        for j in range(n):
+            cand[j] = ya_val[f, j] - cand[j] / q
+        proj_simplex(cand, n, newv)
+        w = 0
+        for j in range(n):
+            if newv[j] > 0.0:
+                ya_idx[f, w] = ya_idx[f, j]
+                ya_val[f, w] = newv[j]
+                w += 1
+        ya_n[f] = w
+        for k in range(s):
+            _clear(dmsg, mark, tl, tn, k, edge_offsets[p0 + k])
+    # ------------------------------------------------------------ nodes
+    kmax = nacc.shape[0]
+    for i in range(n_vars):
+        q0 = var_ptr[i]
+        q1 = var_ptr[i + 1]
+        deg = q1 - q0
+        if deg == 0:
+            continue
+        u = unary_offsets[i]
+        k_i = n_states[i]
+        nn = 0
+        # nacc[label] = sum_f [rho * M y_f + mu_f](label)
+        for q in range(q0, q1):
+            e = var_edges[q]
+            f = edge_factor[e]
+            k = e - scope_indptr[f]
+            for j in range(ya_n[f]):
+                x = _label_at(ya_idx[f, j], f, k, scope_indptr, scope_vars, n_states)
+                if nmark[x] < 0:
+                    nmark[x] = nn
+                    nlist[nn] = x
+                    nn += 1
+                nacc[x] += rho * ya_val[f, j]
+            for j in range(mu_n[e]):
+                x = mu_idx[e, j]
+                if nmark[x] < 0:
+                    nmark[x] = nn
+                    nlist[nn] = x
+                    nn += 1
+                nacc[x] += mu_val[e, j]
+        n = xa_n[i]
+        if n < capn and n < k_i:
+            vals = tv[0]
+            for j in range(nn):
+                vals[j] = nacc[nlist[j]]
+            # static_vector_argmax needs pos scratch at -1: ws[0] (restored by the call)
+            best, y, _ = static_vector_argmax(unary[u:u + k_i], uorder[u:u + k_i], nlist,
+                                              vals, nn, xa_idx[i], n, ws[0])
+            if y >= 0:
+                xa_idx[i, n] = y
+                xa_val[i, n] = 0.0
+                n += 1
+                added += 1
+        # projection (4): c(x) = (theta_i(x) + nacc(x)) / (rho N_i)
+        for j in range(n):
+            x = xa_idx[i, j]
+            c = unary[u + x]
+            if nmark[x] >= 0:
+                c += nacc[x]
+            cand[j] = c / (rho * deg)
+        proj_simplex(cand, n, newv)
+        w = 0
+        for j in range(n):
+            if newv[j] > 0.0:
+                xa_idx[i, w] = xa_idx[i, j]
+                xa_val[i, w] = newv[j]
+                w += 1
+        xa_n[i] = w
+        for j in range(nn):
+            nacc[nlist[j]] = 0.0
+            nmark[nlist[j]] = -1
+    # -------------------------------------------------------- dual step
+    infeas = 0.0
+    for f in range(n_factors):
+        p0 = scope_indptr[f]
+        s = scope_indptr[f + 1] - p0
+        # r = M y - x on each edge (weights 1/rho make _factor_messages give it)
+        _factor_messages(prob, f, 1.0, 1.0, 1.0, xa_idx, xa_val, xa_n, ya_idx, ya_val, ya_n,
+                         mu_idx, mu_val, mu_n, dmsg, mark, tl, tn)
+        for k in range(s):
+            e = p0 + k
+            o = edge_offsets[e]
+            # dmsg holds r + mu; subtract mu back out to get r
+            for j in range(mu_n[e]):
+                dmsg[o + mu_idx[e, j]] -= mu_val[e, j]
+            for j in range(tn[k]):
+                x = tl[k, j]
+                r = dmsg[o + x]
+                infeas += r * r
+                if r == 0.0:
+                    continue
+                pos = -1
+                for m in range(mu_n[e]):
+                    if mu_idx[e, m] == x:
+                        pos = m
+                        break
+                if pos >= 0:
+                    mu_val[e, pos] += eta * r
+                elif mu_n[e] < capm:
+                    mu_idx[e, mu_n[e]] = x
+                    mu_val[e, mu_n[e]] = eta * r
+                    mu_n[e] += 1
+            w = 0
+            for m in range(mu_n[e]):
+                if abs(mu_val[e, m]) > MU_DROP:
+                    mu_idx[e, w] = mu_idx[e, m]
+                    mu_val[e, w] = mu_val[e, m]
+                    w += 1
+            mu_n[e] = w
+            _clear(dmsg, mark, tl, tn, k, o)
+    return infeas, added
+
+
+@nb.njit(cache=True)
+def gdmm_certificate(prob, rho, wy, var_ptr, var_edges, edge_factor, uorder,
+                     order_data, order_offsets, ws,
+                     xa_idx, xa_val, xa_n, ya_idx, ya_val, ya_n, mu_idx, mu_val, mu_n,
+                     dmsg, mark, tl, tn, tv, nacc, nmark, nlist, labels):
+    """Clique dual U(delta) at delta = mu + wy * rho * (M y - x), computed sparsely.
+
+    ``labels`` receives the node argmax of theta_i + sum_f delta_fi.
+    """
+    n_states, unary_offsets, unary, scope_indptr, scope_vars, table_ids, table_offsets, \
+        table_data, edge_offsets = prob
+    n_vars = n_states.shape[0]
+    n_factors = scope_indptr.shape[0] - 1
+    max_s = tl.shape[0]
+    lab = np.empty(max_s, dtype=np.int64)
+    exa = np.empty(1, dtype=np.int64)
+    exb = np.empty(1, dtype=np.int64)
+    noex = np.empty(0, dtype=np.int64)
+    total = 0.0
+    for f in range(n_factors):
+        p0 = scope_indptr[f]
+        s = scope_indptr[f + 1] - p0
+        _factor_messages(prob, f, rho, wy, wy, xa_idx, xa_val, xa_n, ya_idx, ya_val, ya_n,
+                         mu_idx, mu_val, mu_n, dmsg, mark, tl, tn)
+        best, _ = _factor_argmax(prob, f, dmsg, tl, tn, tv, exa, exb, noex, 0,
+                                 order_data, order_offsets, ws, lab)
+        total += best
+        for k in range(s):
+            _clear(dmsg, mark, tl, tn, k, edge_offsets[p0 + k])
+    for i in range(n_vars):
+        u = unary_offsets[i]
+        k_i = n_states[i]
+        nn = 0
+        for q in range(var_ptr[i], var_ptr[i + 1]):
+            e = var_edges[q]
+            f = edge_factor[e]
+            _factor_messages(prob, f, rho, wy, wy, xa_idx, xa_val, xa_n, ya_idx, ya_val,
+                             ya_n, mu_idx, mu_val, mu_n, dmsg, mark, tl, tn)
+            k = e - scope_indptr[f]
+            o = edge_offsets[e]
+            for j in range(tn[k]):
+                x = tl[k, j]
+                if nmark[x] < 0:
+                    nmark[x] = nn
+                    nlist[nn] = x
+                    nn += 1
+                nacc[x] += dmsg[o + x]
+            for kk in range(scope_indptr[f + 1] - scope_indptr[f]):
+                _clear(dmsg, mark, tl, tn, kk, edge_offsets[scope_indptr[f] + kk])
+        vals = tv[0]
+        for j in range(nn):
+            vals[j] = nacc[nlist[j]]
+        best, y, _ = static_vector_argmax(unary[u:u + k_i], uorder[u:u + k_i], nlist, vals,
+                                          nn, noex, 0, ws[0])
+        total += best
+        labels[i] = y if y >= 0 else 0
+        for j in range(nn):
+            nacc[nlist[j]] = 0.0
+            nmark[nlist[j]] = -1
+    return total
+
+
+@nb.njit(cache=True)
+def node_active_argmax(xa_idx, xa_val, xa_n, unary, unary_offsets, uorder, labels):
+    """labels[i] = label of the largest x_i on the active set (best unary if empty)."""
+    for i in range(xa_n.shape[0]):
+        if xa_n[i] == 0:
+            labels[i] = uorder[unary_offsets[i]]
+            continue
+        best = -1.0
+        for j in range(xa_n[i]):
+            if xa_val[i, j] > best:
+                best = xa_val[i, j]
+                labels[i] = xa_idx[i, j]
