@@ -53,6 +53,7 @@ def get_method(method):
 def _auto_method(graph):
     from ..graphs.structure import is_chain, is_forest
 
+    _load_builtin()
     if is_chain(graph):
         return "viterbi"
     if is_forest(graph):
