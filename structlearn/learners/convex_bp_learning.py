@@ -354,6 +354,10 @@ def fit_convex_bp_crf(
                                 tau_node, tau_edge, exp_node, exp_edge, info)  # fmt: skip
             sweep_count += int(info[0])
             gW, gV = gradient()
+            if not (np.isfinite(gW).all() and np.isfinite(gV).all()):
+                raise FloatingPointError(
+                    f"{method} diverged (non-finite gradient); lower learning_rate"
+                )
             W -= lr * gW
             V -= lr * gV
             step_sq = lr * lr * (float(np.sum(gW * gW)) + float(np.sum(gV * gV)))
