@@ -223,6 +223,18 @@ def _bigram_step(j, y, vstate, sublinear, C, rho, has_left, has_right,
                 v[a * K + b] += d
             margR[j, psa[j, q]] += d
             margL[k, psb[j, q]] += d
+    # drop pairs whose dual is exactly 0 after the step (the truth stays)
+    cnt = 1
+    for q in range(1, m):
+        if beta[j, q] != 0.0:
+            if cnt != q:
+                pa[j, cnt] = pa[j, q]
+                pb[j, cnt] = pb[j, q]
+                psa[j, cnt] = psa[j, q]
+                psb[j, cnt] = psb[j, q]
+                beta[j, cnt] = beta[j, q]
+            cnt += 1
+    nb_[j] = cnt
 
 
 @nb.njit(cache=True)
