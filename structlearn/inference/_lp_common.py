@@ -123,6 +123,7 @@ class Problem:
             self.edge_offsets,
         )
         self.lab = np.zeros(max(self.max_order, 1), dtype=np.int64)
+        self.zf = np.zeros(graph.n_factors)
         kmax = max(graph.max_states, 1)
         self._cand = np.zeros(kmax)
         self._ws_int = np.zeros(5 * graph.n_vars + 1, dtype=np.int64)

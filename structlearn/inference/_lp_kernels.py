@@ -228,15 +228,15 @@ def clique_dual(prob, delta, theta_hat, lab, labels):
 
 
 @nb.njit(cache=True)
-def smooth_dual_grad(prob, delta, tau, theta_hat, mu_node, fac_marg, grad, lab):
+def smooth_dual_grad(prob, delta, tau, theta_hat, mu_node, fac_marg, grad, lab, zf):
     """Smoothed dual U_tau(delta) (an upper bound >= U) and its gradient.
 
     U_tau = sum_i smax_tau theta_hat_i + sum_f smax_tau theta_hat_f, with
     smax_tau(a) = tau^-1 log sum exp(tau a).  Gradient:
     ``grad[e block](x) = mu_i(x) - mu_fi(x)`` (node soft-max minus factor
     soft marginal).  ``mu_node`` (unary size) receives the node beliefs,
-    ``fac_marg`` (message size) the factor marginals mu_fi.
-    Returns ``(U_tau, sum_f log Z_f / tau)`` packed as U_tau only.
+    ``fac_marg`` (message size) the factor marginals mu_fi, ``zf``
+    (n_factors,) each factor's soft-max.  Returns U_tau.
     """
     n_states, unary_offsets, unary, scope_indptr, scope_vars, _, _, _, edge_offsets = prob
     node_reparam(prob, delta, theta_hat)
@@ -245,6 +245,7 @@ def smooth_dual_grad(prob, delta, tau, theta_hat, mu_node, fac_marg, grad, lab):
         total += segment_softmax(theta_hat, unary_offsets, i, tau, mu_node)
     for f in range(scope_indptr.shape[0] - 1):
         z, _ = factor_marginals(prob, delta, f, tau, 2, fac_marg, lab)
+        zf[f] = z
         total += z
         for e in range(scope_indptr[f], scope_indptr[f + 1]):
             o = edge_offsets[e]

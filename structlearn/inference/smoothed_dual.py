@@ -98,7 +98,8 @@ def fista_map(graph, **params):
     t = 1.0
     while True:
         tau = ann.tau
-        fy = smooth_dual_grad(prob.prob, y, tau, theta_hat, mu_node, fac_marg, grad, prob.lab)
+        fy = smooth_dual_grad(prob.prob, y, tau, theta_hat, mu_node, fac_marg, grad, prob.lab,
+                              prob.zf)
         gg = float(grad @ grad)
         for _ in range(60):
             d = y - grad / lip
@@ -167,7 +168,8 @@ def scm_map(graph, **params):
         u = clique_dual(prob.prob, delta, theta_hat, prob.lab, labels)
         tr.bound(u)
         tr.offer(labels)
-        smooth_dual_grad(prob.prob, delta, tau, theta_hat, mu_node, fac_marg, grad, prob.lab)
+        smooth_dual_grad(prob.prob, delta, tau, theta_hat, mu_node, fac_marg, grad, prob.lab,
+                              prob.zf)
         gnorm = float(np.sqrt(grad @ grad))
         ginf = float(np.max(np.abs(grad))) if grad.size else 0.0
         if tr.step(dual=u * prob.scale, tau=tau, grad_norm=gnorm):
