@@ -140,11 +140,11 @@ def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, n
 
 
 @nb.njit(cache=True)
-def _bigram_step(j, y, vstate, sublinear, C, rho, has_left, has_right,
+def _bigram_step(j, y, v, vstate, sublinear, C, rho, has_left, has_right,
                  slab, ns, alpha, margL, margR, lamL, lamR,
                  pa, pb, psa, psb, beta, nb_, pws, m1d, m2d, val1, val2, g, z, newb, mask,
                  cnt1, cnt2, stats):
-    v = vstate[0]
+    vt = vstate[0]
     K = vstate[1][1]
     k = j + 1
     n1 = ns[j]
@@ -162,7 +162,7 @@ def _bigram_step(j, y, vstate, sublinear, C, rho, has_left, has_right,
             m1d[slab[j, s]] = val1[s]
         for s in range(n2):
             m2d[slab[k, s]] = val2[s]
-        best, astar, bstar = dense_indicator_argmax(v, K, K, m1d, m2d, 0.0, -1, 0.0, -1, y[j], y[k])
+        best, astar, bstar = dense_indicator_argmax(vt, K, K, m1d, m2d, 0.0, -1, 0.0, -1, y[j], y[k])
         for s in range(n1):
             m1d[slab[j, s]] = 0.0
         for s in range(n2):
@@ -217,10 +217,11 @@ def _bigram_step(j, y, vstate, sublinear, C, rho, has_left, has_right,
             beta[j, q] = newb[q]
             a = pa[j, q]
             b = pb[j, q]
+            v[a * K + b] += d
             if sublinear:
                 indicator_add(vstate, a, b, d)
             else:
-                v[a * K + b] += d
+                vt[a * K + b] += d
             margR[j, psa[j, q]] += d
             margL[k, psb[j, q]] += d
     # drop pairs whose dual is exactly 0 after the step (the truth stays)
@@ -238,7 +239,7 @@ def _bigram_step(j, y, vstate, sublinear, C, rho, has_left, has_right,
 
 
 @nb.njit(cache=True)
-def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, vstate,
+def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, v, vstate,
                     sublinear, nu, parts, order, C, rho,
                     slab, ns, alpha, margL, margR, lamL, lamR,
                     pa, pb, psa, psb, beta, nb_, iws, pws, stats):
@@ -248,8 +249,10 @@ def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, vs
     ``f``, ``f >= N`` the bigram factor (edge) ``f - N``.  ``parts[j]`` is
     the partition drawn for token ``j`` when ``nu > 1``.  ``stats`` (int64,
     3) accumulates oracle entries visited, slot overflows and pair
-    overflows.  ``vstate`` is the indicator-oracle state (its heaps are
-    used only when ``sublinear``).
+    overflows.  ``v`` is the flat transition table; ``vstate`` the
+    indicator-oracle state over the search table ``v + tau`` (its heaps
+    are used only when ``sublinear``), where ``tau`` is a fixed tie-break
+    of order 1e-12 (see :mod:`.gdmm_chain`).
     """
     N = y.shape[0]
     K = W.shape[1]
@@ -273,7 +276,7 @@ def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, vs
                           C, rho, slab, ns, alpha, margL, margR, lamL, lamR, iws, g, add_val, z,
                           newa, mask, stats)
         else:
-            _bigram_step(f - N, y, vstate, sublinear, C, rho, has_left, has_right,
+            _bigram_step(f - N, y, v, vstate, sublinear, C, rho, has_left, has_right,
                          slab, ns, alpha, margL, margR, lamL, lamR,
                          pa, pb, psa, psb, beta, nb_, pws, m1d, m2d, val1, val2, g, z, newa, mask,
                          cnt1, cnt2, stats)

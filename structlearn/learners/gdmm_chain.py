@@ -77,16 +77,28 @@ class GDMMChainState:
                 setattr(self, name, np.ascontiguousarray(np.pad(arr, ((0, 0), (0, extra)))))
 
 
+# Tie-break of the bigram search: the oracles search ``v + tau`` with
+# ``tau[a, b] = -_TIE * (a * K + b + 1) / K^2``, distinct and below 1e-12 in
+# magnitude.  Untouched entries of ``v`` are exactly 0, so without it many
+# label pairs tie, and the sorted multimaps and a dense scan would resolve
+# the ties differently; with it both oracles return the same pair (the
+# lowest index among near-ties) and ``oracle="dense"`` and ``"sublinear"``
+# produce the same iterates.  The weights use ``v`` itself.
+_TIE = 1e-12
+
+
 def _vstate(v, sublinear):
-    """Indicator-oracle state over ``v`` (heaps empty in dense mode)."""
+    """Indicator-oracle state over the search table ``v + tau`` (heaps empty in dense mode)."""
     from ..oracles.indicator import make_indicator_oracle
 
     K = v.shape[0]
+    tau = -_TIE * (np.arange(K * K, dtype=np.float64) + 1.0) / (K * K)
+    vt = v.ravel() + tau
     if sublinear:
-        return make_indicator_oracle(v)
+        return make_indicator_oracle(vt.reshape(K, K))
     e_f = np.empty(0)
     e_i = np.empty(0, dtype=np.int32)
-    return (v.ravel(), np.array([K, K], dtype=np.int64), e_f, e_i, e_i, e_f, e_i, e_i, e_f, e_i, e_i)
+    return (vt, np.array([K, K], dtype=np.int64), e_f, e_i, e_i, e_f, e_i, e_i, e_f, e_i, e_i)
 
 
 def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitions, rng,
@@ -128,8 +140,8 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
     edges = np.flatnonzero(has_right).astype(np.int64)
     factors = np.concatenate([np.arange(N, dtype=np.int64), N + edges])
     nu = int(n_partitions) if sublinear else 1
+    state.v = np.ascontiguousarray(state.v)
     vstate = _vstate(state.v, sublinear)
-    state.v = vstate[0].reshape(K, K)  # the oracle holds its own copy of v
     iws = make_inner_workspace(K)
     pws = make_pair_workspace(K, K)
     vfeas = np.empty(K * K)
@@ -143,7 +155,7 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
         parts = rng.randint(nu, size=N).astype(np.int64) if nu > 1 else np.zeros(N, dtype=np.int64)
         stats[:] = 0
         gdmm_chain_pass(problem.data, problem.indices, problem.indptr, problem.y, xnorm2,
-                        has_left, has_right, state.W, vstate, sublinear, nu, parts, order,
+                        has_left, has_right, state.W, state.v.ravel(), vstate, sublinear, nu, parts, order,
                         float(C), float(rho), state.slab, state.ns, state.alpha, state.margL,
                         state.margR, state.lamL, state.lamR, state.pa, state.pb, state.psa,
                         state.psb, state.beta, state.nb, iws, pws, stats)
@@ -152,7 +164,7 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
         pass_time = time.perf_counter() - t0
         state.n_iter += 1
         primal = monitor.primal(state.W, state.v)
-        dual = gdmm_chain_dual(state.W, vstate[0], problem.y, float(C), has_right, state.slab,
+        dual = gdmm_chain_dual(state.W, state.v.ravel(), problem.y, float(C), has_right, state.slab,
                                state.ns, state.alpha, state.pa, state.pb, state.psa, state.psb,
                                state.beta, state.nb, vfeas)
         active = (state.ns.sum() + state.nb[edges].sum()) / max(N + edges.size, 1)

@@ -1,0 +1,333 @@
+"""Tests of SequenceSSVM and the chain structural-SVM solvers (GDMM, BCFW, SSG)."""
+
+import itertools
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+
+from structlearn.estimators import SequenceSSVM
+from structlearn.estimators._validation import check_sequences, csr_arrays, encode_sequence_labels
+from structlearn.learners._ssvm_chain_kernels import project_shifted_simplex
+from structlearn.learners._ssvm_common import ChainProblem
+
+
+def _tiny(seed, lengths=(3, 2, 3), K=3, d=3):
+    rng = np.random.RandomState(seed)
+    X = [rng.randn(n, d) for n in lengths]
+    y = [rng.randint(K, size=n) for n in lengths]
+    for k in range(K):  # every class present
+        y[0][0] = 0
+        y[-1][-1] = K - 1
+    return X, y
+
+
+def _features(x, z, K):
+    """Joint feature vector of labeling z: (unigram (K, d) flattened, transitions (K, K))."""
+    d = x.shape[1]
+    U = np.zeros((K, d))
+    T = np.zeros((K, K))
+    for t, zt in enumerate(z):
+        U[zt] += x[t]
+        if t:
+            T[z[t - 1], zt] += 1.0
+    return np.concatenate([U.ravel(), T.ravel()])
+
+
+def _reference_objective(X, y, C, K):
+    """Exact optimum by enumeration of all labelings inside a QP (SLSQP).
+
+    min_w,xi 1/2 ||w||^2 + C sum xi_i  s.t.  xi_i >= <w, psi_i(z)> + Hamming(z, y_i)  for all z.
+    """
+    d = X[0].shape[1]
+    n_w = K * d + K * K
+    rows, rhs, owner = [], [], []
+    for i, (x, yi) in enumerate(zip(X, y)):
+        f_true = _features(x, yi, K)
+        for z in itertools.product(range(K), repeat=len(yi)):
+            z = np.array(z)
+            rows.append(_features(x, z, K) - f_true)
+            rhs.append(float(np.sum(z != yi)))
+            owner.append(i)
+    A = np.array(rows)
+    b = np.array(rhs)
+    owner = np.array(owner)
+    n = len(X)
+
+    def obj(u):
+        return 0.5 * u[:n_w] @ u[:n_w] + C * u[n_w:].sum()
+
+    def jac(u):
+        g = np.zeros_like(u)
+        g[:n_w] = u[:n_w]
+        g[n_w:] = C
+        return g
+
+    G = np.zeros((A.shape[0], n_w + n))
+    G[:, :n_w] = -A
+    G[np.arange(A.shape[0]), n_w + owner] = 1.0
+    cons = {"type": "ineq", "fun": lambda u: G @ u - b, "jac": lambda u: G}
+    u0 = np.zeros(n_w + n)
+    u0[n_w:] = b.max() + 1.0
+    res = minimize(obj, u0, jac=jac, constraints=[cons], method="SLSQP",
+                   options={"maxiter": 1000, "ftol": 1e-12})
+    assert res.success, res.message
+    return res.fun
+
+
+def _problem(X, y):
+    Xc, off, yc = check_sequences(X, y)
+    classes, codes = encode_sequence_labels(yc)
+    data, indices, indptr = csr_arrays(Xc)
+    return ChainProblem(data, indices, indptr, off, codes, Xc.shape[1], classes.shape[0])
+
+
+# ----------------------------------------------------------------- kernels
+@pytest.mark.parametrize("seed", range(20))
+def test_shifted_simplex_projection_matches_qp(seed):
+    rng = np.random.RandomState(seed)
+    m = rng.randint(1, 7)
+    C = rng.uniform(0.1, 3.0)
+    z = rng.randn(m) * 2
+    out = np.empty(m)
+    project_shifted_simplex(z, m, C, out, np.empty(m, dtype=np.uint8))
+    assert out[0] <= C + 1e-12 and np.all(out[1:] <= 1e-12) and abs(out.sum()) < 1e-10
+    bounds = [(None, C)] + [(None, 0.0)] * (m - 1)
+    res = minimize(lambda a: 0.5 * np.sum((a - z) ** 2), np.zeros(m), jac=lambda a: a - z,
+                   bounds=bounds, constraints=[{"type": "eq", "fun": lambda a: a.sum()}],
+                   method="SLSQP", options={"ftol": 1e-14, "maxiter": 500})
+    np.testing.assert_allclose(out, res.x, atol=1e-6)
+
+
+# -------------------------------------------------------- solver agreement
+@pytest.mark.parametrize("seed", [0, 1])
+def test_solvers_agree_with_enumeration_reference(seed):
+    X, y = _tiny(seed)
+    C = 1.0
+    ref = _reference_objective(X, y, C, 3)
+    values = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for solver, kw in [("gdmm", dict(max_iter=2000, tol=1e-5)),
+                           ("bcfw", dict(max_iter=3000, tol=1e-5)),
+                           ("ssg", dict(max_iter=20000, tol=0.0))]:
+            m = SequenceSSVM(C=C, solver=solver, random_state=0, **kw).fit(X, y)
+            values[solver] = m.history_[-1]["primal"]
+            # the recorded primal is the objective of the returned weights
+            w = np.concatenate([m.coef_.ravel(), m.transition_.ravel()])
+            hinge = 0.0
+            for x, yi in zip(X, y):
+                codes = np.searchsorted(m.classes_, yi)
+                best = max(w @ (_features(x, np.array(z), 3) - _features(x, codes, 3))
+                           + np.sum(np.array(z) != codes)
+                           for z in itertools.product(range(3), repeat=len(yi)))
+                hinge += best
+            assert abs(0.5 * w @ w + C * hinge - values[solver]) < 1e-9 * max(1.0, abs(ref))
+    for solver, val in values.items():
+        assert val >= ref - 1e-6 * abs(ref), solver
+        assert abs(val - ref) <= 1e-3 * abs(ref), (solver, val, ref)
+
+
+@pytest.mark.parametrize("solver", ["gdmm", "bcfw"])
+def test_dual_below_primal_and_gap_shrinks(solver):
+    X, y = _tiny(3, lengths=(4, 3, 5, 2), K=4, d=5)
+    y[1][0] = 1
+    y[2][0] = 2
+    tol = 1e-4 if solver == "gdmm" else 1e-2  # BCFW: O(1/t) gap, no away steps
+    m = SequenceSSVM(C=1.0, solver=solver, max_iter=3000, tol=tol, random_state=0).fit(X, y)
+    h = m.history_
+    assert m.converged_
+    best_primal = min(r["primal"] for r in h)
+    for r in h:
+        assert r["dual"] <= r["primal"] + 1e-10
+        assert r["dual"] <= best_primal + 1e-10
+    assert h[-1]["gap"] < 0.05 * h[0]["gap"]
+    assert h[-1]["relative_gap"] <= tol
+
+
+def test_gdmm_history_records():
+    X, y = _tiny(4)
+    m = SequenceSSVM(max_iter=5, tol=0.0, random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        m.fit(X, y)
+    assert m.n_iter_ == 5 and len(m.history_) == 5
+    keys = {"time", "primal", "dual", "infeasibility", "active_set_size", "oracle_entries"}
+    for r in m.history_:
+        assert keys <= set(r)
+        assert r["active_set_size"] >= 1.0 and r["oracle_entries"] > 0
+    assert np.all(np.diff([r["time"] for r in m.history_]) > 0)
+
+
+# ------------------------------------------------------------------ oracles
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_sublinear_and_dense_oracles_give_same_iterates(seed):
+    from structlearn.datasets import make_chain_data
+
+    X, y = make_chain_data(12, length=(2, 7), n_labels=7, n_features=15, random_state=seed)
+    kw = dict(max_iter=15, tol=0.0, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = SequenceSSVM(oracle="dense", **kw).fit(X, y)
+        b = SequenceSSVM(oracle="sublinear", **kw).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.transition_, b.transition_)
+    assert [r["primal"] for r in a.history_] == [r["primal"] for r in b.history_]
+    # the sorted multimaps visit far fewer label pairs than the dense scan
+    assert sum(r["oracle_entries"] for r in b.history_) < sum(r["oracle_entries"] for r in a.history_)
+
+
+def test_partition_sampling_reaches_the_same_optimum():
+    X, y = _tiny(5, lengths=(3, 4, 2), K=4, d=4)
+    y[1][:] = [0, 1, 2, 3]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        exact = SequenceSSVM(max_iter=1000, tol=1e-5, random_state=0).fit(X, y)
+        sampled = SequenceSSVM(max_iter=1000, tol=1e-5, n_partitions=2, random_state=0).fit(X, y)
+    p1 = exact.history_[-1]["primal"]
+    p2 = sampled.history_[-1]["primal"]
+    assert abs(p1 - p2) <= 1e-3 * p1
+
+
+# -------------------------------------------------------------- estimator
+def test_predict_score_decision_function_and_inference_backend():
+    from structlearn.datasets import make_chain_data
+
+    X, y = make_chain_data(40, length=6, n_labels=4, n_features=30, noise=0.1, random_state=0)
+    y = [np.array(["abcd"[k] for k in yi]) for yi in y]
+    m = SequenceSSVM(C=1.0, max_iter=200, tol=1e-2, random_state=0).fit(X, y)
+    assert m.converged_
+    pred = m.predict(X)
+    assert [p.shape for p in pred] == [yi.shape for yi in y]
+    assert set(np.concatenate(pred)) <= set("abcd")
+    acc = m.score(X, y)
+    assert acc == np.mean(np.concatenate(pred) == np.concatenate(y))
+    assert acc > 0.9
+    scores = m.decision_function(X)
+    assert scores[0].shape == (6, 4)
+    m2 = clone(m).set_params(inference="tree").fit(X, y)
+    for p, q in zip(m2.predict(X), pred):
+        np.testing.assert_array_equal(p, q)
+
+
+def test_sparse_and_dense_input_give_same_model():
+    X, y = _tiny(6)
+    Xs = [sp.csr_matrix(x) for x in X]
+    a = SequenceSSVM(max_iter=20, tol=0.0, random_state=0)
+    b = clone(a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a.fit(X, y)
+        b.fit(Xs, y)
+    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-12)
+
+
+@pytest.mark.parametrize("solver", ["gdmm", "bcfw", "ssg"])
+def test_conventions_clone_pickle_random_state(solver):
+    X, y = _tiny(7, lengths=(3, 4, 2, 5), K=3, d=4)
+    m = SequenceSSVM(solver=solver, max_iter=10, tol=0.0, random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m.fit(X, y)
+        m2 = clone(m).fit(X, y)
+    assert clone(m).get_params() == m.get_params()
+    np.testing.assert_array_equal(m.coef_, m2.coef_)
+    np.testing.assert_array_equal(m.transition_, m2.transition_)
+    restored = pickle.loads(pickle.dumps(m))
+    for p, q in zip(restored.predict(X), m.predict(X)):
+        np.testing.assert_array_equal(p, q)
+
+
+@pytest.mark.parametrize("solver", ["gdmm", "bcfw", "ssg"])
+def test_warm_start_continues(solver):
+    X, y = _tiny(8, lengths=(3, 4, 2, 5), K=3, d=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m = SequenceSSVM(solver=solver, max_iter=5, tol=0.0, warm_start=True, random_state=0)
+        m.fit(X, y)
+        first = [r["primal"] for r in m.history_]
+        m.fit(X, y)
+        cold = SequenceSSVM(solver=solver, max_iter=5, tol=0.0, random_state=0).fit(X, y)
+    assert m.n_iter_ == 10 and [r["primal"] for r in m.history_[:5]] == first
+    assert m.history_[-1]["iteration"] == 10
+    # the continued run is better than a fresh one of the same length
+    assert m.history_[-1]["primal"] < cold.history_[-1]["primal"]
+
+
+def test_callback_stops_training():
+    X, y = _tiny(9)
+    seen = []
+    m = SequenceSSVM(max_iter=50, tol=0.0, random_state=0,
+                     callback=lambda rec: seen.append(rec["iteration"]) or len(seen) >= 3)
+    m.fit(X, y)
+    assert seen == [1, 2, 3] and m.n_iter_ == 3
+
+
+# -------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        (dict(C=0.0), "C must be"),
+        (dict(C=-1.0), "C must be"),
+        (dict(C=np.inf), "C must be"),
+        (dict(rho=0.0), "rho must be"),
+        (dict(eta=-1.0), "eta must be"),
+        (dict(max_iter=0), "max_iter must be"),
+        (dict(tol=-1.0), "tol must be"),
+        (dict(solver="sgd"), "solver must be one of"),
+        (dict(oracle="fast"), "oracle must be one of"),
+        (dict(n_partitions=0), "n_partitions must be"),
+        (dict(n_partitions=5), "n_partitions must be <="),
+        (dict(inference="nope"), "inference must be"),
+    ],
+)
+def test_bad_parameters(params, match):
+    X, y = _tiny(0)
+    with pytest.raises(ValueError, match=match):
+        SequenceSSVM(**params).fit(X, y)
+
+
+def test_bad_input():
+    X, y = _tiny(0)
+    with pytest.raises(ValueError, match="at least 2"):
+        SequenceSSVM().fit(X, [np.zeros(len(x), dtype=int) for x in X])
+    with pytest.raises(ValueError, match="sequences"):
+        SequenceSSVM().fit(X, y[:-1])
+    with pytest.raises(ValueError, match="labels but X"):
+        SequenceSSVM().fit(X, [y[0][:-1]] + y[1:])
+    bad = [x.copy() for x in X]
+    bad[1][0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        SequenceSSVM().fit(bad, y)
+    bad[1][0, 0] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        SequenceSSVM().fit(bad, y)
+    with pytest.raises(TypeError, match="warm_start"):
+        SequenceSSVM(warm_start="yes").fit(X, y)
+    with pytest.raises(TypeError, match="callback"):
+        SequenceSSVM(callback=3).fit(X, y)
+
+
+def test_sparse_index_overflow_is_rejected():
+    X, y = _tiny(0)
+    # a sparse matrix whose int64 column indices point past n_features
+    big = sp.csr_matrix(X[0])
+    big.indices = big.indices.astype(np.int64)
+    big.indices[0] = np.int64(2**40)
+    with pytest.raises(ValueError, match="indices|index"):
+        SequenceSSVM().fit([big] + X[1:], y)
+    huge = [sp.csr_matrix((len(x), 2**33)) for x in X]
+    with pytest.raises(ValueError, match="n_features"):
+        SequenceSSVM().fit(huge, y)
+
+
+def test_predict_before_fit_raises():
+    from sklearn.exceptions import NotFittedError
+
+    X, _ = _tiny(0)
+    with pytest.raises(NotFittedError):
+        SequenceSSVM().predict(X)
