@@ -422,3 +422,159 @@ def node_active_argmax(xa_idx, xa_val, xa_n, unary, unary_offsets, uorder, label
             if xa_val[i, j] > best:
                 best = xa_val[i, j]
                 labels[i] = xa_idx[i, j]
+
+
+# ---------------------------------------------------------------------------
+# Algorithm 2: binary variables, pairwise factors, reduced form (eq. 12)
+# ---------------------------------------------------------------------------
+@nb.njit(cache=True)
+def _binary_activate_factor(f, fa, fvar, xact, var_ptr, var_factors, act_f, n_act_f,
+                            act_v, n_act_v, wpos, tpos, sums):
+    if fa[f]:
+        return n_act_f, n_act_v
+    fa[f] = 1
+    act_f[n_act_f] = f
+    n_act_f += 1
+    sums[0] -= wpos[f]
+    for k in range(2):
+        v = fvar[f, k]
+        if not xact[v]:
+            xact[v] = 1
+            act_v[n_act_v] = v
+            n_act_v += 1
+            sums[1] -= tpos[v]
+    return n_act_f, n_act_v
+
+
+@nb.njit(cache=True)
+def binary_gdmm_run(n_iter, rho, eta, batch, theta_t, w, fvar, var_ptr, var_factors,
+                    var_order, fac_order, ptrs, xact, fa, act_v, act_f, counts, x, y, mu,
+                    sums, out_stats):
+    """``n_iter`` iterations of GDMM for many binary factors (Algorithm 2).
+
+    Reduced LP: max sum_i theta_t[i] x_i + sum_f w[f] y_f over x in [0,1]^n,
+    y in [0,1]^F with y_f <= x_i, y_f <= x_j, x_i + x_j - 1 <= y_f; inactive
+    variables sit at 0 and inactive factors at y = 0 with zero multipliers.
+    Each iteration adds up to ``batch`` variables of largest positive
+    ``theta_t`` and factors of largest positive ``w`` (static sorted lists
+    ``var_order``, ``fac_order``; ``ptrs`` their cursors), activates factors
+    whose two variables are active, takes one projected-gradient step on every
+    active x_i and y_f, and one multiplier step.
+
+    sums[0] = sum of max(0, w) over inactive factors, sums[1] = sum of
+    max(0, theta_t) over inactive variables (both used by the certificate).
+    Returns the certified bound (reduced units, without the constant).
+    """
+    n_vars = theta_t.shape[0]
+    n_f = w.shape[0]
+    wpos = np.maximum(w, 0.0)
+    tpos = np.maximum(theta_t, 0.0)
+    n_act_v = counts[0]
+    n_act_f = counts[1]
+    ub = np.inf
+    for it in range(n_iter):
+        # (10) + step 2: new variables, and the factors they close
+        for b in range(batch):
+            while ptrs[0] < n_vars and xact[var_order[ptrs[0]]]:
+                ptrs[0] += 1
+            if ptrs[0] >= n_vars or theta_t[var_order[ptrs[0]]] <= 0.0:
+                break
+            v = var_order[ptrs[0]]
+            xact[v] = 1
+            act_v[n_act_v] = v
+            n_act_v += 1
+            sums[1] -= tpos[v]
+            for q in range(var_ptr[v], var_ptr[v + 1]):
+                f = var_factors[q]
+                if not fa[f]:
+                    o = fvar[f, 0] if fvar[f, 0] != v else fvar[f, 1]
+                    if xact[o]:
+                        n_act_f, n_act_v = _binary_activate_factor(
+                            f, fa, fvar, xact, var_ptr, var_factors, act_f, n_act_f, act_v,
+                            n_act_v, wpos, tpos, sums)
+        # (11): factors of largest positive w
+        for b in range(batch):
+            while ptrs[1] < n_f and fa[fac_order[ptrs[1]]]:
+                ptrs[1] += 1
+            if ptrs[1] >= n_f or w[fac_order[ptrs[1]]] <= 0.0:
+                break
+            n_act_f, n_act_v = _binary_activate_factor(
+                fac_order[ptrs[1]], fa, fvar, xact, var_ptr, var_factors, act_f, n_act_f,
+                act_v, n_act_v, wpos, tpos, sums)
+        # step 3: x on active variables
+        for r in range(n_act_v):
+            v = act_v[r]
+            g = -theta_t[v]
+            deg = 0
+            for q in range(var_ptr[v], var_ptr[v + 1]):
+                f = var_factors[q]
+                if not fa[f]:
+                    continue
+                deg += 1
+                side = 0 if fvar[f, 0] == v else 1
+                i = fvar[f, 0]
+                j = fvar[f, 1]
+                l_side = mu[f, side] + rho * (y[f] - x[v])
+                l3 = mu[f, 2] + rho * (x[i] + x[j] - 1.0 - y[f])
+                if l_side > 0:
+                    g -= l_side
+                if l3 > 0:
+                    g += l3
+            qv = rho * max(1.0, 2.0 * deg)
+            nv = x[v] - g / qv
+            x[v] = 0.0 if nv < 0.0 else (1.0 if nv > 1.0 else nv)
+        # step 5: y on active factors
+        for r in range(n_act_f):
+            f = act_f[r]
+            i = fvar[f, 0]
+            j = fvar[f, 1]
+            g = -w[f]
+            l1 = mu[f, 0] + rho * (y[f] - x[i])
+            l2 = mu[f, 1] + rho * (y[f] - x[j])
+            l3 = mu[f, 2] + rho * (x[i] + x[j] - 1.0 - y[f])
+            if l1 > 0:
+                g += l1
+            if l2 > 0:
+                g += l2
+            if l3 > 0:
+                g -= l3
+            nv = y[f] - g / (3.0 * rho)
+            y[f] = 0.0 if nv < 0.0 else (1.0 if nv > 1.0 else nv)
+        # step 6: multipliers
+        infeas = 0.0
+        for r in range(n_act_f):
+            f = act_f[r]
+            i = fvar[f, 0]
+            j = fvar[f, 1]
+            g1 = y[f] - x[i]
+            g2 = y[f] - x[j]
+            g3 = x[i] + x[j] - 1.0 - y[f]
+            for c, gc in ((0, g1), (1, g2), (2, g3)):
+                nm = mu[f, c] + eta * gc
+                mu[f, c] = nm if nm > 0.0 else 0.0
+                if gc > 0:
+                    infeas += gc * gc
+        # certificate: Lagrangian with y, x in [0, 1]
+        bound = sums[0] + sums[1]
+        for r in range(n_act_f):
+            f = act_f[r]
+            bound += mu[f, 2]
+            cf = w[f] - mu[f, 0] - mu[f, 1] + mu[f, 2]
+            if cf > 0:
+                bound += cf
+        for r in range(n_act_v):
+            v = act_v[r]
+            cv = theta_t[v]
+            for q in range(var_ptr[v], var_ptr[v + 1]):
+                f = var_factors[q]
+                if fa[f]:
+                    side = 0 if fvar[f, 0] == v else 1
+                    cv += mu[f, side] - mu[f, 2]
+            if cv > 0:
+                bound += cv
+        if bound < ub:
+            ub = bound
+        out_stats[0] = infeas
+    counts[0] = n_act_v
+    counts[1] = n_act_f
+    return ub
