@@ -107,11 +107,15 @@ def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, n
         best, ystar = inner_product_fmo_sampled(W, indices, data, start, end, np.empty(0, np.int64),
                                                 nu, part, slab[j], add_val, n, 1.0, gt, gt, iws)
         stats[0] += (part + 1) * K // nu - part * K // nu
+    scores = iws[0]
     for s in range(n):
         lab = slab[j, s]
-        sc = 0.0
-        for p in range(start, end):
-            sc += data[p] * W[indices[p], lab]
+        if nu == 1:
+            sc = scores[lab]  # the exact oracle left all raw scores here
+        else:
+            sc = 0.0
+            for p in range(start, end):
+                sc += data[p] * W[indices[p], lab]
         g[s] = sc + (1.0 if lab != gt else 0.0) + add_val[s]
     if ystar >= 0 and _find(slab[j], n, ystar) < 0:
         if best > _threshold(g, alpha[j], n, C):
@@ -119,9 +123,12 @@ def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, n
             if s < 0:
                 stats[1] += 1
             else:
-                sc = 0.0
-                for p in range(start, end):
-                    sc += data[p] * W[indices[p], ystar]
+                if nu == 1:
+                    sc = scores[ystar]
+                else:
+                    sc = 0.0
+                    for p in range(start, end):
+                        sc += data[p] * W[indices[p], ystar]
                 g[s] = sc + 1.0
                 n = ns[j]
     Q = xnorm2[j] + rho * ((1.0 if hl else 0.0) + (1.0 if hr else 0.0))
