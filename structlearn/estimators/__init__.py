@@ -2,6 +2,6 @@
 
 from .crf import GraphCRF, SequenceCRF
 from .perceptron import SequencePerceptron
-from .ssvm import SequenceSSVM
+from .ssvm import MultiLabelSSVM, SequenceSSVM
 
-__all__ = ["GraphCRF", "SequenceCRF", "SequencePerceptron", "SequenceSSVM"]
+__all__ = ["GraphCRF", "MultiLabelSSVM", "SequenceCRF", "SequencePerceptron", "SequenceSSVM"]
