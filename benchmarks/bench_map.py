@@ -1,0 +1,219 @@
+"""Loopy MAP back-ends side by side on the shared UAI files and synthetic instances.
+
+Every (method, instance) pair runs in its own subprocess (so peak memory is
+that run's own): the worker loads the instance, compiles the method on a tiny
+graph, resets the resident-set high-water mark, then solves with a time
+limit.  Reported per pair: the best score, the certified upper bound, the
+final relative gap, iterations, the time at which the run first reached the
+best-known score of the instance (the best of the reference ``.MAP`` labeling
+and of every run here; ``-`` = never), and the peak resident memory growth
+during the solve.  A summary prints GDMM's time and memory ratios against
+``ad3`` and ``scm``.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_map.py                  # ~6 minutes
+    .venv/bin/python benchmarks/bench_map.py --time-limit 60 --instances all
+    .venv/bin/python benchmarks/bench_map.py --instances matching_k1000,Grids_18 \\
+        --methods gdmm,ad3
+"""
+
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+UAI_DIR = os.path.join(ROOT, "..", "shared", "data", "uai")
+METHODS = ["gdmm", "gdmm_binary", "ad3", "psdd", "fista", "scm", "trn"]
+SYNTHETIC = ["potts_grid_k21", "complete_k400", "matching_k1000"]
+
+
+# ------------------------------------------------------------------ instances
+def synthetic(name):
+    from structlearn.graphs import complete_graph, graph_from_edges, grid_graph
+
+    rng = np.random.default_rng(0)
+    if name == "potts_grid_k21":
+        # 20 x 20 grid, 21 labels, Potts smoothing (like Segmentation)
+        unary = rng.normal(size=(20, 20, 21))
+        return grid_graph(unary, 1.5 * np.eye(21)), None
+    if name == "complete_k400":
+        # 40 variables, K = 400, every pair connected (like ProteinFolding);
+        # 12 distinct random tables shared round-robin keep the file small
+        n, k = 40, 400
+        pool = rng.normal(size=(12, k, k))
+        n_edges = n * (n - 1) // 2
+        pair = pool[np.arange(n_edges) % 12]
+        return complete_graph(rng.normal(size=(n, k)), pair), None
+    if name == "matching_k1000":
+        # 100 subgraph nodes matched to 1000 target nodes; one shared table
+        # 1 / (1 + distance) between target positions, like graph matching
+        n, k, n_edges = 100, 1000, 300
+        pos = rng.normal(size=(k, 2))
+        dist = np.sqrt(((pos[:, None, :] - pos[None, :, :]) ** 2).sum(-1))
+        table = 3.0 / (1.0 + 4.0 * dist)
+        edges = set()
+        while len(edges) < n_edges:
+            a, b = sorted(rng.choice(n, size=2, replace=False).tolist())
+            edges.add((a, b))
+        unary = rng.normal(size=(n, k))
+        return graph_from_edges(unary, np.array(sorted(edges)), table), None
+    raise ValueError(f"unknown synthetic instance {name!r}")
+
+
+def load(name):
+    from structlearn.graphs import read_uai, read_uai_solution
+
+    if name in SYNTHETIC:
+        return synthetic(name)
+    path = os.path.join(UAI_DIR, name + ".uai")
+    g = read_uai(path)
+    ref = None
+    if os.path.exists(path + ".MAP"):
+        ref = float(g.score(read_uai_solution(path + ".MAP")))
+    return g, ref
+
+
+# ---------------------------------------------------------------------- worker
+def _rss_peak_kb():
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def _rss_now_kb():
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def worker(method, name, time_limit):
+    from structlearn.graphs import FactorGraph
+    from structlearn.inference import solve_map
+
+    g, ref = load(name)
+    if method == "gdmm_binary" and (np.any(g.n_states != 2) or np.any(g.factor_orders != 2)):
+        print(json.dumps({"skip": "needs binary pairwise"}))
+        return
+    tiny = FactorGraph([2, 2, 2], scopes=[(0, 1), (1, 2), (0, 2)],
+                       tables=[np.eye(2), np.eye(2), np.eye(2)])
+    solve_map(tiny, method, max_iter=3)  # compile / load the numba cache
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")  # reset the high-water mark
+    except OSError:
+        pass
+    base = _rss_now_kb()
+    t0 = time.perf_counter()
+    r = solve_map(g, method, max_iter=10**9, time_limit=time_limit)
+    wall = time.perf_counter() - t0
+    peak = _rss_peak_kb()
+    traj = []
+    last = -np.inf
+    for h in r.history:
+        if h["score"] > last:
+            last = h["score"]
+            traj.append((h["time"], h["score"]))
+    print(json.dumps({
+        "score": r.score, "upper_bound": r.upper_bound, "gap": r.relative_gap(),
+        "n_iter": r.n_iter, "status": r.status, "time": wall, "traj": traj,
+        "mem_mb": max(0, peak - base) / 1024.0, "ref": ref,
+    }))
+
+
+# ---------------------------------------------------------------------- driver
+def run_pair(method, name, time_limit):
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", method, name,
+           str(time_limit)]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
+                         timeout=time_limit * 4 + 120)
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+    if out.returncode != 0 or not lines:
+        return {"error": (out.stderr.strip().splitlines() or ["?"])[-1][:80]}
+    return json.loads(lines[-1])
+
+
+def fmt(x, nd=2):
+    if x is None:
+        return "-"
+    if isinstance(x, float) and not np.isfinite(x):
+        return str(x)
+    return f"{x:.{nd}f}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--time-limit", type=float, default=3.0, help="seconds per run")
+    ap.add_argument("--instances", default="all",
+                    help="comma-separated names (UAI stems or " + ", ".join(SYNTHETIC) + ")")
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        worker(args.worker[0], args.worker[1], float(args.worker[2]))
+        return
+    if args.instances == "all":
+        names = sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(UAI_DIR, "*.uai")))
+        names += SYNTHETIC
+    else:
+        names = args.instances.split(",")
+    methods = args.methods.split(",")
+    print(f"time limit {args.time_limit:g} s per run; peak memory = growth of the resident "
+          "set during the solve")
+    summary = {}
+    for name in names:
+        res = {m: run_pair(m, name, args.time_limit) for m in methods}
+        ok = {m: r for m, r in res.items() if "score" in r}
+        refs = [r["ref"] for r in ok.values() if r.get("ref") is not None]
+        best = max([r["score"] for r in ok.values()] + refs) if ok else None
+        print(f"\n## {name}   best known {fmt(best, 4)}"
+              + (f"   (reference .MAP {fmt(refs[0], 4)})" if refs else ""))
+        print(f"{'method':<12}{'score':>14}{'bound':>14}{'rel.gap':>10}{'iters':>8}"
+              f"{'t_best(s)':>11}{'mem(MB)':>9}  status")
+        for m in methods:
+            r = res[m]
+            if "score" not in r:
+                print(f"{m:<12}  {r.get('skip') or r.get('error')}")
+                continue
+            tb = next((t for t, s in r["traj"] if best is not None
+                       and s >= best - 1e-6 * max(1.0, abs(best))), None)
+            r["t_best"] = tb
+            print(f"{m:<12}{fmt(r['score'], 4):>14}{fmt(r['upper_bound'], 4):>14}"
+                  f"{fmt(r['gap'], 4):>10}{r['n_iter']:>8}{fmt(tb, 3):>11}"
+                  f"{fmt(r['mem_mb'], 1):>9}  {r['status']}")
+        summary[name] = res
+    print("\n## GDMM against ad3 and scm (time to best known; peak memory)")
+    for name, res in summary.items():
+        g = res.get("gdmm", {})
+        if "score" not in g:
+            continue
+        parts = []
+        for other in ("ad3", "scm"):
+            o = res.get(other, {})
+            if "score" not in o:
+                continue
+            tg, to = g.get("t_best"), o.get("t_best")
+            if tg is not None and to is not None:
+                tr = f"{to / max(tg, 1e-6):.1f}x faster"
+            elif tg is not None:
+                tr = f"{other} never reached it"
+            else:
+                tr = "gdmm did not reach it"
+            mr = f"{o['mem_mb'] / max(g['mem_mb'], 0.1):.1f}x"
+            parts.append(f"vs {other}: {tr}, memory ratio {mr}")
+        print(f"{name:<22}" + "; ".join(parts))
+
+
+if __name__ == "__main__":
+    main()
