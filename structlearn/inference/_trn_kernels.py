@@ -19,6 +19,27 @@ import numpy as np
 from ._lp_kernels import _factor_offset_sum
 
 
+@nb.njit(cache=True, inline="always")
+def _advance(prob, delta, f, s, lab, cur):
+    """Step the C-order label counter of factor f; returns the updated
+    sum of delta over its labels (incremental on the last variable)."""
+    n_states, _, _, scope_indptr, scope_vars, _, _, _, edge_offsets = prob
+    last = scope_indptr[f] + s - 1
+    old = lab[s - 1]
+    if old + 1 < n_states[scope_vars[last]]:
+        lab[s - 1] = old + 1
+        o = edge_offsets[last]
+        return cur + delta[o + old + 1] - delta[o + old]
+    k = s - 1
+    while k >= 0:
+        if lab[k] + 1 < n_states[scope_vars[scope_indptr[f] + k]]:
+            lab[k] += 1
+            break
+        lab[k] = 0
+        k -= 1
+    return _factor_offset_sum(prob, delta, f, lab)
+
+
 @nb.njit(cache=True)
 def hess_vec(prob, delta, tau, zf, mu_node, fac_marg, v, out, lab, wnode):
     """out = H v (component 1 + component 2).
@@ -53,14 +74,7 @@ def hess_vec(prob, delta, tau, zf, mu_node, fac_marg, v, out, lab, wnode):
                 c = mu * w
                 for k in range(s):
                     out[edge_offsets[p0 + k] + lab[k]] += c
-            k = s - 1
-            while k >= 0:
-                if lab[k] + 1 < n_states[scope_vars[p0 + k]]:
-                    lab[k] += 1
-                    break
-                lab[k] = 0
-                k -= 1
-            cur = _factor_offset_sum(prob, delta, f, lab)
+            cur = _advance(prob, delta, f, s, lab, cur)
         for k in range(s):
             o = edge_offsets[p0 + k]
             for x in range(edge_offsets[p0 + k + 1] - o):
@@ -133,14 +147,7 @@ def build_preconditioner(prob, delta, tau, zf, mu_node, fac_marg, lam, blk_offse
                     for l in range(s):
                         b = edge_offsets[p0 + l] - o0 + lab[l]
                         B[a, b] += mu
-            k = s - 1
-            while k >= 0:
-                if lab[k] + 1 < n_states[scope_vars[p0 + k]]:
-                    lab[k] += 1
-                    break
-                lab[k] = 0
-                k -= 1
-            cur = _factor_offset_sum(prob, delta, f, lab)
+            cur = _advance(prob, delta, f, s, lab, cur)
         for a in range(m):
             for b in range(m):
                 B[a, b] = tau * (B[a, b] - fac_marg[o0 + a] * fac_marg[o0 + b])

@@ -37,7 +37,13 @@ def psdd_map(graph, **params):
     step : float, default=1.0
         Step scale, in units of the largest absolute score.
     local_search : bool, default=True
-        Improve each decoded labeling by iterated conditional modes.
+        Improve each decoded labeling by iterated conditional modes and exact
+        moves over random induced forests (pairwise factors, moderate domains).
+    polish : float, default=1.0
+        Iterated local search on the best labeling (perturb a random ball of
+        variables, improve, keep if not worse), allowed up to this multiple
+        of the solver's own running time; 0 turns it off.  Only runs while
+        the certified gap is open.
     verbose : int, default=0
 
     Returns

@@ -38,7 +38,7 @@ from .registry import register_method
 
 __all__ = ["gdmm_map"]
 
-DEFAULTS = dict(COMMON_DEFAULTS, rho=0.01, eta=None, max_active=64)
+DEFAULTS = dict(COMMON_DEFAULTS, rho=0.03, eta=None, max_active=64)
 
 
 def _pair_orders(graph, prob):
@@ -97,7 +97,7 @@ def gdmm_map(graph, **params):
     stall_iter : int, default=0
         Stop after this many iterations without a better bound or labeling
         (0 = never).
-    rho : float, default=0.01
+    rho : float, default=0.03
         Augmented-Lagrangian weight, in units of the largest absolute score.
         (rho = 1 is the authors' default and is much slower to converge.)
     eta : float or None, default=None
