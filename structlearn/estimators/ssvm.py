@@ -17,7 +17,7 @@ from ._validation import (
     encode_sequence_labels,
 )
 
-__all__ = ["SequenceSSVM"]
+__all__ = ["SequenceSSVM", "MultiLabelSSVM"]
 
 logger = logging.getLogger(__name__)
 
@@ -296,3 +296,210 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
             res = solve_map(chain_graph(unary[a:b], self.transition_), method=self.inference)
             out[a:b] = res.labels
         return out
+
+
+def _edge_mask(pairwise, L):
+    """Upper-triangular uint8 (L, L) mask of the interaction edges."""
+    E = np.zeros((L, L), dtype=np.uint8)
+    if isinstance(pairwise, str):
+        if pairwise == "full":
+            E[np.triu_indices(L, 1)] = 1
+        elif pairwise != "none":
+            raise ValueError(
+                f"pairwise must be 'full', 'none' or an (n_edges, 2) array of label pairs; "
+                f"got {pairwise!r}"
+            )
+        return E
+    try:
+        edges = np.asarray(pairwise)
+    except Exception:
+        edges = None
+    if edges is None or edges.dtype.kind not in "iu" or edges.ndim != 2 or edges.shape[1] != 2:
+        raise ValueError(
+            "pairwise must be 'full', 'none' or an integer array of shape (n_edges, 2)"
+        )
+    if edges.size and (edges.min() < 0 or edges.max() >= L):
+        raise ValueError(f"pairwise edges must hold label indices in [0, {L})")
+    if np.any(edges[:, 0] == edges[:, 1]):
+        raise ValueError("pairwise edges must join two different labels")
+    a = np.minimum(edges[:, 0], edges[:, 1])
+    b = np.maximum(edges[:, 0], edges[:, 1])
+    E[a, b] = 1
+    return E
+
+
+class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
+    """Multilabel structural SVM with pairwise label interactions and Hamming loss.
+
+    A labeling ``y`` in ``{0, 1}^L`` of a sample ``x`` scores
+    ``sum_l y_l coef_[l] @ x + sum_{a < b} y_a y_b pairwise_coef_[a, b]``
+    (interactions only on the chosen label pairs). Training minimizes
+    ``1/2 (||coef_||^2 + ||pairwise_coef_||^2) + C sum_i max_y [score_i(y) -
+    score_i(y_i) + Hamming(y, y_i)]`` by block-coordinate Frank-Wolfe
+    (``"bcfw"``) or stochastic subgradient (``"ssg"``), both with an exact
+    structured oracle: all ``2^L`` labelings are enumerated (Gray code), so
+    interactions need ``L <= 24``; with ``pairwise="none"`` the model
+    decomposes per label and any ``L`` works.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+    pairwise : {"full", "none"} or array-like of shape (n_edges, 2), default="full"
+        Label pairs with an interaction weight.
+    solver : {"bcfw", "ssg"}, default="bcfw"
+        ``"gdmm"`` (block-greedy coordinate descent with the joint
+        binary-interaction oracle) is not available for this estimator yet.
+    rho, eta, oracle, n_partitions :
+        GDMM parameters, accepted for interface symmetry with
+        :class:`SequenceSSVM` and validated, unused by bcfw/ssg.
+    max_iter : int, default=100
+    tol : float, default=1e-3
+        Relative duality gap (bcfw) or relative primal change per pass (ssg).
+    inference : str, default="auto"
+        Prediction back-end: ``"auto"``/``"exact"`` enumerate labelings
+        (``L <= 24`` or no interactions); any other name of
+        :func:`structlearn.inference.available_methods` solves one complete
+        graph per sample.
+    random_state, verbose, warm_start, callback :
+        As in :class:`SequenceSSVM`.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_labels, n_features)
+    pairwise_coef_ : ndarray of shape (n_labels, n_labels)
+        Symmetric; zero off the interaction edges and on the diagonal.
+    classes_ : ndarray of shape (n_labels,)
+        ``arange(n_labels)`` (column indices of ``Y``).
+    n_features_in_, n_iter_, history_, converged_ :
+        As in :class:`SequenceSSVM`.
+    """
+
+    def __init__(self, C=1.0, *, pairwise="full", solver="bcfw", rho=1.0, eta=1.0, max_iter=100,
+                 tol=1e-3, oracle="sublinear", n_partitions=1, inference="auto",
+                 random_state=None, verbose=0, warm_start=False, callback=None):
+        self.C = C
+        self.pairwise = pairwise
+        self.solver = solver
+        self.rho = rho
+        self.eta = eta
+        self.max_iter = max_iter
+        self.tol = tol
+        self.oracle = oracle
+        self.n_partitions = n_partitions
+        self.inference = inference
+        self.random_state = random_state
+        self.verbose = verbose
+        self.warm_start = warm_start
+        self.callback = callback
+
+    def _check_inference(self):
+        if self.inference in ("auto", "exact"):
+            return
+        from ..inference import available_methods
+
+        if not isinstance(self.inference, str) or self.inference not in available_methods():
+            raise ValueError(
+                f"inference must be 'auto', 'exact' or one of {sorted(available_methods())}; "
+                f"got {self.inference!r}"
+            )
+
+    def fit(self, X, Y):
+        """Train on ``X`` (n_samples, n_features) and a 0/1 matrix ``Y`` (n_samples, n_labels).
+
+        Returns
+        -------
+        self : MultiLabelSSVM
+        """
+        from ..learners.multilabel import MAX_ENUM_LABELS, MultilabelProblem, fit_multilabel
+        from ._validation import check_multilabel
+
+        C, rho, eta, tol, max_iter, nu, solver, oracle = self._check_common_params()
+        if solver == "gdmm":
+            raise ValueError(
+                "solver='gdmm' is not available for MultiLabelSSVM yet; use 'bcfw' or 'ssg'"
+            )
+        self._check_inference()
+        X, Y = check_multilabel(X, Y)
+        n, L = Y.shape
+        E = _edge_mask(self.pairwise, L)
+        if E.any() and L > MAX_ENUM_LABELS:
+            raise ValueError(
+                f"pairwise interactions with {L} labels need an exact oracle over 2^{L} "
+                f"labelings; at most {MAX_ENUM_LABELS} labels are supported (use pairwise='none')"
+            )
+        data, indices, indptr = csr_arrays(X)
+        d = X.shape[1]
+        _check_sparse_indices(indices, indptr, d)
+        _check_weight_size(d, L)
+        rng = check_random_state(self.random_state)
+        problem = MultilabelProblem(data, indices, indptr, Y, E, d)
+        state = getattr(self, "_solver_state", None) if self.warm_start else None
+        if state is not None and (state.solver != solver or state.signature != problem.signature()):
+            state = None
+        prev_history = list(self.history_) if state is not None else []
+        W, P, history, state, converged = fit_multilabel(
+            problem, solver=solver, C=C, max_iter=max_iter, tol=tol, rng=rng, state=state,
+            verbose=self.verbose, callback=self.callback, logger=logger)
+        Pu = np.triu(P, 1) * E
+        self.coef_ = np.ascontiguousarray(W.T)
+        self.pairwise_coef_ = Pu + Pu.T
+        self.classes_ = np.arange(L)
+        self.n_features_in_ = d
+        self.history_ = prev_history + history
+        self.n_iter_ = len(self.history_)
+        self.converged_ = bool(converged)
+        self._edges = E
+        self._solver_state = state if self.warm_start else None
+        return self
+
+    def decision_function(self, X):
+        """Unary label scores ``X @ coef_.T``, shape (n_samples, n_labels)."""
+        from ._validation import check_multilabel
+
+        check_is_fitted(self, ("coef_", "pairwise_coef_"))
+        X, _ = check_multilabel(X, n_features=self.n_features_in_)
+        return np.asarray(X @ self.coef_.T)
+
+    def predict(self, X):
+        """Highest-scoring labeling of each sample, int64 (n_samples, n_labels) of 0/1."""
+        from ..learners._multilabel_kernels import predict_labelings
+        from ..learners.multilabel import MAX_ENUM_LABELS
+        from ._validation import check_multilabel
+
+        check_is_fitted(self, ("coef_", "pairwise_coef_"))
+        X, _ = check_multilabel(X, n_features=self.n_features_in_)
+        L = self.coef_.shape[0]
+        E = self._edges
+        n_edges = int(E.sum())
+        out = np.zeros((X.shape[0], L), dtype=np.int64)
+        method = self.inference
+        if method == "auto" and n_edges and L > MAX_ENUM_LABELS:
+            method = "trn"
+        if method in ("auto", "exact"):
+            if n_edges and L > MAX_ENUM_LABELS:
+                raise ValueError(f"exact inference supports at most {MAX_ENUM_LABELS} labels")
+            data, indices, indptr = csr_arrays(X)
+            W = np.ascontiguousarray(self.coef_.T)
+            predict_labelings(W, np.triu(self.pairwise_coef_, 1), E, n_edges, data, indices,
+                              indptr, out)
+            return out
+        from ..graphs import graph_from_edges
+        from ..inference import solve_map
+
+        a, b = np.nonzero(E)
+        edges = np.stack([a, b], axis=1)
+        tables = np.zeros((edges.shape[0], 2, 2))
+        tables[:, 1, 1] = self.pairwise_coef_[a, b]
+        S = self.decision_function(X)
+        for i in range(S.shape[0]):
+            unary = np.stack([np.zeros(L), S[i]], axis=1)
+            out[i] = solve_map(graph_from_edges(unary, edges, tables), method=method).labels
+        return out
+
+    def score(self, X, Y):
+        """Hamming accuracy: fraction of (sample, label) entries predicted right."""
+        from ._validation import check_multilabel
+
+        check_is_fitted(self, ("coef_", "pairwise_coef_"))
+        _, Y = check_multilabel(X, Y, n_features=self.n_features_in_)
+        return float(np.mean(self.predict(X) == Y))
