@@ -290,3 +290,75 @@ def block_learning_step(block_nodes, block_edges, max_sweeps, tol, X, W, pool, t
             for b in range(K):
                 exp_edge[t, a, b] += tab[a, b] - tau_edge[e, a, b]
                 tau_edge[e, a, b] = tab[a, b]
+
+
+@nb.njit(cache=True)
+def bp_learning_pass(order, node_ptr, block_nodes, edge_ptr, block_edges, max_sweeps, tol, X, W,
+                     pool, table_id, theta_node, edges, adj_ptr, adj_edge, adj_side, rho_node,
+                     rho_edge, nu, logtau, tau_node, tau_edge, exp_node, exp_edge, emp_node,
+                     emp_edge, n_samples, alpha, lr, out):
+    """One pass of BP learning: for each block in ``order``, a block step then a gradient step.
+
+    The gradient after a block step is ``(exp - emp) / n_samples + alpha * w``
+    (expected minus observed features, eq. 16, plus the L2 term); the weights
+    ``W`` and ``pool`` move by ``-lr`` times it.
+
+    Parameters
+    ----------
+    order : int64 (n_visits,)
+        Blocks to visit, in order.
+    node_ptr, block_nodes, edge_ptr, block_edges : int64
+        Block ``b`` owns nodes ``block_nodes[node_ptr[b]:node_ptr[b+1]]`` and
+        the edges ``block_edges[edge_ptr[b]:edge_ptr[b+1]]`` touching them.
+    emp_node : float64 (K, d), emp_edge : float64 (T, K, K)
+        Observed feature sums.
+    out : float64 (4,)
+        Receives (BP sweeps in the pass, max-norm of the last gradient,
+        2-norm of the last step, 1.0 if a gradient was not finite else 0.0).
+    Other parameters as in :func:`block_learning_step`.
+    """
+    K, d = W.shape
+    T = pool.shape[0]
+    info = np.zeros(2)
+    sweeps = 0.0
+    gmax = 0.0
+    step_sq = 0.0
+    bad = 0.0
+    inv_n = 1.0 / n_samples
+    for i in range(order.shape[0]):
+        b = order[i]
+        block_learning_step(block_nodes[node_ptr[b]:node_ptr[b + 1]],
+                            block_edges[edge_ptr[b]:edge_ptr[b + 1]], max_sweeps, tol, X, W,
+                            pool, table_id, theta_node, edges, adj_ptr, adj_edge, adj_side,
+                            rho_node, rho_edge, nu, logtau, tau_node, tau_edge, exp_node,
+                            exp_edge, info)
+        sweeps += info[0]
+        gmax = 0.0
+        step_sq = 0.0
+        for a in range(K):
+            for j in range(d):
+                g = (exp_node[a, j] - emp_node[a, j]) * inv_n + alpha * W[a, j]
+                ag = abs(g)
+                if ag > gmax:
+                    gmax = ag
+                if not np.isfinite(g):
+                    bad = 1.0
+                W[a, j] -= lr * g
+                step_sq += g * g
+        for t in range(T):
+            for a in range(K):
+                for c in range(K):
+                    g = (exp_edge[t, a, c] - emp_edge[t, a, c]) * inv_n + alpha * pool[t, a, c]
+                    ag = abs(g)
+                    if ag > gmax:
+                        gmax = ag
+                    if not np.isfinite(g):
+                        bad = 1.0
+                    pool[t, a, c] -= lr * g
+                    step_sq += g * g
+        if bad != 0.0:
+            break
+    out[0] = sweeps
+    out[1] = gmax
+    out[2] = lr * np.sqrt(step_sq)
+    out[3] = bad

@@ -1,0 +1,300 @@
+"""CRF benchmarks: convex-BP learning (BBPL / inner-dual / full BP) and chain CRFs vs CRFsuite.
+
+Part 1 -- synthetic study of Lu, Liu & Huang (block BP learning): grids and
+Barabasi-Albert graphs, 8 states, Gaussian unary features (d = 20), pairwise
+features = one of 10 bins per edge (one-hot, pairwise dimension 10), a
+random Gaussian true model, 20 label samples drawn by Gibbs sampling. The
+20 samples share the graph and the features, so the learning objective is
+``B(theta) - <theta, mean features>`` (eq. 6) and one inference serves them
+all. All three learners use the same fixed step and counting numbers. We
+report the time each needs to get within 1e-3 (relative) of the optimal
+objective (``f* `` from a long full-BP run), the speed-up of BBPL, and the
+sensitivity to the number of blocks.
+
+Part 2 -- chain CRFs against sklearn-crfsuite: Portuguese UPOS tagging
+(``../shared/data/porttinari_pos.conllu.gz``, sklearn-crfsuite tutorial
+features for both, L-BFGS, c2 = 1 <=> alpha = 2 / n_train_sentences), and
+the OCR-letters anchor (demo protocol: train on fold 1, pixels + bias).
+
+Run: ``.venv/bin/python benchmarks/bench_crf.py`` (grids 30x30 and 50x50,
+BA 1000 nodes, both sequence tasks); ``--grids 200`` for the 200x200 grid
+(long), ``--part synthetic`` / ``--part tagging`` for one part.
+"""
+
+import argparse
+import pathlib
+import time
+
+import numpy as np
+
+from structlearn.graphs import grid_edges
+from structlearn.inference.convex_bp import incidence_lists, trw_counting_numbers
+from structlearn.learners.convex_bp_learning import (
+    crf_objective,
+    fit_convex_bp_crf,
+    grid_block_labels,
+    index_block_labels,
+)
+
+K_STATES = 8
+D_UNARY = 20
+N_BINS = 10
+N_DRAWS = 20
+ALPHA = 1e-2
+REL_GAP = 1e-3
+SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+# ---------------------------------------------------------------- synthetic
+def ba_edges(n, m, rng):
+    """Barabasi-Albert graph: every new node links to m earlier nodes, by degree."""
+    targets = list(range(m))
+    repeated = []
+    edges = []
+    for v in range(m, n):
+        for t in set(targets):
+            edges.append((t, v))
+        repeated.extend(targets)
+        repeated.extend([v] * m)
+        chosen = set()
+        while len(chosen) < m:
+            chosen.add(repeated[rng.randint(len(repeated))])
+        targets = list(chosen)
+    return np.array(edges, dtype=np.int64)
+
+
+def greedy_colors(n, edges):
+    adj = [[] for _ in range(n)]
+    for u, v in edges:
+        adj[u].append(v)
+        adj[v].append(u)
+    color = np.full(n, -1)
+    for u in range(n):
+        used = {color[v] for v in adj[u]}
+        c = 0
+        while c in used:
+            c += 1
+        color[u] = c
+    return color
+
+
+def gibbs_samples(X, edges, bins, W, V, n_draws, rng, burn=30, thin=3):
+    """Label draws by Gibbs sampling, sweeping colour classes at once."""
+    n = X.shape[0]
+    unary = X @ W.T
+    color = greedy_colors(n, edges)
+    ap, ae, aside = incidence_lists(n, edges)
+    own = np.repeat(np.arange(n), np.diff(ap))
+    other = edges[ae, 1 - aside]
+    b = bins[ae]
+    y = rng.randint(0, K_STATES, n)
+    out = []
+    classes = [np.flatnonzero(color == c) for c in range(color.max() + 1)]
+    for sweep in range(burn + n_draws * thin):
+        for nodes in classes:
+            # field[u, a] = unary + sum over incident edges of V[bin, a, y_other] (oriented)
+            fld = unary.copy()
+            pv = np.where(aside[:, None] == 0, V[b, :, y[other]], V[b, y[other], :])
+            np.add.at(fld, own, pv)
+            f = fld[nodes]
+            p = np.exp(f - f.max(1, keepdims=True))
+            p /= p.sum(1, keepdims=True)
+            u = rng.random_sample(len(nodes))[:, None]
+            y[nodes] = np.minimum((p.cumsum(1) < u).sum(1), K_STATES - 1)
+        if sweep >= burn and (sweep - burn) % thin == thin - 1:
+            out.append(y.copy())
+    return np.stack(out, axis=1)
+
+
+def make_problem(kind, size, seed):
+    rng = np.random.RandomState(seed)
+    if kind == "grid":
+        edges = grid_edges(size, size)
+        n = size * size
+    else:
+        n = size
+        edges = ba_edges(n, 2, rng)
+    X = rng.randn(n, D_UNARY)
+    bins = rng.randint(0, N_BINS, len(edges)).astype(np.int64)
+    W = rng.randn(K_STATES, D_UNARY) * 0.3
+    V = rng.randn(N_BINS, K_STATES, K_STATES) * 0.3
+    Y = gibbs_samples(X, edges, bins, W, V, N_DRAWS, rng)
+    return X, Y, edges, bins, n
+
+
+def time_to_gap(snaps, evaluate, f_star):
+    """First snapshot time whose objective is within REL_GAP of f_star (binary search)."""
+    lo, hi = 0, len(snaps) - 1
+    if evaluate(snaps[hi]) - f_star > REL_GAP * abs(f_star):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if evaluate(snaps[mid]) - f_star <= REL_GAP * abs(f_star):
+            hi = mid
+        else:
+            lo = mid + 1
+    return snaps[lo][0]
+
+
+def run_synthetic(kind, size, block_options, max_time, seed=0):
+    X, Y, edges, bins, n = make_problem(kind, size, seed)
+    rn, re = trw_counting_numbers(n, edges, random_state=seed)
+    sp = np.array([0, n])
+    common = dict(n_states=K_STATES, n_bins=N_BINS, sample_ptr=sp, alpha=ALPHA,
+                  rho_node=rn, rho_edge=re, random_state=seed, inner_tol=1e-5,
+                  tol=1e-9, max_iter=10**7, max_time=max_time)  # fmt: skip
+    cache = {}
+
+    def evaluate(snap):
+        key = snap[0]
+        if key not in cache:
+            cache[key] = crf_objective(snap[1], snap[2], X, Y, edges, bins, sp, alpha=ALPHA,
+                                       rho_node=rn, rho_edge=re, tol=1e-8)[0]  # fmt: skip
+        return cache[key]
+
+    def run(method, **extra):
+        snaps = []
+        t0 = [time.perf_counter()]
+
+        def cb(it, W, V):
+            now = time.perf_counter() - t0[0]
+            # keep one snapshot per 1% of a second-scale grid (bounded memory)
+            if not snaps or now - snaps[-1][0] >= max(0.01, 0.005 * now):
+                snaps.append((now, W.copy(), V.copy()))
+            return False
+
+        t0[0] = time.perf_counter()
+        res = fit_convex_bp_crf(X, Y, edges, bins, method=method, callback=cb,
+                                **{**common, **extra})
+        return res, snaps
+
+    # compile before timing
+    fit_convex_bp_crf(X[:4], Y[:4], edges[:0], bins[:0], method="bbpl", max_iter=2, n_blocks=2,
+                      n_states=K_STATES, n_bins=N_BINS, sample_ptr=np.array([0, 4]))  # fmt: skip
+    ref, ref_snaps = run("full_bp", tol=1e-5)
+    f_star = min(r["objective"] for r in ref.history)
+    rows = []
+    t_full = time_to_gap(ref_snaps, evaluate, f_star)
+    # the others stop at 3x full BP's time to the target (or max_time)
+    common["max_time"] = min(max_time, 3.0 * (t_full or max_time) + 1.0)
+    rows.append(("full_bp", "-", t_full, ref.n_iter))
+    res, snaps = run("inner_dual")
+    t_inner = time_to_gap(snaps, evaluate, f_star)
+    rows.append(("inner_dual", "-", t_inner, res.n_iter))
+    for label, extra in block_options:
+        if kind == "grid" and isinstance(extra, tuple):
+            blk = dict(block_labels=grid_block_labels(size, size, *extra))
+        else:
+            blk = dict(block_labels=index_block_labels(sp, extra))
+        res, snaps = run("bbpl", **blk)
+        rows.append(("bbpl", label, time_to_gap(snaps, evaluate, f_star), res.n_iter))
+    return rows, f_star, t_full, t_inner, len(edges)
+
+
+def part_synthetic(grids, ba_sizes, max_time):
+    print("\n## Part 1: synthetic study (time to reach f* + 1e-3 |f*|)\n")
+    print("| graph | nodes | edges | method | blocks | time s | updates | vs full_bp | vs inner_dual |")
+    print("|---|---:|---:|---|---|---:|---:|---:|---:|")
+    for kind, sizes in (("grid", grids), ("ba", ba_sizes)):
+        for size in sizes:
+            if kind == "grid":
+                opts = [("2x2", (2, 2)), ("4x5", (4, 5)), ("5x5", (5, 5)), ("10x10", (10, 10))]
+                name = f"grid {size}x{size}"
+                n = size * size
+            else:
+                opts = [("5", 5), ("20", 20), ("100", 100)]
+                name = f"BA {size}"
+                n = size
+            rows, f_star, t_full, t_inner, E = run_synthetic(kind, size, opts, max_time)
+            for method, blocks, t, it in rows:
+                ts = "n/a" if t is None else f"{t:.2f}"
+                rf = f"{t_full / t:.1f}x" if t and t_full else "-"
+                ri = f"{t_inner / t:.1f}x" if t and t_inner else "-"
+                print(f"| {name} | {n} | {E} | {method} | {blocks} | {ts} | {it} | {rf} | {ri} |",
+                      flush=True)  # fmt: skip
+
+
+# ------------------------------------------------------------------ tagging
+def _timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t
+
+
+def compare_chain(name, D_tr, L_tr, D_te, L_te, c2, max_iter):
+    import sklearn_crfsuite
+
+    from structlearn.datasets import vectorize_sequences
+    from structlearn.estimators import SequenceCRF
+
+    crf = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.0, c2=c2, max_iterations=max_iter)
+    _, t_crf = _timed(lambda: crf.fit(D_tr, L_tr))
+    pred = crf.predict(D_te)
+    truth = np.concatenate([np.asarray(t) for t in L_te])
+    acc_crf = float(np.mean(np.concatenate([np.asarray(p) for p in pred]) == truth))
+    it_crf = crf.training_log_.last_iteration["num"]
+
+    (X_all, vec), t_vec = _timed(lambda: vectorize_sequences(D_tr + D_te))
+    X_tr, X_te = X_all[: len(D_tr)], X_all[len(D_tr):]
+    y_tr = [np.asarray(t) for t in L_tr]
+    SequenceCRF(max_iter=2).fit(X_tr[:3], y_tr[:3])  # compile kernels before timing
+    model = SequenceCRF(alpha=2.0 * c2 / len(D_tr), max_iter=max_iter)
+    _, t_sl = _timed(lambda: model.fit(X_tr, y_tr))
+    acc_sl = model.score(X_te, [np.asarray(t) for t in L_te])
+    print(f"| {name} | sklearn-crfsuite (c2={c2:g}) | {acc_crf:.4f} | {t_crf:.2f} | {it_crf} | 1.00x |")
+    print(f"| {name} | structlearn SequenceCRF (alpha=2*c2/n) | {acc_sl:.4f} | {t_sl:.2f} | "
+          f"{model.n_iter_} | {t_sl / t_crf:.2f}x |")  # fmt: skip
+    print(f"|  | (vectorizing the dicts for structlearn: {t_vec:.2f} s, "
+          f"{X_all[0].shape[1]} features) | | | | |")  # fmt: skip
+
+
+def part_tagging(max_iter, n_sentences):
+    from structlearn.datasets import read_conllu, token_features
+
+    print("\n## Part 2: chain CRF vs sklearn-crfsuite\n")
+    print("| task | method | token acc | fit s | iterations | fit time ratio |")
+    print("|---|---|---:|---:|---:|---:|")
+    path = SHARED / "porttinari_pos.conllu.gz"
+    if path.exists():
+        sents = read_conllu(path, columns=("form", "upos"))
+        if n_sentences:
+            sents = sents[:n_sentences]
+        n_tr = int(0.8 * len(sents))
+        D = [token_features(s["form"]) for s in sents]
+        L = [list(s["upos"]) for s in sents]
+        compare_chain(f"UPOS pt ({n_tr}/{len(sents) - n_tr} sent.)", D[:n_tr], L[:n_tr],
+                      D[n_tr:], L[n_tr:], 1.0, max_iter)  # fmt: skip
+    if True:  # bundled with the package
+        from structlearn.datasets import load_ocr_letters
+
+        data = load_ocr_letters()
+        X, y, folds = data["X"], data["y"], data["folds"]
+        tr = [i for i in range(len(X)) if folds[i] == 1]
+        te = [i for i in range(len(X)) if folds[i] != 1]
+
+        def dicts(x):
+            return [{"bias": 1.0, **{f"p{j}": 1.0 for j in np.flatnonzero(row)}} for row in x]
+
+        compare_chain("OCR letters (fold 1 / rest)", [dicts(X[i]) for i in tr],
+                      [[str(v) for v in y[i]] for i in tr], [dicts(X[i]) for i in te],
+                      [[str(v) for v in y[i]] for i in te], 1.0, max_iter)  # fmt: skip
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--part", choices=["all", "synthetic", "tagging"], default="all")
+    ap.add_argument("--grids", type=int, nargs="*", default=[30, 50])
+    ap.add_argument("--ba", type=int, nargs="*", default=[1000])
+    ap.add_argument("--max-time", type=float, default=120.0,
+                    help="time limit per learning run (s)")
+    ap.add_argument("--max-iter", type=int, default=200, help="L-BFGS iteration cap (tagging)")
+    ap.add_argument("--sentences", type=int, default=0, help="use only the first N sentences")
+    args = ap.parse_args()
+    if args.part in ("all", "synthetic"):
+        part_synthetic(args.grids, args.ba, args.max_time)
+    if args.part in ("all", "tagging"):
+        part_tagging(args.max_iter, args.sentences)
+
+
+if __name__ == "__main__":
+    main()
