@@ -37,7 +37,7 @@ SYNTHETIC = ["potts_grid_k21", "complete_k400", "matching_k1000"]
 
 # ------------------------------------------------------------------ instances
 def synthetic(name):
-    from structlearn.graphs import complete_graph, graph_from_edges, grid_graph
+    from structlearn.graphs import FactorGraph, graph_from_edges, grid_graph
 
     rng = np.random.default_rng(0)
     if name == "potts_grid_k21":
@@ -48,10 +48,12 @@ def synthetic(name):
         # 40 variables, K = 400, every pair connected (like ProteinFolding);
         # 12 distinct random tables shared round-robin keep the file small
         n, k = 40, 400
-        pool = rng.normal(size=(12, k, k))
-        n_edges = n * (n - 1) // 2
-        pair = pool[np.arange(n_edges) % 12]
-        return complete_graph(rng.normal(size=(n, k)), pair), None
+        u, v = np.triu_indices(n, 1)
+        ids = np.arange(u.shape[0]) % 12
+        g = FactorGraph(np.full(n, k), unary=rng.normal(size=(n, k)),
+                        scopes=np.stack([u, v], axis=1),
+                        tables=list(rng.normal(size=(12, k, k))), table_ids=ids)
+        return g, None
     if name == "matching_k1000":
         # 100 subgraph nodes matched to 1000 target nodes; one shared table
         # 1 / (1 + distance) between target positions, like graph matching

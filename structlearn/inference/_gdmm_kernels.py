@@ -182,7 +182,8 @@ def gdmm_iteration(prob, rho, eta, var_ptr, var_edges, edge_factor, uorder,
                    dmsg, mark, tl, tn, tv, nacc, nmark, nlist):
     """One outer iteration: factor updates (8)+(6), node updates (7)+(4), dual step (9).
 
-    Returns (primal infeasibility ||My - x||^2 over all edges, entries added).
+    Returns (primal infeasibility ||My - x||^2 over all edges, entries added,
+    sum_i N_i ||x_i(new) - x_i(old)||^2, the squared dual residual / rho^2).
     """
     n_states, unary_offsets, unary, scope_indptr, scope_vars, table_ids, table_offsets, \
         table_data, edge_offsets = prob
@@ -247,6 +248,8 @@ def gdmm_iteration(prob, rho, eta, var_ptr, var_edges, edge_factor, uorder,
             _clear(dmsg, mark, tl, tn, k, edge_offsets[p0 + k])
     # ------------------------------------------------------------ nodes
     kmax = nacc.shape[0]
+    exv = np.empty(capn)
+    dres = 0.0
     for i in range(n_vars):
         q0 = var_ptr[i]
         q1 = var_ptr[i + 1]
@@ -290,12 +293,16 @@ def gdmm_iteration(prob, rho, eta, var_ptr, var_edges, edge_factor, uorder,
                 added += 1
         # projection (4): c(x) = (theta_i(x) + nacc(x)) / (rho N_i)
         for j in range(n):
+            exv[j] = xa_val[i, j]
             x = xa_idx[i, j]
             c = unary[u + x]
             if nmark[x] >= 0:
                 c += nacc[x]
             cand[j] = c / (rho * deg)
         proj_simplex(cand, n, newv)
+        for j in range(n):
+            d = newv[j] - exv[j]
+            dres += deg * d * d
         w = 0
         for j in range(n):
             if newv[j] > 0.0:
@@ -345,7 +352,7 @@ def gdmm_iteration(prob, rho, eta, var_ptr, var_edges, edge_factor, uorder,
                     w += 1
             mu_n[e] = w
             _clear(dmsg, mark, tl, tn, k, o)
-    return infeas, added
+    return infeas, added, dres
 
 
 @nb.njit(cache=True)

@@ -38,7 +38,7 @@ from .registry import register_method
 
 __all__ = ["gdmm_map"]
 
-DEFAULTS = dict(COMMON_DEFAULTS, rho=0.03, eta=None, max_active=64)
+DEFAULTS = dict(COMMON_DEFAULTS, rho=0.03, eta=None, adapt_rho=True, max_active=64)
 
 
 def _pair_orders(graph, prob):
@@ -101,7 +101,12 @@ def gdmm_map(graph, **params):
         Augmented-Lagrangian weight, in units of the largest absolute score.
         (rho = 1 is the authors' default and is much slower to converge.)
     eta : float or None, default=None
-        Dual step; ``None`` uses ``rho``.
+        Dual step; ``None`` uses ``rho`` (and follows it when it adapts).
+    adapt_rho : bool, default=True
+        Residual balancing every 10 iterations: ``rho`` doubles when the
+        primal residual ``||My - x||`` exceeds 10x the dual residual
+        ``rho ||x_new - x_old||`` and halves in the opposite case (both over
+        the whole problem), staying within [rho / 4, 4 rho] of its start.
     max_active : int, default=64
         Capacity of each node and factor active set (multipliers: 4x).
     local_search : bool, default=True
@@ -115,7 +120,7 @@ def gdmm_map(graph, **params):
     """
     check_graph(graph)
     p = check_params("gdmm", params, DEFAULTS)
-    rho = positive(p, "rho")
+    rho = rho0 = positive(p, "rho")
     eta = rho if p["eta"] is None else positive(p, "eta")
     ma = p["max_active"]
     if isinstance(ma, bool) or not isinstance(ma, (int, np.integer)) or ma < 1:
@@ -132,7 +137,8 @@ def gdmm_map(graph, **params):
     labels = np.zeros(graph.n_vars, dtype=np.int64)
     cert_labels = np.zeros(graph.n_vars, dtype=np.int64)
     while True:
-        infeas, added = gdmm_iteration(prob.prob, rho, eta, *fixed, *st.arrays, *st.scratch)
+        infeas, added, dres = gdmm_iteration(prob.prob, rho, eta, *fixed, *st.arrays,
+                                             *st.scratch)
         u1 = gdmm_certificate(prob.prob, rho, 0.0, *fixed, *st.arrays, *st.scratch,
                               cert_labels)
         tr.bound(u1)
@@ -145,8 +151,16 @@ def gdmm_map(graph, **params):
         tr.offer(labels)
         an, af = st.active_sizes()
         if tr.step(dual=min(u1, u2) * prob.scale, infeasibility=float(infeas),
-                   mean_active_node=an, mean_active_factor=af, added=int(added)):
+                   mean_active_node=an, mean_active_factor=af, added=int(added), rho=rho):
             break
+        if p["adapt_rho"] and tr.n_iter % 10 == 0:
+            pr, dr = np.sqrt(infeas), rho * np.sqrt(dres)
+            if pr > 10.0 * dr and rho < 4.0 * rho0:
+                rho *= 2.0
+            elif dr > 10.0 * pr and rho > 0.25 * rho0:
+                rho *= 0.5
+            if p["eta"] is None:
+                eta = rho
     return tr.result()
 
 
