@@ -18,7 +18,7 @@ import numba as nb
 import numpy as np
 
 from ..inference._chain_kernels import viterbi_batch
-from ._ssvm_chain_kernels import unary_scores
+from ._ssvm_chain_kernels import max_sequence_length, unary_scores
 
 
 @nb.njit(cache=True)
@@ -64,10 +64,7 @@ def bcfw_chain_pass(data, indices, indptr, offsets, y, order, C, W, v, mu, loss,
         entries visited (``n_i K^2`` per Viterbi call).
     """
     K = W.shape[1]
-    max_len = 0
-    for s in range(offsets.shape[0] - 1):
-        if offsets[s + 1] - offsets[s] > max_len:
-            max_len = offsets[s + 1] - offsets[s]
+    max_len = max_sequence_length(offsets)
     unary = np.empty((max_len, K))
     z = np.empty(max_len, dtype=np.int64)
     seg = np.empty(2, dtype=np.int64)
@@ -195,10 +192,7 @@ def ssg_chain_pass(data, indices, indptr, offsets, y, order, Cn, Wsum, vsum, Wac
     pass.  ``stats[1]`` += oracle entries visited.
     """
     K = Wsum.shape[1]
-    max_len = 0
-    for s in range(offsets.shape[0] - 1):
-        if offsets[s + 1] - offsets[s] > max_len:
-            max_len = offsets[s + 1] - offsets[s]
+    max_len = max_sequence_length(offsets)
     unary = np.empty((max_len, K))
     z = np.empty(max_len, dtype=np.int64)
     seg = np.empty(2, dtype=np.int64)

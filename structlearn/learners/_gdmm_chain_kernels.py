@@ -41,7 +41,7 @@ import numpy as np
 
 from ..oracles._indicator_kernels import dense_indicator_argmax, indicator_add, indicator_fmo
 from ..oracles._inner_kernels import inner_product_fmo, inner_product_fmo_sampled
-from ._ssvm_chain_kernels import project_shifted_simplex
+from ._ssvm_chain_kernels import projected_block_step
 
 
 @nb.njit(cache=True)
@@ -134,9 +134,7 @@ def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, n
     Q = xnorm2[j] + rho * ((1.0 if hl else 0.0) + (1.0 if hr else 0.0))
     if Q < 1e-12:
         Q = 1e-12
-    for s in range(n):
-        z[s] = alpha[j, s] - g[s] / Q
-    project_shifted_simplex(z, n, C, newa, mask)
+    projected_block_step(alpha[j], g, n, Q, C, z, newa, mask)
     for s in range(n):
         d = newa[s] - alpha[j, s]
         if d != 0.0:
@@ -215,9 +213,7 @@ def _bigram_step(j, y, v, vstate, sublinear, C, rho, has_left, has_right,
         if cnt2[psb[j, q]] > g2:
             g2 = cnt2[psb[j, q]]
     Q = 1.0 + rho * (g1 + g2)
-    for q in range(m):
-        z[q] = beta[j, q] - g[q] / Q
-    project_shifted_simplex(z, m, C, newb, mask)
+    projected_block_step(beta[j], g, m, Q, C, z, newb, mask)
     for q in range(m):
         d = newb[q] - beta[j, q]
         if d != 0.0:

@@ -142,3 +142,21 @@ def project_shifted_simplex(z, m, C, out, mask):
         u = C - z[0] if s == 0 else -z[s]
         w = u - tau if (mask[s] == 1 and u > tau) else 0.0
         out[s] = C - w if s == 0 else -w
+
+
+@nb.njit(cache=True)
+def projected_block_step(cur, g, m, Q, C, z, out, mask):
+    """Block subproblem (25): ``out[:m] = Proj(cur[:m] - g[:m] / Q)`` onto the shifted simplex."""
+    for s in range(m):
+        z[s] = cur[s] - g[s] / Q
+    project_shifted_simplex(z, m, C, out, mask)
+
+
+@nb.njit(cache=True)
+def max_sequence_length(offsets):
+    """Longest sequence of a batch (0 for none)."""
+    best = 0
+    for s in range(offsets.shape[0] - 1):
+        if offsets[s + 1] - offsets[s] > best:
+            best = offsets[s + 1] - offsets[s]
+    return best
