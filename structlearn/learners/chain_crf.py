@@ -17,7 +17,6 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import minimize
 
 __all__ = ["fit_chain_crf_lbfgs", "chain_crf_objective"]
 
@@ -96,8 +95,19 @@ def chain_crf_objective(W, T, Xcat, offsets, codes, *, alpha=0.0):
     return f, gW.copy(), gT.copy()
 
 
-class _Stop(Exception):
-    pass
+def _two_loop(g, S, Y, rho):
+    """L-BFGS direction -H g from the stored pairs (oldest first)."""
+    q = g.copy()
+    a = np.empty(len(S))
+    for i in range(len(S) - 1, -1, -1):
+        a[i] = rho[i] * (S[i] @ q)
+        q -= a[i] * Y[i]
+    if S:
+        q *= (S[-1] @ Y[-1]) / (Y[-1] @ Y[-1])
+    for i in range(len(S)):
+        b = rho[i] * (Y[i] @ q)
+        q += (a[i] - b) * S[i]
+    return -q
 
 
 def fit_chain_crf_lbfgs(
@@ -110,11 +120,16 @@ def fit_chain_crf_lbfgs(
     max_iter=100,
     tol=1e-5,
     period=10,
+    memory=6,
     W_init=None,
     T_init=None,
     verbose=0,
 ):
     """Fit a linear-chain CRF by L-BFGS.
+
+    Limited-memory BFGS (two-loop recursion, ``memory`` pairs, pairs with
+    non-positive curvature skipped) with a backtracking Armijo line search
+    that tries the unit step first (``1 / ||g||`` on the first iteration).
 
     Parameters
     ----------
@@ -130,9 +145,11 @@ def fit_chain_crf_lbfgs(
         Maximum L-BFGS iterations.
     tol : float, default=1e-5
         Stop when the objective improved by less than ``tol`` (relative)
-        over the last ``period`` iterations (CRFsuite's rule), or when the
-        projected gradient max-norm is below ``tol * 1e-3``.
+        over the last ``period`` iterations, or when
+        ``||g|| <= tol * max(1, ||w||)`` (CRFsuite's rules).
     period : int, default=10
+    memory : int, default=6
+        Number of stored correction pairs.
     W_init, T_init : arrays, optional
         Warm start.
     verbose : int, default=0
@@ -142,49 +159,72 @@ def fit_chain_crf_lbfgs(
     W : ndarray (K, d)
     T : ndarray (K, K)
     history : list of dict
-        Per iteration: ``iter``, ``time``, ``objective``, ``step_norm``.
+        Per iteration: ``iter``, ``time``, ``objective``, ``step_norm``,
+        ``n_eval`` (objective evaluations so far).
     converged : bool
     n_iter : int
     """
     K = int(n_classes)
     prob = _ChainProblem(Xcat, offsets, codes, K, alpha)
     d = prob.d
-    w0 = np.zeros(K * d + K * K)
+    w = np.zeros(K * d + K * K)
     if W_init is not None:
-        w0[: K * d] = np.asarray(W_init, dtype=np.float64).ravel()
+        w[: K * d] = np.asarray(W_init, dtype=np.float64).ravel()
     if T_init is not None:
-        w0[K * d :] = np.asarray(T_init, dtype=np.float64).ravel()
+        w[K * d :] = np.asarray(T_init, dtype=np.float64).ravel()
     history = []
     start = time.perf_counter()
-    state = {"prev": w0.copy(), "converged": False}
-
-    def cb(intermediate_result):
-        w = intermediate_result.x
-        f = float(intermediate_result.fun)
+    f, g = prob(w)
+    S, Y, rho = [], [], []
+    converged = False
+    n_iter = 0
+    for it in range(int(max_iter)):
+        gnorm = float(np.linalg.norm(g))
+        if gnorm <= tol * max(1.0, float(np.linalg.norm(w))):
+            converged = True
+            break
+        p = _two_loop(g, S, Y, rho)
+        slope = float(g @ p)
+        if slope >= 0:  # not a descent direction: restart from the gradient
+            S, Y, rho = [], [], []
+            p = -g
+            slope = -gnorm * gnorm
+        step = 1.0 if S else 1.0 / gnorm
+        while True:
+            w_new = w + step * p
+            f_new, g_new = prob(w_new)
+            if f_new <= f + 1e-4 * step * slope or step < 1e-20:
+                break
+            step *= 0.5
+        s_vec = w_new - w
+        y_vec = g_new - g
+        sy = float(s_vec @ y_vec)
+        if sy > 1e-10 * float(y_vec @ y_vec):
+            S.append(s_vec)
+            Y.append(y_vec)
+            rho.append(1.0 / sy)
+            if len(S) > memory:
+                S.pop(0)
+                Y.pop(0)
+                rho.pop(0)
+        w, f, g = w_new, f_new, g_new
+        n_iter += 1
         rec = {
-            "iter": len(history) + 1,
+            "iter": n_iter,
             "time": time.perf_counter() - start,
-            "objective": f,
-            "step_norm": float(np.linalg.norm(w - state["prev"])),
+            "objective": float(f),
+            "step_norm": float(np.linalg.norm(s_vec)),
+            "n_eval": prob.n_eval,
         }
-        state["prev"] = w.copy()
         history.append(rec)
         if verbose:
-            logger.info("lbfgs iter %d: objective %.6f time %.2fs", rec["iter"], f, rec["time"])
+            logger.info("lbfgs iter %d: objective %.6f time %.2fs", n_iter, f, rec["time"])
         if len(history) > period:
             old = history[-1 - period]["objective"]
             if abs(old - f) <= tol * max(abs(f), 1e-300):
-                state["converged"] = True
-                raise StopIteration
-
-    res = minimize(
-        prob,
-        w0,
-        jac=True,
-        method="L-BFGS-B",
-        callback=cb,
-        options={"maxiter": int(max_iter), "gtol": tol * 1e-3, "ftol": 0.0, "maxcor": 6},
-    )
-    W, T = prob.split(res.x)
-    converged = state["converged"] or bool(res.status == 0)
-    return np.ascontiguousarray(W.copy()), np.ascontiguousarray(T.copy()), history, converged, int(res.nit)
+                converged = True
+                break
+        if step < 1e-20:
+            break
+    W, T = prob.split(w)
+    return np.ascontiguousarray(W.copy()), np.ascontiguousarray(T.copy()), history, converged, n_iter
