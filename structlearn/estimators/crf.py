@@ -60,7 +60,7 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
     alpha : float, default=1e-4
         L2 penalty strength.
     solver : {"lbfgs"}, default="lbfgs"
-        Exact likelihood with scipy's L-BFGS (the only chain solver).
+        Exact likelihood with L-BFGS (the only chain solver).
     max_iter : int, default=100
         Maximum L-BFGS iterations.
     tol : float, default=1e-5
