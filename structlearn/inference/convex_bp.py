@@ -114,14 +114,12 @@ def incidence_lists(n_nodes, edges):
     adj_side : int64 (2 * n_edges,)
         ``edges[adj_edge[i], adj_side[i]]`` is the node owning entry ``i``.
     """
-    E = edges.shape[0]
     ends = edges.ravel()  # entry 2e + s is edges[e, s]
     order = np.argsort(ends, kind="stable")
     adj_ptr = np.zeros(n_nodes + 1, dtype=np.int64)
     np.cumsum(np.bincount(ends, minlength=n_nodes), out=adj_ptr[1:])
     adj_edge = np.ascontiguousarray(order // 2, dtype=np.int64)
     adj_side = np.ascontiguousarray(order % 2, dtype=np.int64)
-    del E
     return adj_ptr, adj_edge, adj_side
 
 

@@ -186,6 +186,39 @@ def _auto_learning_rate(X, bins, n_bins, n_samples, alpha, rho_node, rho_edge):
     return 1.0 / (alpha + L)
 
 
+def _learning_state(X, W, V, bins, edges, rho_node, rho_edge, max_sweeps, tol):
+    """Messages, beliefs and expected features after BP on every node from zero messages.
+
+    Returns
+    -------
+    state : tuple
+        ``(adj_ptr, adj_edge, adj_side, theta_node, nu, logtau, tau_node,
+        tau_edge, exp_node, exp_edge, info)`` as used by the kernels.
+    """
+    from ..inference._convex_bp_kernels import block_learning_step
+
+    n, d = X.shape
+    K = W.shape[0]
+    E = edges.shape[0]
+    adj_ptr, adj_edge, adj_side = incidence_lists(n, edges)
+    theta_node = np.ascontiguousarray(X @ W.T)
+    s = theta_node / rho_node[:, None]
+    s -= s.max(axis=1, keepdims=True)
+    logtau = np.ascontiguousarray(s - np.log(np.exp(s).sum(axis=1, keepdims=True)))
+    nu = np.zeros((E, 2, K))
+    tau_node = np.zeros((n, K))
+    tau_edge = np.zeros((E, K, K))
+    exp_node = np.zeros((K, d))
+    exp_edge = np.zeros((V.shape[0], K, K))
+    info = np.zeros(2)
+    block_learning_step(np.arange(n, dtype=np.int64), np.arange(E, dtype=np.int64),
+                        int(max_sweeps), float(tol), X, W, V, bins, theta_node, edges,
+                        adj_ptr, adj_edge, adj_side, rho_node, rho_edge, nu, logtau,
+                        tau_node, tau_edge, exp_node, exp_edge, info)  # fmt: skip
+    return (adj_ptr, adj_edge, adj_side, theta_node, nu, logtau, tau_node, tau_edge, exp_node,
+            exp_edge, info)  # fmt: skip
+
+
 def _block_step_scale(n_blocks):
     """Step reduction for BBPL with ``n_blocks`` blocks (empirical rule).
 
@@ -289,11 +322,7 @@ def fit_convex_bp_crf(
     -------
     result : BPLearningResult
     """
-    from ..inference._convex_bp_kernels import (
-        block_learning_step,
-        bp_learning_pass,
-        free_energy,
-    )
+    from ..inference._convex_bp_kernels import bp_learning_pass, free_energy
 
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -334,27 +363,15 @@ def fit_convex_bp_crf(
         n_blk = node_ptr.shape[0] - 1
         if learning_rate == "auto":
             lr *= _block_step_scale(n_blk)
-    adj_ptr, adj_edge, adj_side = incidence_lists(n, edges)
     emp_node, emp_edge = _empirical(X, y, edges, bins, K, n_bins)
     W = np.zeros((K, d)) if W_init is None else np.array(W_init, dtype=np.float64, order="C")
     V = np.zeros((n_bins, K, K)) if V_init is None else np.array(V_init, dtype=np.float64, order="C")
 
     # state: messages, beliefs and expected features consistent with them
-    theta_node = np.ascontiguousarray(X @ W.T)
-    s = theta_node / rho_node[:, None]
-    s -= s.max(axis=1, keepdims=True)
-    logtau = np.ascontiguousarray(s - np.log(np.exp(s).sum(axis=1, keepdims=True)))
-    nu = np.zeros((E, 2, K))
-    tau_node = np.zeros((n, K))
-    tau_edge = np.zeros((E, K, K))
-    exp_node = np.zeros((K, d))
-    exp_edge = np.zeros((n_bins, K, K))
-    info = np.zeros(2)
+    (adj_ptr, adj_edge, adj_side, theta_node, nu, logtau, tau_node, tau_edge, exp_node,
+     exp_edge, _) = _learning_state(X, W, V, bins, edges, rho_node, rho_edge, 0, 0.0)  # fmt: skip
     all_nodes = np.arange(n, dtype=np.int64)
     all_edges = np.arange(E, dtype=np.int64)
-    block_learning_step(all_nodes, all_edges, 0, 0.0, X, W, V, bins, theta_node, edges,
-                        adj_ptr, adj_edge, adj_side, rho_node, rho_edge, nu, logtau,
-                        tau_node, tau_edge, exp_node, exp_edge, info)  # fmt: skip
 
     if method != "bbpl":
         node_ptr = np.array([0, n], dtype=np.int64)
@@ -432,7 +449,7 @@ def crf_objective(W, V, X, y, edges, edge_bins, sample_ptr, *, alpha, rho_node, 
     grad_V : ndarray (n_bins, K, K)
     converged : bool
     """
-    from ..inference._convex_bp_kernels import block_learning_step, free_energy
+    from ..inference._convex_bp_kernels import free_energy
 
     X = np.ascontiguousarray(X, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.int64)
@@ -442,26 +459,11 @@ def crf_objective(W, V, X, y, edges, edge_bins, sample_ptr, *, alpha, rho_node, 
     V = np.ascontiguousarray(V, dtype=np.float64)
     rho_node = np.ascontiguousarray(rho_node, dtype=np.float64)
     rho_edge = np.ascontiguousarray(rho_edge, dtype=np.float64)
-    n, d = X.shape
     K = W.shape[0]
     n_bins = V.shape[0]
-    E = edges.shape[0]
     n_samples = len(sample_ptr) - 1
-    adj_ptr, adj_edge, adj_side = incidence_lists(n, edges)
-    theta_node = np.ascontiguousarray(X @ W.T)
-    s = theta_node / rho_node[:, None]
-    s -= s.max(axis=1, keepdims=True)
-    logtau = np.ascontiguousarray(s - np.log(np.exp(s).sum(axis=1, keepdims=True)))
-    nu = np.zeros((E, 2, K))
-    tau_node = np.zeros((n, K))
-    tau_edge = np.zeros((E, K, K))
-    exp_node = np.zeros((K, d))
-    exp_edge = np.zeros((n_bins, K, K))
-    info = np.zeros(2)
-    block_learning_step(np.arange(n, dtype=np.int64), np.arange(E, dtype=np.int64),
-                        int(max_iter), float(tol), X, W, V, bins, theta_node, edges,
-                        adj_ptr, adj_edge, adj_side, rho_node, rho_edge, nu, logtau,
-                        tau_node, tau_edge, exp_node, exp_edge, info)  # fmt: skip
+    (_, _, _, theta_node, nu, logtau, _, _, exp_node, exp_edge,
+     info) = _learning_state(X, W, V, bins, edges, rho_node, rho_edge, max_iter, tol)  # fmt: skip
     emp_node, emp_edge = _empirical(X, y, edges, bins, K, n_bins)
     fe = free_energy(theta_node, V, bins, edges, rho_node, rho_edge, nu, logtau)
     obj = (fe - np.sum(W * emp_node) - np.sum(V * emp_edge)) / n_samples + 0.5 * alpha * (
