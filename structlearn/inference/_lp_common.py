@@ -209,6 +209,10 @@ class Tracker:
         if not 0.0 <= self.polish <= 10.0:
             raise ValueError(f"polish must lie in [0, 10], got {self.polish!r}")
         self._polish_time = 0.0
+        self._last_ub_gain = 0
+        self._walker = None
+        self._walker_score = -np.inf
+        self._idle = 0
         self._rng = np.random.default_rng(0)
 
     def offer(self, labels):
@@ -232,6 +236,8 @@ class Tracker:
         if ub < self.ub:
             if ub < self.ub - 1e-9 * max(1.0, abs(ub)):
                 self._last_gain = self.n_iter
+            if ub < self.ub - 1e-6 * max(1.0, abs(ub)):
+                self._last_ub_gain = self.n_iter
             self.ub = ub
         return ub
 
@@ -241,26 +247,49 @@ class Tracker:
         return (self.ub - self.score) / max(1.0, abs(self.ub))
 
     def _polish(self):
-        """Iterated local search on the incumbent: perturb a random ball of
-        variables, re-optimize locally, keep the result when it is not worse.
-        Runs while its total time stays below ``polish`` times the solver's."""
+        """Iterated local search: perturb a random ball of variables of a
+        walking labeling (initially the incumbent), re-optimize locally, move
+        when the result is not worse; after 2000 steps without gain the walk
+        restarts from the incumbent with up to a third of it relabelled.
+        Runs while its total time stays below ``polish`` times the solver's
+        (4x that once the bound has not improved by 1e-6 for 50 iterations)."""
         if not self.polish or not np.isfinite(self.score) or self.problem.graph.n_vars < 2:
             return
         now = time.perf_counter()
         elapsed = now - self.t0
-        budget = self.polish * (elapsed - self._polish_time) - self._polish_time
+        share = self.polish
+        if self.n_iter - self._last_ub_gain >= 50:
+            # the bound has stalled: the solver adds little, search gets more time
+            share *= 4.0
+        budget = share * (elapsed - self._polish_time) - self._polish_time
         if self.time_limit is not None:
             budget = min(budget, self.time_limit - elapsed)
         end = now + budget
+        if self._walker is None:
+            self._walker, self._walker_score = self.labels.copy(), self.score
+        n = self.labels.size
         while time.perf_counter() < end:
-            cand = self.problem.perturbed(self.labels, self._rng)
+            cand = self.problem.perturbed(self._walker, self._rng)
             self.problem.improve(cand, patience=3)
             s = self.problem.score(cand)
-            if s >= self.score:
+            if s > self._walker_score + 1e-12 * max(1.0, abs(s)):
+                self._idle = 0
+            else:
+                self._idle += 1
+            if s >= self._walker_score:
+                self._walker, self._walker_score = cand, s
+            if s > self.score:
                 if s > self.score + 1e-12 * max(1.0, abs(s)):
                     self._last_gain = self.n_iter
                 self.score = s
-                self.labels = cand
+                self.labels = cand.copy()
+            if self._idle >= 2000:
+                # stuck in a basin: restart the walk from the incumbent with a
+                # large part of it relabelled at random
+                w = self.problem.perturbed(self.labels, self._rng, max_ball=max(4, n // 3))
+                self.problem.improve(w)
+                self._walker, self._walker_score = w, self.problem.score(w)
+                self._idle = 0
         self._polish_time += time.perf_counter() - now
 
     def step(self, **record):

@@ -40,10 +40,12 @@ def psdd_map(graph, **params):
         Improve each decoded labeling by iterated conditional modes and exact
         moves over random induced forests (pairwise factors, moderate domains).
     polish : float, default=1.0
-        Iterated local search on the best labeling (perturb a random ball of
-        variables, improve, keep if not worse), allowed up to this multiple
-        of the solver's own running time; 0 turns it off.  Only runs while
-        the certified gap is open.
+        Iterated local search from the best labeling (perturb a random ball
+        of variables, improve, move if not worse; restart after 2000 idle
+        steps from a heavily perturbed incumbent), allowed up to this multiple
+        of the solver's own running time (4x that once the bound has stalled
+        for 50 iterations); 0 turns it off.  Only runs while the certified
+        gap is open.
     verbose : int, default=0
 
     Returns
