@@ -1,0 +1,42 @@
+"""Multilabel prediction with pairwise label interactions inside a scikit-learn pipeline.
+
+The bundled yeast data (103 features, 14 gene-function labels) is split as
+usual: the first 1,500 rows for training, the rest for testing. A structural
+SVM with one factor per label pair (``pairwise="full"``) is compared with the
+same model without interactions (``pairwise="none"``, independent per-label
+SVMs), after standard scaling, in a ``Pipeline``.
+
+Run: ``python examples/multilabel_pipeline.py [--max-iter N]``
+"""
+
+import argparse
+import time
+
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from structlearn.datasets import load_yeast
+from structlearn.estimators import MultiLabelSSVM
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--max-iter", type=int, default=20, help="solver passes (default 20)")
+    args = parser.parse_args(argv)
+
+    X, Y = load_yeast(return_X_y=True)
+    X_train, Y_train, X_test, Y_test = X[:1500], Y[:1500], X[1500:], Y[1500:]
+    for pairwise in ("none", "full"):
+        model = make_pipeline(
+            StandardScaler(),
+            MultiLabelSSVM(C=1.0, pairwise=pairwise, max_iter=args.max_iter, random_state=0),
+        )
+        start = time.perf_counter()
+        model.fit(X_train, Y_train)
+        fit_s = time.perf_counter() - start
+        print(f"pairwise={pairwise:5s} Hamming accuracy {model.score(X_test, Y_test):.4f}  "
+              f"fit {fit_s:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
