@@ -1,4 +1,4 @@
-"""Tests of MultiLabelSSVM (BCFW and SSG with the exact enumeration oracle)."""
+"""Tests of MultiLabelSSVM (GDMM with the joint pair oracle; BCFW and SSG with enumeration)."""
 
 import itertools
 import pickle
@@ -136,7 +136,11 @@ def test_bad_input():
         MultiLabelSSVM(pairwise=[[0, 0]]).fit(X, Y)
     with pytest.raises(ValueError, match="samples"):
         MultiLabelSSVM().fit(X, Y[:-1])
-    with pytest.raises(ValueError, match="gdmm"):
-        MultiLabelSSVM(solver="gdmm").fit(X, Y)
-    with pytest.raises(ValueError, match="at most"):
-        MultiLabelSSVM().fit(np.ones((3, 2)), np.zeros((3, 30), dtype=int))
+    with pytest.raises(ValueError, match="at most 24 labels"):
+        MultiLabelSSVM(solver="bcfw").fit(np.ones((3, 2)), np.zeros((3, 30), dtype=int))
+    with pytest.raises(ValueError, match="solver must be"):
+        MultiLabelSSVM(solver="lp").fit(X, Y)
+    with pytest.raises(ValueError, match="rho must be"):
+        MultiLabelSSVM(rho=-1.0).fit(X, Y)
+    with pytest.raises(ValueError, match="oracle must be"):
+        MultiLabelSSVM(oracle="heap").fit(X, Y)

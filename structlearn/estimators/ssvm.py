@@ -335,31 +335,59 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
     ``sum_l y_l coef_[l] @ x + sum_{a < b} y_a y_b pairwise_coef_[a, b]``
     (interactions only on the chosen label pairs). Training minimizes
     ``1/2 (||coef_||^2 + ||pairwise_coef_||^2) + C sum_i max_y [score_i(y) -
-    score_i(y_i) + Hamming(y, y_i)]`` by block-coordinate Frank-Wolfe
-    (``"bcfw"``) or stochastic subgradient (``"ssg"``), both with an exact
-    structured oracle: all ``2^L`` labelings are enumerated (Gray code), so
-    interactions need ``L <= 24``; with ``pairwise="none"`` the model
-    decomposes per label and any ``L`` works.
+    score_i(y_i) + Hamming(y, y_i)]`` with one of three solvers:
+
+    * ``"gdmm"`` (default): Greedy Direction Method of Multiplier with the
+      block-greedy coordinate descent inner loop (Yen et al., "Dual
+      decomposed learning with factorwise oracles for structural SVMs of
+      large output domain", Algorithms 1 and 3): one unigram factor per
+      label and one binary interaction factor per label pair, the greedy
+      factor of each sample found by the joint binary-interaction oracle
+      (Appendix C-2; with ``oracle="sublinear"`` its cost is sublinear in
+      the number of pair factors when few labels are active). It optimizes
+      the LP-relaxed hinge (maximization over the local polytope), equal to
+      the objective above when the interaction edges form a forest and an
+      upper bound of it otherwise. Any ``L``. See
+      :mod:`structlearn.learners.gdmm_multilabel`.
+    * ``"bcfw"``: block-coordinate Frank-Wolfe and ``"ssg"``: stochastic
+      subgradient, both with an exact structured oracle enumerating all
+      ``2^L`` labelings (Gray code): with interactions they need
+      ``L <= 24`` (no LP oracle: a Frank-Wolfe step needs the exact
+      maximizer over the relaxed polytope, which the approximate MAP
+      back-ends do not return, and the duality-gap certificate would be
+      lost). With ``pairwise="none"`` the model decomposes per label and
+      any ``L`` works.
+
+    ``gdmm`` and ``bcfw`` stop on a certified relative duality gap ``tol``
+    (for gdmm, of the LP-relaxed objective; see ``history_``).
 
     Parameters
     ----------
     C : float, default=1.0
     pairwise : {"full", "none"} or array-like of shape (n_edges, 2), default="full"
         Label pairs with an interaction weight.
-    solver : {"bcfw", "ssg"}, default="bcfw"
-        ``"gdmm"`` (block-greedy coordinate descent with the joint
-        binary-interaction oracle) is not available for this estimator yet.
-    rho, eta, oracle, n_partitions :
-        GDMM parameters, accepted for interface symmetry with
-        :class:`SequenceSSVM` and validated, unused by bcfw/ssg.
+    solver : {"gdmm", "bcfw", "ssg"}, default="gdmm"
+    rho : float or "auto", default="auto"
+        GDMM augmented-Lagrangian penalty. ``"auto"``: a quarter of the mean
+        squared norm of the feature vectors (at least 0.1).
+    eta : float, default=1.0
+        GDMM multiplier step (scaled multipliers).
+    oracle : {"sublinear", "dense"}, default="sublinear"
+        GDMM joint pair oracle: sorted pair scores (heaps) or a scan of all
+        pairs; both return the same factor, so the iterates are identical.
+    n_partitions : int, default=1
+        Accepted for interface symmetry with :class:`SequenceSSVM`, unused.
     max_iter : int, default=100
     tol : float, default=1e-3
-        Relative duality gap (bcfw) or relative primal change per pass (ssg).
+        Relative duality gap (gdmm, bcfw) or relative primal change per
+        pass (ssg).
     inference : str, default="auto"
-        Prediction back-end: ``"auto"``/``"exact"`` enumerate labelings
-        (``L <= 24`` or no interactions); any other name of
-        :func:`structlearn.inference.available_methods` solves one complete
-        graph per sample.
+        Prediction back-end: ``"exact"`` enumerates labelings (``L <= 24``
+        or no interactions); any other name of
+        :func:`structlearn.inference.available_methods` solves one graph
+        per sample (LP-based or approximate). ``"auto"``: exact when
+        possible, else ``"gdmm_binary"`` (GDMM MAP for binary variables
+        with many pair factors).
     random_state, verbose, warm_start, callback :
         As in :class:`SequenceSSVM`.
 
@@ -370,11 +398,21 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         Symmetric; zero off the interaction edges and on the diagonal.
     classes_ : ndarray of shape (n_labels,)
         ``arange(n_labels)`` (column indices of ``Y``).
-    n_features_in_, n_iter_, history_, converged_ :
+    n_features_in_, n_iter_, converged_ :
         As in :class:`SequenceSSVM`.
+    history_ : list of dict
+        As in :class:`SequenceSSVM`. For gdmm, ``primal`` is a certified
+        upper bound of the LP-relaxed objective at the current weights (the
+        exact objective when the edges form a forest and enumeration is
+        affordable), ``primal_exact`` the exact objective from the weights
+        (NaN when enumeration is too costly), ``infeasibility`` the norm of
+        the violated consistency constraints over the whole problem,
+        ``active_set_size`` the mean number of active factors per sample
+        and ``oracle_entries`` the labels plus label pairs the oracles
+        visited in the pass.
     """
 
-    def __init__(self, C=1.0, *, pairwise="full", solver="bcfw", rho=1.0, eta=1.0, max_iter=100,
+    def __init__(self, C=1.0, *, pairwise="full", solver="gdmm", rho="auto", eta=1.0, max_iter=100,
                  tol=1e-3, oracle="sublinear", n_partitions=1, inference="auto",
                  random_state=None, verbose=0, warm_start=False, callback=None):
         self.C = C
@@ -414,18 +452,15 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         from ._validation import check_multilabel
 
         C, rho, eta, tol, max_iter, nu, solver, oracle = self._check_common_params()
-        if solver == "gdmm":
-            raise ValueError(
-                "solver='gdmm' is not available for MultiLabelSSVM yet; use 'bcfw' or 'ssg'"
-            )
         self._check_inference()
         X, Y = check_multilabel(X, Y)
         n, L = Y.shape
         E = _edge_mask(self.pairwise, L)
-        if E.any() and L > MAX_ENUM_LABELS:
+        if solver != "gdmm" and E.any() and L > MAX_ENUM_LABELS:
             raise ValueError(
-                f"pairwise interactions with {L} labels need an exact oracle over 2^{L} "
-                f"labelings; at most {MAX_ENUM_LABELS} labels are supported (use pairwise='none')"
+                f"solver={solver!r} with pairwise interactions and {L} labels needs an exact "
+                f"oracle over 2^{L} labelings; at most {MAX_ENUM_LABELS} labels are supported "
+                "(use solver='gdmm', which optimizes the LP relaxation, or pairwise='none')"
             )
         data, indices, indptr = csr_arrays(X)
         d = X.shape[1]
@@ -433,13 +468,20 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         _check_weight_size(d, L)
         rng = check_random_state(self.random_state)
         problem = MultilabelProblem(data, indices, indptr, Y, E, d)
+        if isinstance(rho, str):
+            rho = max(0.1, float(problem.sq_norms().mean()) / 4.0)
         state = getattr(self, "_solver_state", None) if self.warm_start else None
-        if state is not None and (state.solver != solver or state.signature != problem.signature()):
+        if state is not None and (
+            state.solver != solver
+            or state.signature != problem.signature()
+            or getattr(state, "sublinear", None) not in (None, oracle == "sublinear")
+        ):
             state = None
         prev_history = list(self.history_) if state is not None else []
         W, P, history, state, converged = fit_multilabel(
             problem, solver=solver, C=C, max_iter=max_iter, tol=tol, rng=rng, state=state,
-            verbose=self.verbose, callback=self.callback, logger=logger)
+            verbose=self.verbose, callback=self.callback, logger=logger, rho=rho, eta=eta,
+            sublinear=oracle == "sublinear")
         Pu = np.triu(P, 1) * E
         self.coef_ = np.ascontiguousarray(W.T)
         self.pairwise_coef_ = Pu + Pu.T
@@ -474,7 +516,7 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         out = np.zeros((X.shape[0], L), dtype=np.int64)
         method = self.inference
         if method == "auto" and n_edges and L > MAX_ENUM_LABELS:
-            method = "trn"
+            method = "gdmm_binary"
         if method in ("auto", "exact"):
             if n_edges and L > MAX_ENUM_LABELS:
                 raise ValueError(f"exact inference supports at most {MAX_ENUM_LABELS} labels")

@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._ssvm_chain_kernels import chain_primal, token_sq_norms
 
-__all__ = ["ChainProblem", "ChainMonitor", "chain_edges", "warn_not_converged"]
+__all__ = ["ChainProblem", "ChainMonitor", "HistoryMonitor", "chain_edges", "warn_not_converged"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,29 +68,23 @@ def chain_edges(offsets, n_tokens):
     return has_left, has_right
 
 
-class ChainMonitor:
-    """Evaluates the primal objective from the weights alone and keeps history.
+class HistoryMonitor:
+    """Keeps the per-iteration history records of a structural-SVM solver.
 
-    The primal value is recomputed with loss-augmented Viterbi over all
-    labels (never from solver state), so it is comparable across solvers.
+    Parameters
+    ----------
+    verbose : int
+        Log one line per record at INFO level when > 0.
+    callback : callable or None
+        Called with each record; returning True asks the solver to stop.
     """
 
-    def __init__(self, problem, C, verbose=0, callback=None):
-        self.problem = problem
-        self.C = float(C)
+    def __init__(self, verbose=0, callback=None):
         self.verbose = verbose
         self.callback = callback
         self.history = []
-        self._unary = np.empty((problem.n_tokens, problem.n_labels))
-        self._z = np.empty(problem.n_tokens, dtype=np.int64)
-        self._hinge = np.empty(problem.n_sequences)
         self.start = time.perf_counter()
         self.solver_time = 0.0
-
-    def primal(self, W, v, scale=1.0):
-        p = self.problem
-        return float(chain_primal(W, v, p.data, p.indices, p.indptr, p.offsets, p.y, self.C,
-                                  float(scale), self._unary, self._z, self._hinge))
 
     def record(self, iteration, primal, dual, infeasibility, active, visited, pass_time, **extra):
         """Append one history record; returns True when ``callback`` asks to stop."""
@@ -121,6 +115,27 @@ class ChainMonitor:
         if self.callback is not None:
             return bool(self.callback(rec))
         return False
+
+
+class ChainMonitor(HistoryMonitor):
+    """Evaluates the primal objective from the weights alone and keeps history.
+
+    The primal value is recomputed with loss-augmented Viterbi over all
+    labels (never from solver state), so it is comparable across solvers.
+    """
+
+    def __init__(self, problem, C, verbose=0, callback=None):
+        self.problem = problem
+        self.C = float(C)
+        self._unary = np.empty((problem.n_tokens, problem.n_labels))
+        self._z = np.empty(problem.n_tokens, dtype=np.int64)
+        self._hinge = np.empty(problem.n_sequences)
+        super().__init__(verbose, callback)
+
+    def primal(self, W, v, scale=1.0):
+        p = self.problem
+        return float(chain_primal(W, v, p.data, p.indices, p.indptr, p.offsets, p.y, self.C,
+                                  float(scale), self._unary, self._z, self._hinge))
 
 
 def warn_not_converged(solver, max_iter, gap):

@@ -1,5 +1,7 @@
 """Multilabel structural SVM with pairwise interactions: BCFW and SSG with an exact oracle.
 
+(GDMM lives in :mod:`.gdmm_multilabel`; :func:`fit_multilabel` dispatches to it.)
+
 Objective (Hamming loss, edge set ``E`` over label pairs)::
 
     1/2 (||W||^2 + sum_{(a,b) in E} P[a, b]^2)
@@ -38,6 +40,12 @@ class MultilabelProblem:
     def n_edges(self):
         return int(self.E.sum())
 
+    def sq_norms(self):
+        """``||x_i||^2`` per sample, float64 (n,)."""
+        out = np.zeros(self.Y.shape[0])
+        np.add.at(out, np.repeat(np.arange(out.shape[0]), np.diff(self.indptr)), self.data ** 2)
+        return out
+
     def signature(self):
         return (self.Y.shape, int(self.Y.sum()), float(self.data.sum()), self.n_edges,
                 self.n_features)
@@ -73,15 +81,24 @@ class MultilabelState:
 
 
 def fit_multilabel(problem, *, solver, C, max_iter, tol, rng, state=None, verbose=0,
-                   callback=None, logger=None):
-    """Train with ``solver`` in {"bcfw", "ssg"}; returns ``(W, P, history, state, converged)``."""
+                   callback=None, logger=None, rho=1.0, eta=1.0, sublinear=True):
+    """Train with ``solver`` in {"gdmm", "bcfw", "ssg"}; returns ``(W, P, history, state, converged)``.
+
+    ``rho``, ``eta`` and ``sublinear`` are used by gdmm only
+    (:func:`.gdmm_multilabel.fit_gdmm_multilabel`).
+    """
+    if solver == "gdmm":
+        from .gdmm_multilabel import fit_gdmm_multilabel
+
+        return fit_gdmm_multilabel(problem, C=C, rho=rho, eta=eta, max_iter=max_iter, tol=tol,
+                                   sublinear=sublinear, rng=rng, state=state, verbose=verbose,
+                                   callback=callback)
     n, L = problem.Y.shape
     E = problem.E
     ne = problem.n_edges
     if state is None:
         state = MultilabelState(problem, solver)
-    xnorm2 = np.zeros(n)
-    np.add.at(xnorm2, np.repeat(np.arange(n), np.diff(problem.indptr)), problem.data ** 2)
+    xnorm2 = problem.sq_norms()
     stats = np.zeros(2)
     history = []
     start = time.perf_counter()
