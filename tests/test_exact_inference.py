@@ -425,3 +425,17 @@ def test_loopy_graphs_refused(p, order):
         res.score == pytest.approx(scores.max(), rel=1e-12)
     )
     assert all_labelings(loopy).shape[0] == scores.shape[0]
+
+
+def test_brute_force_limit_on_huge_graphs_reports_the_count_without_overflow():
+    import warnings
+
+    g = FactorGraph([1000] * 200)  # 1e600 labelings: beyond float64
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=r"1e\+600 labelings, above max_states") as exc:
+            solve_map(g, method="brute_force")
+        assert "inf" not in str(exc.value)
+        # 2**1400 = 2.77e421 labelings against an integer limit beyond float64
+        with pytest.raises(ValueError, match=r"2\.77e\+421 labelings"):
+            solve_map(FactorGraph([2] * 1400), method="brute_force", max_states=10**400)

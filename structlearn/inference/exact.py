@@ -30,6 +30,7 @@ Parallel factors (two factors on the same variables) make a graph loopy;
 :func:`structlearn.graphs.merge_parallel_factors` removes them first.
 """
 
+import math
 import time
 
 import numpy as np
@@ -167,9 +168,20 @@ def tree_map(graph, **params):
     return _result(graph, labels, "tree", t0)
 
 
-def _n_labelings(graph):
-    """Number of joint labelings as a float (no overflow)."""
-    return float(np.exp(np.log(graph.n_states.astype(np.float64)).sum()))
+def _log10_n_labelings(graph):
+    """log10 of the number of joint labelings (the count itself may overflow)."""
+    return float(np.log10(graph.n_states.astype(np.float64)).sum()) if graph.n_vars else 0.0
+
+
+def _format_power_of_ten(log10_value):
+    """``1.23e+456``-style text for ``10**log10_value``, at any magnitude."""
+    if log10_value < 300:
+        return f"{10.0 ** log10_value:.3g}"
+    exponent = int(np.floor(log10_value))
+    mantissa = 10.0 ** (log10_value - exponent)
+    if mantissa >= 9.995:  # rounds up to 10.0 at 3 significant digits
+        mantissa, exponent = 1.0, exponent + 1
+    return f"{mantissa:.3g}e+{exponent}"
 
 
 def brute_force_map(graph, *, max_states=DEFAULT_MAX_STATES, **params):
@@ -197,11 +209,13 @@ def brute_force_map(graph, *, max_states=DEFAULT_MAX_STATES, **params):
     if not np.isscalar(max_states) or not max_states > 0:
         raise ValueError(f"max_states must be a positive number, got {max_states!r}")
     t0 = time.perf_counter()
-    n_lab = _n_labelings(graph)
-    if n_lab > max_states * (1 + 1e-9):
+    log_lab = _log10_n_labelings(graph)
+    log_max = math.log10(max_states)
+    if log_lab > log_max + 1e-9:
         raise ValueError(
-            f"brute_force would enumerate {n_lab:.3g} labelings, above max_states="
-            f"{max_states:.3g}; use an exact structured method or raise max_states"
+            f"brute_force would enumerate {_format_power_of_ten(log_lab)} labelings, above "
+            f"max_states={_format_power_of_ten(log_max)}; use an exact structured method or "
+            "raise max_states"
         )
     labels = np.zeros(graph.n_vars, dtype=np.int64)
     brute_force_max(*graph.arrays(), labels)
