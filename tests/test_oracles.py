@@ -215,11 +215,16 @@ from structlearn.oracles.indicator import (  # noqa: E402
 from structlearn.oracles.multimap import mm_check  # noqa: E402
 
 
-def check_indicator(state, i1, v1, i2, v2, loss, ex, ws):
+def check_indicator(state, i1, v1, i2, v2, loss, ex, ws, floor=-np.inf):
     n1, n2 = int(state[1][0]), int(state[1][1])
     m1, m2 = dense_message(n1, i1, v1), dense_message(n2, i2, v2)
-    got = indicator_argmax(state, i1, v1, i2, v2, loss=loss, exclude=ex, workspace=ws)
+    got = indicator_argmax(state, i1, v1, i2, v2, loss=loss, exclude=ex, floor=floor,
+                           workspace=ws)
     ref = dense_indicator_argmax(state[0], n1, n2, m1, m2, *loss, *ex)
+    if not ref[0] > floor:
+        assert got[:3] == (floor, -1, -1)
+        assert np.all(ws[0] == -1) and np.all(ws[1] == -1)
+        return got
     assert got[0] == ref[0]
     a, b = got[1], got[2]
     if a < 0:
@@ -237,13 +242,14 @@ def check_indicator(state, i1, v1, i2, v2, loss, ex, ws):
 def heaps_consistent(state):
     n1, n2 = int(state[1][0]), int(state[1][1])
     v = state[0]
-    g = (np.array([0, n1 * n2]), np.array([n1 * n2]), state[2], state[3], state[4])
+    t = (np.array([0, n1]), np.array([n1]), state[2], state[3], state[4])
     r = (np.arange(n1 + 1) * n2, np.full(n1, n2), state[5], state[6], state[7])
     c = (np.arange(n2 + 1) * n1, np.full(n2, n1), state[8], state[9], state[10])
-    ok = mm_check(g, 0) and all(mm_check(r, h) for h in range(n1)) and all(
+    ok = mm_check(t, 0) and all(mm_check(r, h) for h in range(n1)) and all(
         mm_check(c, h) for h in range(n2))
-    # keys agree with the table
-    ok &= np.array_equal(state[2][state[4]], v)
+    # keys agree with the table; the row heap is keyed by the row maxima
+    ok &= np.array_equal(state[2][state[4]], v.reshape(n1, n2).max(axis=1))
+    ok &= np.array_equal(state[11], v.reshape(n1, n2).max(axis=0))
     rows = np.repeat(np.arange(n1), n2)
     cols = np.tile(np.arange(n2), n1)
     ok &= np.array_equal(state[5][rows * n2 + state[7]], v)
@@ -273,7 +279,10 @@ def test_indicator_fmo_matches_dense_before_and_after_updates(n1):
                 else:
                     loss = (0.0, -1, 0.0, -1)
                 ex = (g1, g2) if q % 2 == 0 else (-1, -1)
-                check_indicator(state, i1, v1, i2, v2, loss, ex, ws)
+                got = check_indicator(state, i1, v1, i2, v2, loss, ex, ws)
+                if np.isfinite(got[0]):  # floors just below, at and above the maximum
+                    for floor in (np.nextafter(got[0], -np.inf), got[0], got[0] + 1.0):
+                        check_indicator(state, i1, v1, i2, v2, loss, ex, ws, floor)
             # random table updates: single entries, and a batch with repeats
             for _ in range(int(rng.integers(1, 30))):
                 a, b = int(rng.integers(n1)), int(rng.integers(n2))

@@ -39,7 +39,11 @@ more than one pass).
 import numba as nb
 import numpy as np
 
-from ..oracles._indicator_kernels import dense_indicator_argmax, indicator_add, indicator_fmo
+from ..oracles._indicator_kernels import (
+    dense_indicator_argmax,
+    indicator_add,
+    indicator_fmo_above,
+)
 from ..oracles._inner_kernels import inner_product_fmo, inner_product_fmo_sampled
 from ._ssvm_chain_kernels import projected_block_step
 
@@ -158,9 +162,21 @@ def _bigram_step(j, y, v, vstate, sublinear, C, rho, has_left, has_right,
         val1[s] = rho * (margR[j, s] - alpha[j, s] + lamR[j, s])
     for s in range(n2):
         val2[s] = rho * (margL[k, s] - alpha[k, s] + lamL[k, s])
+    # gradients of the active pairs first: a new pair is added only when it
+    # beats both the pairing threshold and every active pair (otherwise the
+    # argmax is already active), so the sorted search starts from that floor
+    m = nb_[j]
+    for q in range(m):
+        g[q] = (v[pa[j, q] * K + pb[j, q]] + val1[psa[j, q]]) + val2[psb[j, q]]
+    thr = _threshold(g, beta[j], m, C)
     if sublinear:
-        best, astar, bstar, nv = indicator_fmo(vstate, slab[j], val1, n1, slab[k], val2, n2,
-                                               0.0, -1, 0.0, -1, y[j], y[k], pws)
+        floor = thr
+        for q in range(1, m):  # the active pairs' values in the oracle's table
+            gq = (vt[pa[j, q] * K + pb[j, q]] + val1[psa[j, q]]) + val2[psb[j, q]]
+            if gq > floor:
+                floor = gq
+        best, astar, bstar, nv = indicator_fmo_above(vstate, slab[j], val1, n1, slab[k], val2,
+                                                     n2, 0.0, -1, 0.0, -1, y[j], y[k], floor, pws)
         stats[0] += nv
     else:
         for s in range(n1):
@@ -173,13 +189,11 @@ def _bigram_step(j, y, v, vstate, sublinear, C, rho, has_left, has_right,
         for s in range(n2):
             m2d[slab[k, s]] = 0.0
         stats[0] += K * K
-    m = nb_[j]
     present = False
     for q in range(m):
-        g[q] = (v[pa[j, q] * K + pb[j, q]] + val1[psa[j, q]]) + val2[psb[j, q]]
         if pa[j, q] == astar and pb[j, q] == bstar:
             present = True
-    if astar >= 0 and not present and best > _threshold(g, beta[j], m, C):
+    if astar >= 0 and not present and best > thr:
         if m >= pa.shape[1]:
             stats[2] += 1
         else:

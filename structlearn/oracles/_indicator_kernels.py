@@ -8,7 +8,7 @@ import numba as nb
 import numpy as np
 
 from ._multimap_kernels import frontier_pop, frontier_push, heap_fill_sorted, heap_set_key
-from ._pair_kernels import mark_labels, unmark_labels
+from ._pair_kernels import unmark_labels
 
 NEG_INF = -np.inf
 
@@ -17,10 +17,9 @@ NEG_INF = -np.inf
 @nb.njit(cache=True)
 def indicator_build(state):
     """(Re)build every heap of ``state`` from its table ``state[0]``."""
-    v, shape, gk, gi, gp, rk, ri, rp, ck, ci, cp = state
+    v, shape, tk, ti, tp, rk, ri, rp, ck, ci, cp, cmax = state
     n1 = shape[0]
     n2 = shape[1]
-    heap_fill_sorted(gk, gi, gp, 0, v, n1 * n2)
     for a in range(n1):
         heap_fill_sorted(rk, ri, rp, a * n2, v[a * n2 : (a + 1) * n2], n2)
     col = np.empty(n1, dtype=np.float64)
@@ -28,19 +27,25 @@ def indicator_build(state):
         for a in range(n1):
             col[a] = v[a * n2 + b]
         heap_fill_sorted(ck, ci, cp, b * n1, col, n1)
+        cmax[b] = ck[b * n1] if n1 > 0 else NEG_INF
+    for a in range(n1):
+        col[a] = rk[a * n2] if n2 > 0 else NEG_INF
+    heap_fill_sorted(tk, ti, tp, 0, col, n1)
 
 
 @nb.njit(cache=True)
 def indicator_update(state, a, b, value):
-    """Set ``v[a, b] = value`` and restore the three heaps. O(log K)."""
-    v, shape, gk, gi, gp, rk, ri, rp, ck, ci, cp = state
+    """Set ``v[a, b] = value`` and restore the heaps. O(log K)."""
+    v, shape, tk, ti, tp, rk, ri, rp, ck, ci, cp, cmax = state
     n1 = shape[0]
     n2 = shape[1]
-    t = a * n2 + b
-    v[t] = value
-    heap_set_key(gk, gi, gp, 0, n1 * n2, t, value)
+    v[a * n2 + b] = value
     heap_set_key(rk, ri, rp, a * n2, n2, b, value)
     heap_set_key(ck, ci, cp, b * n1, n1, a, value)
+    cmax[b] = ck[b * n1]
+    top = rk[a * n2]
+    if top != tk[tp[a]]:  # the row maximum changed
+        heap_set_key(tk, ti, tp, 0, n1, a, top)
 
 
 @nb.njit(cache=True)
@@ -66,13 +71,9 @@ def indicator_add_many(state, rows, cols, deltas, n):
 
 # -------------------------------------------------------------------- search
 @nb.njit(cache=True, inline="always")
-def _admissible(it, mode, fixed, n2, pos1, pos2, ex1, ex2):
+def _admissible(it, mode, fixed, pos1, pos2, ex1, ex2):
     """Labels (a, b) of heap item ``it`` and whether the walk may stop there."""
-    if mode == 0:
-        a = it // n2
-        b = it - a * n2
-        ok = pos1[a] < 0 and pos2[b] < 0
-    elif mode == 1:
+    if mode == 1:
         a = it
         b = fixed
         ok = pos1[a] < 0
@@ -84,7 +85,7 @@ def _admissible(it, mode, fixed, n2, pos1, pos2, ex1, ex2):
 
 
 @nb.njit(cache=True)
-def _root(keys, items, base, size, mode, fixed, n2, pos1, pos2, ex1, ex2, madd, c1, c2, best):
+def _root(keys, items, base, size, mode, fixed, pos1, pos2, ex1, ex2, madd, c1, c2, best):
     """Look at the top of a heap only: status 0 = nothing can beat ``best``,
     1 = the top is the answer, 2 = a deeper walk is needed.
     Returns ``(status, value, a, b)``."""
@@ -93,19 +94,18 @@ def _root(keys, items, base, size, mode, fixed, n2, pos1, pos2, ex1, ex2, madd, 
     val = ((keys[base] + madd) + c1) + c2
     if not val > best:
         return 0, best, -1, -1
-    ok, a, b = _admissible(items[base], mode, fixed, n2, pos1, pos2, ex1, ex2)
+    ok, a, b = _admissible(items[base], mode, fixed, pos1, pos2, ex1, ex2)
     if ok:
         return 1, val, a, b
     return 2, best, -1, -1
 
 
 @nb.njit(cache=True)
-def _walk(keys, items, base, size, mode, fixed, n2, pos1, pos2, ex1, ex2,
+def _walk(keys, items, base, size, mode, fixed, pos1, pos2, ex1, ex2,
           madd, c1, c2, best, fr_key, fr_slot):
     """Best-first walk of one heap to its first admissible item.
 
     The value of an item with key ``k`` is ``((k + madd) + c1) + c2``.
-    mode 0: global heap, item = a * n2 + b, admissible iff a and b unlisted;
     mode 1: column ``fixed`` (= b), item = a, admissible iff a unlisted;
     mode 2: row ``fixed`` (= a), item = b, admissible iff b unlisted;
     the excluded pair (ex1, ex2) is never admissible.  Stops once values
@@ -123,7 +123,7 @@ def _walk(keys, items, base, size, mode, fixed, n2, pos1, pos2, ex1, ex2,
         val = ((key + madd) + c1) + c2
         if not val > best:
             break
-        ok, a, b = _admissible(items[base + s], mode, fixed, n2, pos1, pos2, ex1, ex2)
+        ok, a, b = _admissible(items[base + s], mode, fixed, pos1, pos2, ex1, ex2)
         if ok:
             return True, val, a, b, visited, fr_key, fr_slot
         c = 2 * s + 1
@@ -140,19 +140,138 @@ def _walk(keys, items, base, size, mode, fixed, n2, pos1, pos2, ex1, ex2,
 
 @nb.njit(cache=True)
 def _effective_list(idx, val, nnz, pos, loss, gt, eidx, evals):
-    """Copy a sparse message into (eidx, evals), mark it in ``pos`` and list
-    the ground truth ``gt`` (message 0) when it carries a loss. Returns count."""
+    """Copy the non-zero entries of a sparse message into (eidx, evals), mark
+    them in ``pos`` and list the ground truth ``gt`` (message 0) when it
+    carries a loss. Returns the count.  A zero message is left unlisted: its
+    labels are searched by the walks with exactly the same values."""
+    n = 0
     for k in range(nnz):
-        eidx[k] = idx[k]
-        evals[k] = val[k]
-    mark_labels(pos, idx, nnz)
-    n = nnz
+        if val[k] != 0.0:
+            eidx[n] = idx[k]
+            evals[n] = val[k]
+            pos[idx[k]] = n
+            n += 1
     if loss != 0.0 and gt >= 0 and pos[gt] < 0:
         eidx[n] = gt
         evals[n] = 0.0
         pos[gt] = n
         n += 1
     return n
+
+
+@nb.njit(cache=True)
+def _sort_desc(keys, idx, vals, n):
+    """Insertion sort of ``(keys, idx, vals)[:n]`` by ``keys`` descending."""
+    for i in range(1, n):
+        k = keys[i]
+        it = idx[i]
+        vl = vals[i]
+        j = i - 1
+        while j >= 0 and keys[j] < k:
+            keys[j + 1] = keys[j]
+            idx[j + 1] = idx[j]
+            vals[j + 1] = vals[j]
+            j -= 1
+        keys[j + 1] = k
+        idx[j + 1] = it
+        vals[j + 1] = vl
+
+
+@nb.njit(cache=True)
+def _both_listed(v, n2, rmax, rpos, cmax, eidx1, eval1, e1, eidx2, eval2, e2, key1, key2,
+                 loss1, gt1, loss2, gt2, ex1, ex2, best):
+    """Case (iv): best listed pair, pruned with row maxima.
+
+    The value ``(((v + m1) + m2) + la) + lb`` of a pair is at most the same
+    expression with ``v`` replaced by its row maximum ``rmax[rpos[a]]`` or
+    its column maximum ``cmax[b]`` and ``lb`` by ``max(loss2, 0)``
+    (floating-point addition is monotone), so with the second list sorted
+    by message the scan of a row stops at the first ``b`` whose row bound
+    cannot beat ``best``, and a pair whose column bound cannot is skipped
+    without reading the table.  Rows are visited by decreasing ``max + m1``
+    to find a good ``best`` early.  Sorts the lists in place.  Returns
+    ``(best, a, b, visited)``: ``a = -1`` when nothing beats ``best``.
+    """
+    if e2 == 0:
+        return best, -1, -1, 0
+    for k in range(e1):
+        key1[k] = rmax[rpos[eidx1[k]]] + eval1[k]
+    _sort_desc(key1, eidx1, eval1, e1)
+    for k in range(e2):
+        key2[k] = eval2[k]
+    _sort_desc(key2, eidx2, eval2, e2)
+    lbmax = loss2 if loss2 > 0.0 else 0.0
+    best_a = -1
+    best_b = -1
+    visited = 0
+    for k1 in range(e1):
+        a = eidx1[k1]
+        m1 = eval1[k1]
+        la = loss1 if a != gt1 else 0.0
+        ra = rmax[rpos[a]]
+        rm = ra + m1
+        if not ((rm + eval2[0]) + la) + lbmax > best:
+            continue
+        base = a * n2
+        for k2 in range(e2):
+            m2 = eval2[k2]
+            if not ((rm + m2) + la) + lbmax > best:
+                break
+            b = eidx2[k2]
+            if a == ex1 and b == ex2:
+                continue
+            if not (((min(ra, cmax[b]) + m1) + m2) + la) + lbmax > best:
+                continue
+            visited += 1
+            lb = loss2 if b != gt2 else 0.0
+            val = (((v[base + b] + m1) + m2) + la) + lb
+            if val > best:
+                best = val
+                best_a = a
+                best_b = b
+    return best, best_a, best_b, visited
+
+
+@nb.njit(cache=True)
+def _neither_listed(tk, ti, rk, ri, n1, n2, pos1, pos2, ex1, ex2, loss1, loss2, best,
+                    fr_key, fr_slot, tf_key, tf_slot):
+    """Case (i): best-first walk of the rows by their maxima (heap ``tk``),
+    walking each unlisted row to its first unlisted column.  Returns
+    ``(found, value, a, b, visited, fr_key, fr_slot, tf_key, tf_slot)``."""
+    found = False
+    best_a = -1
+    best_b = -1
+    visited = 0
+    n = 0
+    if n1 == 0 or n2 == 0:
+        return found, best, best_a, best_b, visited, fr_key, fr_slot, tf_key, tf_slot
+    tf_key, tf_slot, n = frontier_push(tf_key, tf_slot, n, tk[0], 0)
+    while n > 0:
+        key, s, n = frontier_pop(tf_key, tf_slot, n)
+        visited += 1
+        if not ((key + 0.0) + loss1) + loss2 > best:
+            break
+        a = ti[s]
+        if pos1[a] < 0:
+            status, val, aa, b = _root(rk, ri, a * n2, n2, 2, a, pos1, pos2, ex1, ex2,
+                                       0.0, loss1, loss2, best)
+            ok = status == 1
+            if status == 2:
+                ok, val, aa, b, nv, fr_key, fr_slot = _walk(
+                    rk, ri, a * n2, n2, 2, a, pos1, pos2, ex1, ex2,
+                    0.0, loss1, loss2, best, fr_key, fr_slot)
+                visited += nv
+            if ok:
+                found = True
+                best = val
+                best_a = aa
+                best_b = b
+        c = 2 * s + 1
+        for cc in range(c, min(c + 2, n1)):
+            k = tk[cc]
+            if ((k + 0.0) + loss1) + loss2 > best:
+                tf_key, tf_slot, n = frontier_push(tf_key, tf_slot, n, k, cc)
+    return found, best, best_a, best_b, visited, fr_key, fr_slot, tf_key, tf_slot
 
 
 @nb.njit(cache=True)
@@ -163,57 +282,57 @@ def indicator_fmo(state, idx1, val1, nnz1, idx2, val2, nnz2,
 
     Returns ``(best, a, b, n_visited)``; see :mod:`structlearn.oracles.indicator`.
     """
+    return indicator_fmo_above(state, idx1, val1, nnz1, idx2, val2, nnz2,
+                               loss1, gt1, loss2, gt2, ex1, ex2, NEG_INF, workspace)
+
+
+@nb.njit(cache=True)
+def indicator_fmo_above(state, idx1, val1, nnz1, idx2, val2, nnz2,
+                        loss1, gt1, loss2, gt2, ex1, ex2, floor, workspace):
+    """:func:`indicator_fmo` restricted to values above ``floor``.
+
+    Returns the maximizer when its value is ``> floor``, else
+    ``(floor, -1, -1, n_visited)``.  A caller that only acts on labelings
+    that beat a known value (a Frank-Wolfe step adds a labeling only when
+    its gradient beats the active set's) passes that value: every case
+    then prunes against it from the start.
+    """
     v = state[0]
     n1 = state[1][0]
     n2 = state[1][1]
-    gk, gi = state[2], state[3]
+    tk, ti, tp = state[2], state[3], state[4]
     rk, ri = state[5], state[6]
     ck, ci = state[8], state[9]
+    cmax = state[11]
     pos1, pos2, stats = workspace[0], workspace[1], workspace[2]
     eidx1, eval1, eidx2, eval2 = workspace[3], workspace[4], workspace[5], workspace[6]
     fr_key, fr_slot = workspace[7], workspace[8]
+    tf_key, tf_slot, key1, key2 = workspace[9], workspace[10], workspace[11], workspace[12]
     if gt1 < 0:
         loss1 = 0.0
     if gt2 < 0:
         loss2 = 0.0
     e1 = _effective_list(idx1, val1, nnz1, pos1, loss1, gt1, eidx1, eval1)
     e2 = _effective_list(idx2, val2, nnz2, pos2, loss2, gt2, eidx2, eval2)
-    best = NEG_INF
-    best_a = -1
-    best_b = -1
     # (iv) both listed
-    no_loss = loss1 == 0.0 and loss2 == 0.0
-    for k1 in range(e1):
-        a = eidx1[k1]
-        m1 = eval1[k1]
-        la = loss1 if a != gt1 else 0.0
-        base = a * n2
-        for k2 in range(e2):
-            b = eidx2[k2]
-            if a == ex1 and b == ex2:
-                continue
-            val = (v[base + b] + m1) + eval2[k2]
-            if not no_loss:
-                lb = loss2 if b != gt2 else 0.0
-                val = (val + la) + lb
-            if val > best:
-                best = val
-                best_a = a
-                best_b = b
-    v4 = e1 * e2
+    best, best_a, best_b, v4 = _both_listed(v, n2, tk, tp, cmax, eidx1, eval1, e1, eidx2, eval2,
+                                            e2, key1, key2, loss1, gt1, loss2, gt2, ex1, ex2,
+                                            floor)
     # (ii) b listed, a unlisted: walk column heaps
     v2 = 0
     if e1 < n1:
         for k2 in range(e2):
             b = eidx2[k2]
             lb = loss2 if b != gt2 else 0.0
-            status, val, a, bb = _root(ck, ci, b * n1, n1, 1, b, n2, pos1, pos2, ex1, ex2,
+            if not ((cmax[b] + eval2[k2]) + loss1) + lb > best:
+                continue
+            status, val, a, bb = _root(ck, ci, b * n1, n1, 1, b, pos1, pos2, ex1, ex2,
                                        eval2[k2], loss1, lb, best)
             v2 += 1
             found = status == 1
             if status == 2:
                 found, val, a, bb, nv, fr_key, fr_slot = _walk(
-                    ck, ci, b * n1, n1, 1, b, n2, pos1, pos2, ex1, ex2,
+                    ck, ci, b * n1, n1, 1, b, pos1, pos2, ex1, ex2,
                     eval2[k2], loss1, lb, best, fr_key, fr_slot)
                 v2 += nv - 1
             if found:
@@ -226,31 +345,27 @@ def indicator_fmo(state, idx1, val1, nnz1, idx2, val2, nnz2,
         for k1 in range(e1):
             a = eidx1[k1]
             la = loss1 if a != gt1 else 0.0
-            status, val, aa, b = _root(rk, ri, a * n2, n2, 2, a, n2, pos1, pos2, ex1, ex2,
+            if not ((tk[tp[a]] + eval1[k1]) + la) + loss2 > best:
+                continue
+            status, val, aa, b = _root(rk, ri, a * n2, n2, 2, a, pos1, pos2, ex1, ex2,
                                        eval1[k1], la, loss2, best)
             v3 += 1
             found = status == 1
             if status == 2:
                 found, val, aa, b, nv, fr_key, fr_slot = _walk(
-                    rk, ri, a * n2, n2, 2, a, n2, pos1, pos2, ex1, ex2,
+                    rk, ri, a * n2, n2, 2, a, pos1, pos2, ex1, ex2,
                     eval1[k1], la, loss2, best, fr_key, fr_slot)
                 v3 += nv - 1
             if found:
                 best = val
                 best_a = aa
                 best_b = b
-    # (i) neither listed: walk the global heap
+    # (i) neither listed: rows by their maxima, then within the row
     v1 = 0
     if e1 < n1 and e2 < n2:
-        status, val, a, b = _root(gk, gi, 0, n1 * n2, 0, 0, n2, pos1, pos2, ex1, ex2,
-                                  0.0, loss1, loss2, best)
-        v1 = 1
-        found = status == 1
-        if status == 2:
-            found, val, a, b, nv, fr_key, fr_slot = _walk(
-                gk, gi, 0, n1 * n2, 0, 0, n2, pos1, pos2, ex1, ex2,
-                0.0, loss1, loss2, best, fr_key, fr_slot)
-            v1 = nv
+        found, val, a, b, v1, fr_key, fr_slot, tf_key, tf_slot = _neither_listed(
+            tk, ti, rk, ri, n1, n2, pos1, pos2, ex1, ex2, loss1, loss2, best,
+            fr_key, fr_slot, tf_key, tf_slot)
         if found:
             best = val
             best_a = a

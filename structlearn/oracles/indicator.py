@@ -10,12 +10,25 @@ structural-SVM paper)
     argmax_{(a, b) != (ex1, ex2)}  v[a, b] + m1[a] + m2[b]
                                    + loss1 * [a != gt1] + loss2 * [b != gt2]
 
-where ``m1``, ``m2`` are sparse messages (unlisted labels: 0).  The oracle
-keeps sorted multimaps (indexed max-heaps, :mod:`.multimap`) of the whole
-table, of each row and of each column, updated in O(log K) per changed
-entry, and runs the four-case search of Appendix C-1 over them (see
-:mod:`.sorted_tables` for the cases).  Its cost is about ``nnz1 * nnz2``
-plus a few heap entries instead of ``n1 * n2``.
+where ``m1``, ``m2`` are sparse messages (unlisted labels, and listed
+labels whose message is 0, count as unlisted).  The oracle keeps sorted
+multimaps (indexed max-heaps, :mod:`.multimap`) of each row and of each
+column, plus a heap of the rows keyed by their maxima, updated in O(log K)
+per changed entry, and runs the four-case search of Appendix C-1 over them
+(see :mod:`.sorted_tables` for the cases):
+
+* (i) neither label listed: rows in decreasing order of their maxima, each
+  unlisted row walked to its first unlisted column, until a row maximum
+  cannot beat the best value (this replaces the authors' heap over all
+  ``n1 * n2`` entries: an update touches two heaps of ``K`` entries and,
+  when the row maximum changes, the heap of ``n1`` rows, instead of a
+  ``K^2`` heap that does not fit in cache);
+* (ii), (iii) one label listed: walk its column / row heap;
+* (iv) both listed: the listed pairs, each row's scan pruned by the row
+  maximum (rows by decreasing ``max + m1``, columns by decreasing ``m2``).
+
+Its cost is at most about ``nnz1 * nnz2`` plus a few heap entries instead
+of ``n1 * n2``, and usually far fewer pairs in case (iv).
 
 The loss term
 -------------
@@ -38,15 +51,19 @@ admissible entry is above ``-inf`` the result is ``(-inf, -1, -1, n)``.
 
 State and calling from numba
 ----------------------------
-:func:`make_indicator_oracle` returns the state, a tuple of 11 arrays::
+:func:`make_indicator_oracle` returns the state, a tuple of 12 arrays::
 
-    state = (v, shape, g_keys, g_items, g_pos,     # table, (n1, n2), whole-table heap
+    state = (v, shape, t_keys, t_items, t_pos,     # table, (n1, n2), heap of rows by maximum
              r_keys, r_items, r_pos,               # one heap per row (row a at a * n2)
-             c_keys, c_items, c_pos)               # one heap per column (column b at b * n1)
+             c_keys, c_items, c_pos,               # one heap per column (column b at b * n1)
+             col_max)                              # max_a v[a, b] per column
 
-``state[0]`` is the table itself (flat float64, C order, ``v[a * n2 + b]``):
-read it freely, but change it only through the update kernels.  Memory:
-56 bytes per table entry (K = 1000: 56 MB; K = 3000: 504 MB).
+``t_*`` have ``n1`` entries (item ``a`` keyed by ``max_b v[a, b]``, the top
+of row ``a``'s heap).  The row and column maxima (small arrays that stay in
+cache) bound every case before any heap or table entry is read.  ``state[0]`` is the table itself (flat float64, C
+order, ``v[a * n2 + b]``): read it freely, but change it only through the
+update kernels.  Memory: 40 bytes per table entry (K = 1000: 40 MB;
+K = 3000: 360 MB).
 
 Kernels (``structlearn.oracles._indicator_kernels``; plain ``@njit``
 functions, callable from other numba code and from Python)::
@@ -54,6 +71,9 @@ functions, callable from other numba code and from Python)::
     best, a, b, n_visited = indicator_fmo(
         state, idx1, val1, nnz1, idx2, val2, nnz2,
         loss1, gt1, loss2, gt2, ex1, ex2, workspace)
+    best, a, b, n_visited = indicator_fmo_above(   # only values > floor
+        state, idx1, val1, nnz1, idx2, val2, nnz2,
+        loss1, gt1, loss2, gt2, ex1, ex2, floor, workspace)
     indicator_update(state, a, b, value)          # v[a, b] = value
     indicator_add(state, a, b, delta)             # v[a, b] += delta
     indicator_update_many(state, rows, cols, values, n)
@@ -79,6 +99,7 @@ from ._indicator_kernels import (
     indicator_add_many,
     indicator_build,
     indicator_fmo,
+    indicator_fmo_above,
     indicator_update,
     indicator_update_many,
 )
@@ -91,6 +112,7 @@ __all__ = [
     "indicator_add",
     "indicator_add_many",
     "indicator_fmo",
+    "indicator_fmo_above",
     "indicator_update",
     "indicator_update_many",
 ]
@@ -108,7 +130,7 @@ def make_indicator_oracle(table):
 
     Returns
     -------
-    state : tuple of 11 arrays
+    state : tuple of 12 arrays
         See the module docstring.
     """
     table = np.array(table, dtype=np.float64, copy=True)
@@ -123,22 +145,23 @@ def make_indicator_oracle(table):
     state = (
         np.ascontiguousarray(table.ravel()),
         np.array([n1, n2], dtype=np.int64),
+        np.empty(n1, dtype=np.float64),
+        np.empty(n1, dtype=np.int32),
+        np.empty(n1, dtype=np.int32),
         np.empty(n, dtype=np.float64),
         np.empty(n, dtype=np.int32),
         np.empty(n, dtype=np.int32),
         np.empty(n, dtype=np.float64),
         np.empty(n, dtype=np.int32),
         np.empty(n, dtype=np.int32),
-        np.empty(n, dtype=np.float64),
-        np.empty(n, dtype=np.int32),
-        np.empty(n, dtype=np.int32),
+        np.empty(n2, dtype=np.float64),
     )
     indicator_build(state)
     return state
 
 
 def indicator_argmax(state, idx1=None, val1=None, idx2=None, val2=None, *,
-                     loss=None, exclude=None, workspace=None):
+                     loss=None, exclude=None, floor=-np.inf, workspace=None):
     """Checked Python entry to :func:`indicator_fmo` (for tests and scripts).
 
     Parameters
@@ -148,6 +171,9 @@ def indicator_argmax(state, idx1=None, val1=None, idx2=None, val2=None, *,
         Sparse messages of the two variables.
     loss : tuple ``(loss1, gt1, loss2, gt2)``, optional
     exclude : pair of int, optional
+    floor : float, default=-inf
+        Only values above ``floor`` are searched (:func:`indicator_fmo_above`):
+        ``(floor, -1, -1, n)`` when none is.
     workspace : tuple from ``make_pair_workspace``, optional
 
     Returns
@@ -165,8 +191,11 @@ def indicator_argmax(state, idx1=None, val1=None, idx2=None, val2=None, *,
     ex1, ex2 = (-1, -1) if exclude is None else (int(exclude[0]), int(exclude[1]))
     if workspace is None:
         workspace = make_pair_workspace(n1, n2)
-    best, a, b, nv = indicator_fmo(
+    floor = float(floor)
+    if np.isnan(floor):
+        raise ValueError("floor must not be NaN")
+    best, a, b, nv = indicator_fmo_above(
         state, idx1, val1, idx1.shape[0], idx2, val2, idx2.shape[0],
-        float(l1), int(g1), float(l2), int(g2), ex1, ex2, workspace,
+        float(l1), int(g1), float(l2), int(g2), ex1, ex2, floor, workspace,
     )
     return float(best), int(a), int(b), int(nv)
