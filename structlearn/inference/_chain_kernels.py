@@ -19,6 +19,13 @@ import numpy as np
 _TINY = 1e-200
 # exp(600) is far from overflow; above it a scaled product is evaluated in logs.
 _BIG = 600.0
+# The scaled (probability-domain) forward-backward runs only on sequences whose
+# finite scores span at most _RANGE within each position and within the
+# transition table (exp(-_RANGE) stays a normal double), and while its scale
+# factors stay above _SCALE_MIN and its backward quantities below _SCALE_MAX.
+_RANGE = 300.0
+_SCALE_MIN = 1e-100
+_SCALE_MAX = 1e100
 
 
 @nb.njit(cache=True)
@@ -137,14 +144,15 @@ def forward_backward_batch(unary, offsets, trans, node_marg, trans_marg, logz):
 
     Notes
     -----
-    The recursions run in the log domain. Each step is evaluated as a
-    matrix-vector product of exponentials shifted by their maxima; a column
-    whose scaled sum falls below 1e-200 (so that underflow could cost
-    precision) is recomputed with an exact log-sum-exp. The results are
-    accurate for scores of any magnitude that double precision can hold
-    (e.g. +-1e4). A sequence whose labelings are all forbidden gets
-    ``logz = -inf``, zero node marginals and no contribution to
-    ``trans_marg``.
+    Each sequence first goes through the scaled forward-backward
+    (:func:`_fb_scaled_seq`: about K exponentials per token). A sequence
+    whose scores span too wide a range for that recursion (more than
+    ``_RANGE`` within one position or within the transition table), or
+    whose scaled quantities leave the safe range, is recomputed by the
+    log-domain recursion (:func:`_fb_log_seq`), which is accurate for scores
+    of any magnitude that double precision can hold (e.g. +-1e4). A
+    sequence whose labelings are all forbidden gets ``logz = -inf``, zero
+    node marginals and no contribution to ``trans_marg``.
     """
     K = unary.shape[1]
     n_seq = offsets.shape[0] - 1
@@ -160,120 +168,285 @@ def forward_backward_batch(unary, offsets, trans, node_marg, trans_marg, logz):
         for s in range(n_seq):
             logz[s] = 0.0
         return
+    # scaled recursion: exp(trans - max trans), workspace, outer-product sums
+    E = np.empty((K, K))
+    shift = _exp_table(trans, E)
+    scaled_ok = shift > -np.inf
+    ahat = np.empty((max_len, K))
+    ev = np.empty((max_len, K))
+    scale = np.empty(max_len)
+    vec = np.empty((3, K))
+    m_seq = np.empty((K, K))
+    m_all = np.zeros((K, K))
+    # log-domain recursion, built on first use
+    have_log = False
     col_max = np.empty(K)
     row_max = np.empty(K)
     e_col = np.empty((K, K))
     e_row = np.empty((K, K))
-    _scaled_tables(trans, col_max, row_max, e_col, e_row)
-    alpha = np.empty((max_len, K))
-    beta = np.empty((max_len, K))
-    p = np.empty(K)
-    acc = np.empty(K)
+    alpha = np.empty((0, K))
+    beta = np.empty((0, K))
     for s in range(n_seq):
         start = offsets[s]
-        stop = offsets[s + 1]
-        n = stop - start
+        n = offsets[s + 1] - start
         if n == 0:
             logz[s] = 0.0
             continue
-        # ---------------------------------------------------------- forward
-        for b in range(K):
-            alpha[0, b] = unary[start, b]
-        for t in range(1, n):
-            m = -np.inf
-            for a in range(K):
-                if alpha[t - 1, a] > m:
-                    m = alpha[t - 1, a]
-            if m == -np.inf:
-                for b in range(K):
-                    alpha[t, b] = -np.inf
-                continue
-            for b in range(K):
-                acc[b] = 0.0
-            for a in range(K):
-                pa = np.exp(alpha[t - 1, a] - m)
-                if pa == 0.0:
-                    continue
-                for b in range(K):
-                    acc[b] += pa * e_col[a, b]
-            for b in range(K):
-                u = unary[start + t, b]
-                if u == -np.inf or col_max[b] == -np.inf:
-                    alpha[t, b] = -np.inf
-                elif acc[b] > _TINY:
-                    alpha[t, b] = u + m + col_max[b] + np.log(acc[b])
-                else:
-                    alpha[t, b] = u + _lse_col(alpha[t - 1], trans, b)
-        lz = _lse_vec(alpha[n - 1])
-        logz[s] = lz
-        if lz == -np.inf:
-            for t in range(n):
-                for b in range(K):
-                    node_marg[start + t, b] = 0.0
-            continue
-        # --------------------------------------------------------- backward
-        for a in range(K):
-            beta[n - 1, a] = 0.0
-        for t in range(n - 2, -1, -1):
-            # p[b] = unary[t+1, b] + beta[t+1, b]
-            m = -np.inf
-            for b in range(K):
-                v = unary[start + t + 1, b] + beta[t + 1, b]
-                p[b] = v
-                if v > m:
-                    m = v
-            if m == -np.inf:
+        if scaled_ok or n == 1:
+            ok, lz = _fb_scaled_seq(unary, start, n, E, shift, ahat, ev, scale, vec,
+                                    m_seq, node_marg)  # fmt: skip
+            if ok:
+                logz[s] = lz
                 for a in range(K):
-                    beta[t, a] = -np.inf
+                    for b in range(K):
+                        m_all[a, b] += m_seq[a, b]
+                continue
+        if not have_log:
+            _scaled_tables(trans, col_max, row_max, e_col, e_row)
+            alpha = np.empty((max_len, K))
+            beta = np.empty((max_len, K))
+            have_log = True
+        logz[s] = _fb_log_seq(unary, start, n, trans, col_max, row_max, e_col, e_row,
+                              alpha, beta, vec, node_marg, trans_marg)  # fmt: skip
+    # edge marginals of the scaled sequences: sum_t ahat_t[a] q_{t+1}[b] times E[a, b]
+    # (without a usable E only single-token sequences were scaled: no edges)
+    if scaled_ok:
+        for a in range(K):
+            for b in range(K):
+                trans_marg[a, b] += m_all[a, b] * E[a, b]
+
+
+@nb.njit(cache=True)
+def _shifted_exp(x, out):
+    """``out = exp(x - max(x))`` for a 1-D ``x``; returns ``max(x)``.
+
+    Returns ``-inf`` (``out`` then undefined) when every entry is ``-inf``
+    or the finite entries span more than ``_RANGE``.
+    """
+    m = -np.inf
+    lo = np.inf
+    for i in range(x.shape[0]):
+        v = x[i]
+        if v > m:
+            m = v
+        if v > -np.inf and v < lo:
+            lo = v
+    if m == -np.inf or m - lo > _RANGE:
+        return -np.inf
+    for i in range(x.shape[0]):
+        out[i] = np.exp(x[i] - m)
+    return m
+
+
+@nb.njit(cache=True)
+def _exp_table(trans, E):
+    """``E = exp(trans - max(trans))``, returns the maximum (see :func:`_shifted_exp`)."""
+    K = trans.shape[0]
+    return _shifted_exp(trans.reshape(K * K), E.reshape(K * K))
+
+
+@nb.njit(cache=True)
+def _fb_scaled_seq(unary, start, n, E, shift, ahat, ev, scale, vec, m_seq, node_marg):
+    """Scaled forward-backward of one sequence (probability domain).
+
+    With ``ev[t, b] = exp(unary[t, b] - m_t)`` (``m_t`` the maximum of
+    position ``t``) and ``E = exp(trans - shift)``, the forward vectors
+    ``ahat_t`` are normalized to sum 1 by the factors ``scale[t]``, so that
+    ``log Z = sum_t (log scale[t] + m_t) + (n - 1) shift``. The backward
+    vectors use the same factors; ``P(y_t = b) = ahat_t[b] bhat_t[b]`` and
+    ``P(y_t = a, y_{t+1} = b) = ahat_t[a] E[a, b] q_{t+1}[b]`` with
+    ``q_{t+1} = ev[t + 1] * bhat_{t+1} / scale[t + 1]``.
+
+    Writes ``node_marg[start:start + n]`` and ``m_seq[a, b] = sum_t
+    ahat_t[a] q_{t+1}[b]`` (to be multiplied by ``E``). Returns
+    ``(ok, log Z)``; ``ok`` is False (outputs then undefined) when a
+    position's finite scores span more than ``_RANGE``, a position is fully
+    forbidden, a scale falls below ``_SCALE_MIN`` or a backward quantity
+    exceeds ``_SCALE_MAX``. Within these bounds no intermediate leaves the
+    normal double range except through exact zeros (forbidden entries) or
+    terms negligible against their sums, so every result keeps its
+    relative precision; outside them the caller uses :func:`_fb_log_seq`.
+    ``vec`` is (3, K) scratch.
+    """
+    K = unary.shape[1]
+    lz = 0.0
+    num = vec[0]
+    for t in range(n):
+        m = _shifted_exp(unary[start + t], ev[t])
+        if m == -np.inf:
+            return False, 0.0
+        if t == 0:
+            for b in range(K):
+                num[b] = ev[0, b]
+        else:
+            for b in range(K):
+                num[b] = 0.0
+            for a in range(K):
+                pa = ahat[t - 1, a]
+                if pa != 0.0:
+                    for b in range(K):
+                        num[b] += pa * E[a, b]
+            for b in range(K):
+                num[b] *= ev[t, b]
+        st = 0.0
+        for b in range(K):
+            st += num[b]
+        if not st >= _SCALE_MIN:
+            return False, 0.0
+        inv = 1.0 / st
+        for b in range(K):
+            ahat[t, b] = num[b] * inv
+        scale[t] = st
+        lz += m + np.log(st)
+    if n > 1:
+        lz += (n - 1) * shift
+    bhat = vec[1]
+    q = vec[2]
+    for a in range(K):
+        bhat[a] = 1.0
+        for b in range(K):
+            m_seq[a, b] = 0.0
+    for t in range(n - 1, 0, -1):
+        # node marginals of position t, then bhat_{t-1} = E @ q_t
+        inv = 1.0 / scale[t]
+        for b in range(K):
+            node_marg[start + t, b] = ahat[t, b] * bhat[b]
+            qb = ev[t, b] * bhat[b] * inv
+            if not qb <= _SCALE_MAX:
+                return False, 0.0
+            q[b] = qb
+        for a in range(K):
+            sm = 0.0
+            for b in range(K):
+                sm += E[a, b] * q[b]
+            if not sm <= _SCALE_MAX:
+                return False, 0.0
+            bhat[a] = sm
+            pa = ahat[t - 1, a]
+            if pa != 0.0:
+                for b in range(K):
+                    m_seq[a, b] += pa * q[b]
+    for b in range(K):
+        node_marg[start, b] = ahat[0, b] * bhat[b]
+    return True, lz
+
+
+@nb.njit(cache=True)
+def _fb_log_seq(unary, start, n, trans, col_max, row_max, e_col, e_row, alpha, beta, vec,
+                node_marg, trans_marg):  # fmt: skip
+    """Log-domain forward-backward of one sequence; returns ``log Z``.
+
+    Each step is evaluated as a matrix-vector product of exponentials shifted
+    by their maxima (tables from :func:`_scaled_tables`); a column whose
+    scaled sum falls below 1e-200 (so that underflow could cost precision) is
+    recomputed with an exact log-sum-exp. Writes ``node_marg[start:start +
+    n]`` and adds the edge marginals to ``trans_marg``. ``alpha``, ``beta``
+    (>= n, K) and ``vec`` (3, K) are scratch.
+    """
+    K = unary.shape[1]
+    p = vec[0]
+    acc = vec[1]
+    # ---------------------------------------------------------- forward
+    for b in range(K):
+        alpha[0, b] = unary[start, b]
+    for t in range(1, n):
+        m = -np.inf
+        for a in range(K):
+            if alpha[t - 1, a] > m:
+                m = alpha[t - 1, a]
+        if m == -np.inf:
+            for b in range(K):
+                alpha[t, b] = -np.inf
+            continue
+        for b in range(K):
+            acc[b] = 0.0
+        for a in range(K):
+            pa = np.exp(alpha[t - 1, a] - m)
+            if pa == 0.0:
                 continue
             for b in range(K):
-                acc[b] = np.exp(p[b] - m)
-            for a in range(K):
-                if row_max[a] == -np.inf:
-                    beta[t, a] = -np.inf
-                    continue
-                sm = 0.0
-                for b in range(K):
-                    sm += e_row[a, b] * acc[b]
-                if sm > _TINY:
-                    beta[t, a] = m + row_max[a] + np.log(sm)
-                else:
-                    beta[t, a] = _lse_row(p, trans, a)
-        # -------------------------------------------------------- marginals
+                acc[b] += pa * e_col[a, b]
+        for b in range(K):
+            u = unary[start + t, b]
+            if u == -np.inf or col_max[b] == -np.inf:
+                alpha[t, b] = -np.inf
+            elif acc[b] > _TINY:
+                alpha[t, b] = u + m + col_max[b] + np.log(acc[b])
+            else:
+                alpha[t, b] = u + _lse_col(alpha[t - 1], trans, b)
+    lz = _lse_vec(alpha[n - 1])
+    if lz == -np.inf:
         for t in range(n):
             for b in range(K):
-                v = alpha[t, b] + beta[t, b] - lz
-                node_marg[start + t, b] = np.exp(v) if v < 0.0 else 1.0
-        for t in range(n - 1):
-            # P(a, b) = exp(alpha[t,a] + trans[a,b] + w[b] - lz),
-            # w[b] = unary[t+1,b] + beta[t+1,b]
-            m = -np.inf
-            for b in range(K):
-                v = unary[start + t + 1, b] + beta[t + 1, b]
-                p[b] = v
-                if v > m:
-                    m = v
-            if m == -np.inf:
-                continue
-            for b in range(K):
-                acc[b] = np.exp(p[b] - m)
+                node_marg[start + t, b] = 0.0
+        return lz
+    # --------------------------------------------------------- backward
+    for a in range(K):
+        beta[n - 1, a] = 0.0
+    for t in range(n - 2, -1, -1):
+        m = _sum_exp_shifted(unary[start + t + 1], beta[t + 1], p, acc)
+        if m == -np.inf:
             for a in range(K):
-                al = alpha[t, a]
-                if al == -np.inf or row_max[a] == -np.inf:
-                    continue
-                ua = al + row_max[a] + m - lz
-                if ua < -745.0:
-                    continue
-                if ua <= _BIG:
-                    ea = np.exp(ua)
-                    for b in range(K):
-                        trans_marg[a, b] += ea * e_row[a, b] * acc[b]
-                else:
-                    c = al - lz
-                    for b in range(K):
-                        v = c + trans[a, b] + p[b]
-                        if v > -745.0:
-                            trans_marg[a, b] += np.exp(v) if v < 0.0 else 1.0
+                beta[t, a] = -np.inf
+            continue
+        for a in range(K):
+            if row_max[a] == -np.inf:
+                beta[t, a] = -np.inf
+                continue
+            sm = 0.0
+            for b in range(K):
+                sm += e_row[a, b] * acc[b]
+            if sm > _TINY:
+                beta[t, a] = m + row_max[a] + np.log(sm)
+            else:
+                beta[t, a] = _lse_row(p, trans, a)
+    # -------------------------------------------------------- marginals
+    for t in range(n):
+        for b in range(K):
+            v = alpha[t, b] + beta[t, b] - lz
+            node_marg[start + t, b] = np.exp(v) if v < 0.0 else 1.0
+    for t in range(n - 1):
+        # P(a, b) = exp(alpha[t,a] + trans[a,b] + w[b] - lz),
+        # w[b] = unary[t+1,b] + beta[t+1,b]
+        m = _sum_exp_shifted(unary[start + t + 1], beta[t + 1], p, acc)
+        if m == -np.inf:
+            continue
+        for a in range(K):
+            al = alpha[t, a]
+            if al == -np.inf or row_max[a] == -np.inf:
+                continue
+            ua = al + row_max[a] + m - lz
+            if ua < -745.0:
+                continue
+            if ua <= _BIG:
+                ea = np.exp(ua)
+                for b in range(K):
+                    trans_marg[a, b] += ea * e_row[a, b] * acc[b]
+            else:
+                c = al - lz
+                for b in range(K):
+                    v = c + trans[a, b] + p[b]
+                    if v > -745.0:
+                        trans_marg[a, b] += np.exp(v) if v < 0.0 else 1.0
+    return lz
+
+
+@nb.njit(cache=True)
+def _sum_exp_shifted(u, v, p, acc):
+    """``p = u + v`` and ``acc = exp(p - max(p))``; returns ``max(p)``.
+
+    ``acc`` is left undefined when the maximum is ``-inf``.
+    """
+    m = -np.inf
+    for b in range(u.shape[0]):
+        x = u[b] + v[b]
+        p[b] = x
+        if x > m:
+            m = x
+    if m > -np.inf:
+        for b in range(u.shape[0]):
+            acc[b] = np.exp(p[b] - m)
+    return m
 
 
 @nb.njit(cache=True)

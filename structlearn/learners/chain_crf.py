@@ -6,8 +6,10 @@ Objective (``N`` sequences, weights ``W`` (K, d) and ``T`` (K, K))::
 
 ``score_s(z) = sum_t W[z_t] @ x_t + sum_t T[z_t, z_{t+1}]``. ``log Z`` and
 the marginals come from the numba forward-backward over all sequences at
-once (:func:`structlearn.inference._chain_kernels.forward_backward_batch`);
-the gradient is (expected - observed) feature counts. CRFsuite minimizes
+once (:func:`structlearn.inference._chain_kernels.forward_backward_batch`,
+scaled recursion with a log-domain fallback); the gradient is (expected -
+observed) feature counts, accumulated over the nonzero features only
+(:mod:`._chain_crf_kernels`). CRFsuite minimizes
 ``sum_s NLL_s + c2 ||w||^2``, i.e. the same problem with
 ``alpha = 2 * c2 / N``.
 """
@@ -24,59 +26,56 @@ logger = logging.getLogger(__name__)
 
 
 class _ChainProblem:
-    """Cached arrays for repeated objective/gradient evaluations."""
+    """Cached arrays for repeated objective/gradient evaluations.
+
+    The parameter vector is ``[W.T.ravel(), T.ravel()]``: unigram weights
+    feature-major (``(d, K)``, one feature's weights contiguous) for the
+    sparse kernels of :mod:`._chain_crf_kernels`.
+    """
 
     def __init__(self, Xcat, offsets, codes, n_classes, alpha):
-        from ..inference._chain_kernels import forward_backward_batch  # noqa: F401
-
-        self.X = Xcat.tocsr() if sp.issparse(Xcat) else np.ascontiguousarray(Xcat, dtype=np.float64)
-        self.XT = self.X.T.tocsr() if sp.issparse(self.X) else None
+        X = sp.csr_matrix(Xcat, dtype=np.float64)
+        X.sum_duplicates()
+        self.data = np.ascontiguousarray(X.data, dtype=np.float64)
+        self.indices = np.ascontiguousarray(X.indices, dtype=np.int64)
+        self.indptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self.codes = np.ascontiguousarray(codes, dtype=np.int64)
         self.K = int(n_classes)
-        self.d = Xcat.shape[1]
+        self.d = X.shape[1]
         self.n_seq = self.offsets.shape[0] - 1
         self.alpha = float(alpha)
-        N = self.X.shape[0]
-        K = self.K
-        Y = sp.csr_matrix((np.ones(N), (np.arange(N), self.codes)), shape=(N, K))
-        emp_W = (Y.T @ self.X)
-        self.emp_W = np.asarray(emp_W.todense() if sp.issparse(emp_W) else emp_W)
-        pos = np.arange(N - 1)
-        inner = np.ones(N - 1, dtype=bool)
-        inner[self.offsets[1:-1] - 1] = False  # last token of a sequence has no successor
-        pos = pos[inner]
-        self.emp_T = np.bincount(
-            self.codes[pos] * K + self.codes[pos + 1], minlength=K * K
-        ).astype(np.float64).reshape(K, K)
-        self.node = np.empty((N, K))
-        self.tmarg = np.empty((K, K))
+        N = X.shape[0]
+        self.unary = np.empty((N, self.K))
+        self.resid = np.empty((N, self.K))
         self.logz = np.empty(self.n_seq)
         self.n_eval = 0
 
     def split(self, w):
+        """Views ``W`` (d, K) (feature-major) and ``T`` (K, K) of a parameter vector."""
         K, d = self.K, self.d
-        return w[: K * d].reshape(K, d), w[K * d :].reshape(K, K)
+        return w[: K * d].reshape(d, K), w[K * d :].reshape(K, K)
 
-    def __call__(self, w):
-        from ..inference._chain_kernels import forward_backward_batch
+    def pack(self, W, T):
+        """Parameter vector of ``W`` (K, d) and ``T`` (K, K)."""
+        w = np.empty(self.K * self.d + self.K * self.K)
+        Wd, Tv = self.split(w)
+        Wd[...] = np.asarray(W, dtype=np.float64).T
+        Tv[...] = T
+        return w
 
-        W, T = self.split(w)
-        unary = self.X @ W.T
-        unary = np.ascontiguousarray(unary, dtype=np.float64)
-        T = np.ascontiguousarray(T)
-        forward_backward_batch(unary, self.offsets, T, self.node, self.tmarg, self.logz)
+    def __call__(self, w, g):
+        """Objective at ``w``; its gradient is written into ``g``."""
+        from ._chain_crf_kernels import chain_nll_grad, finish_gradient
+
+        Wd, T = self.split(w)
+        gW, gT = self.split(g)
+        nll = chain_nll_grad(Wd, T, self.data, self.indices, self.indptr, self.offsets,
+                             self.codes, gW, gT, self.unary, self.resid, self.logz)  # fmt: skip
         self.n_eval += 1
         n = self.n_seq
-        nll = float(self.logz.sum() - np.sum(W * self.emp_W) - np.sum(T * self.emp_T))
-        if self.XT is not None:
-            gW = (self.XT @ self.node).T
-        else:
-            gW = self.node.T @ self.X
-        gW = (gW - self.emp_W) / n + self.alpha * W
-        gT = (self.tmarg - self.emp_T) / n + self.alpha * T
-        f = nll / n + 0.5 * self.alpha * float(w @ w)
-        return f, np.concatenate([gW.ravel(), gT.ravel()])
+        ww = finish_gradient(g, 1.0 / n, self.alpha, w)
+        return nll / n + 0.5 * self.alpha * ww
 
 
 def chain_crf_objective(W, T, Xcat, offsets, codes, *, alpha=0.0):
@@ -90,24 +89,11 @@ def chain_crf_objective(W, T, Xcat, offsets, codes, *, alpha=0.0):
     """
     W = np.asarray(W, dtype=np.float64)
     prob = _ChainProblem(Xcat, offsets, codes, W.shape[0], alpha)
-    f, g = prob(np.concatenate([W.ravel(), np.asarray(T, dtype=np.float64).ravel()]))
+    w = prob.pack(W, np.asarray(T, dtype=np.float64))
+    g = np.empty_like(w)
+    f = prob(w, g)
     gW, gT = prob.split(g)
-    return f, gW.copy(), gT.copy()
-
-
-def _two_loop(g, S, Y, rho):
-    """L-BFGS direction -H g from the stored pairs (oldest first)."""
-    q = g.copy()
-    a = np.empty(len(S))
-    for i in range(len(S) - 1, -1, -1):
-        a[i] = rho[i] * (S[i] @ q)
-        q -= a[i] * Y[i]
-    if S:
-        q *= (S[-1] @ Y[-1]) / (Y[-1] @ Y[-1])
-    for i in range(len(S)):
-        b = rho[i] * (Y[i] @ q)
-        q += (a[i] - b) * S[i]
-    return -q
+    return f, np.ascontiguousarray(gW.T), gT.copy()
 
 
 def fit_chain_crf_lbfgs(
@@ -164,56 +150,66 @@ def fit_chain_crf_lbfgs(
     converged : bool
     n_iter : int
     """
+    from ._chain_crf_kernels import axpy_to, lbfgs_direction, vdot
+
     K = int(n_classes)
     prob = _ChainProblem(Xcat, offsets, codes, K, alpha)
     d = prob.d
-    w = np.zeros(K * d + K * K)
-    if W_init is not None:
-        w[: K * d] = np.asarray(W_init, dtype=np.float64).ravel()
-    if T_init is not None:
-        w[K * d :] = np.asarray(T_init, dtype=np.float64).ravel()
+    w = prob.pack(np.zeros((K, d)) if W_init is None else W_init,
+                  np.zeros((K, K)) if T_init is None else T_init)
+    n = w.shape[0]
+    m = int(memory)
+    # correction pairs in rows of S, Y; one spare row takes the candidate pair
+    S = np.empty((m + 1, n))
+    Y = np.empty((m + 1, n))
+    rho = np.empty(m + 1)
+    coef = np.empty(m + 1)
+    order = []  # rows in use, oldest first
+    g = np.empty(n)
+    w_new = np.empty(n)
+    g_new = np.empty(n)
+    p = np.empty(n)
     history = []
     start = time.perf_counter()
-    f, g = prob(w)
-    S, Y, rho = [], [], []
+    f = prob(w, g)
     converged = False
     n_iter = 0
     for it in range(int(max_iter)):
-        gnorm = float(np.linalg.norm(g))
-        if gnorm <= tol * max(1.0, float(np.linalg.norm(w))):
+        gnorm = np.sqrt(vdot(g, g))
+        if gnorm <= tol * max(1.0, np.sqrt(vdot(w, w))):
             converged = True
             break
-        p = _two_loop(g, S, Y, rho)
-        slope = float(g @ p)
+        lbfgs_direction(g, S, Y, rho, np.asarray(order, dtype=np.int64), coef, p)
+        slope = vdot(g, p)
         if slope >= 0:  # not a descent direction: restart from the gradient
-            S, Y, rho = [], [], []
-            p = -g
+            order = []
+            np.negative(g, out=p)
             slope = -gnorm * gnorm
-        step = 1.0 if S else 1.0 / gnorm
+        step = 1.0 if order else 1.0 / gnorm
         while True:
-            w_new = w + step * p
-            f_new, g_new = prob(w_new)
+            axpy_to(w_new, w, step, p)
+            f_new = prob(w_new, g_new)
             if f_new <= f + 1e-4 * step * slope or step < 1e-20:
                 break
             step *= 0.5
-        s_vec = w_new - w
-        y_vec = g_new - g
-        sy = float(s_vec @ y_vec)
-        if sy > 1e-10 * float(y_vec @ y_vec):
-            S.append(s_vec)
-            Y.append(y_vec)
-            rho.append(1.0 / sy)
-            if len(S) > memory:
-                S.pop(0)
-                Y.pop(0)
-                rho.pop(0)
-        w, f, g = w_new, f_new, g_new
+        row = next(r for r in range(m + 1) if r not in order)
+        axpy_to(S[row], w_new, -1.0, w)
+        axpy_to(Y[row], g_new, -1.0, g)
+        sy = vdot(S[row], Y[row])
+        if sy > 1e-10 * vdot(Y[row], Y[row]):
+            rho[row] = 1.0 / sy
+            order.append(row)
+            if len(order) > m:
+                order.pop(0)
+        w, w_new = w_new, w
+        g, g_new = g_new, g
+        f = f_new
         n_iter += 1
         rec = {
             "iter": n_iter,
             "time": time.perf_counter() - start,
             "objective": float(f),
-            "step_norm": float(np.linalg.norm(s_vec)),
+            "step_norm": float(step * np.sqrt(vdot(p, p))),
             "n_eval": prob.n_eval,
         }
         history.append(rec)
@@ -227,4 +223,4 @@ def fit_chain_crf_lbfgs(
         if step < 1e-20:
             break
     W, T = prob.split(w)
-    return np.ascontiguousarray(W.copy()), np.ascontiguousarray(T.copy()), history, converged, n_iter
+    return np.ascontiguousarray(W.T), T.copy(), history, converged, n_iter
