@@ -31,7 +31,9 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 UAI_DIR = os.path.join(ROOT, "..", "shared", "data", "uai")
-METHODS = ["gdmm", "gdmm_binary", "ad3", "psdd", "fista", "scm", "trn"]
+METHODS = ["gdmm", "gdmm_binary", "ad3", "psdd", "fista", "scm", "trn", "trn_lbfgs"]
+# variants of a registered method: name -> (method, parameters)
+VARIANTS = {"trn_lbfgs": ("trn", {"hessian": "lbfgs"})}
 SYNTHETIC = ["potts_grid_k21", "complete_k400", "matching_k1000"]
 
 
@@ -105,12 +107,13 @@ def worker(method, name, time_limit):
     from structlearn.inference import solve_map
 
     g, ref = load(name)
+    method, params = VARIANTS.get(method, (method, {}))
     if method == "gdmm_binary" and (np.any(g.n_states != 2) or np.any(g.factor_orders != 2)):
         print(json.dumps({"skip": "needs binary pairwise"}))
         return
     tiny = FactorGraph([2, 2, 2], scopes=[(0, 1), (1, 2), (0, 2)],
                        tables=[np.eye(2), np.eye(2), np.eye(2)])
-    solve_map(tiny, method, max_iter=3)  # compile / load the numba cache
+    solve_map(tiny, method, max_iter=3, **params)  # compile / load the numba cache
     try:
         with open("/proc/self/clear_refs", "w") as fh:
             fh.write("5")  # reset the high-water mark
@@ -118,7 +121,7 @@ def worker(method, name, time_limit):
         pass
     base = _rss_now_kb()
     t0 = time.perf_counter()
-    r = solve_map(g, method, max_iter=10**9, time_limit=time_limit)
+    r = solve_map(g, method, max_iter=10**9, time_limit=time_limit, **params)
     wall = time.perf_counter() - t0
     peak = _rss_peak_kb()
     traj = []

@@ -11,8 +11,17 @@ from structlearn.graphs import FactorGraph, complete_graph, read_uai, read_uai_s
 from structlearn.inference import available_methods, solve_map
 
 LOOPY = ["gdmm", "gdmm_binary", "psdd", "fista", "scm", "ad3", "trn"]
+# variants of a registered method: test id -> (method, parameters)
+VARIANTS = {"trn_lbfgs": ("trn", {"hessian": "lbfgs"})}
 METHODS = [m for m in LOOPY if m in available_methods()]
+METHODS += [v for v, (m, _) in VARIANTS.items() if m in METHODS]
 GENERAL = [m for m in METHODS if m != "gdmm_binary"]
+
+
+def solve(graph, method, **params):
+    """solve_map with a method name or a variant name from VARIANTS."""
+    method, extra = VARIANTS.get(method, (method, {}))
+    return solve_map(graph, method, **extra, **params)
 
 
 def random_graph(rng, n_vars=6, max_k=3, n_factors=7, p_inf=0.1, share=False, ternary=True):
@@ -59,10 +68,10 @@ def test_random_small_graphs_certified(method, seed):
     g = random_graph(rng, n_vars=int(rng.integers(3, 9)), max_k=int(rng.integers(2, 5)),
                      n_factors=int(rng.integers(3, 10)), share=seed % 2 == 0)
     opt = solve_map(g, "brute_force").score
-    res = solve_map(g, method, max_iter=60)
+    res = solve(g, method, max_iter=60)
     check_certified(g, res, opt)
     # without local search the decoded labelings come from the solver alone
-    res = solve_map(g, method, max_iter=30, local_search=False)
+    res = solve(g, method, max_iter=30, local_search=False)
     check_certified(g, res, opt)
 
 
@@ -76,7 +85,7 @@ def test_trees_reach_the_optimum(method):
     g = FactorGraph(n_states, unary=[rng.normal(size=k) for k in n_states], scopes=scopes,
                     tables=[rng.normal(size=int(np.prod(n_states[s]))) for s in scopes])
     opt = solve_map(g, "tree").score
-    res = solve_map(g, method, max_iter=3000, tol=1e-6, local_search=False)
+    res = solve(g, method, max_iter=3000, tol=1e-6, local_search=False)
     check_certified(g, res, opt)
     assert res.score == pytest.approx(opt, abs=1e-9)
     assert res.upper_bound - opt <= 2e-3 * max(1.0, abs(opt))
@@ -91,7 +100,7 @@ def test_binary_pairwise_graphs(method):
                     scopes=[g.scope(f) for f in range(g.n_factors)],
                     tables=[rng.normal(size=4) for _ in range(g.n_factors)])
     opt = solve_map(g, "brute_force").score
-    res = solve_map(g, method, max_iter=80)
+    res = solve(g, method, max_iter=80)
     check_certified(g, res, opt)
 
 
@@ -102,7 +111,7 @@ def test_evidence_is_respected(method):
     ev = {0: 1, 3: 2}
     gc = g.clamp(ev)
     opt = solve_map(gc, "brute_force").score
-    res = solve_map(gc, method, max_iter=80)
+    res = solve(gc, method, max_iter=80)
     check_certified(gc, res, opt)
     assert res.labels[0] == 1 and res.labels[3] == 2
 
@@ -159,17 +168,17 @@ def test_auto_uses_gdmm_on_loopy_graphs_and_exact_on_trees():
 def test_bad_parameters(method):
     g = FactorGraph([2, 2], scopes=[(0, 1)], tables=[np.eye(2)])
     with pytest.raises(TypeError, match="unexpected"):
-        solve_map(g, method, bogus=1)
+        solve(g, method, bogus=1)
     with pytest.raises(ValueError, match="max_iter"):
-        solve_map(g, method, max_iter=0)
+        solve(g, method, max_iter=0)
     with pytest.raises(ValueError, match="time_limit"):
-        solve_map(g, method, time_limit=-1)
+        solve(g, method, time_limit=-1)
 
 
 @pytest.mark.parametrize("method", GENERAL)
 def test_graph_without_factors(method):
     g = FactorGraph([3, 2], unary=[[0.0, 2.0, 1.0], [-np.inf, 0.5]])
-    res = solve_map(g, method)
+    res = solve(g, method)
     assert res.labels.tolist() == [1, 1] and res.score == 2.5 and res.status == "gap"
 
 
@@ -186,3 +195,41 @@ def test_gdmm_reaches_reference_on_shared_uai(shared_data, name):
     # Grids_18 is a frustrated Ising torus whose LP bound (16291) is far above
     # the reference (12966.65): there the labeling comes from the local search
     assert res.score >= ref - 1e-6 * abs(ref)
+
+
+def test_trn_hessian_parameter_is_checked():
+    g = FactorGraph([2, 2], scopes=[(0, 1)], tables=[np.eye(2)])
+    with pytest.raises(ValueError, match="hessian"):
+        solve_map(g, "trn", hessian="bfgs")
+    with pytest.raises(ValueError, match="memory"):
+        solve_map(g, "trn", hessian="lbfgs", memory=0)
+
+
+def test_trn_lbfgs_model_satisfies_the_secant_equations():
+    # the compact L-BFGS matrix must reproduce B s_k = y_k for the newest
+    # pair and stay symmetric positive definite on convex data
+    from structlearn.inference.trn import _LbfgsModel
+
+    rng = np.random.default_rng(0)
+    n = 12
+    a = rng.normal(size=(n, n))
+    hess = a @ a.T + np.eye(n)
+    model = _LbfgsModel(n, memory=4)
+    x = rng.normal(size=n)
+    for _ in range(6):
+        model.observe(x, hess @ x, 1.0)
+        x = x + rng.normal(size=n)
+    model.observe(x, hess @ x, 1.0)
+    model.prepare(0.0)
+    assert model.count == 4
+    dense = np.empty((n, n))
+    for j in range(n):
+        model.matvec(np.eye(n)[j], dense[:, j])
+    np.testing.assert_allclose(dense, dense.T, atol=1e-8)
+    assert np.linalg.eigvalsh(dense).min() > 0
+    out = np.empty(n)
+    model.matvec(model.S[3], out)
+    np.testing.assert_allclose(out, model.Y[3], rtol=1e-8, atol=1e-8)
+    # a new temperature starts a new model
+    model.observe(x + 1.0, hess @ (x + 1.0), 2.0)
+    assert model.count == 0
