@@ -262,7 +262,7 @@ def _fb_scaled_seq(unary, start, n, E, shift, ahat, ev, scale, vec, m_seq, node_
     ``(ok, log Z)``; ``ok`` is False (outputs then undefined) when a
     position's finite scores span more than ``_RANGE``, a position is fully
     forbidden, a scale falls below ``_SCALE_MIN`` or a backward quantity
-    exceeds ``_SCALE_MAX``. Within these bounds no intermediate leaves the
+    (q) exceeds ``_SCALE_MAX``. Within these bounds no intermediate leaves the
     normal double range except through exact zeros (forbidden entries) or
     terms negligible against their sums, so every result keeps its
     relative precision; outside them the caller uses :func:`_fb_log_seq`.
@@ -307,25 +307,26 @@ def _fb_scaled_seq(unary, start, n, E, shift, ahat, ev, scale, vec, m_seq, node_
         for b in range(K):
             m_seq[a, b] = 0.0
     for t in range(n - 1, 0, -1):
-        # node marginals of position t, then bhat_{t-1} = E @ q_t
+        # node marginals of position t, then bhat_{t-1} = E @ q_t (<= K max(q))
         inv = 1.0 / scale[t]
         for b in range(K):
             node_marg[start + t, b] = ahat[t, b] * bhat[b]
-            qb = ev[t, b] * bhat[b] * inv
-            if not qb <= _SCALE_MAX:
-                return False, 0.0
-            q[b] = qb
+            q[b] = ev[t, b] * bhat[b] * inv
+        qmax = 0.0
+        for b in range(K):
+            if not q[b] <= qmax:  # NaN propagates
+                qmax = q[b]
+        if not qmax <= _SCALE_MAX:
+            return False, 0.0
         for a in range(K):
             sm = 0.0
             for b in range(K):
                 sm += E[a, b] * q[b]
-            if not sm <= _SCALE_MAX:
-                return False, 0.0
             bhat[a] = sm
+        for a in range(K):
             pa = ahat[t - 1, a]
-            if pa != 0.0:
-                for b in range(K):
-                    m_seq[a, b] += pa * q[b]
+            for b in range(K):
+                m_seq[a, b] += pa * q[b]
     for b in range(K):
         node_marg[start, b] = ahat[0, b] * bhat[b]
     return True, lz
