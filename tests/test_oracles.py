@@ -486,6 +486,7 @@ def test_inner_product_fmo_exact_matches_dense(K):
             assert best == -np.inf and K == 1 and ex == 0
         else:
             assert y != ex and vals[y] == best
+            assert y == np.flatnonzero(vals == best)[0]  # the first maximum, as a dense scan
         # nu = 1 with a random permutation is exact as well
         best1, y1 = inner_product_argmax(W, x, add=(idx, val), loss=loss, gt=gt, exclude=ex,
                                          nu=1, random_state=trial, perm=rng.permutation(K))
@@ -504,6 +505,17 @@ def test_inner_product_kernels_on_csr_rows():
         scores = X[i].toarray().ravel() @ W
         np.testing.assert_allclose(ws[0], scores, atol=1e-12)
         assert y == np.argmax(ws[0]) and best == ws[0][y]
+        # listed labels, ground truth and exclusion: raw scores left in ws[0]
+        lab = rng.choice(17, 4, replace=False)
+        add = rng.normal(size=4)
+        best2, y2 = inner_product_fmo(W, X.indices, X.data, X.indptr[i], X.indptr[i + 1],
+                                      lab, add, 4, 1.0, int(lab[0]), int(lab[1]), ws)
+        np.testing.assert_allclose(ws[0], scores, atol=1e-12)
+        vals = ws[0] + 1.0
+        vals[lab] = ws[0][lab] + add + 1.0
+        vals[lab[0]] -= 1.0
+        vals[lab[1]] = -np.inf
+        assert best2 == vals.max() and y2 == np.argmax(vals)
         # the parts of a partition (contiguous blocks or a permutation's
         # blocks) are disjoint and together reproduce the exact answer
         for perm in (np.zeros(0, dtype=np.int64), rng.permutation(17)):

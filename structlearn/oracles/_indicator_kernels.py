@@ -15,13 +15,48 @@ NEG_INF = -np.inf
 
 # --------------------------------------------------------------- build/update
 @nb.njit(cache=True)
+def _row_summary(rk, ri, base, size, stk, sti, scap, a):
+    """Cache the 3 largest entries of row ``a`` (keys ``stk[3a:3a+3]``, columns
+    ``sti``; -1 when the row is shorter) and a bound ``scap[a]`` on every other
+    entry.  The 4 largest keys of a heap lie in its first 15 slots (an
+    item deeper down has 4 ancestors there, none smaller)."""
+    k0 = k1 = k2 = k3 = NEG_INF
+    i0 = i1 = i2 = -1
+    for s in range(min(15, size)):
+        key = rk[base + s]
+        it = ri[base + s]
+        if key > k0 or i0 < 0:
+            k3 = k2
+            k2, i2 = k1, i1
+            k1, i1 = k0, i0
+            k0, i0 = key, it
+        elif key > k1 or i1 < 0:
+            k3 = k2
+            k2, i2 = k1, i1
+            k1, i1 = key, it
+        elif key > k2 or i2 < 0:
+            k3 = k2
+            k2, i2 = key, it
+        elif key > k3:
+            k3 = key
+    stk[3 * a] = k0
+    stk[3 * a + 1] = k1
+    stk[3 * a + 2] = k2
+    sti[3 * a] = i0
+    sti[3 * a + 1] = i1
+    sti[3 * a + 2] = i2
+    scap[a] = k3
+
+
+@nb.njit(cache=True)
 def indicator_build(state):
     """(Re)build every heap of ``state`` from its table ``state[0]``."""
-    v, shape, tk, ti, tp, rk, ri, rp, ck, ci, cp, cmax = state
+    v, shape, tk, ti, tp, rk, ri, rp, ck, ci, cp, cmax, stk, sti, scap = state
     n1 = shape[0]
     n2 = shape[1]
     for a in range(n1):
         heap_fill_sorted(rk, ri, rp, a * n2, v[a * n2 : (a + 1) * n2], n2)
+        _row_summary(rk, ri, a * n2, n2, stk, sti, scap, a)
     col = np.empty(n1, dtype=np.float64)
     for b in range(n2):
         for a in range(n1):
@@ -36,11 +71,15 @@ def indicator_build(state):
 @nb.njit(cache=True)
 def indicator_update(state, a, b, value):
     """Set ``v[a, b] = value`` and restore the heaps. O(log K)."""
-    v, shape, tk, ti, tp, rk, ri, rp, ck, ci, cp, cmax = state
+    v, shape, tk, ti, tp, rk, ri, rp, ck, ci, cp, cmax, stk, sti, scap = state
     n1 = shape[0]
     n2 = shape[1]
     v[a * n2 + b] = value
     heap_set_key(rk, ri, rp, a * n2, n2, b, value)
+    # the row summary changes only through its own entries or a value above
+    # its bound (otherwise it stays valid, the bound possibly loose)
+    if value > scap[a] or b == sti[3 * a] or b == sti[3 * a + 1] or b == sti[3 * a + 2]:
+        _row_summary(rk, ri, a * n2, n2, stk, sti, scap, a)
     heap_set_key(ck, ci, cp, b * n1, n1, a, value)
     cmax[b] = ck[b * n1]
     top = rk[a * n2]
@@ -178,49 +217,65 @@ def _sort_desc(keys, idx, vals, n):
 
 
 @nb.njit(cache=True)
-def _both_listed(v, n2, rmax, rpos, cmax, eidx1, eval1, e1, eidx2, eval2, e2, key1, key2,
-                 loss1, gt1, loss2, gt2, ex1, ex2, best):
-    """Case (iv): best listed pair, pruned with row maxima.
+def _both_listed(v, n2, stk, sti, scap, cmax, pos2, eidx1, eval1, e1, eidx2, eval2, e2,
+                 key1, key2, loss1, gt1, loss2, gt2, ex1, ex2, best):
+    """Case (iv): best listed pair, pruned with cached row summaries.
 
     The value ``(((v + m1) + m2) + la) + lb`` of a pair is at most the same
-    expression with ``v`` replaced by its row maximum ``rmax[rpos[a]]`` or
-    its column maximum ``cmax[b]`` and ``lb`` by ``max(loss2, 0)``
-    (floating-point addition is monotone), so with the second list sorted
-    by message the scan of a row stops at the first ``b`` whose row bound
-    cannot beat ``best``, and a pair whose column bound cannot is skipped
-    without reading the table.  Rows are visited by decreasing ``max + m1``
-    to find a good ``best`` early.  Sorts the lists in place.  Returns
-    ``(best, a, b, visited)``: ``a = -1`` when nothing beats ``best``.
+    expression with ``v`` replaced by an upper bound of ``v[a, b]`` and
+    ``lb`` by ``max(loss2, 0)`` (floating-point addition is monotone).  Each
+    row's 3 largest entries are cached (``stk``, ``sti``: their values need
+    no table read); every other entry of row ``a`` is at most ``scap[a]``
+    and of column ``b`` at most ``cmax[b]``.  Rows are visited by decreasing
+    ``max + m1`` and, within a row, the second list by decreasing message,
+    so a row stops at the first ``b`` whose bound cannot beat ``best`` and
+    only competitive pairs read the table.  Sorts the lists in place (and
+    re-marks ``pos2``).  Returns ``(best, a, b, visited)``: ``a = -1`` when
+    nothing beats ``best``.
     """
+    best_a = -1
+    best_b = -1
     if e2 == 0:
-        return best, -1, -1, 0
+        return best, best_a, best_b, 0
     for k in range(e1):
-        key1[k] = rmax[rpos[eidx1[k]]] + eval1[k]
+        key1[k] = stk[3 * eidx1[k]] + eval1[k]
     _sort_desc(key1, eidx1, eval1, e1)
     for k in range(e2):
         key2[k] = eval2[k]
     _sort_desc(key2, eidx2, eval2, e2)
+    for k in range(e2):
+        pos2[eidx2[k]] = k
     lbmax = loss2 if loss2 > 0.0 else 0.0
-    best_a = -1
-    best_b = -1
     visited = 0
     for k1 in range(e1):
         a = eidx1[k1]
         m1 = eval1[k1]
         la = loss1 if a != gt1 else 0.0
-        ra = rmax[rpos[a]]
-        rm = ra + m1
-        if not ((rm + eval2[0]) + la) + lbmax > best:
+        if not (((stk[3 * a] + m1) + eval2[0]) + la) + lbmax > best:
             continue
+        # the cached largest entries of the row
+        for h in range(3):
+            b = sti[3 * a + h]
+            if b < 0 or pos2[b] < 0 or (a == ex1 and b == ex2):
+                continue
+            visited += 1
+            lb = loss2 if b != gt2 else 0.0
+            val = (((stk[3 * a + h] + m1) + eval2[pos2[b]]) + la) + lb
+            if val > best:
+                best = val
+                best_a = a
+                best_b = b
+        cap = scap[a]
         base = a * n2
         for k2 in range(e2):
             m2 = eval2[k2]
-            if not ((rm + m2) + la) + lbmax > best:
+            if not (((cap + m1) + m2) + la) + lbmax > best:
                 break
             b = eidx2[k2]
-            if a == ex1 and b == ex2:
+            if (a == ex1 and b == ex2) or b == sti[3 * a] or b == sti[3 * a + 1] \
+                    or b == sti[3 * a + 2]:
                 continue
-            if not (((min(ra, cmax[b]) + m1) + m2) + la) + lbmax > best:
+            if not (((min(cap, cmax[b]) + m1) + m2) + la) + lbmax > best:
                 continue
             visited += 1
             lb = loss2 if b != gt2 else 0.0
@@ -303,7 +358,7 @@ def indicator_fmo_above(state, idx1, val1, nnz1, idx2, val2, nnz2,
     tk, ti, tp = state[2], state[3], state[4]
     rk, ri = state[5], state[6]
     ck, ci = state[8], state[9]
-    cmax = state[11]
+    cmax, stk, sti, scap = state[11], state[12], state[13], state[14]
     pos1, pos2, stats = workspace[0], workspace[1], workspace[2]
     eidx1, eval1, eidx2, eval2 = workspace[3], workspace[4], workspace[5], workspace[6]
     fr_key, fr_slot = workspace[7], workspace[8]
@@ -315,9 +370,9 @@ def indicator_fmo_above(state, idx1, val1, nnz1, idx2, val2, nnz2,
     e1 = _effective_list(idx1, val1, nnz1, pos1, loss1, gt1, eidx1, eval1)
     e2 = _effective_list(idx2, val2, nnz2, pos2, loss2, gt2, eidx2, eval2)
     # (iv) both listed
-    best, best_a, best_b, v4 = _both_listed(v, n2, tk, tp, cmax, eidx1, eval1, e1, eidx2, eval2,
-                                            e2, key1, key2, loss1, gt1, loss2, gt2, ex1, ex2,
-                                            floor)
+    best, best_a, best_b, v4 = _both_listed(v, n2, stk, sti, scap, cmax, pos2, eidx1, eval1, e1,
+                                            eidx2, eval2, e2, key1, key2, loss1, gt1, loss2,
+                                            gt2, ex1, ex2, floor)
     # (ii) b listed, a unlisted: walk column heaps
     v2 = 0
     if e1 < n1:
@@ -345,7 +400,7 @@ def indicator_fmo_above(state, idx1, val1, nnz1, idx2, val2, nnz2,
         for k1 in range(e1):
             a = eidx1[k1]
             la = loss1 if a != gt1 else 0.0
-            if not ((tk[tp[a]] + eval1[k1]) + la) + loss2 > best:
+            if not ((stk[3 * a] + eval1[k1]) + la) + loss2 > best:
                 continue
             status, val, aa, b = _root(rk, ri, a * n2, n2, 2, a, pos1, pos2, ex1, ex2,
                                        eval1[k1], la, loss2, best)

@@ -38,31 +38,66 @@ def _label_value(score, y, extra, loss, gt):
 
 
 @nb.njit(cache=True)
+def _better(val, y, best, by):
+    """First maximum in label order: ``val`` beats ``best`` or ties it at a smaller label."""
+    return val > best or (val == best and by >= 0 and y < by)
+
+
+@nb.njit(cache=True)
 def inner_product_fmo(W, indices, data, start, end, add_idx, add_val, n_add,
                       loss, gt, ex, workspace):
     """Exact: argmax over y != ex of w(y).phi + c(y) + loss * [y != gt].
 
     ``c`` is sparse (``add_idx[:n_add]``, ``add_val[:n_add]``; 0 elsewhere).
-    Returns ``(best, y)``; ``(-inf, -1)`` when nothing is above -inf.
+    Returns ``(best, y)`` (the smallest maximizing label); ``(-inf, -1)``
+    when nothing is above -inf.  The listed labels, ``gt`` and ``ex`` are
+    set aside during the scan of all ``K`` scores (which then adds only the
+    loss) and compared afterwards.
     """
     scores, extra = workspace[0], workspace[1]
     K = W.shape[1]
     if gt < 0:
         loss = 0.0
     inner_product_scores(W, indices, data, start, end, scores)
+    sg = scores[gt] if gt >= 0 else 0.0
+    se = scores[ex] if ex >= 0 else 0.0
     for k in range(n_add):
-        extra[add_idx[k]] = add_val[k]
+        lab = add_idx[k]
+        extra[lab] = scores[lab]  # raw score kept aside
+        scores[lab] = NEG_INF
+    if gt >= 0:
+        scores[gt] = NEG_INF
+    if ex >= 0:
+        scores[ex] = NEG_INF
     best = NEG_INF
     by = -1
     for y in range(K):
-        if y == ex:
-            continue
-        val = _label_value(scores[y], y, extra, loss, gt)
+        val = scores[y] + loss
         if val > best:
             best = val
             by = y
+    if ex >= 0:
+        scores[ex] = se
+    if gt >= 0:
+        scores[gt] = sg
+    listed_gt = False
     for k in range(n_add):
-        extra[add_idx[k]] = 0.0
+        lab = add_idx[k]
+        scores[lab] = extra[lab]
+        extra[lab] = 0.0
+        if lab == gt:
+            listed_gt = True
+        if lab == ex:
+            continue
+        val = scores[lab] + add_val[k]
+        if lab != gt:
+            val += loss
+        if _better(val, lab, best, by):
+            best = val
+            by = lab
+    if gt >= 0 and gt != ex and not listed_gt and _better(sg, gt, best, by):
+        best = sg
+        by = gt
     return best, by
 
 

@@ -51,18 +51,21 @@ admissible entry is above ``-inf`` the result is ``(-inf, -1, -1, n)``.
 
 State and calling from numba
 ----------------------------
-:func:`make_indicator_oracle` returns the state, a tuple of 12 arrays::
+:func:`make_indicator_oracle` returns the state, a tuple of 15 arrays::
 
     state = (v, shape, t_keys, t_items, t_pos,     # table, (n1, n2), heap of rows by maximum
              r_keys, r_items, r_pos,               # one heap per row (row a at a * n2)
              c_keys, c_items, c_pos,               # one heap per column (column b at b * n1)
-             col_max)                              # max_a v[a, b] per column
+             col_max,                              # max_a v[a, b] per column
+             top_keys, top_cols, row_cap)          # per row: 3 largest entries, bound on the rest
 
 ``t_*`` have ``n1`` entries (item ``a`` keyed by ``max_b v[a, b]``, the top
-of row ``a``'s heap).  The row and column maxima (small arrays that stay in
-cache) bound every case before any heap or table entry is read.  ``state[0]`` is the table itself (flat float64, C
+of row ``a``'s heap).  The row summaries (``top_keys[3a:3a+3]``, columns
+``top_cols``, -1 past the row's end; every other entry of row ``a`` is at
+most ``row_cap[a]``) and the column maxima are small arrays that stay in
+cache: they bound every case before any heap or table entry is read.  ``state[0]`` is the table itself (flat float64, C
 order, ``v[a * n2 + b]``): read it freely, but change it only through the
-update kernels.  Memory: 40 bytes per table entry (K = 1000: 40 MB;
+update kernels.  Memory: about 40 bytes per table entry (K = 1000: 40 MB;
 K = 3000: 360 MB).
 
 Kernels (``structlearn.oracles._indicator_kernels``; plain ``@njit``
@@ -130,7 +133,7 @@ def make_indicator_oracle(table):
 
     Returns
     -------
-    state : tuple of 12 arrays
+    state : tuple of 15 arrays
         See the module docstring.
     """
     table = np.array(table, dtype=np.float64, copy=True)
@@ -155,6 +158,9 @@ def make_indicator_oracle(table):
         np.empty(n, dtype=np.int32),
         np.empty(n, dtype=np.int32),
         np.empty(n2, dtype=np.float64),
+        np.empty(3 * n1, dtype=np.float64),
+        np.empty(3 * n1, dtype=np.int32),
+        np.empty(n1, dtype=np.float64),
     )
     indicator_build(state)
     return state
