@@ -190,10 +190,12 @@ def test_gdmm_reaches_reference_on_shared_uai(shared_data, name):
         pytest.skip(f"{path} is absent")
     g = read_uai(path)
     ref = g.score(read_uai_solution(str(path) + ".MAP"))
-    res = solve_map(g, "gdmm", max_iter=10**6, time_limit=60)
-    assert res.upper_bound >= res.score
     # Grids_18 is a frustrated Ising torus whose LP bound (16291) is far above
-    # the reference (12966.65): there the labeling comes from the local search
+    # the reference (12966.65): there the labeling comes from the local search,
+    # so it gets the largest time share (polish=10).  Measured on a loaded
+    # 2-core machine: the reference is reached after 11-19 s of the 60 s.
+    res = solve_map(g, "gdmm", max_iter=10**6, time_limit=60, polish=10.0)
+    assert res.upper_bound >= res.score
     assert res.score >= ref - 1e-6 * abs(ref)
 
 

@@ -70,6 +70,17 @@ def _touch(dmsg, mark, tl, tn, k, o, label, value):
     dmsg[c] += value
 
 
+@nb.njit(cache=True, inline="always")
+def _accumulate(nacc, nmark, nlist, nn, x, value):
+    """nacc[x] += value, listing x on first touch; returns the list length."""
+    if nmark[x] < 0:
+        nmark[x] = nn
+        nlist[nn] = x
+        nn += 1
+    nacc[x] += value
+    return nn
+
+
 @nb.njit(cache=True)
 def _clear(dmsg, mark, tl, tn, k, o):
     for j in range(tn[k]):
@@ -266,18 +277,9 @@ def gdmm_iteration(prob, rho, eta, var_ptr, var_edges, edge_factor, uorder,
             k = e - scope_indptr[f]
             for j in range(ya_n[f]):
                 x = _label_at(ya_idx[f, j], f, k, scope_indptr, scope_vars, n_states)
-                if nmark[x] < 0:
-                    nmark[x] = nn
-                    nlist[nn] = x
-                    nn += 1
-                nacc[x] += rho * ya_val[f, j]
+                nn = _accumulate(nacc, nmark, nlist, nn, x, rho * ya_val[f, j])
             for j in range(mu_n[e]):
-                x = mu_idx[e, j]
-                if nmark[x] < 0:
-                    nmark[x] = nn
-                    nlist[nn] = x
-                    nn += 1
-                nacc[x] += mu_val[e, j]
+                nn = _accumulate(nacc, nmark, nlist, nn, mu_idx[e, j], mu_val[e, j])
         n = xa_n[i]
         if n < capn and n < k_i:
             vals = tv[0]
@@ -390,18 +392,18 @@ def gdmm_certificate(prob, rho, wy, var_ptr, var_edges, edge_factor, uorder,
         nn = 0
         for q in range(var_ptr[i], var_ptr[i + 1]):
             e = var_edges[q]
+            if wy == 0.0:
+                # delta = mu: the edge's own multiplier list is its message
+                for j in range(mu_n[e]):
+                    nn = _accumulate(nacc, nmark, nlist, nn, mu_idx[e, j], mu_val[e, j])
+                continue
             f = edge_factor[e]
             _factor_messages(prob, f, rho, wy, wy, xa_idx, xa_val, xa_n, ya_idx, ya_val,
                              ya_n, mu_idx, mu_val, mu_n, dmsg, mark, tl, tn)
             k = e - scope_indptr[f]
             o = edge_offsets[e]
             for j in range(tn[k]):
-                x = tl[k, j]
-                if nmark[x] < 0:
-                    nmark[x] = nn
-                    nlist[nn] = x
-                    nn += 1
-                nacc[x] += dmsg[o + x]
+                nn = _accumulate(nacc, nmark, nlist, nn, tl[k, j], dmsg[o + tl[k, j]])
             for kk in range(scope_indptr[f + 1] - scope_indptr[f]):
                 _clear(dmsg, mark, tl, tn, kk, edge_offsets[scope_indptr[f] + kk])
         vals = tv[0]

@@ -19,9 +19,11 @@ Upper bounds are reported in the graph's own units (``scale * U``).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import numbers
 import time
+from collections import OrderedDict
 
 import numpy as np
 
@@ -214,10 +216,28 @@ class Tracker:
         self._walker_score = -np.inf
         self._idle = 0
         self._rng = np.random.default_rng(0)
+        self._recent = OrderedDict()
 
     def offer(self, labels):
-        """Score a decoded labeling (after local search) and keep the best."""
+        """Score a decoded labeling (after local search) and keep the best.
+
+        A labeling offered recently is not searched again (the local search
+        is deterministic): decoders often repeat themselves between
+        iterations, and on large domains one search costs as much as a
+        solver iteration.
+        """
         lab = np.array(labels, dtype=np.int64, copy=True)
+        key = hashlib.blake2b(lab.tobytes(), digest_size=16).digest()
+        if key in self._recent:
+            self._recent.move_to_end(key)
+            return self._recent[key]
+        s = self._offer(lab)
+        self._recent[key] = s
+        if len(self._recent) > 16:
+            self._recent.popitem(last=False)
+        return s
+
+    def _offer(self, lab):
         if self.local and lab.size:
             self.problem.improve(lab)
         s = self.problem.score(lab) if lab.size else 0.0
