@@ -69,23 +69,233 @@ def _reference(X, Y, C, E):
     return res.fun
 
 
-@pytest.mark.parametrize("pairwise", ["full", "none"])
-def test_solvers_agree_with_enumeration_reference(pairwise):
-    X, Y = _data(0)
-    L = Y.shape[1]
-    E = np.triu(np.ones((L, L), dtype=np.uint8), 1) if pairwise == "full" else np.zeros((L, L))
-    ref = _reference(X, Y, 1.0, E)
+def _lp_reference(X, Y, C, E):
+    """Optimum of the LP-relaxed objective: QP over (w, LP-dual variables) (SLSQP).
+
+    Each sample's loss-augmented LP ``max u.x + P.z`` over the local polytope
+    (``z <= x_a, z <= x_b, x_a + x_b - 1 <= z``, box) is replaced by its LP
+    dual, whose variables join ``w`` in one QP.
+    """
+    n, L = Y.shape
+    d = X.shape[1]
+    pairs = [(a, b) for a in range(L) for b in range(a + 1, L) if E[a, b]]
+    nE = len(pairs)
+    n_w = L * d + nE
+    per = 3 * nE + L + nE  # mu (3 per pair), r (per label), t (per pair)
+    N = n_w + n * per
+    lin = np.zeros(N)  # linear objective in the non-w variables, plus -truth(w) terms
+    rows, rhs = [], []
+    for i in range(n):
+        base = n_w + i * per
+        mu = lambda f, c: base + 3 * f + c  # noqa: E731
+        r = lambda j: base + 3 * nE + j  # noqa: E731
+        t = lambda f: base + 3 * nE + L + f  # noqa: E731
+        for f in range(nE):
+            lin[mu(f, 2)] += C
+            lin[t(f)] += C
+        for j in range(L):
+            lin[r(j)] += C
+            # truth: -C (w_j . x_i - 1) for positive labels (constant part in rhs of objective)
+            if Y[i, j]:
+                lin[j * d:(j + 1) * d] -= C * X[i]
+        for f, (a, b) in enumerate(pairs):
+            if Y[i, a] and Y[i, b]:
+                lin[L * d + f] -= C
+        # r_j - (w_j . x_i + 1 - 2 y_ij) - sum_f (mu_side - mu3) >= 0
+        for j in range(L):
+            g = np.zeros(N)
+            g[r(j)] = 1.0
+            g[j * d:(j + 1) * d] = -X[i]
+            for f, (a, b) in enumerate(pairs):
+                if j == a:
+                    g[mu(f, 0)] -= 1.0
+                    g[mu(f, 2)] += 1.0
+                elif j == b:
+                    g[mu(f, 1)] -= 1.0
+                    g[mu(f, 2)] += 1.0
+            rows.append(g)
+            rhs.append(1.0 - 2.0 * Y[i, j])
+        # t_f - P_f + mu1 + mu2 - mu3 >= 0
+        for f in range(nE):
+            g = np.zeros(N)
+            g[t(f)] = 1.0
+            g[L * d + f] = -1.0
+            g[mu(f, 0)] = g[mu(f, 1)] = 1.0
+            g[mu(f, 2)] = -1.0
+            rows.append(g)
+            rhs.append(0.0)
+    const = C * float(Y.sum())
+    G = np.array(rows)
+    b = np.array(rhs)
+    bounds = [(None, None)] * n_w + [(0.0, None)] * (n * per)
+    u0 = np.zeros(N)
+    u0[n_w:] = 1.0
+
+    def fun(u):
+        return 0.5 * u[:n_w] @ u[:n_w] + lin @ u + const
+
+    def jac(u):
+        gr = lin.copy()
+        gr[:n_w] += u[:n_w]
+        return gr
+
+    res = minimize(fun, u0, jac=jac, bounds=bounds, method="SLSQP",
+                   constraints=[{"type": "ineq", "fun": lambda u: G @ u - b, "jac": lambda u: G}],
+                   options={"maxiter": 2000, "ftol": 1e-13})
+    assert res.success, res.message
+    return res.fun
+
+
+def _fit_all(X, Y, pairwise):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        bcfw = MultiLabelSSVM(pairwise=pairwise, max_iter=5000, tol=2e-4, random_state=0).fit(X, Y)
-        ssg = MultiLabelSSVM(pairwise=pairwise, solver="ssg", max_iter=15000, tol=0.0,
-                             random_state=0).fit(X, Y)
-    for m in (bcfw, ssg):
+        return {
+            "gdmm": MultiLabelSSVM(pairwise=pairwise, max_iter=3000, tol=1e-5,
+                                   random_state=0).fit(X, Y),
+            "bcfw": MultiLabelSSVM(pairwise=pairwise, solver="bcfw", max_iter=5000, tol=2e-4,
+                                   random_state=0).fit(X, Y),
+            "ssg": MultiLabelSSVM(pairwise=pairwise, solver="ssg", max_iter=15000, tol=0.0,
+                                  random_state=0).fit(X, Y),
+        }
+
+
+@pytest.mark.parametrize("case", ["none", "tree", "single_pair"])
+def test_solvers_agree_with_enumeration_reference(case):
+    # forests: the LP relaxation that gdmm optimizes is tight, all three share the objective
+    X, Y = _data(0, L=2 if case == "single_pair" else 3)
+    L = Y.shape[1]
+    pairwise = {"none": "none", "tree": [[0, 1], [1, 2]], "single_pair": "full"}[case]
+    from structlearn.estimators.ssvm import _edge_mask
+
+    ref = _reference(X, Y, 1.0, _edge_mask(pairwise, L))
+    models = _fit_all(X, Y, pairwise)
+    for name, m in models.items():
         val = m.history_[-1]["primal"]
         assert val >= ref - 1e-6 * ref
-        assert abs(val - ref) <= 1e-3 * ref, (m.solver, val, ref)
-    for r in bcfw.history_:
-        assert r["dual"] <= r["primal"] + 1e-10
+        assert abs(val - ref) <= 1e-3 * ref, (name, val, ref)
+    g = models["gdmm"]
+    assert g.converged_
+    assert abs(g.history_[-1]["primal_exact"] - ref) <= 1e-3 * ref
+    for m in (g, models["bcfw"]):
+        for r in m.history_:
+            assert r["dual"] <= r["primal"] + 1e-9 * abs(r["primal"])
+            assert r["dual"] <= ref + 1e-6 * ref
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_gdmm_triangle_matches_lp_relaxed_reference(seed):
+    # loopy label graph: gdmm optimizes the LP-relaxed hinge, an upper bound of the exact one
+    X, Y = _data(seed, n=6, L=3)
+    L = Y.shape[1]
+    E = np.triu(np.ones((L, L), dtype=np.uint8), 1)
+    ref_lp = _lp_reference(X, Y, 1.0, E)
+    ref_exact = _reference(X, Y, 1.0, E)
+    assert ref_exact <= ref_lp + 1e-6 * ref_lp
+    m = MultiLabelSSVM(pairwise="full", max_iter=3000, tol=1e-5, random_state=0).fit(X, Y)
+    assert m.converged_
+    h = m.history_
+    assert abs(h[-1]["primal"] - ref_lp) <= 1e-3 * ref_lp
+    for r in h:
+        assert r["dual"] <= ref_lp + 1e-6 * ref_lp  # certified lower bound
+        assert r["primal"] >= ref_lp - 1e-6 * ref_lp  # certified upper bound
+        assert r["primal_exact"] <= r["primal"] + 1e-9 * r["primal"]
+    assert h[-1]["gap"] < 0.01 * h[0]["gap"]
+    assert h[-1]["infeasibility"] < 1e-2
+
+
+def test_lp_hinge_bound_is_an_upper_bound_of_the_lp():
+    from scipy.optimize import linprog
+
+    from structlearn.estimators._validation import csr_arrays
+    from structlearn.learners._gdmm_multilabel_kernels import lp_hinge_bound
+
+    rng = np.random.RandomState(0)
+    n, d, L = 4, 3, 5
+    X = rng.randn(n, d)
+    Y = (rng.rand(n, L) < 0.4).astype(np.int64)
+    E = (np.triu(rng.rand(L, L), 1) > 0.3).astype(np.uint8)
+    pairs = list(zip(*np.nonzero(E)))
+    W = rng.randn(d, L)
+    Pw = np.zeros(L * (L - 1) // 2)
+    iu = {p: k for k, p in enumerate(zip(*np.triu_indices(L, 1)))}
+    for a, b in pairs:
+        Pw[iu[(a, b)]] = rng.randn() * 2
+    data, indices, indptr = csr_arrays(X)
+    # touched labels: positives plus label 0; all their edges active with random multipliers
+    tmask = (Y != 0).astype(np.uint8)
+    tmask[:, 0] = 1
+    cap = len(pairs)
+    fa = np.zeros((n, cap), dtype=np.int64)
+    fb = np.zeros((n, cap), dtype=np.int64)
+    fnu = rng.rand(n, cap, 3)
+    nf = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        for a, b in pairs:
+            if tmask[i, a] and tmask[i, b]:
+                fa[i, nf[i]], fb[i, nf[i]] = a, b
+                nf[i] += 1
+    out = np.empty(n)
+    lp_hinge_bound(W, Pw, E, data, indices, indptr, Y, 0.7, fa, fb, fnu, nf, out)
+    nE = len(pairs)
+    for i in range(n):
+        u = X[i] @ W + 1.0 - 2.0 * Y[i]
+        c = -np.concatenate([u, [Pw[iu[p]] for p in pairs]])
+        A, b = [], []
+        for f, (a, bb) in enumerate(pairs):
+            for row in ([(L + f, 1.0), (a, -1.0)], [(L + f, 1.0), (bb, -1.0)],
+                        [(a, 1.0), (bb, 1.0), (L + f, -1.0)]):
+                g = np.zeros(L + nE)
+                for k, v in row:
+                    g[k] = v
+                A.append(g)
+            b += [0.0, 0.0, 1.0]
+        lp = linprog(c, A_ub=np.array(A), b_ub=np.array(b), bounds=[(0, 1)] * (L + nE))
+        truth = X[i] @ W @ Y[i] - Y[i].sum() + sum(Pw[iu[p]] * Y[i, p[0]] * Y[i, p[1]]
+                                                   for p in pairs)
+        assert out[i] >= -lp.fun - truth - 1e-9
+
+
+@pytest.mark.parametrize("pairwise", ["full", "random"])
+def test_gdmm_sublinear_and_dense_oracles_give_the_same_iterates(pairwise):
+    rng = np.random.RandomState(1)
+    n, d, L = 25, 6, 12
+    X = rng.randn(n, d)
+    Y = (rng.rand(n, L) < 0.2).astype(int)
+    if pairwise == "random":
+        pairwise = np.argwhere(np.triu(rng.rand(L, L), 1) > 0.6)
+    kw = dict(pairwise=pairwise, max_iter=15, tol=0.0, random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sub = MultiLabelSSVM(oracle="sublinear", **kw).fit(X, Y)
+        dense = MultiLabelSSVM(oracle="dense", **kw).fit(X, Y)
+    np.testing.assert_array_equal(sub.coef_, dense.coef_)
+    np.testing.assert_array_equal(sub.pairwise_coef_, dense.pairwise_coef_)
+    assert [r["dual"] for r in sub.history_] == [r["dual"] for r in dense.history_]
+    n_pairs = L * (L - 1) // 2
+    # dense scans every pair of every sample; the joint oracle visits far fewer
+    assert all(r["oracle_entries"] == n * (L + n_pairs) for r in dense.history_)
+    assert sum(r["oracle_entries"] for r in sub.history_) < sum(
+        r["oracle_entries"] for r in dense.history_)
+    assert np.any(sub.pairwise_coef_ != 0)
+
+
+def test_gdmm_many_labels_fit_and_predict():
+    rng = np.random.RandomState(0)
+    n, d, L = 30, 5, 30
+    X = rng.randn(n, d)
+    Y = (rng.rand(n, L) < 0.1).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m = MultiLabelSSVM(max_iter=20, random_state=0).fit(X, Y)
+    assert all(r["dual"] <= r["primal"] for r in m.history_)
+    assert np.isnan(m.history_[-1]["primal_exact"])
+    pred = m.predict(X)  # auto: gdmm_binary above the enumeration limit
+    assert pred.shape == (n, L) and set(np.unique(pred)) <= {0, 1}
+    # with no interaction weights every back-end must return sign(decision_function)
+    m.pairwise_coef_ = np.zeros((L, L))
+    np.testing.assert_array_equal(m.predict(X), (m.decision_function(X) > 0).astype(int))
+    with pytest.raises(ValueError, match="exact inference supports at most"):
+        m.set_params(inference="exact").predict(X)
 
 
 def test_predict_score_and_backend():

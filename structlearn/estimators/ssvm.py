@@ -385,9 +385,11 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         Prediction back-end: ``"exact"`` enumerates labelings (``L <= 24``
         or no interactions); any other name of
         :func:`structlearn.inference.available_methods` solves one graph
-        per sample (LP-based or approximate). ``"auto"``: exact when
-        possible, else ``"gdmm_binary"`` (GDMM MAP for binary variables
-        with many pair factors).
+        per sample (LP-based or approximate, default settings). ``"auto"``:
+        exact when possible, else ``"gdmm_binary"`` (GDMM MAP for binary
+        variables with many pair factors, decoded labeling improved by local
+        search) limited to ``max_iter=50`` rounds per sample: approximate
+        MAP, one Python-level call per sample.
     random_state, verbose, warm_start, callback :
         As in :class:`SequenceSSVM`.
 
@@ -515,8 +517,10 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         n_edges = int(E.sum())
         out = np.zeros((X.shape[0], L), dtype=np.int64)
         method = self.inference
+        params = {}
         if method == "auto" and n_edges and L > MAX_ENUM_LABELS:
-            method = "gdmm_binary"
+            # bounded budget: 50 rounds of 10 GDMM iterations, then decoding + local search
+            method, params = "gdmm_binary", {"max_iter": 50}
         if method in ("auto", "exact"):
             if n_edges and L > MAX_ENUM_LABELS:
                 raise ValueError(f"exact inference supports at most {MAX_ENUM_LABELS} labels")
@@ -535,7 +539,8 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         S = self.decision_function(X)
         for i in range(S.shape[0]):
             unary = np.stack([np.zeros(L), S[i]], axis=1)
-            out[i] = solve_map(graph_from_edges(unary, edges, tables), method=method).labels
+            out[i] = solve_map(graph_from_edges(unary, edges, tables), method=method,
+                               **params).labels
         return out
 
     def score(self, X, Y):

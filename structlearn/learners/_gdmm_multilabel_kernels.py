@@ -18,17 +18,18 @@ handled by an augmented Lagrangian with scaled multipliers ``nu >= 0``
 (penalty ``rho / 2 max(0, h + nu)^2``).  The objective minimized is
 ``D = 1/2 ||W||^2 + 1/2 ||P||^2 + sum_ij (1 - 2 ybar_ij) A[i, j]``.
 
-Sparsity: a sample's *touched* labels ``T`` are its positive labels plus the
-labels whose unigram factor entered its active set; every edge inside ``T``
-is an active pair factor, other pair factors become active through the
-joint oracle.  A label outside ``T`` has ``x = 0`` and an inactive factor
-has ``z = 0`` with ``nu = 0``, so inactive factors satisfy all constraints
-and their gradient is ``P_f`` alone: sums over active factors are sums over
-the whole problem.
+Sparsity: an inactive pair factor sits at ``z = ybar_a ybar_b`` with
+``nu = 0``; the kernels keep every inactive factor consistent (a unigram
+step that would violate an inactive edge's constraints activates it; only
+edges to labels with ``x > 0`` can be violated), so inactive factors carry
+no penalty, their gradient is ``P_f`` alone (the joint oracle searches
+``P_f``), and sums over active factors are sums over the whole problem.
+``tmask`` uint8 (n, L) marks the labels whose unigram factor is active
+(any label not marked has ``A = 0``).
 
 Per-sample active pair factors (dense rows with a count): ``fa, fb`` labels
 (``fa < fb``), ``fv`` the dual ``b``, ``fnu`` (cap, 3) the multipliers,
-``nf[i]`` the count.  ``tmask`` uint8 (n, L) marks ``T``.  The pair scores
+``nf[i]`` the count.  The pair scores
 live in ``ostate[0]`` (upper-triangle order, ``-inf`` off the edge set) and
 the joint binary-interaction oracle state ``ostate`` of
 :mod:`structlearn.oracles.binary` (heaps used only when ``sublinear``).
@@ -106,38 +107,38 @@ def _append_pair(i, a, b, fa, fb, fv, fnu, nf):
 
 
 @nb.njit(cache=True)
-def _touch_label(i, j, E, tmask, fa, fb, fv, fnu, nf):
-    """Put label ``j`` in ``T`` and activate its edges to the other touched
-    labels; returns False (nothing changed) when the pair capacity is short."""
-    L = tmask.shape[1]
-    m = nf[i]
-    need = 0
-    for k in range(L):
-        if k != j and tmask[i, k] != 0 and E[min(j, k), max(j, k)] != 0:
-            if _find_pair(i, min(j, k), max(j, k), fa, fb, m) < 0:
-                need += 1
-    if m + need > fa.shape[1]:
-        return False
-    for k in range(L):
-        if k != j and tmask[i, k] != 0 and E[min(j, k), max(j, k)] != 0:
-            if _find_pair(i, min(j, k), max(j, k), fa, fb, m) < 0:
-                _append_pair(i, min(j, k), max(j, k), fa, fb, fv, fnu, nf)
-    tmask[i, j] = 1
-    return True
+def _x(i, j, Y, A, C):
+    return Y[i, j] - A[i, j] / C
 
 
 @nb.njit(cache=True)
-def init_touched(Y, E, tmask, fa, fb, fv, fnu, nf):
-    """Start state: ``T`` = positive labels (edges among them active). Returns
-    the number of samples whose pairs did not fit (0 when the capacity suffices)."""
-    n, L = Y.shape
-    short = 0
-    for i in range(n):
-        for j in range(L):
-            if Y[i, j] != 0 and tmask[i, j] == 0:
-                if not _touch_label(i, j, E, tmask, fa, fb, fv, fnu, nf):
-                    short += 1
-    return short
+def _activate_violated(i, j, Y, A, C, E, tmask, fa, fb, fv, fnu, nf, mark):
+    """Activate every inactive edge of label ``j`` whose constraints its new
+    marginal violates (only partners with ``x > 0`` can be: marked or positive).
+    ``mark`` uint8 (L,) scratch of zeros (restored)."""
+    L = Y.shape[1]
+    m = nf[i]
+    for q in range(m):
+        if fa[i, q] == j:
+            mark[fb[i, q]] = 1
+        elif fb[i, q] == j:
+            mark[fa[i, q]] = 1
+    xj = _x(i, j, Y, A, C)
+    for k in range(L):
+        if k == j or mark[k] != 0 or E[min(j, k), max(j, k)] == 0:
+            continue
+        if tmask[i, k] == 0 and Y[i, k] == 0:
+            continue  # x_k = 0: z = 0 stays consistent
+        xk = _x(i, k, Y, A, C)
+        if Y[i, j] != 0 and Y[i, k] != 0:
+            bad = xj < 1.0 or xk < 1.0  # inactive z = 1
+        else:
+            bad = xj + xk > 1.0  # inactive z = 0
+        if bad:
+            _append_pair(i, min(j, k), max(j, k), fa, fb, fv, fnu, nf)
+    for q in range(m):
+        mark[fa[i, q]] = 0
+        mark[fb[i, q]] = 0
 
 
 @nb.njit(cache=True)
@@ -149,24 +150,47 @@ def _set_pair_score(ostate, sublinear, L, a, b, delta):
 
 
 @nb.njit(cache=True)
+def _unigram_step(i, j, u, Y, A, C, rho, xnorm2, W, data, indices, start, end, fa, fb, fv, fnu, m):
+    pen, k = _label_penalty(i, j, Y, A, C, fa, fb, fv, fnu, m)
+    g = u[j] + (1.0 - 2.0 * Y[i, j]) + rho * pen
+    Q = xnorm2[i] + 2.0 * rho * k
+    if Q < 1e-12:
+        Q = 1e-12
+    lo = 0.0 if Y[i, j] != 0 else -C
+    hi = C if Y[i, j] != 0 else 0.0
+    new = _clip(A[i, j] - g / Q, lo, hi)
+    d = new - A[i, j]
+    if d != 0.0:
+        A[i, j] = new
+        for p in range(start, end):
+            W[indices[p], j] += data[p] * d
+        u[j] += xnorm2[i] * d
+    return d
+
+
+@nb.njit(cache=True)
 def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, order, C, rho, W, Pw,
                          ostate, sublinear, A, tmask, fa, fb, fv, fnu, nf, ows, stats):
     """One pass of block-greedy coordinate descent (Algorithm 3) over the samples in ``order``.
 
-    Per sample: scores of all labels, the greedy factor among the unigram
-    factors of untouched labels and the inactive pair factors (joint
-    oracle), its activation, then one exact-curvature projected coordinate
-    step (19) on every active factor.  ``Pw`` float64 (L (L-1)/2,) pair
-    weights (0 off the edges); ``ows`` the oracle workspace.  ``stats``
-    int64 (2,): += oracle entries visited, += samples whose greedy factor
-    did not fit (capacity).
+    Per sample: scores of all labels; every unigram factor whose projected
+    gradient at its bound is non-zero joins the active set (its search is
+    the dense argmax the inner products give anyway); the greedy inactive
+    pair factor (joint oracle: largest ``P_f``; a positive pair by smallest
+    ``P_f``) joins it; then one exact-curvature projected coordinate step
+    (19) on every active factor, activating the edges whose constraints a
+    unigram step violates.  ``Pw`` float64 (L (L-1)/2,) pair weights (0 off
+    the edges); ``ows`` the oracle workspace.  ``stats`` int64 (2,): +=
+    oracle entries visited, += factors not added for lack of capacity.
     """
     n, L = Y.shape
+    cap = fa.shape[1]
     u = np.empty(L)
-    act = np.empty(L, dtype=np.int64)
-    actv = np.zeros(L)
-    exi = np.empty(fa.shape[1], dtype=np.int64)
-    exj = np.empty(fa.shape[1], dtype=np.int64)
+    mark = np.zeros(L, dtype=np.uint8)
+    act = np.empty(0, dtype=np.int64)
+    actv = np.empty(0)
+    exi = np.empty(cap + L * L // 2, dtype=np.int64)
+    exj = np.empty(cap + L * L // 2, dtype=np.int64)
     zc = np.zeros(L)
     npairs = L * (L - 1) // 2
     exmask = np.zeros(npairs if not sublinear else 0, dtype=np.uint8)
@@ -177,71 +201,76 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, order, C,
         end = indptr[i + 1]
         sample_scores(W, data, indices, indptr, i, u)
         m = nf[i]
-        # greedy unigram factor among untouched labels (x_j = 0, A = 0 at its bound)
-        gbest = 0.0
-        jbest = -1
+        # unigram factors: untouched labels sit at A = 0 (x = ybar)
         for j in range(L):
             if tmask[i, j] == 0:
                 pen, k = _label_penalty(i, j, Y, A, C, fa, fb, fv, fnu, m)
-                g = u[j] + 1.0 + rho * pen
-                if g > gbest:
-                    gbest = g
-                    jbest = j
+                g = u[j] + (1.0 - 2.0 * Y[i, j]) + rho * pen
+                if (g > 0.0 and Y[i, j] == 0) or (g < 0.0 and Y[i, j] != 0):
+                    tmask[i, j] = 1
         stats[0] += L
-        # greedy pair factor among inactive ones (gradient P_f; descent iff > 0)
-        qbest = -1
-        pbest_a = -1
-        pbest_b = -1
+        # greedy pair factor: inactive pairs have gradient P_f (no penalty term)
         if n_edges > 0:
-            na = 0
-            for j in range(L):
-                if tmask[i, j] != 0:
-                    act[na] = j
-                    na += 1
+            nex = 0
             for q in range(m):
-                exi[q] = fa[i, q]
-                exj[q] = fb[i, q]
+                exi[nex] = fa[i, q]
+                exj[nex] = fb[i, q]
+                nex += 1
+            pbest = 0.0
+            pa = -1
+            pb = -1
+            # inactive positive pairs (z = 1) descend when P_f < 0
+            for a in range(L):
+                if Y[i, a] == 0:
+                    continue
+                for b in range(a + 1, L):
+                    if Y[i, b] == 0 or E[a, b] == 0:
+                        continue
+                    exi[nex] = a
+                    exj[nex] = b
+                    nex += 1
+                    if _find_pair(i, a, b, fa, fb, m) < 0 and -Pw[pair_id(a, b, L)] > pbest:
+                        pbest = -Pw[pair_id(a, b, L)]
+                        pa = a
+                        pb = b
             if sublinear:
-                best, pa, pb, nv = binary_pair_fmo(ostate, act, actv, na, exi, exj, m, ows)
+                best, ga, gb, nv = binary_pair_fmo(ostate, act, actv, 0, exi, exj, nex, ows)
                 stats[0] += nv
             else:
-                for q in range(m):
+                for q in range(nex):
                     exmask[pair_id(exi[q], exj[q], L)] = 1
-                # pairs inside T are all active (excluded) or off the edge set (-inf)
-                best, pa, pb = dense_binary_pair_argmax(s, L, zc, exmask)
-                for q in range(m):
+                best, ga, gb = dense_binary_pair_argmax(s, L, zc, exmask)
+                for q in range(nex):
                     exmask[pair_id(exi[q], exj[q], L)] = 0
                 stats[0] += npairs
-            if pa >= 0 and best > 0.0 and best > gbest:
-                pbest_a = pa
-                pbest_b = pb
-        if pbest_a >= 0:
-            if m < fa.shape[1]:
-                _append_pair(i, pbest_a, pbest_b, fa, fb, fv, fnu, nf)
-            else:
-                stats[1] += 1
-        elif jbest >= 0:
-            if not _touch_label(i, jbest, E, tmask, fa, fb, fv, fnu, nf):
-                stats[1] += 1
-        m = nf[i]
+            if ga >= 0 and best > pbest:
+                pbest = best
+                pa = ga
+                pb = gb
+            if pa >= 0:
+                if m < cap:
+                    _append_pair(i, pa, pb, fa, fb, fv, fnu, nf)
+                    m += 1
+                else:
+                    stats[1] += 1
         # coordinate steps on the active unigram factors
         for j in range(L):
             if tmask[i, j] == 0:
                 continue
-            pen, k = _label_penalty(i, j, Y, A, C, fa, fb, fv, fnu, m)
-            g = u[j] + (1.0 - 2.0 * Y[i, j]) + rho * pen
-            Q = xnorm2[i] + 2.0 * rho * k
-            if Q < 1e-12:
-                Q = 1e-12
-            lo = 0.0 if Y[i, j] != 0 else -C
-            hi = C if Y[i, j] != 0 else 0.0
-            new = _clip(A[i, j] - g / Q, lo, hi)
-            d = new - A[i, j]
-            if d != 0.0:
-                A[i, j] = new
-                for p in range(start, end):
-                    W[indices[p], j] += data[p] * d
-                u[j] += xnorm2[i] * d
+            if 0 < n_edges and cap < n_edges:
+                # room for the edges this step might activate (conservative)
+                room = 0
+                for k in range(L):
+                    if k != j and (tmask[i, k] != 0 or Y[i, k] != 0) and E[min(j, k), max(j, k)] != 0:
+                        room += 1
+                if nf[i] + room > cap:
+                    stats[1] += 1
+                    continue
+            d = _unigram_step(i, j, u, Y, A, C, rho, xnorm2, W, data, indices, start, end,
+                              fa, fb, fv, fnu, nf[i])
+            if d != 0.0 and n_edges > 0:
+                _activate_violated(i, j, Y, A, C, E, tmask, fa, fb, fv, fnu, nf, mark)
+        m = nf[i]
         # coordinate steps on the active pair factors
         for q in range(m):
             a = fa[i, q]
@@ -317,7 +346,7 @@ def gdmm_multilabel_dual(W, Pw, Y, A, C, fa, fb, fv, nf, Pfeas):
 
 
 @nb.njit(cache=True)
-def lp_hinge_bound(W, Pw, E, data, indices, indptr, Y, C, rho, A, tmask, fa, fb, fnu, nf, out):
+def lp_hinge_bound(W, Pw, E, data, indices, indptr, Y, rho, fa, fb, fnu, nf, out):
     """Upper bound on each sample's LP-relaxed hinge loss (``out`` float64 (n,)).
 
     Lagrangian relaxation of the loss-augmented LP
@@ -328,9 +357,8 @@ def lp_hinge_bound(W, Pw, E, data, indices, indptr, Y, C, rho, A, tmask, fa, fb,
     + sum_f max(0, P_f - mu1_f - mu2_f + mu3_f)``
 
     bounds the LP value.  Active factors use ``mu = rho nu``; an inactive
-    edge with ``P_f > 0`` moves ``P_f`` onto the multiplier of an untouched
-    endpoint (``x = 0`` there), the one with the smaller reduced score when
-    both are untouched.  Valid whatever the multipliers; tight when they are
+    edge with ``P_f > 0`` moves ``P_f`` onto the multiplier of the endpoint
+    with the smaller reduced score so far.  Valid whatever the multipliers; tight when they are
     optimal.  Cost O(nnz L + L^2) per sample.
     """
     n, L = Y.shape
@@ -364,12 +392,8 @@ def lp_hinge_bound(W, Pw, E, data, indices, indptr, Y, C, rho, A, tmask, fa, fb,
                     truth += pf
                 if act[a, b] != 0 or pf <= 0.0:
                     continue
-                # an inactive edge has an untouched endpoint (T x T edges are active)
-                if tmask[i, a] != 0:
-                    acc[b] += pf
-                elif tmask[i, b] != 0:
-                    acc[a] += pf
-                elif acc[a] <= acc[b]:
+                # move P_f onto the endpoint with the smaller reduced score
+                if acc[a] <= acc[b]:
                     acc[a] += pf
                 else:
                     acc[b] += pf

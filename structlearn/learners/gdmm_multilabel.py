@@ -49,7 +49,6 @@ from ._gdmm_multilabel_kernels import (
     gdmm_multilabel_dual,
     gdmm_multilabel_multipliers,
     gdmm_multilabel_pass,
-    init_touched,
     lp_hinge_bound,
 )
 from ._multilabel_kernels import multilabel_primal
@@ -91,14 +90,10 @@ class GDMMMultilabelState:
         self.sublinear = sublinear
         self.A = np.zeros((n, L))
         self.tmask = np.zeros((n, L), dtype=np.uint8)
-        pos = int(problem.Y.sum(axis=1).max()) if n else 0
-        cap = max(_INITIAL_PAIRS, 2 * (pos * (pos - 1) // 2)) if problem.n_edges else 1
-        self._alloc(n, min(cap, max(problem.n_edges, 1)))
+        self._alloc(n, min(_INITIAL_PAIRS, max(problem.n_edges, 1)))
         self.W = np.zeros((problem.n_features, L))
         self.Pw = np.zeros(L * (L - 1) // 2)
         self.n_iter = 0
-        init_touched(problem.Y, problem.E, self.tmask, self.fa, self.fb, self.fv, self.fnu,
-                     self.nf)
 
     def _alloc(self, n, cap):
         self.fa = np.zeros((n, cap), dtype=np.int64)
@@ -178,12 +173,6 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
     ne = problem.n_edges
     if state is None:
         state = GDMMMultilabelState(problem, sublinear)
-    short = 1
-    while short:  # the positive-label pairs of the start state must fit
-        short = init_touched(Y, E, state.tmask, state.fa, state.fb, state.fv, state.fnu,
-                             state.nf)
-        if short:
-            state.grow(ne)
     xnorm2 = problem.sq_norms()
     ostate = _oracle_state(state.Pw, E, sublinear)
     ows = make_binary_workspace(L)
@@ -211,8 +200,7 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         dual = float(gdmm_multilabel_dual(W, state.Pw, Y, state.A, float(C), state.fa, state.fb,
                                           state.fv, state.nf, Pfeas))
         lp_hinge_bound(W, state.Pw, E, problem.data, problem.indices, problem.indptr, Y,
-                       float(C), float(rho), state.A, state.tmask, state.fa, state.fb, state.fnu,
-                       state.nf, hinge)
+                       float(rho), state.fa, state.fb, state.fnu, state.nf, hinge)
         reg = 0.5 * (np.vdot(W, W) + state.Pw @ state.Pw)
         primal = float(reg + C * hinge.sum())
         exact = np.nan
@@ -225,7 +213,7 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         stop = monitor.record(state.n_iter, primal, dual, float(np.sqrt(res2)), float(active),
                               stats[0], pass_time, primal_exact=exact, overflow=int(stats[1]))
         rel_gap = monitor.history[-1]["relative_gap"]
-        if stats[1] > 0 or state.nf.max(initial=0) >= state.capacity:
+        if stats[1] > 0 or state.nf.max(initial=0) + L > state.capacity:
             state.grow(max(ne, 1))
         if stats[1] == 0 and rel_gap <= tol:
             converged = True
