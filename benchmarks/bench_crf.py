@@ -17,8 +17,10 @@ features for both, L-BFGS, c2 = 1 <=> alpha = 2 / n_train_sentences), and
 the OCR-letters anchor (demo protocol: train on fold 1, pixels + bias).
 
 Run: ``.venv/bin/python benchmarks/bench_crf.py`` (grids 30x30 and 50x50,
-BA 1000 nodes, both sequence tasks); ``--grids 200`` for the 200x200 grid
-(long), ``--part synthetic`` / ``--part tagging`` for one part.
+BA 1000 nodes, both sequence tasks); ``--part synthetic`` / ``--part tagging``
+for one part. Larger graphs use a cheaper protocol without a full-BP run to
+convergence (:func:`run_synthetic_large`): ``--part synthetic --grids --ba
+--large-grids 100 200 --large-ba 5000 --ref-time 180``.
 """
 
 import argparse
@@ -136,6 +138,27 @@ def time_to_gap(snaps, evaluate, f_star):
     return snaps[lo][0]
 
 
+def fit_with_snapshots(X, Y, edges, bins, method, params, final=False):
+    """Fit, keeping (time, W, V) snapshots at most every 0.5 % of the elapsed time.
+
+    ``final`` appends the parameters at the end of the run.
+    """
+    snaps = []
+    t0 = [time.perf_counter()]
+
+    def cb(it, W, V):
+        now = time.perf_counter() - t0[0]
+        if not snaps or now - snaps[-1][0] >= max(0.01, 0.005 * now):
+            snaps.append((now, W.copy(), V.copy()))
+        return False
+
+    t0[0] = time.perf_counter()
+    res = fit_convex_bp_crf(X, Y, edges, bins, method=method, callback=cb, **params)
+    if final:
+        snaps.append((time.perf_counter() - t0[0], res.W.copy(), res.V.copy()))
+    return res, snaps
+
+
 def run_synthetic(kind, size, block_options, max_time, seed=0):
     X, Y, edges, bins, n = make_problem(kind, size, seed)
     rn, re = trw_counting_numbers(n, edges, random_state=seed)
@@ -153,20 +176,7 @@ def run_synthetic(kind, size, block_options, max_time, seed=0):
         return cache[key]
 
     def run(method, **extra):
-        snaps = []
-        t0 = [time.perf_counter()]
-
-        def cb(it, W, V):
-            now = time.perf_counter() - t0[0]
-            # keep one snapshot per 1% of a second-scale grid (bounded memory)
-            if not snaps or now - snaps[-1][0] >= max(0.01, 0.005 * now):
-                snaps.append((now, W.copy(), V.copy()))
-            return False
-
-        t0[0] = time.perf_counter()
-        res = fit_convex_bp_crf(X, Y, edges, bins, method=method, callback=cb,
-                                **{**common, **extra})
-        return res, snaps
+        return fit_with_snapshots(X, Y, edges, bins, method, {**common, **extra})
 
     # compile before timing
     fit_convex_bp_crf(X[:4], Y[:4], edges[:0], bins[:0], method="bbpl", max_iter=2, n_blocks=2,
@@ -189,6 +199,113 @@ def run_synthetic(kind, size, block_options, max_time, seed=0):
         res, snaps = run("bbpl", **blk)
         rows.append(("bbpl", label, time_to_gap(snaps, evaluate, f_star), res.n_iter))
     return rows, f_star, t_full, t_inner, len(edges)
+
+
+def run_synthetic_large(kind, size, block_options, ref_time, seed=0, inner_factor=4.0,
+                        full_factor=8.0):
+    """Larger graphs, without a full-BP run to convergence.
+
+    1. BBPL with the first block option runs ``ref_time`` s from zero; the exact objective at
+       its end is the provisional ``f*``.
+    2. The other block options run ``3 t + 1`` s (``t`` its time to the provisional target),
+       inner-dual learning ``inner_factor * t_bbpl + 1`` s and full-BP learning
+       ``full_factor * t_bbpl + 1`` s (``t_bbpl`` the best BBPL time), all from zero.
+    3. ``f*`` = the best exact objective at the end of any run; times are measured against
+       ``f* + REL_GAP |f*|``. A run that never gets there is reported as "> its length".
+       The exact gradient at the best point bounds the remaining gap:
+       ``f* - f_opt <= ||g||^2 / (2 alpha)`` (the objective is alpha-strongly convex).
+    """
+    X, Y, edges, bins, n = make_problem(kind, size, seed)
+    rn, re = trw_counting_numbers(n, edges, random_state=seed)
+    sp = np.array([0, n])
+    common = dict(n_states=K_STATES, n_bins=N_BINS, sample_ptr=sp, alpha=ALPHA,
+                  rho_node=rn, rho_edge=re, random_state=seed, inner_tol=1e-5,
+                  tol=1e-9, max_iter=10**7)  # fmt: skip
+    cache = {}
+
+    def exact(W, V):
+        return crf_objective(W, V, X, Y, edges, bins, sp, alpha=ALPHA, rho_node=rn,
+                             rho_edge=re, tol=1e-8)  # fmt: skip
+
+    def evaluate(snap):
+        key = id(snap)
+        if key not in cache:
+            cache[key] = exact(snap[1], snap[2])[0]
+        return cache[key]
+
+    def run(method, max_time, **extra):
+        return fit_with_snapshots(X, Y, edges, bins, method,
+                                  {**common, "max_time": max_time, **extra}, final=True)  # fmt: skip
+
+    def blocks(extra):
+        if kind == "grid" and isinstance(extra, tuple):
+            return dict(block_labels=grid_block_labels(size, size, *extra))
+        return dict(block_labels=index_block_labels(sp, extra))
+
+    fit_convex_bp_crf(X[:4], Y[:4], edges[:0], bins[:0], method="bbpl", max_iter=2, n_blocks=2,
+                      n_states=K_STATES, n_bins=N_BINS, sample_ptr=np.array([0, 4]))  # fmt: skip
+    runs = []  # (method, blocks, result, snapshots, length s)
+    label, extra = block_options[0]
+    res, snaps = run("bbpl", ref_time, **blocks(extra))
+    runs.append(("bbpl", label, res, snaps, ref_time))
+    f_prov = evaluate(snaps[-1])
+    t_best = time_to_gap(snaps, evaluate, f_prov)
+    for label, extra in block_options[1:]:
+        cap = 3.0 * t_best + 1.0
+        res, snaps = run("bbpl", cap, **blocks(extra))
+        runs.append(("bbpl", label, res, snaps, cap))
+        t = time_to_gap(snaps, evaluate, f_prov)
+        t_best = min(t_best, t) if t is not None else t_best
+    for method, factor in (("inner_dual", inner_factor), ("full_bp", full_factor)):
+        cap = factor * t_best + 1.0
+        extra = dict(tol=1e-5) if method == "full_bp" else {}
+        res, snaps = run(method, cap, **extra)
+        runs.append((method, "-", res, snaps, cap))
+    finals = [evaluate(r[3][-1]) for r in runs]
+    i_best = int(np.argmin(finals))
+    f_star = finals[i_best]
+    _, gW, gV, _ = exact(runs[i_best][3][-1][1], runs[i_best][3][-1][2])
+    cert = float(np.sum(gW * gW) + np.sum(gV * gV)) / (2.0 * ALPHA)
+    rows = []
+    for method, label, res, snaps, cap in runs:
+        rows.append((method, label, time_to_gap(snaps, evaluate, f_star), res.n_iter, cap))
+    info = dict(f_star=f_star, best_run=f"{runs[i_best][0]} {runs[i_best][1]}", cert=cert,
+                finals=finals)  # fmt: skip
+    return rows, info, len(edges)
+
+
+def part_synthetic_large(grids, ba_sizes, ref_time):
+    print("\n## Part 1b: larger graphs, capped runs (time to reach f* + 1e-3 |f*|)\n")
+    print("| graph | nodes | edges | method | blocks | time s | run s | updates | vs full_bp |"
+          " vs inner_dual |")  # fmt: skip
+    print("|---|---:|---:|---|---|---:|---:|---:|---:|---:|")
+    for kind, sizes in (("grid", grids), ("ba", ba_sizes)):
+        for size in sizes:
+            if kind == "grid":
+                opts = [("10x10", (10, 10)), ("5x5", (5, 5))]
+                name = f"grid {size}x{size}"
+                n = size * size
+            else:
+                opts = [("100", 100), ("20", 20)]
+                name = f"BA {size}"
+                n = size
+            rows, info, E = run_synthetic_large(kind, size, opts, ref_time)
+            t_of = {m: (t, cap) for m, _, t, _, cap in rows if m != "bbpl"}
+
+            def ratio(ref, t):
+                t_ref, cap = t_of[ref]
+                if t is None:
+                    return "-"
+                return f"{t_ref / t:.1f}x" if t_ref is not None else f"> {cap / t:.1f}x"
+
+            for method, blocks, t, it, cap in rows:
+                ts = f"> {cap:.0f}" if t is None else f"{t:.2f}"
+                print(f"| {name} | {n} | {E} | {method} | {blocks} | {ts} | {cap:.0f} | {it} | "
+                      f"{ratio('full_bp', t)} | {ratio('inner_dual', t)} |", flush=True)  # fmt: skip
+            print(f"|  | f* = {info['f_star']:.4f} (end of {info['best_run']}), gap bound "
+                  f"{info['cert']:.3g} ({info['cert'] / abs(info['f_star']):.1e} rel.); final "
+                  f"objectives {', '.join(f'{f:.3f}' for f in info['finals'])} | | | | | | | | |",
+                  flush=True)  # fmt: skip
 
 
 def part_synthetic(grids, ba_sizes, max_time):
@@ -289,9 +406,18 @@ def main():
                     help="time limit per learning run (s)")
     ap.add_argument("--max-iter", type=int, default=200, help="L-BFGS iteration cap (tagging)")
     ap.add_argument("--sentences", type=int, default=0, help="use only the first N sentences")
+    ap.add_argument("--large-grids", type=int, nargs="*", default=[],
+                    help="grid sizes for the capped-run protocol (e.g. 100 200)")
+    ap.add_argument("--large-ba", type=int, nargs="*", default=[],
+                    help="BA sizes for the capped-run protocol (e.g. 5000)")
+    ap.add_argument("--ref-time", type=float, default=120.0,
+                    help="length of the first BBPL run in the capped-run protocol (s)")
     args = ap.parse_args()
     if args.part in ("all", "synthetic"):
-        part_synthetic(args.grids, args.ba, args.max_time)
+        if args.grids or args.ba:
+            part_synthetic(args.grids, args.ba, args.max_time)
+        if args.large_grids or args.large_ba:
+            part_synthetic_large(args.large_grids, args.large_ba, args.ref_time)
     if args.part in ("all", "tagging"):
         part_tagging(args.max_iter, args.sentences)
 
