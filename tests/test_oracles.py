@@ -240,22 +240,28 @@ def check_indicator(state, i1, v1, i2, v2, loss, ex, ws, floor=-np.inf):
 
 
 def heaps_consistent(state):
+    """Row heap, transposed copy and line summaries agree with the table."""
+    from structlearn.oracles._indicator_kernels import H
+
     n1, n2 = int(state[1][0]), int(state[1][1])
-    v = state[0]
+    tab = state[0].reshape(n1, n2)
     t = (np.array([0, n1]), np.array([n1]), state[2], state[3], state[4])
-    r = (np.arange(n1 + 1) * n2, np.full(n1, n2), state[5], state[6], state[7])
-    c = (np.arange(n2 + 1) * n1, np.full(n2, n1), state[8], state[9], state[10])
-    ok = mm_check(t, 0) and all(mm_check(r, h) for h in range(n1)) and all(
-        mm_check(c, h) for h in range(n2))
-    # keys agree with the table; the row heap is keyed by the row maxima
-    ok &= np.array_equal(state[2][state[4]], v.reshape(n1, n2).max(axis=1))
-    ok &= np.array_equal(state[11], v.reshape(n1, n2).max(axis=0))
-    rows = np.repeat(np.arange(n1), n2)
-    cols = np.tile(np.arange(n2), n1)
-    ok &= np.array_equal(state[5][rows * n2 + state[7]], v)
-    cpos = state[10].reshape(n2, n1).T.ravel()  # column heaps index items (rows) by b * n1 + a
-    ok &= np.array_equal(state[8][cols * n1 + cpos], v)
-    return ok
+    ok = mm_check(t, 0)
+    ok &= np.array_equal(state[2][state[4]], tab.max(axis=1))
+    ok &= np.array_equal(state[5].reshape(n2, n1), tab.T)
+    for lines, keys, items, cap in ((tab, state[6], state[7], state[8]),
+                                    (tab.T, state[9], state[10], state[11])):
+        for r, line in enumerate(lines):
+            h = int(np.sum(items[r * H:(r + 1) * H] >= 0))  # 1 to H summarized entries
+            ok &= 1 <= h <= min(H, line.size)
+            top = np.sort(line)[::-1]
+            ok &= np.array_equal(keys[r * H:r * H + h], top[:h])
+            idx = items[r * H:r * H + h]
+            ok &= np.array_equal(line[idx], top[:h]) and len(set(idx)) == h
+            ok &= np.all(items[r * H + h:(r + 1) * H] == -1)
+            rest = np.delete(line, idx)
+            ok &= rest.size == 0 or (cap[r] >= rest.max() and cap[r] <= top[h - 1])
+    return bool(ok)
 
 
 @pytest.mark.parametrize("n1", SIZES)

@@ -48,7 +48,7 @@ from ..oracles._inner_kernels import inner_product_fmo, inner_product_fmo_sample
 from ._ssvm_chain_kernels import projected_block_step
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _find(labels, n, lab):
     for s in range(n):
         if labels[s] == lab:
@@ -56,7 +56,7 @@ def _find(labels, n, lab):
     return -1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _add_slot(j, lab, slab, ns, alpha, margL, margR, lamL, lamR):
     """Slot of ``lab`` in token ``j``, added if missing; -1 when full."""
     s = _find(slab[j], ns[j], lab)
@@ -75,7 +75,7 @@ def _add_slot(j, lab, slab, ns, alpha, margL, margR, lamL, lamR):
     return n
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _threshold(g, a, m, C):
     """Smallest gradient among entries that may still increase (FW pairing)."""
     thr = np.inf

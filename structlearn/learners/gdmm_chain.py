@@ -98,8 +98,7 @@ def _vstate(v, sublinear):
         return make_indicator_oracle(vt.reshape(K, K))
     e_f = np.empty(0)
     e_i = np.empty(0, dtype=np.int32)
-    return (vt, np.array([K, K], dtype=np.int64), e_f, e_i, e_i, e_f, e_i, e_i, e_f, e_i, e_i, e_f,
-            e_f, e_i, e_f)
+    return (vt, np.array([K, K], dtype=np.int64), e_f, e_i, e_i, e_f, e_f, e_i, e_f, e_f, e_i, e_f)
 
 
 def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitions, rng,

@@ -2,6 +2,15 @@
 
 State layout and contract: see :mod:`structlearn.oracles.indicator`.
 No validation here.
+
+Every row and every column keeps a *summary*: its largest entries (1 to
+``H`` of them, exact keys, sorted, with their positions) and a bound
+``cap`` on all the others (``cap`` <= the smallest summarized key).
+Updating an entry costs O(H) on these small arrays; a line is rescanned
+(O(K), contiguous: columns are scanned in the transposed copy) only when
+its summary empties.
+A search walks a line's summary and scans the line only when ``cap`` can
+still beat the best value found.
 """
 
 import numba as nb
@@ -11,85 +20,117 @@ from ._multimap_kernels import frontier_pop, frontier_push, heap_fill_sorted, he
 from ._pair_kernels import unmark_labels
 
 NEG_INF = -np.inf
+H = 4  # entries per line summary
+
+
+# ------------------------------------------------------------------ summaries
+@nb.njit(cache=True)
+def _bubble(keys, items, base, h):
+    """Restore descending order of ``keys[base:base+H]`` after slot ``h`` changed."""
+    while h > 0 and (items[base + h - 1] < 0 or keys[base + h] > keys[base + h - 1]):
+        keys[base + h], keys[base + h - 1] = keys[base + h - 1], keys[base + h]
+        items[base + h], items[base + h - 1] = items[base + h - 1], items[base + h]
+        h -= 1
+    while h + 1 < H and items[base + h + 1] >= 0 and keys[base + h + 1] > keys[base + h]:
+        keys[base + h], keys[base + h + 1] = keys[base + h + 1], keys[base + h]
+        items[base + h], items[base + h + 1] = items[base + h + 1], items[base + h]
+        h += 1
+
+
+@nb.njit(cache=True)
+def _summary_rebuild(line, n, keys, items, cap, r):
+    """Summary of line ``r`` (values ``line[:n]``) from scratch. O(n)."""
+    base = r * H
+    for h in range(H):
+        keys[base + h] = NEG_INF
+        items[base + h] = -1
+    c = NEG_INF
+    last = base + H - 1
+    for i in range(n):
+        x = line[i]
+        if items[last] < 0 or x > keys[last]:
+            if items[last] >= 0 and keys[last] > c:
+                c = keys[last]
+            keys[last] = x
+            items[last] = i
+            _bubble(keys, items, base, H - 1)
+        elif x > c:
+            c = x
+    cap[r] = c
+
+
+@nb.njit(cache=True, inline="always")
+def _summary_update(line, n, keys, items, cap, r, i, x):
+    """Entry ``i`` of line ``r`` became ``x`` (already written to ``line``).
+
+    A summary holds between 1 and ``H`` entries: the line's largest, exact
+    and sorted, every other entry being at most ``cap[r]`` <= the smallest
+    of them.  An entry that falls below ``cap`` just leaves the summary;
+    the line is rescanned only when its summary empties, so a rescan costs
+    O(K / H) per update at worst.
+    """
+    base = r * H
+    for h in range(H):
+        if items[base + h] == i:
+            if x >= cap[r]:
+                keys[base + h] = x
+                _bubble(keys, items, base, h)
+            else:
+                for s in range(base + h, base + H - 1):
+                    keys[s] = keys[s + 1]
+                    items[s] = items[s + 1]
+                keys[base + H - 1] = NEG_INF
+                items[base + H - 1] = -1
+                if items[base] < 0:
+                    _summary_rebuild(line, n, keys, items, cap, r)
+            return
+    if x > cap[r]:
+        last = base + H - 1
+        if items[last] >= 0:  # full
+            if not x > keys[last]:
+                cap[r] = x
+                return
+            cap[r] = keys[last]  # the smallest summarized entry leaves
+        keys[last] = x
+        items[last] = i
+        _bubble(keys, items, base, H - 1)
 
 
 # --------------------------------------------------------------- build/update
 @nb.njit(cache=True)
-def _row_summary(rk, ri, base, size, stk, sti, scap, a):
-    """Cache the 3 largest entries of row ``a`` (keys ``stk[3a:3a+3]``, columns
-    ``sti``; -1 when the row is shorter) and a bound ``scap[a]`` on every other
-    entry.  The 4 largest keys of a heap lie in its first 15 slots (an
-    item deeper down has 4 ancestors there, none smaller)."""
-    k0 = k1 = k2 = k3 = NEG_INF
-    i0 = i1 = i2 = -1
-    for s in range(min(15, size)):
-        key = rk[base + s]
-        it = ri[base + s]
-        if key > k0 or i0 < 0:
-            k3 = k2
-            k2, i2 = k1, i1
-            k1, i1 = k0, i0
-            k0, i0 = key, it
-        elif key > k1 or i1 < 0:
-            k3 = k2
-            k2, i2 = k1, i1
-            k1, i1 = key, it
-        elif key > k2 or i2 < 0:
-            k3 = k2
-            k2, i2 = key, it
-        elif key > k3:
-            k3 = key
-    stk[3 * a] = k0
-    stk[3 * a + 1] = k1
-    stk[3 * a + 2] = k2
-    sti[3 * a] = i0
-    sti[3 * a + 1] = i1
-    sti[3 * a + 2] = i2
-    scap[a] = k3
-
-
-@nb.njit(cache=True)
 def indicator_build(state):
-    """(Re)build every heap of ``state`` from its table ``state[0]``."""
-    v, shape, tk, ti, tp, rk, ri, rp, ck, ci, cp, cmax, stk, sti, scap = state
+    """(Re)build the summaries, the transposed copy and the row heap from ``state[0]``."""
+    v, shape, tk, ti, tp, vT, rkey, ritem, rcap, ckey, citem, ccap = state
     n1 = shape[0]
     n2 = shape[1]
     for a in range(n1):
-        heap_fill_sorted(rk, ri, rp, a * n2, v[a * n2 : (a + 1) * n2], n2)
-        _row_summary(rk, ri, a * n2, n2, stk, sti, scap, a)
-    col = np.empty(n1, dtype=np.float64)
-    for b in range(n2):
-        for a in range(n1):
-            col[a] = v[a * n2 + b]
-        heap_fill_sorted(ck, ci, cp, b * n1, col, n1)
-        cmax[b] = ck[b * n1] if n1 > 0 else NEG_INF
+        for b in range(n2):
+            vT[b * n1 + a] = v[a * n2 + b]
     for a in range(n1):
-        col[a] = rk[a * n2] if n2 > 0 else NEG_INF
-    heap_fill_sorted(tk, ti, tp, 0, col, n1)
+        _summary_rebuild(v[a * n2 : (a + 1) * n2], n2, rkey, ritem, rcap, a)
+    for b in range(n2):
+        _summary_rebuild(vT[b * n1 : (b + 1) * n1], n1, ckey, citem, ccap, b)
+    heap_fill_sorted(tk, ti, tp, 0, rkey[::H] if n2 > 0 else np.full(n1, NEG_INF), n1)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def indicator_update(state, a, b, value):
-    """Set ``v[a, b] = value`` and restore the heaps. O(log K)."""
-    v, shape, tk, ti, tp, rk, ri, rp, ck, ci, cp, cmax, stk, sti, scap = state
+    """Set ``v[a, b] = value`` and restore the summaries. O(H), O(K) rarely."""
+    v, shape, tk, ti, tp, vT, rkey, ritem, rcap, ckey, citem, ccap = state
     n1 = shape[0]
     n2 = shape[1]
     v[a * n2 + b] = value
-    heap_set_key(rk, ri, rp, a * n2, n2, b, value)
-    # the row summary changes only through its own entries or a value above
-    # its bound (otherwise it stays valid, the bound possibly loose)
-    if value > scap[a] or b == sti[3 * a] or b == sti[3 * a + 1] or b == sti[3 * a + 2]:
-        _row_summary(rk, ri, a * n2, n2, stk, sti, scap, a)
-    heap_set_key(ck, ci, cp, b * n1, n1, a, value)
-    cmax[b] = ck[b * n1]
-    top = rk[a * n2]
+    vT[b * n1 + a] = value
+    _summary_update(v[a * n2 : (a + 1) * n2], n2, rkey, ritem, rcap, a, b, value)
+    _summary_update(vT[b * n1 : (b + 1) * n1], n1, ckey, citem, ccap, b, a, value)
+    top = rkey[a * H]
     if top != tk[tp[a]]:  # the row maximum changed
         heap_set_key(tk, ti, tp, 0, n1, a, top)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def indicator_add(state, a, b, delta):
-    """``v[a, b] += delta`` (heaps kept in sync)."""
+    """``v[a, b] += delta`` (summaries kept in sync)."""
     t = a * state[1][1] + b
     indicator_update(state, a, b, state[0][t] + delta)
 
@@ -110,74 +151,49 @@ def indicator_add_many(state, rows, cols, deltas, n):
 
 # -------------------------------------------------------------------- search
 @nb.njit(cache=True, inline="always")
-def _admissible(it, mode, fixed, pos1, pos2, ex1, ex2):
-    """Labels (a, b) of heap item ``it`` and whether the walk may stop there."""
-    if mode == 1:
-        a = it
-        b = fixed
-        ok = pos1[a] < 0
-    else:
-        a = fixed
-        b = it
-        ok = pos2[b] < 0
-    return ok and not (a == ex1 and b == ex2), a, b
+def _line_best(line, n, keys, items, cap, r, is_row, pos, ex1, ex2, madd, c1, c2, best):
+    """Best admissible entry of one line (row ``r`` if ``is_row``, else column ``r``)
+    whose value ``((v + madd) + c1) + c2`` beats ``best``.
 
-
-@nb.njit(cache=True)
-def _root(keys, items, base, size, mode, fixed, pos1, pos2, ex1, ex2, madd, c1, c2, best):
-    """Look at the top of a heap only: status 0 = nothing can beat ``best``,
-    1 = the top is the answer, 2 = a deeper walk is needed.
-    Returns ``(status, value, a, b)``."""
-    if size == 0:
-        return 0, best, -1, -1
-    val = ((keys[base] + madd) + c1) + c2
-    if not val > best:
-        return 0, best, -1, -1
-    ok, a, b = _admissible(items[base], mode, fixed, pos1, pos2, ex1, ex2)
-    if ok:
-        return 1, val, a, b
-    return 2, best, -1, -1
-
-
-@nb.njit(cache=True)
-def _walk(keys, items, base, size, mode, fixed, pos1, pos2, ex1, ex2,
-          madd, c1, c2, best, fr_key, fr_slot):
-    """Best-first walk of one heap to its first admissible item.
-
-    The value of an item with key ``k`` is ``((k + madd) + c1) + c2``.
-    mode 1: column ``fixed`` (= b), item = a, admissible iff a unlisted;
-    mode 2: row ``fixed`` (= a), item = b, admissible iff b unlisted;
-    the excluded pair (ex1, ex2) is never admissible.  Stops once values
-    cannot exceed ``best``.  Returns ``(found, value, a, b, visited,
-    fr_key, fr_slot)``.
+    An entry ``i`` is admissible when ``pos[i] < 0`` (its label is unlisted)
+    and the pair is not ``(ex1, ex2)``.  Walks the summary, then scans the
+    line if its bound still beats ``best``.  Returns ``(found, value, a, b,
+    visited)``.
     """
-    visited = 0
-    if size == 0:
-        return False, best, -1, -1, visited, fr_key, fr_slot
-    n = 0
-    fr_key, fr_slot, n = frontier_push(fr_key, fr_slot, n, keys[base], 0)
-    while n > 0:
-        key, s, n = frontier_pop(fr_key, fr_slot, n)
-        visited += 1
-        val = ((key + madd) + c1) + c2
-        if not val > best:
+    base = r * H
+    for h in range(H):
+        i = items[base + h]
+        if i < 0:  # the rest of the line is at most cap
             break
-        ok, a, b = _admissible(items[base + s], mode, fixed, pos1, pos2, ex1, ex2)
-        if ok:
-            return True, val, a, b, visited, fr_key, fr_slot
-        c = 2 * s + 1
-        if c < size:
-            k = keys[base + c]
-            if ((k + madd) + c1) + c2 > best:
-                fr_key, fr_slot, n = frontier_push(fr_key, fr_slot, n, k, c)
-            if c + 1 < size:
-                k = keys[base + c + 1]
-                if ((k + madd) + c1) + c2 > best:
-                    fr_key, fr_slot, n = frontier_push(fr_key, fr_slot, n, k, c + 1)
-    return False, best, -1, -1, visited, fr_key, fr_slot
+        val = ((keys[base + h] + madd) + c1) + c2
+        if not val > best:
+            return False, best, -1, -1, h + 1
+        a = r if is_row else i
+        b = i if is_row else r
+        if pos[i] < 0 and not (a == ex1 and b == ex2):
+            return True, val, a, b, h + 1
+    if not ((cap[r] + madd) + c1) + c2 > best:
+        return False, best, -1, -1, H
+    found = False
+    best_a = -1
+    best_b = -1
+    for i in range(n):
+        if pos[i] >= 0:
+            continue
+        a = r if is_row else i
+        b = i if is_row else r
+        if a == ex1 and b == ex2:
+            continue
+        val = ((line[i] + madd) + c1) + c2
+        if val > best:
+            found = True
+            best = val
+            best_a = a
+            best_b = b
+    return found, best, best_a, best_b, H + n
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _effective_list(idx, val, nnz, pos, loss, gt, eidx, evals):
     """Copy the non-zero entries of a sparse message into (eidx, evals), mark
     them in ``pos`` and list the ground truth ``gt`` (message 0) when it
@@ -216,29 +232,28 @@ def _sort_desc(keys, idx, vals, n):
         vals[j + 1] = vl
 
 
-@nb.njit(cache=True)
-def _both_listed(v, n2, stk, sti, scap, cmax, pos2, eidx1, eval1, e1, eidx2, eval2, e2,
+@nb.njit(cache=True, inline="always")
+def _both_listed(v, n2, rkey, ritem, rcap, ckey, pos2, eidx1, eval1, e1, eidx2, eval2, e2,
                  key1, key2, loss1, gt1, loss2, gt2, ex1, ex2, best):
-    """Case (iv): best listed pair, pruned with cached row summaries.
+    """Case (iv): best listed pair, pruned with the line summaries.
 
     The value ``(((v + m1) + m2) + la) + lb`` of a pair is at most the same
     expression with ``v`` replaced by an upper bound of ``v[a, b]`` and
-    ``lb`` by ``max(loss2, 0)`` (floating-point addition is monotone).  Each
-    row's 3 largest entries are cached (``stk``, ``sti``: their values need
-    no table read); every other entry of row ``a`` is at most ``scap[a]``
-    and of column ``b`` at most ``cmax[b]``.  Rows are visited by decreasing
-    ``max + m1`` and, within a row, the second list by decreasing message,
-    so a row stops at the first ``b`` whose bound cannot beat ``best`` and
-    only competitive pairs read the table.  Sorts the lists in place (and
-    re-marks ``pos2``).  Returns ``(best, a, b, visited)``: ``a = -1`` when
-    nothing beats ``best``.
+    ``lb`` by ``max(loss2, 0)`` (floating-point addition is monotone).  The
+    summarized entries of row ``a`` need no table read; every other entry
+    is at most the row's ``cap`` and at most its column's maximum.  Rows
+    are visited by decreasing ``max + m1`` and, within a row, the second
+    list by decreasing message, so a row stops at the first ``b`` whose
+    bound cannot beat ``best`` and only competitive pairs read the table.
+    Sorts the lists in place (and re-marks ``pos2``).  Returns ``(best, a,
+    b, visited)``: ``a = -1`` when nothing beats ``best``.
     """
     best_a = -1
     best_b = -1
     if e2 == 0:
         return best, best_a, best_b, 0
     for k in range(e1):
-        key1[k] = stk[3 * eidx1[k]] + eval1[k]
+        key1[k] = rkey[H * eidx1[k]] + eval1[k]
     _sort_desc(key1, eidx1, eval1, e1)
     for k in range(e2):
         key2[k] = eval2[k]
@@ -251,35 +266,41 @@ def _both_listed(v, n2, stk, sti, scap, cmax, pos2, eidx1, eval1, e1, eidx2, eva
         a = eidx1[k1]
         m1 = eval1[k1]
         la = loss1 if a != gt1 else 0.0
-        if not (((stk[3 * a] + m1) + eval2[0]) + la) + lbmax > best:
+        base = a * H
+        if not (((rkey[base] + m1) + eval2[0]) + la) + lbmax > best:
             continue
-        # the cached largest entries of the row
-        for h in range(3):
-            b = sti[3 * a + h]
-            if b < 0 or pos2[b] < 0 or (a == ex1 and b == ex2):
+        for h in range(H):  # the summarized entries of the row
+            b = ritem[base + h]
+            if b < 0:
+                break
+            if pos2[b] < 0 or (a == ex1 and b == ex2):
                 continue
             visited += 1
             lb = loss2 if b != gt2 else 0.0
-            val = (((stk[3 * a + h] + m1) + eval2[pos2[b]]) + la) + lb
+            val = (((rkey[base + h] + m1) + eval2[pos2[b]]) + la) + lb
             if val > best:
                 best = val
                 best_a = a
                 best_b = b
-        cap = scap[a]
-        base = a * n2
+        cap = rcap[a]
         for k2 in range(e2):
             m2 = eval2[k2]
             if not (((cap + m1) + m2) + la) + lbmax > best:
                 break
             b = eidx2[k2]
-            if (a == ex1 and b == ex2) or b == sti[3 * a] or b == sti[3 * a + 1] \
-                    or b == sti[3 * a + 2]:
+            if a == ex1 and b == ex2:
                 continue
-            if not (((min(cap, cmax[b]) + m1) + m2) + la) + lbmax > best:
+            if not (((min(cap, ckey[b * H]) + m1) + m2) + la) + lbmax > best:
+                continue
+            summarized = False
+            for h in range(H):
+                if ritem[base + h] == b:
+                    summarized = True
+            if summarized:
                 continue
             visited += 1
             lb = loss2 if b != gt2 else 0.0
-            val = (((v[base + b] + m1) + m2) + la) + lb
+            val = (((v[a * n2 + b] + m1) + m2) + la) + lb
             if val > best:
                 best = val
                 best_a = a
@@ -287,19 +308,19 @@ def _both_listed(v, n2, stk, sti, scap, cmax, pos2, eidx1, eval1, e1, eidx2, eva
     return best, best_a, best_b, visited
 
 
-@nb.njit(cache=True)
-def _neither_listed(tk, ti, rk, ri, n1, n2, pos1, pos2, ex1, ex2, loss1, loss2, best,
-                    fr_key, fr_slot, tf_key, tf_slot):
+@nb.njit(cache=True, inline="always")
+def _neither_listed(v, n1, n2, tk, ti, rkey, ritem, rcap, pos1, pos2, ex1, ex2, loss1, loss2,
+                    best, tf_key, tf_slot):
     """Case (i): best-first walk of the rows by their maxima (heap ``tk``),
-    walking each unlisted row to its first unlisted column.  Returns
-    ``(found, value, a, b, visited, fr_key, fr_slot, tf_key, tf_slot)``."""
+    each unlisted row searched for its best unlisted column.  Returns
+    ``(found, value, a, b, visited, tf_key, tf_slot)``."""
     found = False
     best_a = -1
     best_b = -1
     visited = 0
     n = 0
     if n1 == 0 or n2 == 0:
-        return found, best, best_a, best_b, visited, fr_key, fr_slot, tf_key, tf_slot
+        return found, best, best_a, best_b, visited, tf_key, tf_slot
     tf_key, tf_slot, n = frontier_push(tf_key, tf_slot, n, tk[0], 0)
     while n > 0:
         key, s, n = frontier_pop(tf_key, tf_slot, n)
@@ -308,14 +329,9 @@ def _neither_listed(tk, ti, rk, ri, n1, n2, pos1, pos2, ex1, ex2, loss1, loss2, 
             break
         a = ti[s]
         if pos1[a] < 0:
-            status, val, aa, b = _root(rk, ri, a * n2, n2, 2, a, pos1, pos2, ex1, ex2,
-                                       0.0, loss1, loss2, best)
-            ok = status == 1
-            if status == 2:
-                ok, val, aa, b, nv, fr_key, fr_slot = _walk(
-                    rk, ri, a * n2, n2, 2, a, pos1, pos2, ex1, ex2,
-                    0.0, loss1, loss2, best, fr_key, fr_slot)
-                visited += nv
+            ok, val, aa, b, nv = _line_best(v[a * n2 : (a + 1) * n2], n2, rkey, ritem, rcap, a,
+                                            True, pos2, ex1, ex2, 0.0, loss1, loss2, best)
+            visited += nv
             if ok:
                 found = True
                 best = val
@@ -326,7 +342,7 @@ def _neither_listed(tk, ti, rk, ri, n1, n2, pos1, pos2, ex1, ex2, loss1, loss2, 
             k = tk[cc]
             if ((k + 0.0) + loss1) + loss2 > best:
                 tf_key, tf_slot, n = frontier_push(tf_key, tf_slot, n, k, cc)
-    return found, best, best_a, best_b, visited, fr_key, fr_slot, tf_key, tf_slot
+    return found, best, best_a, best_b, visited, tf_key, tf_slot
 
 
 @nb.njit(cache=True)
@@ -341,7 +357,7 @@ def indicator_fmo(state, idx1, val1, nnz1, idx2, val2, nnz2,
                                loss1, gt1, loss2, gt2, ex1, ex2, NEG_INF, workspace)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def indicator_fmo_above(state, idx1, val1, nnz1, idx2, val2, nnz2,
                         loss1, gt1, loss2, gt2, ex1, ex2, floor, workspace):
     """:func:`indicator_fmo` restricted to values above ``floor``.
@@ -352,16 +368,11 @@ def indicator_fmo_above(state, idx1, val1, nnz1, idx2, val2, nnz2,
     its gradient beats the active set's) passes that value: every case
     then prunes against it from the start.
     """
-    v = state[0]
-    n1 = state[1][0]
-    n2 = state[1][1]
-    tk, ti, tp = state[2], state[3], state[4]
-    rk, ri = state[5], state[6]
-    ck, ci = state[8], state[9]
-    cmax, stk, sti, scap = state[11], state[12], state[13], state[14]
+    v, shape, tk, ti, tp, vT, rkey, ritem, rcap, ckey, citem, ccap = state
+    n1 = shape[0]
+    n2 = shape[1]
     pos1, pos2, stats = workspace[0], workspace[1], workspace[2]
     eidx1, eval1, eidx2, eval2 = workspace[3], workspace[4], workspace[5], workspace[6]
-    fr_key, fr_slot = workspace[7], workspace[8]
     tf_key, tf_slot, key1, key2 = workspace[9], workspace[10], workspace[11], workspace[12]
     if gt1 < 0:
         loss1 = 0.0
@@ -370,57 +381,47 @@ def indicator_fmo_above(state, idx1, val1, nnz1, idx2, val2, nnz2,
     e1 = _effective_list(idx1, val1, nnz1, pos1, loss1, gt1, eidx1, eval1)
     e2 = _effective_list(idx2, val2, nnz2, pos2, loss2, gt2, eidx2, eval2)
     # (iv) both listed
-    best, best_a, best_b, v4 = _both_listed(v, n2, stk, sti, scap, cmax, pos2, eidx1, eval1, e1,
-                                            eidx2, eval2, e2, key1, key2, loss1, gt1, loss2,
+    best, best_a, best_b, v4 = _both_listed(v, n2, rkey, ritem, rcap, ckey, pos2, eidx1, eval1,
+                                            e1, eidx2, eval2, e2, key1, key2, loss1, gt1, loss2,
                                             gt2, ex1, ex2, floor)
-    # (ii) b listed, a unlisted: walk column heaps
+    # (ii) b listed, a unlisted: columns
     v2 = 0
     if e1 < n1:
         for k2 in range(e2):
             b = eidx2[k2]
             lb = loss2 if b != gt2 else 0.0
-            if not ((cmax[b] + eval2[k2]) + loss1) + lb > best:
+            if not ((ckey[b * H] + eval2[k2]) + loss1) + lb > best:
                 continue
-            status, val, a, bb = _root(ck, ci, b * n1, n1, 1, b, pos1, pos2, ex1, ex2,
-                                       eval2[k2], loss1, lb, best)
-            v2 += 1
-            found = status == 1
-            if status == 2:
-                found, val, a, bb, nv, fr_key, fr_slot = _walk(
-                    ck, ci, b * n1, n1, 1, b, pos1, pos2, ex1, ex2,
-                    eval2[k2], loss1, lb, best, fr_key, fr_slot)
-                v2 += nv - 1
+            found, val, a, bb, nv = _line_best(vT[b * n1 : (b + 1) * n1], n1, ckey, citem, ccap,
+                                               b, False, pos1, ex1, ex2, eval2[k2], loss1, lb,
+                                               best)
+            v2 += nv
             if found:
                 best = val
                 best_a = a
                 best_b = bb
-    # (iii) a listed, b unlisted: walk row heaps
+    # (iii) a listed, b unlisted: rows
     v3 = 0
     if e2 < n2:
         for k1 in range(e1):
             a = eidx1[k1]
             la = loss1 if a != gt1 else 0.0
-            if not ((stk[3 * a] + eval1[k1]) + la) + loss2 > best:
+            if not ((rkey[a * H] + eval1[k1]) + la) + loss2 > best:
                 continue
-            status, val, aa, b = _root(rk, ri, a * n2, n2, 2, a, pos1, pos2, ex1, ex2,
-                                       eval1[k1], la, loss2, best)
-            v3 += 1
-            found = status == 1
-            if status == 2:
-                found, val, aa, b, nv, fr_key, fr_slot = _walk(
-                    rk, ri, a * n2, n2, 2, a, pos1, pos2, ex1, ex2,
-                    eval1[k1], la, loss2, best, fr_key, fr_slot)
-                v3 += nv - 1
+            found, val, aa, b, nv = _line_best(v[a * n2 : (a + 1) * n2], n2, rkey, ritem, rcap,
+                                               a, True, pos2, ex1, ex2, eval1[k1], la, loss2,
+                                               best)
+            v3 += nv
             if found:
                 best = val
                 best_a = aa
                 best_b = b
-    # (i) neither listed: rows by their maxima, then within the row
+    # (i) neither listed: rows by their maxima
     v1 = 0
     if e1 < n1 and e2 < n2:
-        found, val, a, b, v1, fr_key, fr_slot, tf_key, tf_slot = _neither_listed(
-            tk, ti, rk, ri, n1, n2, pos1, pos2, ex1, ex2, loss1, loss2, best,
-            fr_key, fr_slot, tf_key, tf_slot)
+        found, val, a, b, v1, tf_key, tf_slot = _neither_listed(
+            v, n1, n2, tk, ti, rkey, ritem, rcap, pos1, pos2, ex1, ex2, loss1, loss2, best,
+            tf_key, tf_slot)
         if found:
             best = val
             best_a = a

@@ -43,7 +43,7 @@ def _better(val, y, best, by):
     return val > best or (val == best and by >= 0 and y < by)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def inner_product_fmo(W, indices, data, start, end, add_idx, add_val, n_add,
                       loss, gt, ex, workspace):
     """Exact: argmax over y != ex of w(y).phi + c(y) + loss * [y != gt].

@@ -11,24 +11,27 @@ structural-SVM paper)
                                    + loss1 * [a != gt1] + loss2 * [b != gt2]
 
 where ``m1``, ``m2`` are sparse messages (unlisted labels, and listed
-labels whose message is 0, count as unlisted).  The oracle keeps sorted
-multimaps (indexed max-heaps, :mod:`.multimap`) of each row and of each
-column, plus a heap of the rows keyed by their maxima, updated in O(log K)
-per changed entry, and runs the four-case search of Appendix C-1 over them
-(see :mod:`.sorted_tables` for the cases):
+labels whose message is 0, count as unlisted).  The oracle runs the
+four-case search of Appendix C-1 (see :mod:`.sorted_tables` for the cases)
+over *line summaries* instead of the authors' sorted multimaps: every row
+and every column keeps its ``H = 4`` largest entries (exact values, in
+order) and a bound on all its other entries, plus a heap of the rows keyed
+by their maxima.  An update of ``v`` costs O(H) on these small arrays (they
+stay in cache, unlike heaps over all ``K^2`` entries, whose updates are
+cache misses); a line is rescanned, O(K) over contiguous memory (columns in
+a transposed copy), only when a summarized entry falls below the bound.
 
 * (i) neither label listed: rows in decreasing order of their maxima, each
-  unlisted row walked to its first unlisted column, until a row maximum
-  cannot beat the best value (this replaces the authors' heap over all
-  ``n1 * n2`` entries: an update touches two heaps of ``K`` entries and,
-  when the row maximum changes, the heap of ``n1`` rows, instead of a
-  ``K^2`` heap that does not fit in cache);
-* (ii), (iii) one label listed: walk its column / row heap;
-* (iv) both listed: the listed pairs, each row's scan pruned by the row
-  maximum (rows by decreasing ``max + m1``, columns by decreasing ``m2``).
+  unlisted row searched for its best unlisted column, until a row maximum
+  cannot beat the best value;
+* (ii), (iii) one label listed: its column / row, summary first, scanned
+  only if the bound of the unsummarized entries can still win;
+* (iv) both listed: the listed pairs, rows by decreasing ``max + m1``,
+  columns by decreasing ``m2``; summarized values need no table read and a
+  row stops at the first pair whose bound cannot win.
 
-Its cost is at most about ``nnz1 * nnz2`` plus a few heap entries instead
-of ``n1 * n2``, and usually far fewer pairs in case (iv).
+Its cost is at most about ``nnz1 * nnz2`` plus a few summary entries
+instead of ``n1 * n2``, and usually far fewer pairs in case (iv).
 
 The loss term
 -------------
@@ -51,22 +54,19 @@ admissible entry is above ``-inf`` the result is ``(-inf, -1, -1, n)``.
 
 State and calling from numba
 ----------------------------
-:func:`make_indicator_oracle` returns the state, a tuple of 15 arrays::
+:func:`make_indicator_oracle` returns the state, a tuple of 12 arrays::
 
-    state = (v, shape, t_keys, t_items, t_pos,     # table, (n1, n2), heap of rows by maximum
-             r_keys, r_items, r_pos,               # one heap per row (row a at a * n2)
-             c_keys, c_items, c_pos,               # one heap per column (column b at b * n1)
-             col_max,                              # max_a v[a, b] per column
-             top_keys, top_cols, row_cap)          # per row: 3 largest entries, bound on the rest
+    state = (v, shape,                 # table (flat, C order), (n1, n2)
+             t_keys, t_items, t_pos,   # heap of the rows keyed by their maxima (n1 entries)
+             vT,                       # transposed copy, vT[b * n1 + a] = v[a, b]
+             r_keys, r_cols, r_cap,    # row summaries: H largest entries of row a at
+                                       # [a * H, (a + 1) * H) (column -1: none), bound on the rest
+             c_keys, c_rows, c_cap)    # column summaries, the same per column
 
-``t_*`` have ``n1`` entries (item ``a`` keyed by ``max_b v[a, b]``, the top
-of row ``a``'s heap).  The row summaries (``top_keys[3a:3a+3]``, columns
-``top_cols``, -1 past the row's end; every other entry of row ``a`` is at
-most ``row_cap[a]``) and the column maxima are small arrays that stay in
-cache: they bound every case before any heap or table entry is read.  ``state[0]`` is the table itself (flat float64, C
-order, ``v[a * n2 + b]``): read it freely, but change it only through the
-update kernels.  Memory: about 40 bytes per table entry (K = 1000: 40 MB;
-K = 3000: 360 MB).
+``H`` is ``structlearn.oracles._indicator_kernels.H``.  ``state[0]`` is the
+table itself: read it freely, but change it only through the update
+kernels.  Memory: 16 bytes per table entry (K = 1000: 16 MB; K = 3000:
+144 MB).
 
 Kernels (``structlearn.oracles._indicator_kernels``; plain ``@njit``
 functions, callable from other numba code and from Python)::
@@ -96,6 +96,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._indicator_kernels import H as SUMMARY
 from ._indicator_kernels import (
     dense_indicator_argmax,
     indicator_add,
@@ -133,7 +134,7 @@ def make_indicator_oracle(table):
 
     Returns
     -------
-    state : tuple of 15 arrays
+    state : tuple of 12 arrays
         See the module docstring.
     """
     table = np.array(table, dtype=np.float64, copy=True)
@@ -152,15 +153,12 @@ def make_indicator_oracle(table):
         np.empty(n1, dtype=np.int32),
         np.empty(n1, dtype=np.int32),
         np.empty(n, dtype=np.float64),
-        np.empty(n, dtype=np.int32),
-        np.empty(n, dtype=np.int32),
-        np.empty(n, dtype=np.float64),
-        np.empty(n, dtype=np.int32),
-        np.empty(n, dtype=np.int32),
-        np.empty(n2, dtype=np.float64),
-        np.empty(3 * n1, dtype=np.float64),
-        np.empty(3 * n1, dtype=np.int32),
+        np.empty(SUMMARY * n1, dtype=np.float64),
+        np.empty(SUMMARY * n1, dtype=np.int64),
         np.empty(n1, dtype=np.float64),
+        np.empty(SUMMARY * n2, dtype=np.float64),
+        np.empty(SUMMARY * n2, dtype=np.int64),
+        np.empty(n2, dtype=np.float64),
     )
     indicator_build(state)
     return state
