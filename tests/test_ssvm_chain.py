@@ -163,6 +163,33 @@ def test_gdmm_history_records():
     assert np.all(np.diff([r["time"] for r in m.history_]) > 0)
 
 
+@pytest.mark.parametrize("solver", ["gdmm", "bcfw"])
+def test_check_every_skips_monitoring_only(solver):
+    from structlearn.datasets import make_chain_data
+
+    X, y = make_chain_data(10, length=(2, 6), n_labels=5, n_features=12, random_state=0)
+    kw = dict(solver=solver, max_iter=7, tol=0.0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        every = SequenceSSVM(check_every=1, **kw).fit(X, y)
+        sparse = SequenceSSVM(check_every=3, **kw).fit(X, y)
+    np.testing.assert_array_equal(every.coef_, sparse.coef_)
+    np.testing.assert_array_equal(every.transition_, sparse.transition_)
+    checked = [r["iteration"] for r in sparse.history_ if np.isfinite(r["primal"])]
+    assert checked == [3, 6, 7] and len(sparse.history_) == 7
+    for r in sparse.history_:
+        if r["iteration"] in checked:
+            assert r["primal"] == every.history_[r["iteration"] - 1]["primal"]
+        else:
+            assert np.isnan(r["dual"]) and np.isnan(r["relative_gap"]) and r["pass_time"] > 0
+    # the stopping rule is only evaluated on checked passes
+    m = SequenceSSVM(solver=solver, max_iter=500, tol=0.05, check_every=4, random_state=0)
+    m.fit(X, y)
+    assert m.converged_ and m.n_iter_ % 4 == 0 and m.history_[-1]["relative_gap"] <= 0.05
+    with pytest.raises(ValueError, match="check_every"):
+        SequenceSSVM(check_every=0).fit(X, y)
+
+
 # ------------------------------------------------------------------ oracles
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_sublinear_and_dense_oracles_give_same_iterates(seed):

@@ -151,6 +151,13 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         on the same data with the same solver (otherwise start from zero).
     callback : callable or None, default=None
         Called with each history record; returning True stops training.
+    check_every : int or "auto", default="auto"
+        gdmm and bcfw evaluate the primal and dual values, and so the
+        stopping rule, after every ``check_every``-th pass and after the
+        last one (the other history records hold NaN there).  The primal
+        value needs loss-augmented Viterbi over all labels, ``O(n_tokens
+        K^2)``, which for large ``K`` costs more than a GDMM pass.
+        ``"auto"``: 1 for ``K <= 100`` classes, else ``K // 100``.
 
     Attributes
     ----------
@@ -165,7 +172,8 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         One record per outer iteration: ``iteration``, ``time`` (wall
         seconds since fit started, including monitoring), ``solver_time``
         and ``pass_time`` (optimization only), ``primal`` (recomputed from
-        the weights), ``dual`` (NaN for ssg), ``gap``, ``relative_gap``,
+        the weights), ``dual`` (NaN for ssg), ``gap``, ``relative_gap``
+        (these four NaN on the passes that ``check_every`` skips),
         ``infeasibility`` (GDMM consistency residual over all labels; 0 for
         the others), ``active_set_size`` (mean per factor; 1 for bcfw/ssg),
         ``oracle_entries`` (labels or label pairs visited by the oracles).
@@ -184,8 +192,9 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
 
     def __init__(self, C=1.0, *, solver="gdmm", rho="auto", eta=1.0, max_iter=100, tol=1e-3,
                  oracle="sublinear", n_partitions=1, inference="viterbi", random_state=None,
-                 verbose=0, warm_start=False, callback=None):
+                 verbose=0, warm_start=False, callback=None, check_every="auto"):
         self.C = C
+        self.check_every = check_every
         self.solver = solver
         self.rho = rho
         self.eta = eta
@@ -251,6 +260,12 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
 
         common = dict(C=C, max_iter=max_iter, tol=tol, rng=rng, state=state,
                       verbose=self.verbose, callback=self.callback)
+        if self.check_every == "auto":
+            check_every = max(1, K // 100)
+        else:
+            check_every = _check_positive_int(self.check_every, "check_every")
+        if solver != "ssg":
+            common["check_every"] = check_every
         if solver == "gdmm":
             from ..learners.gdmm_chain import fit_gdmm_chain
 

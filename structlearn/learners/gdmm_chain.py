@@ -102,7 +102,7 @@ def _vstate(v, sublinear):
 
 
 def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitions, rng,
-                   state=None, verbose=0, callback=None):
+                   state=None, verbose=0, callback=None, check_every=1):
     """Train with GDMM; returns ``(W, v, history, state, converged)``.
 
     Parameters
@@ -122,6 +122,10 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
         Draws the factor orders and partitions.
     state : GDMMChainState or None
         Continue from this state (warm start).
+    check_every : int
+        Evaluate the primal and dual values (and the stopping rule) after
+        every ``check_every``-th pass and after the last one; other history
+        records hold NaN there.
 
     Returns
     -------
@@ -163,10 +167,12 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
                                       state.margR, state.lamL, state.lamR, float(eta))
         pass_time = time.perf_counter() - t0
         state.n_iter += 1
-        primal = monitor.primal(state.W, state.v)
-        dual = gdmm_chain_dual(state.W, state.v.ravel(), problem.y, float(C), has_right, state.slab,
-                               state.ns, state.alpha, state.pa, state.pb, state.psa, state.psb,
-                               state.beta, state.nb, vfeas)
+        primal = dual = np.nan
+        if (it + 1) % check_every == 0 or it == max_iter - 1:
+            primal = monitor.primal(state.W, state.v)
+            dual = gdmm_chain_dual(state.W, state.v.ravel(), problem.y, float(C), has_right,
+                                   state.slab, state.ns, state.alpha, state.pa, state.pb,
+                                   state.psa, state.psb, state.beta, state.nb, vfeas)
         active = (state.ns.sum() + state.nb[edges].sum()) / max(N + edges.size, 1)
         stop = monitor.record(state.n_iter, primal, dual, float(np.sqrt(res2)), float(active),
                               stats[0], pass_time, overflow=int(stats[1] + stats[2]))
