@@ -86,7 +86,7 @@ def _threshold(g, a, m, C):
     return thr
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, nu, part, C, rho,
                   slab, ns, alpha, margL, margR, lamL, lamR, iws, g, add_val, z, newa, mask, stats):
     K = W.shape[1]
