@@ -5,6 +5,7 @@ import pickle
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 import pytest
 from scipy.optimize import minimize
 from sklearn.base import clone
@@ -150,11 +151,11 @@ def _fit_all(X, Y, pairwise):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         return {
-            "gdmm": MultiLabelSSVM(pairwise=pairwise, max_iter=3000, tol=1e-5,
+            "gdmm": MultiLabelSSVM(pairwise=pairwise, fit_intercept=False, max_iter=3000, tol=1e-5,
                                    random_state=0).fit(X, Y),
-            "bcfw": MultiLabelSSVM(pairwise=pairwise, solver="bcfw", max_iter=5000, tol=2e-4,
+            "bcfw": MultiLabelSSVM(pairwise=pairwise, fit_intercept=False, solver="bcfw", max_iter=5000, tol=2e-4,
                                    random_state=0).fit(X, Y),
-            "ssg": MultiLabelSSVM(pairwise=pairwise, solver="ssg", max_iter=15000, tol=0.0,
+            "ssg": MultiLabelSSVM(pairwise=pairwise, fit_intercept=False, solver="ssg", max_iter=15000, tol=0.0,
                                   random_state=0).fit(X, Y),
         }
 
@@ -191,7 +192,8 @@ def test_gdmm_triangle_matches_lp_relaxed_reference(seed):
     ref_lp = _lp_reference(X, Y, 1.0, E)
     ref_exact = _reference(X, Y, 1.0, E)
     assert ref_exact <= ref_lp + 1e-6 * ref_lp
-    m = MultiLabelSSVM(pairwise="full", max_iter=3000, tol=1e-5, random_state=0).fit(X, Y)
+    m = MultiLabelSSVM(pairwise="full", fit_intercept=False, max_iter=3000, tol=1e-5,
+                       random_state=0).fit(X, Y)
     assert m.converged_
     h = m.history_
     assert abs(h[-1]["primal"] - ref_lp) <= 1e-3 * ref_lp
@@ -354,3 +356,35 @@ def test_bad_input():
         MultiLabelSSVM(rho=-1.0).fit(X, Y)
     with pytest.raises(ValueError, match="oracle must be"):
         MultiLabelSSVM(oracle="heap").fit(X, Y)
+
+
+@pytest.mark.parametrize("solver", ["gdmm", "bcfw", "ssg"])
+def test_intercept_is_a_scaled_constant_feature(solver):
+    # fit_intercept must equal appending the constant column by hand, dense or sparse
+    X, Y = _data(4, n=15, d=4, L=3)
+    Y[:, 0] = 1  # a label that is almost always on needs its bias
+    Y[0, 0] = 0
+    kw = dict(solver=solver, max_iter=30, tol=0.0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m = MultiLabelSSVM(intercept_scaling=2.0, **kw).fit(X, Y)
+        ms = MultiLabelSSVM(intercept_scaling=2.0, **kw).fit(sp.csr_matrix(X), Y)
+        manual = MultiLabelSSVM(fit_intercept=False, **kw).fit(
+            np.hstack([X, np.full((X.shape[0], 1), 2.0)]), Y)
+    np.testing.assert_allclose(m.coef_, manual.coef_[:, :-1], atol=1e-12)
+    np.testing.assert_allclose(m.intercept_, 2.0 * manual.coef_[:, -1], atol=1e-12)
+    np.testing.assert_allclose(ms.coef_, m.coef_, atol=1e-10)
+    np.testing.assert_allclose(m.decision_function(X), X @ m.coef_.T + m.intercept_)
+    Xm = np.hstack([X, np.full((X.shape[0], 1), 2.0)])
+    np.testing.assert_array_equal(m.predict(X), manual.predict(Xm))
+    np.testing.assert_array_equal(ms.predict(sp.csr_matrix(X)), m.predict(X))
+    assert m.intercept_[0] > 0
+    np.testing.assert_array_equal(manual.intercept_, np.zeros(3))
+
+
+def test_intercept_parameters_are_checked():
+    X, Y = _data(0)
+    with pytest.raises(TypeError, match="fit_intercept"):
+        MultiLabelSSVM(fit_intercept="yes").fit(X, Y)
+    with pytest.raises(ValueError, match="intercept_scaling"):
+        MultiLabelSSVM(intercept_scaling=0.0).fit(X, Y)

@@ -4,6 +4,7 @@ import logging
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
@@ -343,6 +344,14 @@ def _edge_mask(pairwise, L):
     return E
 
 
+def _append_constant(X, value):
+    """``X`` (dense or CSR) with a column of ``value`` appended, shape (n, d + 1)."""
+    column = np.full((X.shape[0], 1), float(value))
+    if sp.issparse(X):
+        return sp.hstack([X, sp.csr_matrix(column)], format="csr")
+    return np.hstack([X, column])
+
+
 class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
     """Multilabel structural SVM with pairwise label interactions and Hamming loss.
 
@@ -381,6 +390,14 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
     C : float, default=1.0
     pairwise : {"full", "none"} or array-like of shape (n_edges, 2), default="full"
         Label pairs with an interaction weight.
+    fit_intercept : bool, default=True
+        Learn one bias per label (``intercept_``). As in
+        :class:`sklearn.svm.LinearSVC`, the bias is the weight of an extra
+        constant feature of value ``intercept_scaling`` and is regularized
+        with the other weights.
+    intercept_scaling : float, default=1.0
+        Value of that constant feature; a larger value weakens the
+        regularization of the bias.
     solver : {"gdmm", "bcfw", "ssg"}, default="gdmm"
     rho : float or "auto", default="auto"
         GDMM augmented-Lagrangian penalty. ``"auto"``: a quarter of the mean
@@ -411,6 +428,8 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
     Attributes
     ----------
     coef_ : ndarray of shape (n_labels, n_features)
+    intercept_ : ndarray of shape (n_labels,)
+        Per-label bias (zeros when ``fit_intercept=False``).
     pairwise_coef_ : ndarray of shape (n_labels, n_labels)
         Symmetric; zero off the interaction edges and on the diagonal.
     classes_ : ndarray of shape (n_labels,)
@@ -429,11 +448,14 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         visited in the pass.
     """
 
-    def __init__(self, C=1.0, *, pairwise="full", solver="gdmm", rho="auto", eta=1.0, max_iter=100,
-                 tol=1e-3, oracle="sublinear", n_partitions=1, inference="auto",
-                 random_state=None, verbose=0, warm_start=False, callback=None):
+    def __init__(self, C=1.0, *, pairwise="full", fit_intercept=True, intercept_scaling=1.0,
+                 solver="gdmm", rho="auto", eta=1.0, max_iter=100, tol=1e-3, oracle="sublinear",
+                 n_partitions=1, inference="auto", random_state=None, verbose=0,
+                 warm_start=False, callback=None):  # fmt: skip
         self.C = C
         self.pairwise = pairwise
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
         self.solver = solver
         self.rho = rho
         self.eta = eta
@@ -458,6 +480,16 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
                 f"got {self.inference!r}"
             )
 
+    def _check_intercept(self):
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise TypeError(f"fit_intercept must be a bool; got {self.fit_intercept!r}")
+        if self.fit_intercept:
+            _check_positive_real(self.intercept_scaling, "intercept_scaling")
+
+    def _with_bias(self, X):
+        """``X`` with the constant intercept column appended when ``fit_intercept``."""
+        return _append_constant(X, self.intercept_scaling) if self.fit_intercept else X
+
     def fit(self, X, Y):
         """Train on ``X`` (n_samples, n_features) and a 0/1 matrix ``Y`` (n_samples, n_labels).
 
@@ -470,7 +502,10 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
 
         C, rho, eta, tol, max_iter, nu, solver, oracle = self._check_common_params()
         self._check_inference()
+        self._check_intercept()
         X, Y = check_multilabel(X, Y)
+        n_features = X.shape[1]
+        X = self._with_bias(X)
         n, L = Y.shape
         E = _edge_mask(self.pairwise, L)
         if solver != "gdmm" and E.any() and L > MAX_ENUM_LABELS:
@@ -500,10 +535,12 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
             verbose=self.verbose, callback=self.callback, logger=logger, rho=rho, eta=eta,
             sublinear=oracle == "sublinear")
         Pu = np.triu(P, 1) * E
-        self.coef_ = np.ascontiguousarray(W.T)
+        self.coef_ = np.ascontiguousarray(W[:n_features].T)
+        self.intercept_ = (W[n_features] * float(self.intercept_scaling) if self.fit_intercept
+                           else np.zeros(L))
         self.pairwise_coef_ = Pu + Pu.T
         self.classes_ = np.arange(L)
-        self.n_features_in_ = d
+        self.n_features_in_ = n_features
         self.history_ = prev_history + history
         self.n_iter_ = len(self.history_)
         self.converged_ = bool(converged)
@@ -512,12 +549,12 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         return self
 
     def decision_function(self, X):
-        """Unary label scores ``X @ coef_.T``, shape (n_samples, n_labels)."""
+        """Unary label scores ``X @ coef_.T + intercept_``, shape (n_samples, n_labels)."""
         from ._validation import check_multilabel
 
         check_is_fitted(self, ("coef_", "pairwise_coef_"))
         X, _ = check_multilabel(X, n_features=self.n_features_in_)
-        return np.asarray(X @ self.coef_.T)
+        return np.asarray(X @ self.coef_.T) + self.intercept_
 
     def predict(self, X):
         """Highest-scoring labeling of each sample, int64 (n_samples, n_labels) of 0/1."""
@@ -539,8 +576,9 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         if method in ("auto", "exact"):
             if n_edges and L > MAX_ENUM_LABELS:
                 raise ValueError(f"exact inference supports at most {MAX_ENUM_LABELS} labels")
-            data, indices, indptr = csr_arrays(X)
-            W = np.ascontiguousarray(self.coef_.T)
+            # the unit bias column carries intercept_ exactly
+            data, indices, indptr = csr_arrays(_append_constant(X, 1.0))
+            W = np.ascontiguousarray(np.vstack([self.coef_.T, self.intercept_[None, :]]))
             predict_labelings(W, np.triu(self.pairwise_coef_, 1), E, n_edges, data, indices,
                               indptr, out)
             return out
