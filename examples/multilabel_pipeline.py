@@ -21,7 +21,7 @@ from structlearn.estimators import MultiLabelSSVM
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--max-iter", type=int, default=20, help="solver passes (default 20)")
+    parser.add_argument("--max-iter", type=int, default=100, help="solver passes (default 100)")
     args = parser.parse_args(argv)
 
     X, Y = load_yeast(return_X_y=True)
