@@ -170,6 +170,21 @@ def test_orders_layout_and_pool_sharing():
     np.testing.assert_array_equal(gdata, data[:36])
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_orders_are_stable_argsorts(seed):
+    # ties (-0.0 == 0.0, repeated values, -inf) keep index order, exactly as
+    # numpy's stable argsort of the negated table, its rows and its columns
+    rng = np.random.default_rng(seed)
+    n1, n2 = (int(v) for v in rng.integers(1, 30, size=2))
+    vals = np.array([-np.inf, -0.0, 0.0, 1.5, -2.0, 1e-300, -1e300, 5e-324])
+    tab = rng.choice(vals, size=(n1, n2)) if seed % 2 else rng.normal(size=(n1, n2))
+    offs, data, _ = build_sorted_orders([tab])
+    o_all, o_rows, o_cols = table_orders(data, offs, 0, n1, n2)
+    np.testing.assert_array_equal(o_all, np.argsort(-tab.ravel(), kind="stable"))
+    np.testing.assert_array_equal(o_rows, np.argsort(-tab, axis=1, kind="stable").ravel())
+    np.testing.assert_array_equal(o_cols, np.argsort(-tab.T, axis=1, kind="stable").ravel())
+
+
 def test_kernel_reuses_workspace_and_buffers():
     rng = np.random.default_rng(2)
     tab = rng.normal(size=(17, 17))

@@ -13,35 +13,74 @@ NEG_INF = -np.inf
 
 # --------------------------------------------------------------------- orders
 @nb.njit(cache=True)
+def stable_descending_order(values, out):
+    """out[:] = the stable descending order of ``values`` (no NaN).
+
+    Least-significant-digit radix sort (8-bit digits) of order-preserving
+    integer keys of ``-values``: stable, O(8 n), and the passes whose digit
+    is the same for every key are skipped.  Ties (``-0.0 == 0.0``
+    included) keep index order; -inf entries come last.
+    """
+    n = values.shape[0]
+    neg = np.empty(n, dtype=np.float64)
+    for t in range(n):
+        neg[t] = -values[t] + 0.0  # + 0.0 maps -0.0 to 0.0
+    keys = neg.view(np.uint64)
+    top = np.uint64(1) << np.uint64(63)
+    for t in range(n):
+        k = keys[t]
+        # flip negatives entirely, set the sign bit of the others: integer
+        # order of the keys is then the order of the floats
+        keys[t] = ~k if k & top else k | top
+    idx = np.arange(n)
+    tmp_idx = np.empty(n, dtype=np.int64)
+    tmp_keys = np.empty(n, dtype=np.uint64)
+    count = np.empty(257, dtype=np.int64)
+    mask = np.uint64(255)
+    for p in range(8):
+        sh = np.uint64(8 * p)
+        count[:] = 0
+        for t in range(n):
+            count[((keys[t] >> sh) & mask) + 1] += 1
+        if n == 0 or count[((keys[0] >> sh) & mask) + 1] == n:
+            continue  # one digit value for all keys: the pass changes nothing
+        for d in range(256):
+            count[d + 1] += count[d]
+        for t in range(n):
+            d = (keys[t] >> sh) & mask
+            r = count[d]
+            count[d] = r + 1
+            tmp_idx[r] = idx[t]
+            tmp_keys[r] = keys[t]
+        idx, tmp_idx = tmp_idx, idx
+        keys, tmp_keys = tmp_keys, keys
+    for t in range(n):
+        out[t] = idx[t]
+
+
+@nb.njit(cache=True)
 def fill_table_orders(table, n1, n2, out_all, out_rows, out_cols):
     """Descending orders of one flat ``n1 x n2`` table (C order).
 
     out_all[r] : flat index ``a * n2 + b`` of the r-th largest entry;
     out_rows[a * n2 + r] : column of the r-th largest entry of row ``a``;
     out_cols[b * n1 + r] : row of the r-th largest entry of column ``b``.
-    Ties keep index order (stable sort); -inf entries come last.
+    Ties keep index order (stable sort); -inf entries come last.  Only the
+    whole table is sorted: walking its stable order and appending each
+    entry to its row and column lists gives the rows' and columns' stable
+    orders (within a row or column, flat-index order is label order).
     """
-    n = n1 * n2
-    neg = np.empty(n, dtype=np.float64)
-    for t in range(n):
-        neg[t] = -table[t]
-    order = np.argsort(neg, kind="mergesort")
-    for t in range(n):
-        out_all[t] = order[t]
-    row = np.empty(n2, dtype=np.float64)
-    for a in range(n1):
-        for b in range(n2):
-            row[b] = -table[a * n2 + b]
-        o = np.argsort(row, kind="mergesort")
-        for r in range(n2):
-            out_rows[a * n2 + r] = o[r]
-    col = np.empty(n1, dtype=np.float64)
-    for b in range(n2):
-        for a in range(n1):
-            col[a] = -table[a * n2 + b]
-        o = np.argsort(col, kind="mergesort")
-        for r in range(n1):
-            out_cols[b * n1 + r] = o[r]
+    stable_descending_order(table[: n1 * n2], out_all)
+    rpos = np.zeros(n1, dtype=np.int64)
+    cpos = np.zeros(n2, dtype=np.int64)
+    for r in range(n1 * n2):
+        f = out_all[r]
+        a = f // n2
+        b = f - a * n2
+        out_rows[a * n2 + rpos[a]] = b
+        rpos[a] += 1
+        out_cols[b * n1 + cpos[b]] = a
+        cpos[b] += 1
 
 
 @nb.njit(cache=True)
