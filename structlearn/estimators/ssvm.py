@@ -101,9 +101,9 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
       block-coordinate Frank-Wolfe inner loop over per-factor active sets
       (Yen et al., "Dual decomposed learning with factorwise oracles for
       structural SVMs of large output domain", Algorithms 1 and 4).  With
-      ``oracle="sublinear"`` the bigram search uses sorted multimaps of the
-      transition table (cost sublinear in ``K^2``) and the unigram search
-      may sample one of ``n_partitions`` label blocks (eq. 21).
+      ``oracle="sublinear"`` the bigram search uses cached row and column
+      summaries of the transition table (cost sublinear in ``K^2``) and the
+      unigram search may sample one of ``n_partitions`` label blocks (eq. 21).
     * ``"bcfw"``: block-coordinate Frank-Wolfe with loss-augmented Viterbi
       as structured oracle (Lacoste-Julien et al., 2013).
     * ``"ssg"``: stochastic subgradient (Pegasos) with weighted averaging.
@@ -136,7 +136,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         the relative change of the primal objective over one pass (0 runs
         ``max_iter`` passes).
     oracle : {"sublinear", "dense"}, default="sublinear"
-        GDMM factorwise oracles: sorted multimaps and sampling, or dense scans.
+        GDMM factorwise oracles: sorted bigram search and sampling, or dense scans.
     n_partitions : int, default=1
         nu of the unigram oracle's partition sampling (``oracle="sublinear"``).
     inference : str, default="viterbi"

@@ -267,7 +267,7 @@ def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, v,
     the partition drawn for token ``j`` when ``nu > 1``.  ``stats`` (int64,
     3) accumulates oracle entries visited, slot overflows and pair
     overflows.  ``v`` is the flat transition table; ``vstate`` the
-    indicator-oracle state over the search table ``v + tau`` (its heaps
+    indicator-oracle state over the search table ``v + tau`` (its summaries
     are used only when ``sublinear``), where ``tau`` is a fixed tie-break
     of order 1e-12 (see :mod:`.gdmm_chain`).
     """

@@ -5,9 +5,11 @@ unigram and bigram factors in a random order (Algorithm 4: factorwise
 maximization oracle, active-set growth, one projected step (25) with
 ``Q_f`` from section 5.1), then one multiplier step (13).  The oracles come
 from :mod:`structlearn.oracles`: with ``oracle="sublinear"`` the bigram
-search is the indicator-factor oracle over sorted multimaps of the shared
-transition table (Appendix C-1) and the unigram search may use
-nu-partition sampling (eq. 21); with ``oracle="dense"`` both are full scans.
+search is the indicator-factor oracle (the four cases of Appendix C-1 over
+row and column summaries of the shared transition table, started from the
+best active pair's gradient: only a pair that beats it can enter the active
+set) and the unigram search may use nu-partition sampling (eq. 21); with
+``oracle="dense"`` both are full scans.
 
 Stopping uses a certified duality gap measured on the whole problem: the
 primal value comes from the weights alone (loss-augmented Viterbi over all
@@ -80,7 +82,7 @@ class GDMMChainState:
 # Tie-break of the bigram search: the oracles search ``v + tau`` with
 # ``tau[a, b] = -_TIE * (a * K + b + 1) / K^2``, distinct and below 1e-12 in
 # magnitude.  Untouched entries of ``v`` are exactly 0, so without it many
-# label pairs tie, and the sorted multimaps and a dense scan would resolve
+# label pairs tie, and the sorted search and a dense scan would resolve
 # the ties differently; with it both oracles return the same pair (the
 # lowest index among near-ties) and ``oracle="dense"`` and ``"sublinear"``
 # produce the same iterates.  The weights use ``v`` itself.
@@ -88,7 +90,7 @@ _TIE = 1e-12
 
 
 def _vstate(v, sublinear):
-    """Indicator-oracle state over the search table ``v + tau`` (heaps empty in dense mode)."""
+    """Indicator-oracle state over the search table ``v + tau`` (summaries empty in dense mode)."""
     from ..oracles.indicator import make_indicator_oracle
 
     K = v.shape[0]
@@ -115,7 +117,7 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
     tol : float
         Stop when ``(primal - dual) / |primal| <= tol``.
     sublinear : bool
-        Sorted-multimap bigram oracle and sampled unigram oracle, or dense scans.
+        Sorted bigram oracle and sampled unigram oracle, or dense scans.
     n_partitions : int
         nu of eq. 21 (used when ``sublinear``).
     rng : RandomState
