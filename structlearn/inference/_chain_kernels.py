@@ -20,9 +20,11 @@ _TINY = 1e-200
 # exp(600) is far from overflow; above it a scaled product is evaluated in logs.
 _BIG = 600.0
 # The scaled (probability-domain) forward-backward runs only on sequences whose
-# finite scores span at most _RANGE within each position and within the
-# transition table (exp(-_RANGE) stays a normal double), and while its scale
-# factors stay above _SCALE_MIN and its backward quantities below _SCALE_MAX.
+# scores are finite and span at most _RANGE within each position and within the
+# transition table, and while its scale factors stay above _SCALE_MIN and its
+# backward quantities below _SCALE_MAX. Then every forward vector entry is at
+# least exp(-2 _RANGE) / K (a normal double) and a product that underflows is
+# negligible next to the sum it enters; nothing overflows.
 _RANGE = 300.0
 _SCALE_MIN = 1e-100
 _SCALE_MAX = 1e100
@@ -146,9 +148,10 @@ def forward_backward_batch(unary, offsets, trans, node_marg, trans_marg, logz):
     -----
     Each sequence first goes through the scaled forward-backward
     (:func:`_fb_scaled_seq`: about K exponentials per token). A sequence
-    whose scores span too wide a range for that recursion (more than
-    ``_RANGE`` within one position or within the transition table), or
-    whose scaled quantities leave the safe range, is recomputed by the
+    with a forbidden score or scores spanning too wide a range for that
+    recursion (more than ``_RANGE`` within one position or within the
+    transition table), or whose scaled quantities leave the safe range
+    (``_SCALE_MIN``, ``_SCALE_MAX``), is recomputed by the
     log-domain recursion (:func:`_fb_log_seq`), which is accurate for scores
     of any magnitude that double precision can hold (e.g. +-1e4). A
     sequence whose labelings are all forbidden gets ``logz = -inf``, zero
@@ -220,8 +223,8 @@ def forward_backward_batch(unary, offsets, trans, node_marg, trans_marg, logz):
 def _shifted_exp(x, out):
     """``out = exp(x - max(x))`` for a 1-D ``x``; returns ``max(x)``.
 
-    Returns ``-inf`` (``out`` then undefined) when every entry is ``-inf``
-    or the finite entries span more than ``_RANGE``.
+    Returns ``-inf`` (``out`` then undefined) when an entry is ``-inf`` or
+    the entries span more than ``_RANGE``.
     """
     m = -np.inf
     lo = np.inf
@@ -229,9 +232,9 @@ def _shifted_exp(x, out):
         v = x[i]
         if v > m:
             m = v
-        if v > -np.inf and v < lo:
+        if v < lo:
             lo = v
-    if m == -np.inf or m - lo > _RANGE:
+    if lo == -np.inf or m - lo > _RANGE:
         return -np.inf
     for i in range(x.shape[0]):
         out[i] = np.exp(x[i] - m)
@@ -240,7 +243,7 @@ def _shifted_exp(x, out):
 
 @nb.njit(cache=True)
 def _exp_table(trans, E):
-    """``E = exp(trans - max(trans))``, returns the maximum (see :func:`_shifted_exp`)."""
+    """``E = exp(trans - max(trans))``; returns the maximum, or ``-inf`` (see :func:`_shifted_exp`)."""
     K = trans.shape[0]
     return _shifted_exp(trans.reshape(K * K), E.reshape(K * K))
 
@@ -260,13 +263,11 @@ def _fb_scaled_seq(unary, start, n, E, shift, ahat, ev, scale, vec, m_seq, node_
     Writes ``node_marg[start:start + n]`` and ``m_seq[a, b] = sum_t
     ahat_t[a] q_{t+1}[b]`` (to be multiplied by ``E``). Returns
     ``(ok, log Z)``; ``ok`` is False (outputs then undefined) when a
-    position's finite scores span more than ``_RANGE``, a position is fully
-    forbidden, a scale falls below ``_SCALE_MIN`` or a backward quantity
-    (q) exceeds ``_SCALE_MAX``. Within these bounds no intermediate leaves the
-    normal double range except through exact zeros (forbidden entries) or
-    terms negligible against their sums, so every result keeps its
-    relative precision; outside them the caller uses :func:`_fb_log_seq`.
-    ``vec`` is (3, K) scratch.
+    position holds a forbidden (``-inf``) score or scores spanning more than
+    ``_RANGE``, a scale falls below ``_SCALE_MIN`` or a backward quantity
+    (q) exceeds ``_SCALE_MAX``; the caller then uses :func:`_fb_log_seq`.
+    ``E`` must come from :func:`_exp_table` with a finite ``shift`` when
+    ``n > 1``. ``vec`` is (3, K) scratch.
     """
     K = unary.shape[1]
     lz = 0.0
