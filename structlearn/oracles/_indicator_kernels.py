@@ -216,20 +216,26 @@ def _effective_list(idx, val, nnz, pos, loss, gt, eidx, evals):
 
 @nb.njit(cache=True)
 def _sort_desc(keys, idx, vals, n):
-    """Insertion sort of ``(keys, idx, vals)[:n]`` by ``keys`` descending."""
-    for i in range(1, n):
-        k = keys[i]
-        it = idx[i]
-        vl = vals[i]
-        j = i - 1
-        while j >= 0 and keys[j] < k:
-            keys[j + 1] = keys[j]
-            idx[j + 1] = idx[j]
-            vals[j + 1] = vals[j]
-            j -= 1
-        keys[j + 1] = k
-        idx[j + 1] = it
-        vals[j + 1] = vl
+    """Shell sort of ``(keys, idx, vals)[:n]`` by ``keys`` descending (in place,
+    no allocation; the lists hold up to a few hundred labels)."""
+    gap = 1
+    while gap < n // 3:
+        gap = 3 * gap + 1
+    while gap > 0:
+        for i in range(gap, n):
+            k = keys[i]
+            it = idx[i]
+            vl = vals[i]
+            j = i
+            while j >= gap and keys[j - gap] < k:
+                keys[j] = keys[j - gap]
+                idx[j] = idx[j - gap]
+                vals[j] = vals[j - gap]
+                j -= gap
+            keys[j] = k
+            idx[j] = it
+            vals[j] = vl
+        gap //= 3
 
 
 @nb.njit(cache=True, inline="always")
