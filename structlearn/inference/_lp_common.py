@@ -30,7 +30,7 @@ import numpy as np
 from ..graphs._graph_kernels import score_labelings
 from ..graphs.factor_graph import FactorGraph
 from ..graphs.structure import variable_factors
-from ._lp_kernels import forest_move, local_search, perturb_ball
+from ._lp_kernels import local_search, perturb_ball
 from .result import MapResult
 
 logger = logging.getLogger(__name__)
@@ -128,30 +128,17 @@ class Problem:
         self.zf = np.zeros(graph.n_factors)
         kmax = max(graph.max_states, 1)
         self._cand = np.zeros(kmax)
-        self._ws_int = np.zeros(5 * graph.n_vars + 1, dtype=np.int64)
-        maxdeg = int(self.degree.max()) if self.degree.size else 0
-        self._ws_float = np.zeros(unary.shape[0] + max(kmax, maxdeg) + 1)
-        self._back = np.zeros((graph.n_vars, kmax), dtype=np.int64)
-        self._rng = np.random.default_rng(0)
-        pair = graph.factor_orders == 2
-        sizes = np.diff(graph.table_offsets)[graph.table_ids]
-        # forest moves cost the sum of pairwise table sizes; skip them on huge domains
-        self.forest_ok = bool(pair.any()) and float(sizes[pair].sum()) <= 5e6
 
     def score(self, labels):
         out = np.empty(1)
         score_labelings(*self.true_arrays, labels[None, :], out)
         return float(out[0])
 
-    def improve(self, labels, sweeps=50, patience=4, max_moves=40):
-        """Local search on the true scores, in place.
-
-        Iterated conditional modes, then exact re-optimization over random
-        induced forests (a large-neighbourhood search; pairwise factors only
-        join a forest) until ``patience`` moves in a row bring nothing.
-        """
-        arrs = self.true_arrays
-        local_search(*arrs, self.var_indptr, self.var_factors, labels, sweeps, self._cand)
+    def improve(self, labels, sweeps=50):
+        """Local search on the true scores, in place: iterated conditional
+        modes (at most ``sweeps`` sweeps over the variables)."""
+        local_search(*self.true_arrays, self.var_indptr, self.var_factors, labels, sweeps,
+                     self._cand)
 
     def perturbed(self, labels, rng, max_ball=40):
         """Copy of ``labels`` with a random ball of variables relabelled at random."""
@@ -167,23 +154,6 @@ class Problem:
                      self.var_factors, out, int(rng.integers(g.n_vars)), size,
                      rng.random(size), self._seen, self._queue)
         return out
-        if not self.forest_ok:
-            return
-        best = self.score(labels)
-        idle = 0
-        for _ in range(max_moves):
-            perm = self._rng.permutation(self.graph.n_vars).astype(np.int64)
-            forest_move(*arrs, self.var_indptr, self.var_factors, labels, perm,
-                        self._ws_int, self._ws_float, self._back)
-            s = self.score(labels)
-            if s > best + 1e-12 * max(1.0, abs(best)):
-                best = s
-                idle = 0
-            else:
-                idle += 1
-                if idle >= patience:
-                    break
-        local_search(*arrs, self.var_indptr, self.var_factors, labels, sweeps, self._cand)
 
 
 class Tracker:
@@ -290,7 +260,7 @@ class Tracker:
         n = self.labels.size
         while time.perf_counter() < end:
             cand = self.problem.perturbed(self._walker, self._rng)
-            self.problem.improve(cand, patience=3)
+            self.problem.improve(cand)
             s = self.problem.score(cand)
             if s > self._walker_score + 1e-12 * max(1.0, abs(s)):
                 self._idle = 0

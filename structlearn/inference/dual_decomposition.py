@@ -37,8 +37,7 @@ def psdd_map(graph, **params):
     step : float, default=1.0
         Step scale, in units of the largest absolute score.
     local_search : bool, default=True
-        Improve each decoded labeling by iterated conditional modes and exact
-        moves over random induced forests (pairwise factors, moderate domains).
+        Improve each decoded labeling by iterated conditional modes.
     polish : float, default=1.0
         Iterated local search from the best labeling (perturb a random ball
         of variables, improve, move if not worse; restart after 2000 idle
