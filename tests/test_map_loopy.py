@@ -133,6 +133,28 @@ def test_gdmm_does_not_stop_on_active_set_infeasibility():
     assert res.score == pytest.approx(opt)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_gdmm_full_active_sets_still_reach_the_lp_bound(seed):
+    # max_active=3 fills every set of a 6-label complete graph: the entry of
+    # least mass must make room for the greedy one, or the restricted problem
+    # stops following the greedy direction (bounds 20-50 % above the LP)
+    rng = np.random.default_rng(seed)
+    n, k = 5, 6
+    pair = list(rng.normal(size=(n * (n - 1) // 2, k, k)))
+    g = complete_graph(rng.normal(size=(n, k)), pair)
+    lp = solve_map(g, "ad3", max_iter=5000, tol=1e-9, local_search=False).upper_bound
+    res = solve_map(g, "gdmm", max_iter=1500, tol=1e-9, local_search=False, max_active=3)
+    assert lp - 1e-3 * abs(lp) <= res.upper_bound <= lp + 0.1 * abs(lp)
+
+
+def test_gdmm_n_pass_is_checked():
+    g = FactorGraph([2, 2], scopes=[(0, 1)], tables=[np.eye(2)])
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="n_pass"):
+            solve_map(g, "gdmm", n_pass=bad)
+    assert solve_map(g, "gdmm", n_pass=1).score == 1.0
+
+
 def test_gdmm_large_shared_domain_without_dense_factor_arrays():
     rng = np.random.default_rng(0)
     n, k, n_edges = 100, 1000, 300

@@ -81,6 +81,52 @@ def _accumulate(nacc, nmark, nlist, nn, x, value):
     return nn
 
 
+@nb.njit(cache=True, inline="always")
+def _keep_positive(idx, val, newv, n):
+    """Active set <- its entries of positive new mass newv[:n]; returns the size."""
+    w = 0
+    for j in range(n):
+        if newv[j] > 0.0:
+            idx[w] = idx[j]
+            val[w] = newv[j]
+            w += 1
+    return w
+
+
+@nb.njit(cache=True, inline="always")
+def _slot(val, n, cap):
+    """Where a new active entry goes: the end while there is room, else the
+    entry of least mass."""
+    if n < cap:
+        return n
+    j = 0
+    for m in range(1, n):
+        if val[m] < val[j]:
+            j = m
+    return j
+
+
+@nb.njit(cache=True, inline="always")
+def _put(idx, val, n, j, item):
+    """Enter item at slot j (from _slot) with zero mass; returns the new size."""
+    idx[j] = item
+    val[j] = 0.0
+    return n + 1 if j == n else n
+
+
+@nb.njit(cache=True)
+def _entry_score(prob, f, idx, dmsg):
+    """theta_f(idx) - sum_k dmsg[edge k][label k of idx]."""
+    n_states, _, _, scope_indptr, scope_vars, table_ids, table_offsets, table_data, \
+        edge_offsets = prob
+    p0 = scope_indptr[f]
+    v = table_data[table_offsets[table_ids[f]] + idx]
+    for k in range(scope_indptr[f + 1] - p0):
+        v -= dmsg[edge_offsets[p0 + k] + _label_at(idx, f, k, scope_indptr, scope_vars,
+                                                   n_states)]
+    return v
+
+
 @nb.njit(cache=True)
 def _clear(dmsg, mark, tl, tn, k, o):
     for j in range(tn[k]):
@@ -187,11 +233,12 @@ def _factor_argmax(prob, f, dmsg, tl, tn, tv, exa, exb, excl, n_excl, order_data
 
 
 @nb.njit(cache=True)
-def gdmm_iteration(prob, rho, eta, var_ptr, var_edges, edge_factor, uorder,
+def gdmm_iteration(prob, rho, eta, n_pass, var_ptr, var_edges, edge_factor, uorder,
                    order_data, order_offsets, ws,
                    xa_idx, xa_val, xa_n, ya_idx, ya_val, ya_n, mu_idx, mu_val, mu_n,
                    dmsg, mark, tl, tn, tv, nacc, nmark, nlist):
-    """One outer iteration: factor updates (8)+(6), node updates (7)+(4), dual step (9).
+    """One outer iteration: ``n_pass`` passes of factor updates (8)+(6) and node
+    updates (7)+(4) (the loop over s of Algorithm 1), then the dual step (9).
 
     Returns (primal infeasibility ||My - x||^2 over all edges, entries added,
     sum_i N_i ||x_i(new) - x_i(old)||^2, the squared dual residual / rho^2).
@@ -211,110 +258,105 @@ def gdmm_iteration(prob, rho, eta, var_ptr, var_edges, edge_factor, uorder,
     newv = np.empty(capf)
     cfg = np.empty((capf, max_s), dtype=np.int64)
     added = 0
-    # ---------------------------------------------------------- factors
-    for f in range(n_factors):
-        p0 = scope_indptr[f]
-        s = scope_indptr[f + 1] - p0
-        base = table_offsets[table_ids[f]]
-        _factor_messages(prob, f, rho, 1.0, 1.0, xa_idx, xa_val, xa_n, ya_idx, ya_val, ya_n,
-                         mu_idx, mu_val, mu_n, dmsg, mark, tl, tn)
-        n = ya_n[f]
-        if n < capf:
-            best, arg = _factor_argmax(prob, f, dmsg, tl, tn, tv, exa, exb, ya_idx[f], n,
-                                       order_data, order_offsets, ws, lab)
-            if arg >= 0:
-                ya_idx[f, n] = arg
-                ya_val[f, n] = 0.0
-                n += 1
-                added += 1
-        # gradient on the active set and the step constant Q_f
-        for j in range(n):
-            g = -table_data[base + ya_idx[f, j]]
-            for k in range(s):
-                x = _label_at(ya_idx[f, j], f, k, scope_indptr, scope_vars, n_states)
-                cfg[j, k] = x
-                g += dmsg[edge_offsets[p0 + k] + x]
-            cand[j] = g
-        qmax = 1.0
-        for j in range(n):
-            row = 0.0
-            for l in range(n):
-                for k in range(s):
-                    if cfg[j, k] == cfg[l, k]:
-                        row += 1.0
-            if row > qmax:
-                qmax = row
-        q = rho * qmax
-        for j in range(n):
-            cand[j] = ya_val[f, j] - cand[j] / q
-        proj_simplex(cand, n, newv)
-        w = 0
-        for j in range(n):
-            if newv[j] > 0.0:
-                ya_idx[f, w] = ya_idx[f, j]
-                ya_val[f, w] = newv[j]
-                w += 1
-        ya_n[f] = w
-        for k in range(s):
-            _clear(dmsg, mark, tl, tn, k, edge_offsets[p0 + k])
-    # ------------------------------------------------------------ nodes
     kmax = nacc.shape[0]
     exv = np.empty(capn)
     dres = 0.0
-    for i in range(n_vars):
-        q0 = var_ptr[i]
-        q1 = var_ptr[i + 1]
-        deg = q1 - q0
-        if deg == 0:
-            continue
-        u = unary_offsets[i]
-        k_i = n_states[i]
-        nn = 0
-        # nacc[label] = sum_f [rho * M y_f + mu_f](label)
-        for q in range(q0, q1):
-            e = var_edges[q]
-            f = edge_factor[e]
-            k = e - scope_indptr[f]
-            for j in range(ya_n[f]):
-                x = _label_at(ya_idx[f, j], f, k, scope_indptr, scope_vars, n_states)
-                nn = _accumulate(nacc, nmark, nlist, nn, x, rho * ya_val[f, j])
-            for j in range(mu_n[e]):
-                nn = _accumulate(nacc, nmark, nlist, nn, mu_idx[e, j], mu_val[e, j])
-        n = xa_n[i]
-        if n < capn and n < k_i:
-            vals = tv[0]
+    for _ in range(n_pass):
+        # ---------------------------------------------------------- factors
+        for f in range(n_factors):
+            p0 = scope_indptr[f]
+            s = scope_indptr[f + 1] - p0
+            base = table_offsets[table_ids[f]]
+            _factor_messages(prob, f, rho, 1.0, 1.0, xa_idx, xa_val, xa_n, ya_idx, ya_val, ya_n,
+                             mu_idx, mu_val, mu_n, dmsg, mark, tl, tn)
+            n = ya_n[f]
+            best, arg = _factor_argmax(prob, f, dmsg, tl, tn, tv, exa, exb, ya_idx[f], n,
+                                       order_data, order_offsets, ws, lab)
+            if arg >= 0:
+                # a full set gives the entry of least mass up when the new one
+                # scores higher (without that the restricted problem stops
+                # following the greedy direction and the multipliers drift)
+                j = _slot(ya_val[f], n, capf)
+                if j == n or best > _entry_score(prob, f, ya_idx[f, j], dmsg):
+                    n = _put(ya_idx[f], ya_val[f], n, j, arg)
+                    added += 1
+            # gradient on the active set and the step constant Q_f
+            for j in range(n):
+                g = -table_data[base + ya_idx[f, j]]
+                for k in range(s):
+                    x = _label_at(ya_idx[f, j], f, k, scope_indptr, scope_vars, n_states)
+                    cfg[j, k] = x
+                    g += dmsg[edge_offsets[p0 + k] + x]
+                cand[j] = g
+            qmax = 1.0
+            for j in range(n):
+                row = 0.0
+                for l in range(n):
+                    for k in range(s):
+                        if cfg[j, k] == cfg[l, k]:
+                            row += 1.0
+                if row > qmax:
+                    qmax = row
+            q = rho * qmax
+            for j in range(n):
+                cand[j] = ya_val[f, j] - cand[j] / q
+            proj_simplex(cand, n, newv)
+            ya_n[f] = _keep_positive(ya_idx[f], ya_val[f], newv, n)
+            for k in range(s):
+                _clear(dmsg, mark, tl, tn, k, edge_offsets[p0 + k])
+        # ------------------------------------------------------------ nodes
+        for i in range(n_vars):
+            q0 = var_ptr[i]
+            q1 = var_ptr[i + 1]
+            deg = q1 - q0
+            if deg == 0:
+                continue
+            u = unary_offsets[i]
+            k_i = n_states[i]
+            nn = 0
+            # nacc[label] = sum_f [rho * M y_f + mu_f](label)
+            for q in range(q0, q1):
+                e = var_edges[q]
+                f = edge_factor[e]
+                k = e - scope_indptr[f]
+                for j in range(ya_n[f]):
+                    x = _label_at(ya_idx[f, j], f, k, scope_indptr, scope_vars, n_states)
+                    nn = _accumulate(nacc, nmark, nlist, nn, x, rho * ya_val[f, j])
+                for j in range(mu_n[e]):
+                    nn = _accumulate(nacc, nmark, nlist, nn, mu_idx[e, j], mu_val[e, j])
+            n = xa_n[i]
+            if n < k_i:
+                vals = tv[0]
+                for j in range(nn):
+                    vals[j] = nacc[nlist[j]]
+                # static_vector_argmax needs pos scratch at -1: ws[0] (restored by the call)
+                best, y, _ = static_vector_argmax(unary[u:u + k_i], uorder[u:u + k_i], nlist,
+                                                  vals, nn, xa_idx[i], n, ws[0])
+                if y >= 0:
+                    j = _slot(xa_val[i], n, capn)
+                    c = 0.0
+                    if j < n:
+                        x = xa_idx[i, j]
+                        c = unary[u + x] + (nacc[x] if nmark[x] >= 0 else 0.0)
+                    if j == n or best > c:
+                        n = _put(xa_idx[i], xa_val[i], n, j, y)
+                        added += 1
+            # projection (4): c(x) = (theta_i(x) + nacc(x)) / (rho N_i)
+            for j in range(n):
+                exv[j] = xa_val[i, j]
+                x = xa_idx[i, j]
+                c = unary[u + x]
+                if nmark[x] >= 0:
+                    c += nacc[x]
+                cand[j] = c / (rho * deg)
+            proj_simplex(cand, n, newv)
+            for j in range(n):
+                d = newv[j] - exv[j]
+                dres += deg * d * d
+            xa_n[i] = _keep_positive(xa_idx[i], xa_val[i], newv, n)
             for j in range(nn):
-                vals[j] = nacc[nlist[j]]
-            # static_vector_argmax needs pos scratch at -1: ws[0] (restored by the call)
-            best, y, _ = static_vector_argmax(unary[u:u + k_i], uorder[u:u + k_i], nlist,
-                                              vals, nn, xa_idx[i], n, ws[0])
-            if y >= 0:
-                xa_idx[i, n] = y
-                xa_val[i, n] = 0.0
-                n += 1
-                added += 1
-        # projection (4): c(x) = (theta_i(x) + nacc(x)) / (rho N_i)
-        for j in range(n):
-            exv[j] = xa_val[i, j]
-            x = xa_idx[i, j]
-            c = unary[u + x]
-            if nmark[x] >= 0:
-                c += nacc[x]
-            cand[j] = c / (rho * deg)
-        proj_simplex(cand, n, newv)
-        for j in range(n):
-            d = newv[j] - exv[j]
-            dres += deg * d * d
-        w = 0
-        for j in range(n):
-            if newv[j] > 0.0:
-                xa_idx[i, w] = xa_idx[i, j]
-                xa_val[i, w] = newv[j]
-                w += 1
-        xa_n[i] = w
-        for j in range(nn):
-            nacc[nlist[j]] = 0.0
-            nmark[nlist[j]] = -1
+                nacc[nlist[j]] = 0.0
+                nmark[nlist[j]] = -1
     # -------------------------------------------------------- dual step
     infeas = 0.0
     for f in range(n_factors):

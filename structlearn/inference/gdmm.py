@@ -3,8 +3,10 @@
 Greedy direction method of multipliers (Algorithm 1 of the MAP GDMM paper):
 the augmented Lagrangian of the LP relaxation (eq. 3) is minimized over
 node marginals ``x_i`` and factor marginals ``y_f`` restricted to small
-active sets, then the multipliers move, ``mu_if += eta (M_if y_f - x_i)``
-(eq. 9).  Per iteration and factor, the entry of largest descent (eq. 8) is
+active sets by ``n_pass`` passes over factors then nodes (the loop over
+``s`` of Algorithm 1), then the multipliers move,
+``mu_if += eta (M_if y_f - x_i)`` (eq. 9).  Per pass and factor, the entry
+of largest descent (eq. 8) is
 found by the four-case search over static sorted lists of the factor's
 (shared) table, and ``y_f`` takes one projected-gradient step (eq. 6) with
 the step constant ``Q_f = rho * max_j sum_l agree(j, l)`` over the active
@@ -40,7 +42,8 @@ from .registry import register_method
 
 __all__ = ["gdmm_map"]
 
-DEFAULTS = dict(COMMON_DEFAULTS, rho=0.03, eta=None, adapt_rho=True, max_active=64)
+DEFAULTS = dict(COMMON_DEFAULTS, rho=0.03, eta=None, adapt_rho=True, max_active=64,
+                n_pass=2)
 
 
 def _pair_orders(graph, prob):
@@ -110,7 +113,15 @@ def gdmm_map(graph, **params):
         ``rho ||x_new - x_old||`` and halves in the opposite case (both over
         the whole problem), staying within [rho / 4, 4 rho] of its start.
     max_active : int, default=64
-        Capacity of each node and factor active set (multipliers: 4x).
+        Capacity of each node and factor active set (multipliers: 4x).  A
+        full set still follows the greedy direction: its entry of least
+        mass makes room when the selected entry scores higher.
+    n_pass : int, default=2
+        Primal passes (factors, then nodes) per dual step: the loop over
+        ``s`` of Algorithm 1.  One linearized pass leaves the primal far
+        from the minimizer of the augmented Lagrangian on large domains,
+        and the dual step ``eta = rho`` then oscillates (on complete_k400
+        the bound stalled with 1 pass and kept falling with 2).
     local_search : bool, default=True
     verbose : int, default=0
 
@@ -138,8 +149,11 @@ def gdmm_map(graph, **params):
              order_offsets, st.ws)
     labels = np.zeros(graph.n_vars, dtype=np.int64)
     cert_labels = np.zeros(graph.n_vars, dtype=np.int64)
+    n_pass = p["n_pass"]
+    if isinstance(n_pass, bool) or not isinstance(n_pass, (int, np.integer)) or n_pass < 1:
+        raise ValueError(f"n_pass must be a positive integer, got {n_pass!r}")
     while True:
-        infeas, added, dres = gdmm_iteration(prob.prob, rho, eta, *fixed, *st.arrays,
+        infeas, added, dres = gdmm_iteration(prob.prob, rho, eta, n_pass, *fixed, *st.arrays,
                                              *st.scratch)
         u = gdmm_certificate(prob.prob, rho, 0.0, *fixed, *st.arrays, *st.scratch,
                              cert_labels)
@@ -150,7 +164,8 @@ def gdmm_map(graph, **params):
         tr.offer(labels)
         an, af = st.active_sizes()
         if tr.step(dual=u * prob.scale, infeasibility=float(infeas),
-                   mean_active_node=an, mean_active_factor=af, added=int(added), rho=rho):
+                   mean_active_node=an, mean_active_factor=af, added=int(added), rho=rho,
+                   eta=eta):
             break
         if p["adapt_rho"] and tr.n_iter % 10 == 0:
             pr, dr = np.sqrt(infeas), rho * np.sqrt(dres)
