@@ -30,25 +30,35 @@ from ..oracles._pair_kernels import (
 
 NEG_INF = -np.inf
 MU_DROP = 1e-10
+# pairwise tables up to this size are scanned: cheaper than the sorted search
+DENSE_MAX = 64
 
 
 @nb.njit(cache=True)
 def proj_simplex(v, n, out):
     """Euclidean projection of v[:n] onto the probability simplex (into out[:n])."""
-    u = np.sort(v[:n])[::-1]
+    # out[:n] <- v[:n] sorted descending (insertion sort: n is an active-set
+    # size, and this allocates nothing)
+    for j in range(n):
+        w = v[j]
+        m = j
+        while m > 0 and out[m - 1] < w:
+            out[m] = out[m - 1]
+            m -= 1
+        out[m] = w
     css = 0.0
     theta = 0.0
     for j in range(n):
-        css += u[j]
+        css += out[j]
         t = (css - 1.0) / (j + 1)
-        if u[j] - t > 0:
+        if out[j] - t > 0:
             theta = t
     for j in range(n):
         w = v[j] - theta
         out[j] = w if w > 0 else 0.0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _label_at(idx, f, k, scope_indptr, scope_vars, n_states):
     """Label of position k of factor f in flat C-order entry idx."""
     p0 = scope_indptr[f]
@@ -59,7 +69,7 @@ def _label_at(idx, f, k, scope_indptr, scope_vars, n_states):
     return rem % n_states[scope_vars[p0 + k]]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _touch(dmsg, mark, tl, tn, k, o, label, value):
     """dmsg[o + label] += value, listing label for position k on first touch."""
     c = o + label
@@ -114,7 +124,7 @@ def _put(idx, val, n, j, item):
     return n + 1 if j == n else n
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _entry_score(prob, f, idx, dmsg):
     """theta_f(idx) - sum_k dmsg[edge k][label k of idx]."""
     n_states, _, _, scope_indptr, scope_vars, table_ids, table_offsets, table_data, \
@@ -127,7 +137,7 @@ def _entry_score(prob, f, idx, dmsg):
     return v
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _clear(dmsg, mark, tl, tn, k, o):
     for j in range(tn[k]):
         c = o + tl[k, j]
@@ -136,7 +146,7 @@ def _clear(dmsg, mark, tl, tn, k, o):
     tn[k] = 0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _factor_messages(prob, f, rho, wy, wx, xa_idx, xa_val, xa_n, ya_idx, ya_val, ya_n,
                      mu_idx, mu_val, mu_n, dmsg, mark, tl, tn):
     """dmsg[edge (f,k)] = wy*rho*(M_k y_f) - wx*rho*x_i + mu_e, sparse."""
@@ -196,7 +206,7 @@ def _dense_argmax(prob, f, dmsg, excl, n_excl, lab):
     return best, arg
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _factor_argmax(prob, f, dmsg, tl, tn, tv, exa, exb, excl, n_excl, order_data,
                    order_offsets, ws, lab):
     """argmax over entries not in ``excl[:n_excl]`` of theta_f - sum_k dmsg(x_k)."""
@@ -210,6 +220,8 @@ def _factor_argmax(prob, f, dmsg, tl, tn, tv, exa, exb, excl, n_excl, order_data
     base = table_offsets[t]
     n1 = n_states[scope_vars[p0]]
     n2 = n_states[scope_vars[p0 + 1]]
+    if n1 * n2 <= DENSE_MAX:
+        return _dense_argmax(prob, f, dmsg, excl, n_excl, lab)
     for k in range(2):
         o = edge_offsets[p0 + k]
         for j in range(tn[k]):
