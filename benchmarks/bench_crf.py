@@ -187,17 +187,17 @@ def run_synthetic(kind, size, block_options, max_time, seed=0):
     t_full = time_to_gap(ref_snaps, evaluate, f_star)
     # the others stop at 3x full BP's time to the target (or max_time)
     common["max_time"] = min(max_time, 3.0 * (t_full or max_time) + 1.0)
-    rows.append(("full_bp", "-", t_full, ref.n_iter))
+    rows.append(("full_bp", "-", t_full, ref.n_updates))
     res, snaps = run("inner_dual")
     t_inner = time_to_gap(snaps, evaluate, f_star)
-    rows.append(("inner_dual", "-", t_inner, res.n_iter))
+    rows.append(("inner_dual", "-", t_inner, res.n_updates))
     for label, extra in block_options:
         if kind == "grid" and isinstance(extra, tuple):
             blk = dict(block_labels=grid_block_labels(size, size, *extra))
         else:
             blk = dict(block_labels=index_block_labels(sp, extra))
         res, snaps = run("bbpl", **blk)
-        rows.append(("bbpl", label, time_to_gap(snaps, evaluate, f_star), res.n_iter))
+        rows.append(("bbpl", label, time_to_gap(snaps, evaluate, f_star), res.n_updates))
     return rows, f_star, t_full, t_inner, len(edges)
 
 
@@ -268,7 +268,7 @@ def run_synthetic_large(kind, size, block_options, ref_time, seed=0, inner_facto
     cert = float(np.sum(gW * gW) + np.sum(gV * gV)) / (2.0 * ALPHA)
     rows = []
     for method, label, res, snaps, cap in runs:
-        rows.append((method, label, time_to_gap(snaps, evaluate, f_star), res.n_iter, cap))
+        rows.append((method, label, time_to_gap(snaps, evaluate, f_star), res.n_updates, cap))
     info = dict(f_star=f_star, best_run=f"{runs[i_best][0]} {runs[i_best][1]}", cert=cert,
                 finals=finals)  # fmt: skip
     return rows, info, len(edges)

@@ -148,13 +148,25 @@ def test_trw_counting_numbers():
     edges = grid_edges(5, 6)
     n = 30
     rn, re = trw_counting_numbers(n, edges, random_state=3)
-    np.testing.assert_array_equal(rn, 1.0)
     assert np.all((re > 0) & (re <= 1))
     assert abs(re.sum() - (n - 1)) < 1e-9  # every forest spans the connected grid
-    _, re_tree = trw_counting_numbers(5, random_tree(5, np.random.RandomState(0)))
+    # loopy graph: node counting numbers cover the incident edge weights (c_u >= 0)
+    incident = np.zeros(n)
+    for (u, v), r in zip(edges, re):
+        incident[u] += r
+        incident[v] += r
+    np.testing.assert_allclose(rn, np.maximum(1.0, incident))
+    assert rn.max() > 1.0
+    ones, re_ones = trw_counting_numbers(n, edges, random_state=3, node="ones")
+    np.testing.assert_array_equal(ones, 1.0)
+    np.testing.assert_array_equal(re_ones, re)
+    rn_tree, re_tree = trw_counting_numbers(5, random_tree(5, np.random.RandomState(0)))
     np.testing.assert_array_equal(re_tree, 1.0)
+    np.testing.assert_array_equal(rn_tree, 1.0)  # forests keep rho = 1 (exact)
     _, again = trw_counting_numbers(n, edges, random_state=3)
     np.testing.assert_array_equal(re, again)
+    with pytest.raises(ValueError, match="node"):
+        trw_counting_numbers(n, edges, node="bethe")
 
 
 @pytest.mark.parametrize(
@@ -272,6 +284,55 @@ def test_bbpl_converges_to_full_bp_optimum():
     obj = [r["objective"] for r in ref.history]
     assert obj[-1] < obj[0]
     assert np.all(np.diff(obj) <= 1e-7 * abs(obj[-1]))
+
+
+def _ba_problem(n, K, d, n_bins, seed):
+    # Barabasi-Albert graph (2 links per new node, early nodes become hubs), labels drawn
+    # from a random model; blocks = index ranges put the hubs together
+    rng = np.random.RandomState(seed)
+    edges, pool = [(0, 1)], [0, 1]
+    for v in range(2, n):
+        targets = set()
+        while len(targets) < 2:
+            targets.add(pool[rng.randint(len(pool))])
+        for t in targets:
+            edges.append((t, v))
+            pool += [t, v]
+    edges = np.array(edges, dtype=np.int64)
+    X = rng.randn(n, d)
+    W = rng.randn(K, d)
+    y = np.argmax(X @ W.T + rng.randn(n, K), axis=1)
+    bins = rng.randint(0, n_bins, len(edges))
+    return X, y, edges, bins, np.array([0, n])
+
+
+def test_convex_bp_converges_around_hubs():
+    # plain TRW node counting numbers (rho_u = 1) make BP cycle at the hubs of a BA graph;
+    # the default ones (effective node counting numbers >= 0) converge
+    X, _, edges, bins, _ = _ba_problem(300, 4, 4, 1, 0)
+    rng = np.random.RandomState(1)
+    unary = X @ rng.randn(4, 4).T
+    table = np.random.RandomState(2).randn(4, 4)
+    res = convex_bp(unary, edges, table, tol=1e-8, max_iter=2000)
+    assert res.converged
+    rn, re = trw_counting_numbers(300, edges, node="ones")
+    plain = convex_bp(unary, edges, table, tol=1e-8, max_iter=2000, rho_node=rn, rho_edge=re)
+    assert not plain.converged
+
+
+def test_bbpl_converges_to_full_bp_optimum_on_ba_graph():
+    X, y, edges, bins, sp = _ba_problem(200, 3, 4, 2, 0)
+    kw = dict(n_states=3, n_bins=2, sample_ptr=sp, alpha=3e-2, max_iter=20000, tol=1e-6,
+              random_state=0, inner_tol=1e-8)  # fmt: skip
+    ref = fit_convex_bp_crf(X, y, edges, bins, method="full_bp", **kw)
+    assert ref.converged
+    theta_ref = np.concatenate([ref.W.ravel(), ref.V.ravel()])
+    for nb in (5, 20):
+        res = fit_convex_bp_crf(X, y, edges, bins, method="bbpl", n_blocks=nb, **kw)
+        assert res.converged
+        assert res.n_updates == nb * res.n_iter and len(res.history) == res.n_iter
+        theta = np.concatenate([res.W.ravel(), res.V.ravel()])
+        assert np.linalg.norm(theta - theta_ref) / np.linalg.norm(theta_ref) <= 1e-3
 
 
 def test_learning_errors():

@@ -151,6 +151,10 @@ def test_graph_crf_fits_and_follows_conventions():
     # grid tiles as blocks, and warm start
     tiles = GraphCRF(alpha=1e-2, blocks=np.repeat(np.arange(4), 9), max_iter=50)
     tiles.fit(Xs, ys)
+    # n_iter_ and history_ count passes over all blocks, capped by max_iter
+    capped = GraphCRF(alpha=1e-2, blocks=4, max_iter=7, tol=1e-12).fit(Xs, ys)
+    assert capped.n_iter_ == 7 and len(capped.history_) == 7
+    assert capped.history_[-1]["iter"] == 7
     warm = GraphCRF(alpha=1e-2, max_iter=20, warm_start=True, solver="inner_dual")
     warm.fit(Xs, ys)
     first = warm.coef_.copy()

@@ -81,6 +81,8 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
     n_iter_ : int
+        Passes made (over all blocks for bbpl; parameter updates
+        otherwise), at most ``max_iter``.
     history_ : list of dict
         Per iteration: ``iter``, ``time``, ``objective``, ``step_norm``.
 
@@ -311,7 +313,9 @@ class GraphCRF(BaseEstimator):
     with a fixed step (Lu, Liu & Huang: BBPL, inner-dual or full-BP
     learning, all reaching the same optimum; see
     :mod:`structlearn.learners.convex_bp_learning`). Counting numbers are
-    tree-reweighted (exact likelihood on trees).
+    tree-reweighted, with node counting numbers raised on loopy graphs so
+    that BP converges (exact likelihood on trees; see
+    :func:`structlearn.inference.convex_bp.trw_counting_numbers`).
 
     Parameters
     ----------
@@ -352,6 +356,8 @@ class GraphCRF(BaseEstimator):
     n_features_in_ : int
     n_edge_bins_ : int
     n_iter_ : int
+        Passes made (over all blocks for bbpl; parameter updates
+        otherwise), at most ``max_iter``.
     history_ : list of dict
         Per pass: ``iter``, ``time``, ``objective`` (full_bp only),
         ``grad_norm``, ``step_norm``, ``bp_sweeps``.

@@ -8,14 +8,18 @@ variational log-partition problem over the local polytope::
                + sum_e rho_e [H(tau_e) - H(tau_u) - H(tau_v)]
 
 with counting numbers ``rho_u`` (nodes) and ``rho_e`` (edges). The default
-counting numbers are tree-reweighted ones: ``rho_u = 1`` and ``rho_e`` the
-edge appearance probabilities of a uniform mixture of random spanning
-forests (every edge covered), so ``B(theta) >= log Z``, and on a forest
-``rho = 1`` everywhere and ``B(theta) = log Z`` exactly. The gradient of
+counting numbers are tree-reweighted ones: ``rho_e`` the edge appearance
+probabilities of a uniform mixture of random spanning forests (every edge
+covered) and, on loopy graphs, ``rho_u = max(1, sum_{e ni u} rho_e)`` (>= 1,
+so convex BP converges; see :func:`trw_counting_numbers`), so
+``B(theta) >= log Z``, and on a forest ``rho = 1`` everywhere and
+``B(theta) = log Z`` exactly. The gradient of
 ``B`` with respect to the scores is the belief vector.
 
 Messages are updated node by node (each node update is an exact block
-coordinate step of the dual, as in norm-product BP), in the log domain with
+coordinate step of the dual, as in norm-product BP, where the effective node
+counting number ``rho_u - sum_{e ni u} rho_e`` is >= 0: the default counting
+numbers ensure it, see :func:`trw_counting_numbers`), in the log domain with
 max-shifted log-sum-exp. A subset of nodes can be updated with everything
 else held fixed (block BP, see :mod:`structlearn.learners.convex_bp_learning`).
 
@@ -123,7 +127,7 @@ def incidence_lists(n_nodes, edges):
     return adj_ptr, adj_edge, adj_side
 
 
-def trw_counting_numbers(n_nodes, edges, *, min_trees=10, random_state=0):
+def trw_counting_numbers(n_nodes, edges, *, min_trees=10, random_state=0, node="convergent"):
     """Tree-reweighted counting numbers from random spanning forests.
 
     Spanning forests are drawn as minimum spanning forests under random edge
@@ -133,23 +137,39 @@ def trw_counting_numbers(n_nodes, edges, *, min_trees=10, random_state=0):
     the spanning-tree polytope, so convex BP with these numbers bounds
     ``log Z`` from above (and is exact on forests, where ``rho_e = 1``).
 
+    With ``rho_u = 1`` (``node="ones"``, plain TRW) the effective node
+    counting number ``c_u = rho_u - sum_{e ni u} rho_e`` is negative, down to
+    about ``1 - degree / 2`` at a hub. The node-wise convex-BP update is a
+    block-coordinate ascent of the dual only where ``c_u >= 0`` (for
+    ``c_u < 0`` the node part of the Lagrangian is not concave); on loopy
+    graphs with hubs (e.g. Barabasi-Albert) plain TRW message passing then
+    cycles for ever. ``node="convergent"`` (the default) raises ``rho_u`` to
+    ``max(1, sum_{e ni u} rho_e)`` on graphs with a cycle: every ``c_u >= 0``,
+    the free energy gains ``sum_u (rho_u - 1) H(tau_u) >= 0``, so it stays
+    concave and an upper bound on ``log Z``. On forests both choices are
+    ``rho = 1`` (exact, and tree BP converges anyway).
+
     Parameters
     ----------
     n_nodes : int
     edges : int array (n_edges, 2)
     min_trees : int, default=10
     random_state : int, RandomState or None, default=0
+    node : {"convergent", "ones"}, default="convergent"
+        Node counting numbers (see above).
 
     Returns
     -------
     rho_node : ndarray of float64, shape (n_nodes,)
-        All ones.
+        ``>= 1``; all ones for ``node="ones"`` or on forests.
     rho_edge : ndarray of float64, shape (n_edges,)
         In (0, 1].
     """
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import minimum_spanning_tree
 
+    if node not in ("convergent", "ones"):
+        raise ValueError(f"node must be 'convergent' or 'ones', got {node!r}")
     edges = check_pairwise_edges(edges, n_nodes)
     rng = check_random_state(random_state)
     E = edges.shape[0]
@@ -172,7 +192,11 @@ def trw_counting_numbers(n_nodes, edges, *, min_trees=10, random_state=0):
         )
         counts[order[np.searchsorted(skey, tk)]] += 1
         n_trees += 1
-    return rho_node, counts / n_trees
+    rho_edge = counts / n_trees
+    if node == "convergent" and np.any(rho_edge < 1.0):
+        incident = np.bincount(edges.ravel(), weights=np.repeat(rho_edge, 2), minlength=n_nodes)
+        rho_node = np.maximum(rho_node, incident)
+    return rho_node, rho_edge
 
 
 def _check_rho(rho, n, name):

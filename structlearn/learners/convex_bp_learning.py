@@ -63,7 +63,11 @@ class BPLearningResult:
     V : ndarray (n_bins, K, K)
         Pairwise weights per edge bin.
     n_iter : int
-        Parameter updates made.
+        Passes made: parameter updates for full_bp and inner_dual, passes
+        over all blocks for bbpl (as counted by ``max_iter``).
+    n_updates : int
+        Parameter updates made (``n_iter`` times the number of blocks for
+        bbpl).
     converged : bool
     history : list of dict
         Per record (every update for full_bp / inner_dual, every pass over
@@ -78,6 +82,7 @@ class BPLearningResult:
     W: np.ndarray
     V: np.ndarray
     n_iter: int
+    n_updates: int
     converged: bool
     history: list = field(default_factory=list)
     learning_rate: float = 0.0
@@ -306,7 +311,8 @@ def fit_convex_bp_crf(
     inner_tol : float, default=1e-6
         BP convergence: largest change of a log-belief in a sweep.
     rho_node, rho_edge : arrays, optional
-        Counting numbers; default tree-reweighted
+        Counting numbers; default tree-reweighted with node counting numbers
+        that keep block BP convergent
         (:func:`structlearn.inference.convex_bp.trw_counting_numbers`).
     W_init, V_init : arrays, optional
         Starting weights (warm start); zeros by default.
@@ -314,7 +320,8 @@ def fit_convex_bp_crf(
         Seeds the spanning forests and the random block order.
     verbose : int, default=0
     callback : callable ``(n_iter, W, V) -> bool``, optional
-        Called after every record; returning True stops training.
+        Called after every pass (``n_iter`` passes so far); returning True
+        stops training.
     max_time : float, optional
         Stop after this many seconds.
 
@@ -396,7 +403,7 @@ def fit_convex_bp_crf(
                          W, V, bins, theta_node, edges, adj_ptr, adj_edge, adj_side, rho_node,
                          rho_edge, nu, logtau, tau_node, tau_edge, exp_node, exp_edge,
                          emp_node, emp_edge, float(n_samples), float(alpha), lr, out)  # fmt: skip
-        n_iter += n_blk
+        n_iter += 1
         if out[3] != 0.0:
             raise FloatingPointError(
                 f"{method} diverged (non-finite gradient); lower learning_rate"
@@ -434,8 +441,8 @@ def fit_convex_bp_crf(
             break
         if max_time is not None and rec["time"] >= max_time:
             break
-    return BPLearningResult(W=W, V=V, n_iter=n_iter, converged=converged, history=history,
-                            learning_rate=lr)  # fmt: skip
+    return BPLearningResult(W=W, V=V, n_iter=n_iter, n_updates=n_iter * n_blk,
+                            converged=converged, history=history, learning_rate=lr)  # fmt: skip
 
 
 def crf_objective(W, V, X, y, edges, edge_bins, sample_ptr, *, alpha, rho_node, rho_edge,
