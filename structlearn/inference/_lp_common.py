@@ -188,6 +188,10 @@ class Tracker:
         self._rng = np.random.default_rng(0)
         self._recent = OrderedDict()
 
+    def out_of_time(self):
+        """Whether the time limit has passed (for solvers with long inner loops)."""
+        return self.time_limit is not None and time.perf_counter() - self.t0 >= self.time_limit
+
     def offer(self, labels):
         """Score a decoded labeling (after local search) and keep the best.
 

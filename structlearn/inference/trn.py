@@ -230,8 +230,8 @@ def trn_map(graph, **params):
             a = rz / dbd
             step += a * d
             r -= a * hv
-            if np.sqrt(r @ r) <= forcing * gnorm:
-                break
+            if np.sqrt(r @ r) <= forcing * gnorm or tr.out_of_time():
+                break  # a truncated CG step is still a descent direction
             model.precondition(r, z)
             rz_new = float(r @ z)
             d = z + (rz_new / rz) * d
@@ -255,6 +255,8 @@ def trn_map(graph, **params):
                 step = -grad / max(1.0, lam)
                 gp = -float(grad @ grad) / max(1.0, lam)
             for _ in range(60):
+                if tr.out_of_time():
+                    break
                 s *= 0.8
                 f1 = smooth_dual_value(prob.prob, delta + s * step, tau, theta_hat, scratch,
                                        prob.lab)
