@@ -1,6 +1,5 @@
 """Structural SVM estimators trained by dual-decomposed GDMM (or BCFW / SSG)."""
 
-import logging
 import numbers
 
 import numpy as np
@@ -20,7 +19,6 @@ from ._validation import (
 
 __all__ = ["SequenceSSVM", "MultiLabelSSVM"]
 
-logger = logging.getLogger(__name__)
 
 _SOLVERS = ("gdmm", "bcfw", "ssg")
 _ORACLES = ("sublinear", "dense")
@@ -532,7 +530,7 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         prev_history = list(self.history_) if state is not None else []
         W, P, history, state, converged = fit_multilabel(
             problem, solver=solver, C=C, max_iter=max_iter, tol=tol, rng=rng, state=state,
-            verbose=self.verbose, callback=self.callback, logger=logger, rho=rho, eta=eta,
+            verbose=self.verbose, callback=self.callback, rho=rho, eta=eta,
             sublinear=oracle == "sublinear")
         Pu = np.triu(P, 1) * E
         self.coef_ = np.ascontiguousarray(W[:n_features].T)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._multilabel_kernels import multilabel_bcfw_pass, multilabel_primal, multilabel_ssg_pass
-from ._ssvm_common import warn_not_converged
+from ._ssvm_common import HistoryMonitor, warn_not_converged
 
 __all__ = ["MultilabelProblem", "fit_multilabel", "MAX_ENUM_LABELS"]
 
@@ -81,7 +81,7 @@ class MultilabelState:
 
 
 def fit_multilabel(problem, *, solver, C, max_iter, tol, rng, state=None, verbose=0,
-                   callback=None, logger=None, rho=1.0, eta=1.0, sublinear=True):
+                   callback=None, rho=1.0, eta=1.0, sublinear=True):
     """Train with ``solver`` in {"gdmm", "bcfw", "ssg"}; returns ``(W, P, history, state, converged)``.
 
     ``rho``, ``eta`` and ``sublinear`` are used by gdmm only
@@ -100,9 +100,7 @@ def fit_multilabel(problem, *, solver, C, max_iter, tol, rng, state=None, verbos
         state = MultilabelState(problem, solver)
     xnorm2 = problem.sq_norms()
     stats = np.zeros(2)
-    history = []
-    start = time.perf_counter()
-    solver_time = 0.0
+    monitor = HistoryMonitor(verbose, callback)
     converged = False
     prev = np.inf
     rel_gap = np.inf
@@ -119,7 +117,6 @@ def fit_multilabel(problem, *, solver, C, max_iter, tol, rng, state=None, verbos
                                               problem.Y, order, float(C) * n, state.W, state.P,
                                               state.Wacc, state.Pacc, E, ne, state.t, stats))
         pass_time = time.perf_counter() - t0
-        solver_time += pass_time
         state.n_iter += 1
         W, P = state.weights()
         primal = float(multilabel_primal(W, P, E, ne, 1.0, problem.data, problem.indices,
@@ -129,17 +126,8 @@ def fit_multilabel(problem, *, solver, C, max_iter, tol, rng, state=None, verbos
             dual = float(-0.5 * (np.vdot(W, W) + Pu @ Pu) + state.loss.sum())
         else:
             dual = np.nan
-        gap = primal - dual
-        rel_gap = gap / max(abs(primal), 1e-12) if np.isfinite(dual) else np.nan
-        rec = {"iteration": state.n_iter, "time": time.perf_counter() - start,
-               "solver_time": solver_time, "pass_time": pass_time, "primal": primal,
-               "dual": dual, "gap": gap, "relative_gap": rel_gap, "infeasibility": 0.0,
-               "active_set_size": 1.0, "oracle_entries": int(stats[1])}
-        history.append(rec)
-        if verbose and logger is not None:
-            logger.info("iter %d: primal %.6g dual %.6g rel. gap %.3g pass %.3fs",
-                        state.n_iter, primal, dual, rel_gap, pass_time)
-        stop = bool(callback(rec)) if callback is not None else False
+        stop = monitor.record(state.n_iter, primal, dual, 0.0, 1.0, stats[1], pass_time)
+        rel_gap = monitor.history[-1]["relative_gap"]
         if solver == "bcfw" and rel_gap <= tol:
             converged = True
             break
@@ -149,7 +137,7 @@ def fit_multilabel(problem, *, solver, C, max_iter, tol, rng, state=None, verbos
         prev = primal
         if stop:
             break
-    if solver == "bcfw" and not converged and len(history) == max_iter:
+    if solver == "bcfw" and not converged and len(monitor.history) == max_iter:
         warn_not_converged("BCFW", max_iter, rel_gap)
     W, P = state.weights()
-    return W, P, history, state, converged
+    return W, P, monitor.history, state, converged
