@@ -510,6 +510,20 @@ def _binary_activate_factor(f, fa, fvar, xact, var_ptr, var_factors, act_f, n_ac
 
 
 @nb.njit(cache=True)
+def binary_gdmm_state(n_vars, n_factors):
+    """Fresh state of :func:`binary_gdmm_run` (nothing active, multipliers 0).
+
+    Returns ``(ptrs, xact, fa, act_v, act_f, counts, x, y, mu, sums, stats)``;
+    the caller sets ``sums`` (positive parts of ``w`` and ``theta_t``).
+    """
+    return (np.zeros(2, dtype=np.int64), np.zeros(n_vars, dtype=np.int64),
+            np.zeros(n_factors, dtype=np.int64), np.zeros(n_vars, dtype=np.int64),
+            np.zeros(n_factors, dtype=np.int64), np.zeros(2, dtype=np.int64),
+            np.zeros(n_vars), np.zeros(n_factors), np.zeros((n_factors, 3)), np.zeros(2),
+            np.zeros(1))
+
+
+@nb.njit(cache=True)
 def binary_gdmm_run(n_iter, rho, eta, batch, theta_t, w, fvar, var_ptr, var_factors,
                     var_order, fac_order, ptrs, xact, fa, act_v, act_f, counts, x, y, mu,
                     sums, out_stats):

@@ -25,13 +25,16 @@ local search.  Requires every variable to have two states and every factor
 to be pairwise.
 """
 
+import numbers
+
 import numpy as np
 
-from ._gdmm_kernels import binary_gdmm_run
+from ._binary_batch_kernels import binary_pairwise_map_batch
+from ._gdmm_kernels import binary_gdmm_run, binary_gdmm_state
 from ._lp_common import COMMON_DEFAULTS, Problem, Tracker, check_graph, check_params, positive
 from .registry import register_method
 
-__all__ = ["gdmm_binary_map"]
+__all__ = ["gdmm_binary_batch", "gdmm_binary_map"]
 
 DEFAULTS = dict(COMMON_DEFAULTS, rho=0.1, eta=None, batch=1, inner=10)
 
@@ -85,18 +88,9 @@ def gdmm_binary_map(graph, **params):
     w = t11 - t10 - t01 + t00
     var_order = np.argsort(-theta_t, kind="stable").astype(np.int64)
     fac_order = np.argsort(-w, kind="stable").astype(np.int64)
-    n, nf = graph.n_vars, graph.n_factors
-    ptrs = np.zeros(2, dtype=np.int64)
-    xact = np.zeros(n, dtype=np.int64)
-    fa = np.zeros(nf, dtype=np.int64)
-    act_v = np.zeros(n, dtype=np.int64)
-    act_f = np.zeros(nf, dtype=np.int64)
-    counts = np.zeros(2, dtype=np.int64)
-    x = np.zeros(n)
-    y = np.zeros(nf)
-    mu = np.zeros((nf, 3))
-    sums = np.array([np.maximum(w, 0).sum(), np.maximum(theta_t, 0).sum()])
-    stats = np.zeros(1)
+    ptrs, xact, fa, act_v, act_f, counts, x, y, mu, sums, stats = binary_gdmm_state(
+        graph.n_vars, graph.n_factors)
+    sums[:] = np.maximum(w, 0).sum(), np.maximum(theta_t, 0).sum()
     while True:
         ub = binary_gdmm_run(int(p["inner"]), rho, eta, int(p["batch"]), theta_t, w, fvar,
                              prob.var_indptr, prob.var_factors, var_order, fac_order, ptrs,
@@ -107,6 +101,114 @@ def gdmm_binary_map(graph, **params):
                    active_factors=int(counts[1])):
             break
     return tr.result()
+
+
+def _count(value, name, minimum=1):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def gdmm_binary_batch(unary, edges, weights, *, max_iter=50, inner=10, rho=0.1, eta=None,
+                      tol=1e-6, stall_iter=10):
+    """MAP of many binary pairwise models that share their pair factors.
+
+    Sample ``i`` maximizes ``sum_l unary[i, l] z_l + sum_f weights[f] z_a z_b``
+    over ``z`` in ``{0, 1}^L`` (``(a, b) = edges[f]``): a multilabel model
+    with pairwise label interactions, where only the unary scores change from
+    sample to sample.  Each sample runs :func:`gdmm_binary_map`'s algorithm
+    (GDMM for binary variables, rounds of ``inner`` iterations, certified
+    Lagrangian bound) directly on these arrays, every round's decoding
+    improved by iterated conditional modes, and stops once the bound meets
+    the best labeling or after ``stall_iter`` rounds without a better one.
+    Unlike the registry back-end there is no
+    time-budgeted random search: the result is deterministic, and one
+    compiled call serves all samples (no factor graph per sample).
+
+    Parameters
+    ----------
+    unary : array-like of shape (n_samples, n_labels)
+        Score differences ``theta_l(1) - theta_l(0)``; finite.
+    edges : array-like of int, shape (n_edges, 2)
+        Label pairs, ``0 <= a, b < n_labels``, ``a != b`` (repeats add up).
+    weights : array-like of shape (n_edges,)
+        Score of each pair being on together; finite.
+    max_iter : int, default=50
+        Rounds per sample.
+    inner : int, default=10
+        GDMM iterations per round.
+    rho : float, default=0.1
+        Augmented-Lagrangian weight (scores normalized by their largest
+        magnitude per sample).
+    eta : float or None, default=None
+        Multiplier step (``None``: ``rho``).
+    tol : float, default=1e-6
+        Stop a sample when ``(bound - score) <= tol * max(1, |bound|)``.
+    stall_iter : int, default=10
+        Stop a sample after this many rounds without a better labeling (0:
+        run ``max_iter`` rounds unless certified).  Later rounds grow the
+        active sets and cost the most.
+
+    Returns
+    -------
+    labels : ndarray of int64, shape (n_samples, n_labels)
+        Best labeling found (0/1).
+    scores : ndarray of shape (n_samples,)
+        Its exact score.
+    upper_bounds : ndarray of shape (n_samples,)
+        Certified upper bounds of the optimum (``>= scores``; equal when the
+        labeling is certified optimal).
+    n_iter : ndarray of int64, shape (n_samples,)
+        Rounds run per sample.
+    """
+    S = np.asarray(unary, dtype=np.float64)
+    if S.ndim != 2:
+        raise ValueError(f"unary must be 2-D (n_samples, n_labels), got shape {S.shape}")
+    if not np.all(np.isfinite(S)):
+        raise ValueError("unary contains NaN or infinite scores")
+    n, L = S.shape
+    E = np.asarray(edges)
+    if E.size == 0:
+        E = np.zeros((0, 2), dtype=np.int64)
+    if E.ndim != 2 or E.shape[1] != 2 or not np.issubdtype(E.dtype, np.integer):
+        raise ValueError(f"edges must be an integer array of shape (n_edges, 2), got {E.dtype} "
+                         f"{E.shape}")
+    E = E.astype(np.int64)
+    if E.size and (E.min() < 0 or E.max() >= L):
+        raise ValueError(f"edges must index labels in [0, {L}); got values in "
+                         f"[{E.min()}, {E.max()}]")
+    if np.any(E[:, 0] == E[:, 1]):
+        raise ValueError("edges must join two different labels (self-loop found)")
+    w = np.asarray(weights, dtype=np.float64).reshape(-1)
+    if w.shape[0] != E.shape[0]:
+        raise ValueError(f"weights has {w.shape[0]} entries for {E.shape[0]} edges")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("weights contains NaN or infinite scores")
+    n_rounds = _count(max_iter, "max_iter")
+    inner = _count(inner, "inner")
+    stall = _count(stall_iter, "stall_iter", minimum=0)
+    p = {"rho": rho, "eta": rho if eta is None else eta, "tol": tol}
+    rho = positive(p, "rho")
+    eta = positive(p, "eta")
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol >= 0:
+        raise ValueError(f"tol must be a non-negative number, got {tol!r}")
+    P = np.zeros((L, L))
+    np.add.at(P, (E[:, 0], E[:, 1]), w)
+    np.add.at(P, (E[:, 1], E[:, 0]), w)
+    ends = E.ravel()
+    var_ptr = np.zeros(L + 1, dtype=np.int64)
+    np.cumsum(np.bincount(ends, minlength=L), out=var_ptr[1:])
+    var_factors = (np.argsort(ends, kind="stable") // 2).astype(np.int64)
+    fac_order = np.argsort(-w, kind="stable").astype(np.int64)
+    labels = np.zeros((n, L), dtype=np.int64)
+    scores = np.zeros(n)
+    bounds = np.zeros(n)
+    rounds = np.zeros(n, dtype=np.int64)
+    if n and L:
+        binary_pairwise_map_batch(np.ascontiguousarray(S), P, np.ascontiguousarray(E), w,
+                                  var_ptr, var_factors, fac_order, n_rounds, inner, rho, eta,
+                                  float(tol), stall, labels, scores, bounds, rounds)
+    return labels, scores, bounds, rounds
 
 
 register_method("gdmm_binary", gdmm_binary_map)

@@ -112,15 +112,21 @@ def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, n
                                                 nu, part, slab[j], add_val, n, 1.0, gt, gt, iws)
         stats[0] += (part + 1) * K // nu - part * K // nu
     scores = iws[0]
+    if nu == 1:
+        for s in range(n):
+            g[s] = scores[slab[j, s]]  # the exact oracle left all raw scores here
+    else:
+        # listed labels' scores, feature-outer: the reads of one row of W are
+        # issued together (independent loads; same summation order per label)
+        for s in range(n):
+            g[s] = 0.0
+        for p in range(start, end):
+            x = data[p]
+            row = W[indices[p]]
+            for s in range(n):
+                g[s] += x * row[slab[j, s]]
     for s in range(n):
-        lab = slab[j, s]
-        if nu == 1:
-            sc = scores[lab]  # the exact oracle left all raw scores here
-        else:
-            sc = 0.0
-            for p in range(start, end):
-                sc += data[p] * W[indices[p], lab]
-        g[s] = sc + (1.0 if lab != gt else 0.0) + add_val[s]
+        g[s] = g[s] + (1.0 if slab[j, s] != gt else 0.0) + add_val[s]
     if ystar >= 0 and _find(slab[j], n, ystar) < 0:
         if best > _threshold(g, alpha[j], n, C):
             s = _add_slot(j, ystar, slab, ns, alpha, margL, margR, lamL, lamR)
