@@ -20,6 +20,7 @@ __all__ = [
     "bfs_schedule",
     "chain_order",
     "connected_components",
+    "incidence_csr",
     "is_chain",
     "is_forest",
     "merge_parallel_factors",
@@ -50,12 +51,32 @@ def variable_factors(graph):
         in increasing factor order.
     """
     _check_graph(graph)
-    svars = graph.scope_vars
     fid = np.repeat(np.arange(graph.n_factors, dtype=np.int64), graph.factor_orders)
-    perm = np.argsort(svars, kind="stable")
-    indptr = np.zeros(graph.n_vars + 1, dtype=np.int64)
-    np.cumsum(np.bincount(svars, minlength=graph.n_vars), out=indptr[1:])
-    return indptr, np.ascontiguousarray(fid[perm])
+    return incidence_csr(graph.scope_vars, fid, graph.n_vars)
+
+
+def incidence_csr(scope_vars, factor_ids, n_vars):
+    """CSR of the factors of each variable from flat scope entries.
+
+    Parameters
+    ----------
+    scope_vars : ndarray of int, shape (n_entries,)
+        Variable of each scope entry, in ``[0, n_vars)``.
+    factor_ids : ndarray of int64, shape (n_entries,)
+        Factor of each scope entry.
+    n_vars : int
+
+    Returns
+    -------
+    indptr : ndarray of int64, shape (n_vars + 1,)
+    factors : ndarray of int64, shape (n_entries,)
+        Factors of variable ``i`` are ``factors[indptr[i]:indptr[i + 1]]``, in
+        the order of their entries.
+    """
+    perm = np.argsort(scope_vars, kind="stable")
+    indptr = np.zeros(n_vars + 1, dtype=np.int64)
+    np.cumsum(np.bincount(scope_vars, minlength=n_vars), out=indptr[1:])
+    return indptr, np.ascontiguousarray(factor_ids[perm], dtype=np.int64)
 
 
 def variable_degrees(graph):

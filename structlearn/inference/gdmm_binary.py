@@ -29,6 +29,7 @@ import numbers
 
 import numpy as np
 
+from ..graphs.structure import incidence_csr
 from ._binary_batch_kernels import binary_pairwise_map_batch
 from ._gdmm_kernels import binary_gdmm_run, binary_gdmm_state
 from ._lp_common import COMMON_DEFAULTS, Problem, Tracker, check_graph, check_params, positive
@@ -195,10 +196,7 @@ def gdmm_binary_batch(unary, edges, weights, *, max_iter=50, inner=10, rho=0.1, 
     P = np.zeros((L, L))
     np.add.at(P, (E[:, 0], E[:, 1]), w)
     np.add.at(P, (E[:, 1], E[:, 0]), w)
-    ends = E.ravel()
-    var_ptr = np.zeros(L + 1, dtype=np.int64)
-    np.cumsum(np.bincount(ends, minlength=L), out=var_ptr[1:])
-    var_factors = (np.argsort(ends, kind="stable") // 2).astype(np.int64)
+    var_ptr, var_factors = incidence_csr(E.ravel(), np.repeat(np.arange(len(E)), 2), L)
     fac_order = np.argsort(-w, kind="stable").astype(np.int64)
     labels = np.zeros((n, L), dtype=np.int64)
     scores = np.zeros(n)
