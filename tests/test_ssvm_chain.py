@@ -14,7 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 from structlearn.estimators import SequenceSSVM
 from structlearn.estimators._validation import check_sequences, csr_arrays, encode_sequence_labels
 from structlearn.learners._ssvm_chain_kernels import project_shifted_simplex
-from structlearn.learners._ssvm_common import ChainProblem
+from structlearn.learners._ssvm_common import ChainProblem, chain_edges
 
 
 def _tiny(seed, lengths=(3, 2, 3), K=3, d=3):
@@ -148,6 +148,88 @@ def test_dual_below_primal_and_gap_shrinks(solver):
         assert r["dual"] <= best_primal + 1e-10
     assert h[-1]["gap"] < 0.05 * h[0]["gap"]
     assert h[-1]["relative_gap"] <= tol
+
+
+def _dual_point(X, y, K, C, rng, perturb):
+    """GDMM dual arrays (every label a slot, every pair listed) at the marginals of
+    random distributions over labelings; ``perturb`` moves each edge's ``beta``
+    inside its box (sum kept 0), breaking the consistency with ``alpha``."""
+    prob = _problem(X, y)
+    N = prob.n_tokens
+    slab = np.zeros((N, K), dtype=np.int64)
+    alpha = np.zeros((N, K))
+    pa = np.zeros((N, K * K), dtype=np.int64)
+    pb = np.zeros_like(pa)
+    psa = np.zeros_like(pa)
+    psb = np.zeros_like(pa)
+    beta = np.zeros((N, K * K))
+    nb_ = np.ones(N, dtype=np.int64)
+    yc = prob.y
+    for t in range(N):
+        slab[t] = [yc[t]] + [c for c in range(K) if c != yc[t]]
+    for i in range(prob.n_sequences):
+        lo, hi = prob.offsets[i], prob.offsets[i + 1]
+        labelings = np.array(list(itertools.product(range(K), repeat=hi - lo)))
+        p = rng.dirichlet(np.full(len(labelings), 0.3))
+        for t in range(lo, hi):
+            mu = np.bincount(labelings[:, t - lo], weights=p, minlength=K)
+            alpha[t] = C * ((np.arange(K) == yc[t]) - mu)[slab[t]]
+            if t + 1 < hi:
+                Mu = np.zeros((K, K))
+                np.add.at(Mu, (labelings[:, t - lo], labelings[:, t + 1 - lo]), p)
+                pairs = [(yc[t], yc[t + 1])] + [(a, b) for a in range(K) for b in range(K)
+                                                 if (a, b) != (yc[t], yc[t + 1])]
+                for q, (a, b) in enumerate(pairs):
+                    pa[t, q], pb[t, q] = a, b
+                    psa[t, q] = np.flatnonzero(slab[t] == a)[0]
+                    psb[t, q] = np.flatnonzero(slab[t + 1] == b)[0]
+                    beta[t, q] = C * ((q == 0) - Mu[a, b])
+                if perturb:
+                    # move mass between pairs within the box: truth in [0, C], others in [-C, 0]
+                    for _ in range(3):
+                        q1, q2 = rng.choice(K * K, 2, replace=False)
+                        room1 = (C - beta[t, q1]) if q1 == 0 else -beta[t, q1]
+                        room2 = (beta[t, q2]) if q2 == 0 else (C + beta[t, q2])
+                        d = perturb * rng.uniform() * min(room1, room2)
+                        beta[t, q1] += d
+                        beta[t, q2] -= d
+                nb_[t] = K * K
+    W = np.zeros((prob.n_features, K))
+    for t in range(N):
+        x = np.zeros(prob.n_features)
+        sl = slice(prob.indptr[t], prob.indptr[t + 1])
+        x[prob.indices[sl]] = prob.data[sl]
+        W[:, slab[t]] += np.outer(x, alpha[t])
+    v = np.zeros(K * K)
+    np.add.at(v, pa * K + pb, np.where(np.arange(K * K)[None, :] < nb_[:, None], beta, 0.0))
+    ns = np.full(N, K, dtype=np.int64)
+    args = (W, v, yc, C, chain_edges(prob.offsets, N)[1], slab, ns, alpha, pa, pb, psa, psb,
+            beta, nb_, np.empty(K * K))
+    raw = -(0.5 * (W.ravel() @ W.ravel() + v @ v) + alpha[:, 1:].sum())
+    return args, raw
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_gdmm_dual_certificate_is_a_lower_bound_and_exact_when_consistent(seed):
+    """The repaired dual is exact at a consistent point, a lower bound on the
+    optimum at any point, and moves by O(residual) from the raw dual value."""
+    from structlearn.learners._gdmm_chain_kernels import gdmm_chain_dual
+
+    K, C = 3, 1.0
+    X, y = _tiny(seed, lengths=(3, 2, 3), K=K, d=3)
+    ref = _reference_objective(X, y, C, K)
+    rng = np.random.RandomState(seed)
+    args, raw = _dual_point(X, y, K, C, rng, perturb=0.0)
+    assert gdmm_chain_dual(*args) == pytest.approx(raw, abs=1e-12)
+    assert raw <= ref + 1e-6 * abs(ref)
+    prev = None
+    for eps in (0.03, 0.003, 0.0003):
+        args, raw = _dual_point(X, y, K, C, np.random.RandomState(seed), perturb=eps)
+        dual = gdmm_chain_dual(*args)
+        assert dual <= ref + 1e-6 * abs(ref)
+        if prev is not None:  # shrinks with the residual
+            assert abs(dual - raw) <= 0.2 * prev + 1e-12
+        prev = abs(dual - raw)
 
 
 def test_gdmm_history_records():

@@ -329,13 +329,17 @@ def gdmm_chain_dual(W, v, y, C, has_right, slab, ns, alpha, pa, pb, psa, psb, be
     """Dual objective ``-D`` at a *feasible* point built from the iterate.
 
     The unigram duals are kept; each edge's ``beta`` is repaired to be
-    consistent with both endpoints: in marginal form ``mu = e_gt - beta / C``
-    rows/columns whose endpoint marginal is 0 are cleared, the residual row
-    and column sums are spread as ``r1 mu2' + mu1 r2' - eps mu1 mu2'``, and
-    any negative entry is removed by mixing with the product coupling
-    ``mu1 mu2'`` (the smallest sufficient weight).  The result satisfies
-    every constraint of (10), so ``-D`` is a lower bound on the optimal
-    primal value (weak duality) whatever the iterate's infeasibility.
+    consistent with both endpoints.  In marginal form the endpoints are
+    ``mu = e_gt - alpha / C`` and the edge ``Mu = e_gt - beta / C``; the
+    repair (i) clears entries on labels of zero endpoint marginal (and
+    negative round-off), (ii) scales every row down to at most its
+    endpoint marginal, then every column likewise, and (iii) gives the
+    row and column deficits ``r1, r2 >= 0`` (equal totals) back as the
+    product ``r1 r2' / sum(r2)``.  The result is a coupling of ``mu1`` and
+    ``mu2``, so the point satisfies every constraint of (10) and ``-D`` is
+    a lower bound on the optimal primal value (weak duality) whatever the
+    iterate's infeasibility; the table moves by ``O(C ||M beta - alpha||_1)``
+    per edge, so the bound tightens as the consistency residual vanishes.
 
     ``vfeas`` : float64 (K * K,) scratch (receives the repaired table).
     """
@@ -366,38 +370,39 @@ def gdmm_chain_dual(W, v, y, C, has_right, slab, ns, alpha, pa, pb, psa, psb, be
             Mu[psa[j, q], psb[j, q]] += (1.0 if q == 0 else 0.0) - beta[j, q] / C
             vfeas[pa[j, q] * K + pb[j, q]] -= beta[j, q]
         for s1 in range(n1):
+            rs = 0.0
             for s2 in range(n2):
                 if Mu[s1, s2] < 0.0 or mu1[s1] <= 0.0 or mu2[s2] <= 0.0:
                     Mu[s1, s2] = 0.0
-        eps = 0.0
-        for s1 in range(n1):
-            rs = 0.0
-            for s2 in range(n2):
                 rs += Mu[s1, s2]
-            r1[s1] = mu1[s1] - rs
-            eps += r1[s1]
+            if rs > mu1[s1]:
+                f = mu1[s1] / rs
+                for s2 in range(n2):
+                    Mu[s1, s2] *= f
         for s2 in range(n2):
             cs = 0.0
             for s1 in range(n1):
                 cs += Mu[s1, s2]
+            if cs > mu2[s2]:
+                f = mu2[s2] / cs
+                for s1 in range(n1):
+                    Mu[s1, s2] *= f
+                cs = mu2[s2]
             r2[s2] = mu2[s2] - cs
-        theta = 0.0
+        tot2 = 0.0
+        for s2 in range(n2):
+            tot2 += r2[s2]
         for s1 in range(n1):
+            rs = 0.0
             for s2 in range(n2):
-                P = mu1[s1] * mu2[s2]
-                val = Mu[s1, s2] + r1[s1] * mu2[s2] + mu1[s1] * r2[s2] - eps * P
-                Mu[s1, s2] = val
-                if val < 0.0:
-                    th = 1.0 if P <= 0.0 else -val / (P - val)
-                    if th > theta:
-                        theta = th
+                rs += Mu[s1, s2]
+            r1[s1] = max(mu1[s1] - rs, 0.0)
         for s1 in range(n1):
             a = slab[j, s1]
             for s2 in range(n2):
-                P = mu1[s1] * mu2[s2]
-                F = (1.0 - theta) * Mu[s1, s2] + theta * P
-                if F < 0.0:
-                    F = 0.0
+                F = Mu[s1, s2]
+                if tot2 > 0.0:
+                    F += r1[s1] * (r2[s2] / tot2)
                 bf = C * ((1.0 if (s1 == 0 and s2 == 0) else 0.0) - F)
                 vfeas[a * K + slab[k, s2]] += bf
     reg = 0.0
