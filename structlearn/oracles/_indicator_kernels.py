@@ -214,70 +214,52 @@ def _effective_list(idx, val, nnz, pos, loss, gt, eidx, evals):
     return n
 
 
-@nb.njit(cache=True)
-def _sort_desc(keys, idx, vals, n):
-    """Shell sort of ``(keys, idx, vals)[:n]`` by ``keys`` descending (in place,
-    no allocation; the lists hold up to a few hundred labels)."""
-    gap = 1
-    while gap < n // 3:
-        gap = 3 * gap + 1
-    while gap > 0:
-        for i in range(gap, n):
-            k = keys[i]
-            it = idx[i]
-            vl = vals[i]
-            j = i
-            while j >= gap and keys[j - gap] < k:
-                keys[j] = keys[j - gap]
-                idx[j] = idx[j - gap]
-                vals[j] = vals[j - gap]
-                j -= gap
-            keys[j] = k
-            idx[j] = it
-            vals[j] = vl
-        gap //= 3
-
-
 @nb.njit(cache=True, inline="always")
 def _both_listed(v, n2, rkey, ritem, rcap, ckey, pos2, eidx1, eval1, e1, eidx2, eval2, e2,
-                 key1, key2, loss1, gt1, loss2, gt2, ex1, ex2, best):
-    """Case (iv): best listed pair, pruned with the line summaries.
+                 cand2, loss1, gt1, loss2, gt2, ex1, ex2, best):
+    """Case (iv): best listed pair, pruned with the line summaries (no sorting).
 
     The value ``(((v + m1) + m2) + la) + lb`` of a pair is at most the same
     expression with ``v`` replaced by an upper bound of ``v[a, b]`` and
     ``lb`` by ``max(loss2, 0)`` (floating-point addition is monotone).  The
-    summarized entries of row ``a`` need no table read; every other entry
-    is at most the row's ``cap`` and at most its column's maximum.  Rows
-    are visited by decreasing ``max + m1`` and, within a row, the second
-    list by decreasing message, so a row stops at the first ``b`` whose
-    bound cannot beat ``best`` and only competitive pairs read the table.
-    Sorts the lists in place (and re-marks ``pos2``).  Returns ``(best, a,
-    b, visited)``: ``a = -1`` when nothing beats ``best``.
+    summarized entries of row ``a`` (its largest, exact) are walked in
+    order against the largest second message; every other entry of the row
+    is at most the row's ``cap`` and at most its column's maximum, so only
+    second labels whose message can beat ``best`` next to the largest
+    ``cap + m1`` of any row are candidates (``cand2``, collected once), and
+    only competitive pairs read the table.  Returns ``(best, a, b,
+    visited)``: ``a = -1`` when nothing beats ``best``.
     """
     best_a = -1
     best_b = -1
-    if e2 == 0:
+    if e2 == 0 or e1 == 0:
         return best, best_a, best_b, 0
-    for k in range(e1):
-        key1[k] = rkey[H * eidx1[k]] + eval1[k]
-    _sort_desc(key1, eidx1, eval1, e1)
-    for k in range(e2):
-        key2[k] = eval2[k]
-    _sort_desc(key2, eidx2, eval2, e2)
-    for k in range(e2):
-        pos2[eidx2[k]] = k
     lbmax = loss2 if loss2 > 0.0 else 0.0
+    m2max = NEG_INF
+    for k in range(e2):
+        if eval2[k] > m2max:
+            m2max = eval2[k]
+    c1max = NEG_INF  # largest cap + m1 + la over the rows
+    for k in range(e1):
+        a = eidx1[k]
+        la = loss1 if a != gt1 else 0.0
+        c = (rcap[a] + eval1[k]) + la
+        if c > c1max:
+            c1max = c
+    nc = 0
+    for k in range(e2):
+        if ((c1max + eval2[k]) + lbmax) > best:
+            cand2[nc] = k
+            nc += 1
     visited = 0
     for k1 in range(e1):
         a = eidx1[k1]
         m1 = eval1[k1]
         la = loss1 if a != gt1 else 0.0
         base = a * H
-        if not (((rkey[base] + m1) + eval2[0]) + la) + lbmax > best:
-            continue
-        for h in range(H):  # the summarized entries of the row
+        for h in range(H):  # the summarized entries of the row, largest first
             b = ritem[base + h]
-            if b < 0:
+            if b < 0 or not (((rkey[base + h] + m1) + m2max) + la) + lbmax > best:
                 break
             if pos2[b] < 0 or (a == ex1 and b == ex2):
                 continue
@@ -289,10 +271,13 @@ def _both_listed(v, n2, rkey, ritem, rcap, ckey, pos2, eidx1, eval1, e1, eidx2, 
                 best_a = a
                 best_b = b
         cap = rcap[a]
-        for k2 in range(e2):
+        if not (((cap + m1) + m2max) + la) + lbmax > best:
+            continue
+        for c in range(nc):
+            k2 = cand2[c]
             m2 = eval2[k2]
             if not (((cap + m1) + m2) + la) + lbmax > best:
-                break
+                continue
             b = eidx2[k2]
             if a == ex1 and b == ex2:
                 continue
@@ -379,7 +364,7 @@ def indicator_fmo_above(state, idx1, val1, nnz1, idx2, val2, nnz2,
     n2 = shape[1]
     pos1, pos2, stats = workspace[0], workspace[1], workspace[2]
     eidx1, eval1, eidx2, eval2 = workspace[3], workspace[4], workspace[5], workspace[6]
-    tf_key, tf_slot, key1, key2 = workspace[9], workspace[10], workspace[11], workspace[12]
+    tf_key, tf_slot, cand2 = workspace[9], workspace[10], workspace[11]
     if gt1 < 0:
         loss1 = 0.0
     if gt2 < 0:
@@ -388,7 +373,7 @@ def indicator_fmo_above(state, idx1, val1, nnz1, idx2, val2, nnz2,
     e2 = _effective_list(idx2, val2, nnz2, pos2, loss2, gt2, eidx2, eval2)
     # (iv) both listed
     best, best_a, best_b, v4 = _both_listed(v, n2, rkey, ritem, rcap, ckey, pos2, eidx1, eval1,
-                                            e1, eidx2, eval2, e2, key1, key2, loss1, gt1, loss2,
+                                            e1, eidx2, eval2, e2, cand2, loss1, gt1, loss2,
                                             gt2, ex1, ex2, floor)
     # (ii) b listed, a unlisted: columns
     v2 = 0

@@ -131,14 +131,14 @@ def make_pair_workspace(max_n1, max_n2=None):
 
     Returns
     -------
-    workspace : tuple of 13 arrays
+    workspace : tuple of 12 arrays
         ``(pos1, pos2, stats, eidx1, eval1, eidx2, eval2, fr_key, fr_slot,
-        tf_key, tf_slot, key1, key2)``: ``pos1`` int64 (max_n1,) and
+        tf_key, tf_slot, cand2)``: ``pos1`` int64 (max_n1,) and
         ``pos2`` int64 (max_n2,) filled with -1 (restored by every call);
         ``stats`` int64 (4,) receives the entries visited per case (i, ii,
         iii, iv) of the last call; the rest is scratch for the indicator
         oracle (effective message lists of sizes max_n + 1, two traversal
-        frontiers and the sort keys of the lists).
+        frontiers and the candidate list of case iv).
     """
     if max_n2 is None:
         max_n2 = max_n1
@@ -157,10 +157,11 @@ def make_pair_workspace(max_n1, max_n2=None):
         np.empty(max_n2 + 1, dtype=np.float64),
         np.empty(64, dtype=np.float64),
         np.empty(64, dtype=np.int64),
-        np.empty(64, dtype=np.float64),
-        np.empty(64, dtype=np.int64),
-        np.empty(max_n1 + 1, dtype=np.float64),
-        np.empty(max_n2 + 1, dtype=np.float64),
+        # a best-first walk of the row heap holds at most one entry per row
+        # more than it popped: no reallocation inside the search
+        np.empty(max(64, max_n1 + 1), dtype=np.float64),
+        np.empty(max(64, max_n1 + 1), dtype=np.int64),
+        np.empty(max_n2 + 1, dtype=np.int64),
     )
 
 
