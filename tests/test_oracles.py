@@ -322,6 +322,36 @@ def test_indicator_fmo_matches_dense_before_and_after_updates(n1):
             assert heaps_consistent(state)
 
 
+def test_indicator_sparse_table_with_many_listed_labels():
+    """The regime of a GDMM transition table: mostly untouched (0) entries, a few
+    positive ones, small negative ones, and messages on a large share of the labels."""
+    rng = np.random.default_rng(11)
+    K = 60
+    ws = make_pair_workspace(K, K)
+    for trial in range(10):
+        tab = np.zeros((K, K))
+        touched = rng.random((K, K)) < 0.15
+        tab[touched] = -np.abs(rng.normal(scale=0.01, size=touched.sum()))
+        hot = rng.random((K, K)) < 0.02
+        tab[hot] = np.abs(rng.normal(scale=0.05, size=hot.sum()))
+        tab -= 1e-12 * (np.arange(K * K).reshape(K, K) + 1.0) / (K * K)  # distinct values
+        state = make_indicator_oracle(tab)
+        for q in range(20):
+            n1, n2 = int(rng.integers(K // 4, K)), int(rng.integers(K // 4, K))
+            i1 = rng.choice(K, n1, replace=False).astype(np.int64)
+            i2 = rng.choice(K, n2, replace=False).astype(np.int64)
+            v1 = rng.normal(scale=0.02, size=n1) - 0.01
+            v2 = rng.normal(scale=0.02, size=n2) - 0.01
+            g1, g2 = int(rng.integers(K)), int(rng.integers(K))
+            loss = (0.0, -1, 0.0, -1) if q % 2 else (0.3, g1, 0.0, -1)
+            got = check_indicator(state, i1, v1, i2, v2, loss, (g1, g2), ws)
+            for floor in (got[0] - 0.01, np.nextafter(got[0], -np.inf), got[0]):
+                check_indicator(state, i1, v1, i2, v2, loss, (g1, g2), ws, floor)
+            a, b = int(rng.integers(K)), int(rng.integers(K))
+            indicator_update(state, a, b, state[0][a * K + b] + rng.normal(scale=0.02))
+        assert heaps_consistent(state)
+
+
 def test_indicator_case_i_visits_few_entries():
     rng = np.random.default_rng(5)
     K = 200
