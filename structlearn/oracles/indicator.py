@@ -26,9 +26,13 @@ a transposed copy), only when a summarized entry falls below the bound.
   cannot beat the best value;
 * (ii), (iii) one label listed: its column / row, summary first, scanned
   only if the bound of the unsummarized entries can still win;
-* (iv) both listed: the listed pairs, rows by decreasing ``max + m1``,
-  columns by decreasing ``m2``; summarized values need no table read and a
-  row stops at the first pair whose bound cannot win.
+* (iv) both listed: each listed row walks its summarized entries (no table
+  read) while they can win next to the largest ``m2``; its other entries
+  are bounded by the row's ``cap`` and only second labels whose message can
+  win next to the largest ``cap + m1`` of any row are visited (no sorting,
+  so the cost stays linear in the list lengths when most messages are
+  close, as in GDMM training), a pair's table entry read only when its
+  bound can win.
 
 Its cost is at most about ``nnz1 * nnz2`` plus a few summary entries
 instead of ``n1 * n2``, and usually far fewer pairs in case (iv).
