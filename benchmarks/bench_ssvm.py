@@ -30,6 +30,7 @@ Sections (all in one process; sizes are configurable, defaults fit a
 Usage::
 
     .venv/bin/python benchmarks/bench_ssvm.py [--quick] [--sections ocr,large,porttinari,multilabel]
+    .venv/bin/python benchmarks/bench_ssvm.py --sections eta   # multiplier-step study (about 6 min)
 """
 
 import argparse
@@ -231,7 +232,8 @@ def _time_to_targets(X, y, title, budget, C=1.0):
         print(f"| {name} | {run:.4f} | {tail:.4f} | {bcfw_pass / tail:.1f}x | {cols} |", flush=True)
 
 
-def bench_porttinari(n_train, max_iter, bcfw_iter, path, budget):
+def _porttinari(path, n_train):
+    """First ``n_train`` sentences for training, the next ``n_train // 2`` held out."""
     from structlearn.datasets import read_conllu, token_features, vectorize_sequences
 
     all_sents = read_conllu(path, columns=("form", "upos+feats"))
@@ -241,11 +243,16 @@ def bench_porttinari(n_train, max_iter, bcfw_iter, path, budget):
     y = [np.array(s["upos+feats"]) for s in sents]
     Xte, _ = vectorize_sequences([token_features(s["form"]) for s in test], vec)
     yte = [np.array(s["upos+feats"]) for s in test]
+    return X, y, Xte, yte
+
+
+def bench_porttinari(n_train, max_iter, bcfw_iter, path, budget):
+    X, y, Xte, yte = _porttinari(path, n_train)
     K = len(set(np.concatenate(y)))
     n_tok = sum(len(v) for v in y)
     print(f"\n## 2b. Porttinari UPOS+FEATS: first {n_train} sentences ({n_tok} tokens, "
           f"{K} tags in them, {X[0].shape[1]} sparse features), C = 0.1\n")
-    print(f"held-out: next {len(test)} sentences (tags unseen in training count as errors)\n")
+    print(f"held-out: next {len(yte)} sentences (tags unseen in training count as errors)\n")
     print("| solver | median s/pass | passes | solver s to 1% gap | final rel. gap | final primal "
           "| held-out token acc | oracle entries/pass | mean active set |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -265,6 +272,37 @@ def bench_porttinari(n_train, max_iter, bcfw_iter, path, budget):
     print(f"\npass ratio bcfw/gdmm: {res['bcfw'] / res['gdmm']:.1f}x")
     if budget > 0:
         _time_to_targets(X, y, "2b-bis. Porttinari", budget, C=0.1)
+
+
+def bench_eta(etas, path, n_train):
+    """GDMM multiplier step: solver time to certified gaps for several ``eta``."""
+    from structlearn.datasets import make_chain_data
+    import os
+
+    print("\n## 2c. GDMM multiplier step eta (rho='auto'; gap checked every 5 passes; "
+          "runs stop at a 1% gap or the budget)\n")
+    print("| data | C | budget s | eta | passes | s to 10% gap | s to 5% gap | s to 2% gap "
+          "| s to 1% gap | final rel. gap | final primal |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    problems = []
+    for K, budget in ((30, 10.0), (100, 10.0), (1000, 30.0)):
+        X, y = make_chain_data(300, length=10, n_labels=K, n_features=2000, density=0.005,
+                               random_state=0)
+        problems.append((f"synthetic K = {K}", X, y, 1.0, budget))
+    if os.path.exists(path):
+        problems.append(("Porttinari", *_porttinari(path, n_train)[:2], 0.1, 30.0))
+    for name, X, y, C, budget in problems:
+        stop = lambda r, b=budget: r["solver_time"] > b  # noqa: E731
+        for eta in etas:
+            m = SequenceSSVM(C=C, eta=eta, max_iter=100000, tol=0.01, random_state=0,
+                             check_every=5, callback=stop)
+            m.fit(X, y)
+            h = m.history_
+            last = [r for r in h if np.isfinite(r["primal"])][-1]
+            gaps = " | ".join(_fmt(_time_to(h, "relative_gap", g), ".2f")
+                              for g in (0.1, 0.05, 0.02, 0.01))
+            print(f"| {name} | {C} | {budget:.0f} | {eta} | {len(h)} | {gaps} | "
+                  f"{last['relative_gap']:.3g} | {last['primal']:.2f} |", flush=True)
 
 
 # ----------------------------------------------------------------------- 3
@@ -398,6 +436,8 @@ def main():
                              3 if q else 10, args.porttinari, 3.0 if q else args.porttinari_budget)
         else:
             print(f"\n(Porttinari file {args.porttinari} not found: section skipped)")
+    if "eta" in sections:
+        bench_eta((1.0, 1.5, 2.0, 3.0), args.porttinari, args.porttinari_sentences)
     if "multilabel" in sections:
         bench_multilabel({"gdmm": 30 if q else 100, "bcfw": 5 if q else 20,
                           "ssg": 5 if q else 20})
