@@ -95,13 +95,38 @@ def test_shifted_simplex_projection_matches_qp(seed):
     C = rng.uniform(0.1, 3.0)
     z = rng.randn(m) * 2
     out = np.empty(m)
-    project_shifted_simplex(z, m, C, out, np.empty(m, dtype=np.uint8))
+    project_shifted_simplex(z, m, C, out)
     assert out[0] <= C + 1e-12 and np.all(out[1:] <= 1e-12) and abs(out.sum()) < 1e-10
     bounds = [(None, C)] + [(None, 0.0)] * (m - 1)
     res = minimize(lambda a: 0.5 * np.sum((a - z) ** 2), np.zeros(m), jac=lambda a: a - z,
                    bounds=bounds, constraints=[{"type": "eq", "fun": lambda a: a.sum()}],
                    method="SLSQP", options={"ftol": 1e-14, "maxiter": 500})
     np.testing.assert_allclose(out, res.x, atol=1e-6)
+
+
+def _sorted_projection(z, C):
+    """Reference: the sort-based projection of ``(C - z[0], -z[1:])`` onto ``{u >= 0, sum = C}``."""
+    u = np.concatenate([[C - z[0]], -z[1:]])
+    s = np.sort(u)[::-1]
+    cs = np.cumsum(s) - C
+    k = np.flatnonzero(s > cs / np.arange(1, u.size + 1))[-1]
+    w = np.maximum(u - cs[k] / (k + 1), 0.0)
+    return np.concatenate([[C - w[0]], -w[1:]])
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_shifted_simplex_projection_matches_sorted_reference(seed):
+    # long vectors with ties, zeros and wide scales, as in GDMM's late slots
+    rng = np.random.RandomState(seed)
+    for _ in range(50):
+        m = rng.randint(2, 400)
+        C = rng.uniform(0.01, 5.0)
+        z = rng.randn(m) * 10.0 ** rng.uniform(-3, 1)
+        z[rng.rand(m) < 0.3] = 0.0
+        z[rng.rand(m) < 0.2] = z[0]
+        out = np.empty(m)
+        project_shifted_simplex(z, m, C, out)
+        np.testing.assert_allclose(out, _sorted_projection(z, C), rtol=0, atol=1e-10 * (1 + C))
 
 
 # -------------------------------------------------------- solver agreement

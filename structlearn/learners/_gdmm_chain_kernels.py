@@ -88,7 +88,7 @@ def _threshold(g, a, m, C):
 
 @nb.njit(cache=True, inline="always")
 def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, nu, part, C, rho,
-                  slab, ns, alpha, margL, margR, lamL, lamR, iws, g, add_val, z, newa, mask, stats):
+                  slab, ns, alpha, margL, margR, lamL, lamR, iws, g, add_val, z, newa, stats):
     K = W.shape[1]
     gt = y[j]
     n = ns[j]
@@ -144,7 +144,7 @@ def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, n
     Q = xnorm2[j] + rho * ((1.0 if hl else 0.0) + (1.0 if hr else 0.0))
     if Q < 1e-12:
         Q = 1e-12
-    projected_block_step(alpha[j], g, n, Q, C, z, newa, mask)
+    projected_block_step(alpha[j], g, n, Q, C, z, newa)
     for s in range(n):
         d = newa[s] - alpha[j, s]
         if d != 0.0:
@@ -157,7 +157,7 @@ def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, n
 @nb.njit(cache=True)
 def _bigram_step(j, y, v, vstate, sublinear, C, rho, has_left, has_right,
                  slab, ns, alpha, margL, margR, lamL, lamR,
-                 pa, pb, psa, psb, beta, nb_, pws, m1d, m2d, val1, val2, g, z, newb, mask,
+                 pa, pb, psa, psb, beta, nb_, pws, m1d, m2d, val1, val2, g, z, newb,
                  cnt1, cnt2, stats):
     vt = vstate[0]
     K = vstate[1][1]
@@ -233,7 +233,7 @@ def _bigram_step(j, y, v, vstate, sublinear, C, rho, has_left, has_right,
         if cnt2[psb[j, q]] > g2:
             g2 = cnt2[psb[j, q]]
     Q = 1.0 + rho * (g1 + g2)
-    projected_block_step(beta[j], g, m, Q, C, z, newb, mask)
+    projected_block_step(beta[j], g, m, Q, C, z, newb)
     for q in range(m):
         d = newb[q] - beta[j, q]
         if d != 0.0:
@@ -288,7 +288,6 @@ def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, v,
     add_val = np.empty(A)
     val1 = np.empty(A)
     val2 = np.empty(A)
-    mask = np.empty(L, dtype=np.uint8)
     cnt1 = np.empty(A, dtype=np.int64)
     cnt2 = np.empty(A, dtype=np.int64)
     m1d = np.zeros(K)
@@ -297,11 +296,11 @@ def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, v,
         if f < N:
             _unigram_step(f, data, indices, indptr, y, xnorm2, has_left, has_right, W, nu, parts[f],
                           C, rho, slab, ns, alpha, margL, margR, lamL, lamR, iws, g, add_val, z,
-                          newa, mask, stats)
+                          newa, stats)
         else:
             _bigram_step(f - N, y, v, vstate, sublinear, C, rho, has_left, has_right,
                          slab, ns, alpha, margL, margR, lamL, lamR,
-                         pa, pb, psa, psb, beta, nb_, pws, m1d, m2d, val1, val2, g, z, newa, mask,
+                         pa, pb, psa, psb, beta, nb_, pws, m1d, m2d, val1, val2, g, z, newa,
                          cnt1, cnt2, stats)
 
 

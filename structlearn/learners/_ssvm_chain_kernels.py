@@ -105,51 +105,72 @@ def chain_primal(W, v, data, indices, indptr, offsets, y, C, scale, unary, zbuf,
 
 
 @nb.njit(cache=True)
-def project_shifted_simplex(z, m, C, out, mask):
+def project_shifted_simplex(z, m, C, out):
     """Euclidean projection onto the shifted simplex of eq. 11 (slot 0 = ground truth).
 
     Finds ``a`` minimizing ``||a - z[:m]||`` subject to ``a[0] <= C``,
     ``a[s] <= 0`` for ``s >= 1`` and ``sum(a) = 0``; writes it to ``out[:m]``.
     With ``u[0] = C - a[0]``, ``u[s] = -a[s]`` this is the projection of
-    ``(C - z[0], -z[1], ...)`` onto ``{u >= 0, sum(u) = C}``, solved by
-    Michelot's active-set iteration (no sort, no allocation). ``mask`` is
-    uint8 scratch of length >= m.
+    ``(C - z[0], -z[1], ...)`` onto ``{u >= 0, sum(u) = C}``, i.e.
+    ``u = max(. - tau, 0)`` for one threshold ``tau``, found by Condat's
+    algorithm (2016): a single pass keeps a running guess of ``tau`` over a
+    candidate support, then a few clean-up sweeps drop the entries at or
+    below it.  No sort; ``out`` doubles as the candidate list.  Cost O(m)
+    in practice.
     """
     if m == 1:
         out[0] = 0.0
         return
-    total = 0.0
-    for s in range(m):
-        mask[s] = 1
-        u = C - z[0] if s == 0 else -z[s]
-        total += u
-    cnt = m
-    tau = (total - C) / cnt
-    while True:
+    # out[:nw]: values set aside (re-examined once); out[nw:nw + nv]: the
+    # current support guess, whose threshold is ``tau`` (sum - C) / nv
+    u = C - z[0]
+    out[0] = u
+    nw = 0
+    nv = 1
+    tau = u - C
+    for s in range(1, m):
+        u = -z[s]
+        if u > tau:
+            tau += (u - tau) / (nv + 1)
+            if tau > u - C:
+                out[nw + nv] = u
+                nv += 1
+            else:  # u alone beats the guess: restart the support from it
+                nw += nv
+                out[nw] = u
+                nv = 1
+                tau = u - C
+    for k in range(nw):
+        u = out[k]
+        if u > tau:
+            out[nw + nv] = u
+            nv += 1
+            tau += (u - tau) / nv
+    changed = True
+    while changed:
         changed = False
-        for s in range(m):
-            if mask[s] == 1:
-                u = C - z[0] if s == 0 else -z[s]
-                if u <= tau:
-                    mask[s] = 0
-                    total -= u
-                    cnt -= 1
-                    changed = True
-        if not changed or cnt == 0:
-            break
-        tau = (total - C) / cnt
+        k = nw
+        while k < nw + nv:
+            u = out[k]
+            if u <= tau:
+                nv -= 1
+                out[k] = out[nw + nv]
+                tau += (tau - u) / nv
+                changed = True
+            else:
+                k += 1
     for s in range(m):
         u = C - z[0] if s == 0 else -z[s]
-        w = u - tau if (mask[s] == 1 and u > tau) else 0.0
+        w = u - tau if u > tau else 0.0
         out[s] = C - w if s == 0 else -w
 
 
 @nb.njit(cache=True)
-def projected_block_step(cur, g, m, Q, C, z, out, mask):
+def projected_block_step(cur, g, m, Q, C, z, out):
     """Block subproblem (25): ``out[:m] = Proj(cur[:m] - g[:m] / Q)`` onto the shifted simplex."""
     for s in range(m):
         z[s] = cur[s] - g[s] / Q
-    project_shifted_simplex(z, m, C, out, mask)
+    project_shifted_simplex(z, m, C, out)
 
 
 @nb.njit(cache=True)
