@@ -16,7 +16,7 @@ still beat the best value found.
 import numba as nb
 import numpy as np
 
-from ._multimap_kernels import frontier_pop, frontier_push, heap_fill_sorted, heap_set_key
+from ._multimap_kernels import heap_fill_sorted, heap_set_key
 from ._pair_kernels import unmark_labels
 
 NEG_INF = -np.inf
@@ -301,23 +301,28 @@ def _both_listed(v, n2, rkey, ritem, rcap, ckey, pos2, eidx1, eval1, e1, eidx2, 
 
 @nb.njit(cache=True, inline="always")
 def _neither_listed(v, n1, n2, tk, ti, rkey, ritem, rcap, pos1, pos2, ex1, ex2, loss1, loss2,
-                    best, tf_key, tf_slot):
-    """Case (i): best-first walk of the rows by their maxima (heap ``tk``),
-    each unlisted row searched for its best unlisted column.  Returns
-    ``(found, value, a, b, visited, tf_key, tf_slot)``."""
+                    best, stack):
+    """Case (i): depth-first walk of the row heap ``tk`` (keyed by the row
+    maxima), larger child first, skipping every subtree whose root cannot
+    beat the best value; each unlisted row on the way is searched for its
+    best unlisted column.  The listed rows, which hold the largest maxima
+    late in training, cost one stack step each (a best-first walk pays a
+    frontier-heap operation for each).  ``stack`` : int64 scratch of length
+    >= 2 + the heap depth.  Returns ``(found, value, a, b, visited)``."""
     found = False
     best_a = -1
     best_b = -1
     visited = 0
-    n = 0
     if n1 == 0 or n2 == 0:
-        return found, best, best_a, best_b, visited, tf_key, tf_slot
-    tf_key, tf_slot, n = frontier_push(tf_key, tf_slot, n, tk[0], 0)
+        return found, best, best_a, best_b, visited
+    stack[0] = 0
+    n = 1
     while n > 0:
-        key, s, n = frontier_pop(tf_key, tf_slot, n)
+        n -= 1
+        s = stack[n]
         visited += 1
-        if not ((key + 0.0) + loss1) + loss2 > best:
-            break
+        if not ((tk[s] + 0.0) + loss1) + loss2 > best:
+            continue  # nor can anything below it (heap order)
         a = ti[s]
         if pos1[a] < 0:
             ok, val, aa, b, nv = _line_best(v[a * n2 : (a + 1) * n2], n2, rkey, ritem, rcap, a,
@@ -329,11 +334,15 @@ def _neither_listed(v, n1, n2, tk, ti, rkey, ritem, rcap, pos1, pos2, ex1, ex2, 
                 best_a = aa
                 best_b = b
         c = 2 * s + 1
-        for cc in range(c, min(c + 2, n1)):
-            k = tk[cc]
-            if ((k + 0.0) + loss1) + loss2 > best:
-                tf_key, tf_slot, n = frontier_push(tf_key, tf_slot, n, k, cc)
-    return found, best, best_a, best_b, visited, tf_key, tf_slot
+        if c + 1 < n1:
+            big = c + 1 if tk[c + 1] > tk[c] else c
+            stack[n] = 2 * c + 1 - big  # the other child, visited second
+            stack[n + 1] = big
+            n += 2
+        elif c < n1:
+            stack[n] = c
+            n += 1
+    return found, best, best_a, best_b, visited
 
 
 @nb.njit(cache=True)
@@ -364,7 +373,7 @@ def indicator_fmo_above(state, idx1, val1, nnz1, idx2, val2, nnz2,
     n2 = shape[1]
     pos1, pos2, stats = workspace[0], workspace[1], workspace[2]
     eidx1, eval1, eidx2, eval2 = workspace[3], workspace[4], workspace[5], workspace[6]
-    tf_key, tf_slot, cand2 = workspace[9], workspace[10], workspace[11]
+    stack, cand2 = workspace[9], workspace[10]
     if gt1 < 0:
         loss1 = 0.0
     if gt2 < 0:
@@ -410,9 +419,8 @@ def indicator_fmo_above(state, idx1, val1, nnz1, idx2, val2, nnz2,
     # (i) neither listed: rows by their maxima
     v1 = 0
     if e1 < n1 and e2 < n2:
-        found, val, a, b, v1, tf_key, tf_slot = _neither_listed(
-            v, n1, n2, tk, ti, rkey, ritem, rcap, pos1, pos2, ex1, ex2, loss1, loss2, best,
-            tf_key, tf_slot)
+        found, val, a, b, v1 = _neither_listed(v, n1, n2, tk, ti, rkey, ritem, rcap, pos1, pos2,
+                                               ex1, ex2, loss1, loss2, best, stack)
         if found:
             best = val
             best_a = a

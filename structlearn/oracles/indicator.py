@@ -21,9 +21,10 @@ stay in cache, unlike heaps over all ``K^2`` entries, whose updates are
 cache misses); a line is rescanned, O(K) over contiguous memory (columns in
 a transposed copy), only when a summarized entry falls below the bound.
 
-* (i) neither label listed: rows in decreasing order of their maxima, each
-  unlisted row searched for its best unlisted column, until a row maximum
-  cannot beat the best value;
+* (i) neither label listed: a depth-first walk of the row heap (larger
+  child first) that skips every subtree whose root maximum cannot beat the
+  best value, each unlisted row on the way searched for its best unlisted
+  column;
 * (ii), (iii) one label listed: its column / row, summary first, scanned
   only if the bound of the unsummarized entries can still win;
 * (iv) both listed: each listed row walks its summarized entries (no table

@@ -131,14 +131,15 @@ def make_pair_workspace(max_n1, max_n2=None):
 
     Returns
     -------
-    workspace : tuple of 12 arrays
+    workspace : tuple of 11 arrays
         ``(pos1, pos2, stats, eidx1, eval1, eidx2, eval2, fr_key, fr_slot,
-        tf_key, tf_slot, cand2)``: ``pos1`` int64 (max_n1,) and
+        stack, cand2)``: ``pos1`` int64 (max_n1,) and
         ``pos2`` int64 (max_n2,) filled with -1 (restored by every call);
         ``stats`` int64 (4,) receives the entries visited per case (i, ii,
-        iii, iv) of the last call; the rest is scratch for the indicator
-        oracle (effective message lists of sizes max_n + 1, two traversal
-        frontiers and the candidate list of case iv).
+        iii, iv) of the last call; the rest is scratch for the search
+        kernels (effective message lists of sizes max_n + 1, the static
+        tables' traversal frontier, the indicator oracle's row-heap walk
+        stack and its case-(iv) candidate list).
     """
     if max_n2 is None:
         max_n2 = max_n1
@@ -157,10 +158,9 @@ def make_pair_workspace(max_n1, max_n2=None):
         np.empty(max_n2 + 1, dtype=np.float64),
         np.empty(64, dtype=np.float64),
         np.empty(64, dtype=np.int64),
-        # a best-first walk of the row heap holds at most one entry per row
-        # more than it popped: no reallocation inside the search
-        np.empty(max(64, max_n1 + 1), dtype=np.float64),
-        np.empty(max(64, max_n1 + 1), dtype=np.int64),
+        # the depth-first walk of the row heap holds at most one pending
+        # sibling per level plus two children
+        np.empty(max(64, max_n1.bit_length() + 2), dtype=np.int64),
         np.empty(max_n2 + 1, dtype=np.int64),
     )
 
