@@ -121,8 +121,8 @@ def project_shifted_simplex(z, m, C, out):
     if m == 1:
         out[0] = 0.0
         return
-    # out[:nw]: values set aside (re-examined once); out[nw:nw + nv]: the
-    # current support guess, whose threshold is ``tau`` (sum - C) / nv
+    # out[:nw]: values set aside (re-examined once at the end);
+    # out[nw:nw + nv]: the current support guess, tau = (its sum - C) / nv
     u = C - z[0]
     out[0] = u
     nw = 0

@@ -416,7 +416,7 @@ def indicator_fmo_above(state, idx1, val1, nnz1, idx2, val2, nnz2,
                 best = val
                 best_a = aa
                 best_b = b
-    # (i) neither listed: rows by their maxima
+    # (i) neither listed: the row heap, depth-first
     v1 = 0
     if e1 < n1 and e2 < n2:
         found, val, a, b, v1 = _neither_listed(v, n1, n2, tk, ti, rkey, ritem, rcap, pos1, pos2,
