@@ -201,6 +201,13 @@ def _support(state):
     return float(nnz.mean()), float(state.ns.mean()), float(edges[edges > 0].mean())
 
 
+def _gap_cells(h):
+    """Last record with a primal value, and the table cells "solver s to a 10/5/2/1% gap"."""
+    last = [r for r in h if np.isfinite(r["primal"])][-1]
+    gaps = " | ".join(_fmt(_time_to(h, "relative_gap", g), ".2f") for g in (0.1, 0.05, 0.02, 0.01))
+    return last, gaps
+
+
 def _time_to_targets(X, y, title, budget, C=1.0):
     """Each solver runs until ``budget`` solver seconds or a certified 1% gap;
     the gap is checked every 5 GDMM passes and every BCFW pass (monitoring
@@ -227,8 +234,7 @@ def _time_to_targets(X, y, title, budget, C=1.0):
           "| s to 1% of best primal | s to primal reached by all | final rel. gap | final primal |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, h in hist.items():
-        last = [r for r in h if np.isfinite(r["primal"])][-1]
-        gaps = " | ".join(_fmt(_time_to(h, "relative_gap", g), ".2f") for g in (0.1, 0.05, 0.02, 0.01))
+        last, gaps = _gap_cells(h)
         print(f"| {name} | {len(h)} | {h[-1]['solver_time']:.1f} | {gaps} | "
               f"{_fmt(_time_to(h, 'primal', 1.01 * best), '.2f')} | "
               f"{_fmt(_time_to(h, 'primal', common), '.2f')} | "
@@ -313,9 +319,7 @@ def bench_eta(etas, path, n_train):
                              check_every=5, callback=stop)
             m.fit(X, y)
             h = m.history_
-            last = [r for r in h if np.isfinite(r["primal"])][-1]
-            gaps = " | ".join(_fmt(_time_to(h, "relative_gap", g), ".2f")
-                              for g in (0.1, 0.05, 0.02, 0.01))
+            last, gaps = _gap_cells(h)
             print(f"| {name} | {C} | {budget:.0f} | {eta} | {len(h)} | {gaps} | "
                   f"{last['relative_gap']:.3g} | {last['primal']:.2f} |", flush=True)
 

@@ -10,7 +10,8 @@ interactions).  Per sample: GDMM for binary variables (Algorithm 2 of the
 MAP GDMM paper, :func:`._gdmm_kernels.binary_gdmm_run`) in rounds, each
 round's decoding ``x > 1/2`` improved by iterated conditional modes on the
 exact score, stopping once the certified Lagrangian bound meets the best
-labeling or the best labeling has not improved for a number of rounds.  Deterministic (no time budget, no random moves).
+labeling or the best labeling has not improved for a number of rounds.
+Deterministic (no time budget, no random moves).
 
 No validation here; outputs go into caller-allocated arrays.
 """

@@ -53,20 +53,32 @@ def check_params(method, params, defaults):
         )
     out = dict(defaults)
     out.update(params)
-    mi = out["max_iter"]
-    if isinstance(mi, bool) or not isinstance(mi, numbers.Integral) or mi < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {mi!r}")
+    integer(out, "max_iter")
     tl = out["time_limit"]
     if tl is not None and (isinstance(tl, bool) or not isinstance(tl, numbers.Real)
                            or not tl > 0):
         raise ValueError(f"time_limit must be a positive number or None, got {tl!r}")
-    tol = out["tol"]
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol >= 0:
-        raise ValueError(f"tol must be a non-negative number, got {tol!r}")
+    nonnegative(out, "tol")
     for name in ("verbose", "local_search"):
         if name in out and not isinstance(out[name], (bool, numbers.Integral)):
             raise TypeError(f"{name} must be a bool or int, got {out[name]!r}")
     return out
+
+
+def integer(params, name, minimum=1):
+    """``params[name]`` as an int ``>= minimum`` (bools rejected)."""
+    v = params[name]
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {v!r}")
+    return int(v)
+
+
+def nonnegative(params, name):
+    """``params[name]`` as a float ``>= 0`` (bools and NaN rejected)."""
+    v = params[name]
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not v >= 0:
+        raise ValueError(f"{name} must be a non-negative number, got {v!r}")
+    return float(v)
 
 
 def positive(params, name, allow_none=False):

@@ -25,14 +25,13 @@ local search.  Requires every variable to have two states and every factor
 to be pairwise.
 """
 
-import numbers
-
 import numpy as np
 
 from ..graphs.structure import incidence_csr
 from ._binary_batch_kernels import binary_pairwise_map_batch
 from ._gdmm_kernels import binary_gdmm_run, binary_gdmm_state
-from ._lp_common import COMMON_DEFAULTS, Problem, Tracker, check_graph, check_params, positive
+from ._lp_common import (COMMON_DEFAULTS, Problem, Tracker, check_graph, check_params, integer,
+                         nonnegative, positive)
 from .registry import register_method
 
 __all__ = ["gdmm_binary_batch", "gdmm_binary_map"]
@@ -102,12 +101,6 @@ def gdmm_binary_map(graph, **params):
                    active_factors=int(counts[1])):
             break
     return tr.result()
-
-
-def _count(value, name, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def gdmm_binary_batch(unary, edges, weights, *, max_iter=50, inner=10, rho=0.1, eta=None,
@@ -185,14 +178,14 @@ def gdmm_binary_batch(unary, edges, weights, *, max_iter=50, inner=10, rho=0.1, 
         raise ValueError(f"weights has {w.shape[0]} entries for {E.shape[0]} edges")
     if not np.all(np.isfinite(w)):
         raise ValueError("weights contains NaN or infinite scores")
-    n_rounds = _count(max_iter, "max_iter")
-    inner = _count(inner, "inner")
-    stall = _count(stall_iter, "stall_iter", minimum=0)
-    p = {"rho": rho, "eta": rho if eta is None else eta, "tol": tol}
+    p = {"max_iter": max_iter, "inner": inner, "stall_iter": stall_iter, "rho": rho,
+         "eta": rho if eta is None else eta, "tol": tol}
+    n_rounds = integer(p, "max_iter")
+    inner = integer(p, "inner")
+    stall = integer(p, "stall_iter", minimum=0)
     rho = positive(p, "rho")
     eta = positive(p, "eta")
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol >= 0:
-        raise ValueError(f"tol must be a non-negative number, got {tol!r}")
+    tol = nonnegative(p, "tol")
     P = np.zeros((L, L))
     np.add.at(P, (E[:, 0], E[:, 1]), w)
     np.add.at(P, (E[:, 1], E[:, 0]), w)
@@ -205,7 +198,7 @@ def gdmm_binary_batch(unary, edges, weights, *, max_iter=50, inner=10, rho=0.1, 
     if n and L:
         binary_pairwise_map_batch(np.ascontiguousarray(S), P, np.ascontiguousarray(E), w,
                                   var_ptr, var_factors, fac_order, n_rounds, inner, rho, eta,
-                                  float(tol), stall, labels, scores, bounds, rounds)
+                                  tol, stall, labels, scores, bounds, rounds)
     return labels, scores, bounds, rounds
 
 
