@@ -17,7 +17,6 @@ reported as one line on stderr.
 """
 
 import argparse
-import inspect
 import json
 import math
 import os
@@ -52,7 +51,8 @@ def _parser():
         help="MAP inference on a UAI network file",
         description=(
             "Find a maximum-score labeling of a UAI MARKOV/BAYES network, print one JSON line "
-            "(method, score, upper_bound, gap, time, n_vars, n_factors, status, ...) and write "
+            "(method, score, upper_bound, gap, time, compile_time, wall_time, n_vars, "
+            "n_factors, status, ...) and write "
             "the labeling in UAI .MAP format. Non-finite numbers are printed as null."
         ),
         epilog=(
@@ -71,7 +71,13 @@ def _parser():
         "--time-limit",
         type=float,
         metavar="S",
-        help="time limit in seconds, for methods that take one (others ignore it, with a note)",
+        help=(
+            "time limit in seconds for the whole command: reading the file, compiling the "
+            "solver's kernels on a first run (reported as compile_time) and solving. "
+            "Iterative methods run until the limit or a certified optimum; exact methods "
+            "cannot be interrupted and report over_time_limit=true when they end later "
+            "(default: no limit; iterative methods then stop after 1000 iterations)"
+        ),
     )
     m.add_argument(
         "--param",
@@ -122,40 +128,23 @@ def _json_float(x):
     return x if math.isfinite(x) else None
 
 
-def _solve(graph, method, params, time_limit):
-    """Run solve_map, passing time_limit only to a method that declares it."""
-    from .inference import solve_map
-    # resolve "auto" first, so that the time limit goes to the method that runs
-    from .inference.registry import _auto_method, get_method
+def _run_map(args, started):
+    from .graphs import read_uai
+    from .inference.registry import auto_method, check_method_params, get_method
 
-    name = _auto_method(graph) if method == "auto" else method
-    if time_limit is not None:
-        try:
-            accepts = "time_limit" in inspect.signature(get_method(name)).parameters
-        except (TypeError, ValueError):
-            accepts = False
-        if accepts:
-            params = dict(params, time_limit=time_limit)
-        else:
-            print(
-                f"structlearn map: note: method {name!r} takes no time limit; "
-                "--time-limit ignored",
-                file=sys.stderr,
-            )
-    return solve_map(graph, method=name, **params)
-
-
-def _run_map(args):
-    from .graphs import read_uai, write_uai_solution
-    from .inference import get_method
-
-    if args.time_limit is not None and not args.time_limit > 0:
-        raise _CliError(f"--time-limit must be > 0, got {args.time_limit}", _EXIT_USAGE)
     params = _parse_params(args.param)
+    if "time_limit" in params:
+        raise _CliError("give the time limit as --time-limit S, not as a parameter",
+                        _EXIT_USAGE)
+    if args.time_limit is not None and not (args.time_limit > 0
+                                            and math.isfinite(args.time_limit)):
+        raise _CliError(f"--time-limit must be a positive, finite number of seconds, "
+                        f"got {args.time_limit}", _EXIT_USAGE)
     if args.method != "auto":
         try:
             get_method(args.method)
-        except ValueError as exc:
+            check_method_params(args.method, params)
+        except (ValueError, TypeError) as exc:
             raise _CliError(str(exc), _EXIT_USAGE) from None
 
     t0 = time.perf_counter()
@@ -165,10 +154,20 @@ def _run_map(args):
         raise _CliError(_describe(exc), _EXIT_FILE) from None
     read_time = time.perf_counter() - t0
 
+    from .inference import solve_map
+
+    time_limit = None
+    if args.time_limit is not None:
+        # the budget counts from the start of the command: what reading took
+        # is gone (a solver handed a spent budget does one step and stops)
+        time_limit = max(args.time_limit - (time.perf_counter() - started), 1e-3)
     try:
-        result = _solve(graph, args.method, params, args.time_limit)
+        method = auto_method(graph) if args.method == "auto" else args.method
+        result = solve_map(graph, method=method, time_limit=time_limit, **params)
     except (ValueError, TypeError) as exc:
         raise _CliError(str(exc), _EXIT_USAGE) from None
+
+    from .graphs import write_uai_solution
 
     out = None
     if not args.no_write:
@@ -178,6 +177,7 @@ def _run_map(args):
         except OSError as exc:
             raise _CliError(f"cannot write the solution: {_describe(exc)}", _EXIT_FILE) from None
 
+    wall = time.perf_counter() - started
     record = {
         "file": args.file,
         "method": result.method,
@@ -185,7 +185,11 @@ def _run_map(args):
         "upper_bound": _json_float(result.upper_bound),
         "gap": _json_float(result.gap),
         "time": round(float(result.time), 6),
+        "compile_time": round(float(result.compile_time), 6),
         "read_time": round(read_time, 6),
+        "wall_time": round(wall, 6),
+        "time_limit": args.time_limit,
+        "over_time_limit": bool(args.time_limit is not None and wall > args.time_limit),
         "n_vars": int(graph.n_vars),
         "n_factors": int(graph.n_factors),
         "status": result.status,
@@ -227,13 +231,14 @@ def main(argv=None):
     status : int
         Process exit status.
     """
+    started = time.perf_counter()
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         if argv and argv[0] == "demo":
             return int(_run_demo(argv[1:]) or 0)
         args = _parser().parse_args(argv)
         if args.command == "map":
-            return _run_map(args)
+            return _run_map(args, started)
         raise _CliError(f"unknown command {args.command!r}", _EXIT_USAGE)  # pragma: no cover
     except _CliError as exc:
         command = argv[0] if argv else ""

@@ -99,29 +99,49 @@ def test_map_with_evidence(capsys, chain_file, tmp_path):
     assert json.loads(out)["score"] == pytest.approx(best)
 
 
-def test_time_limit_goes_only_to_methods_that_take_it(capsys, chain_file, monkeypatch):
+def test_time_limit_reaches_the_method_through_the_registry(capsys, chain_file, monkeypatch):
     path, graph = chain_file
     seen = {}
 
-    def timed_solver(graph, *, time_limit=None, max_iter=10):
-        seen.update(time_limit=time_limit, max_iter=max_iter)
+    def timed_solver(graph, max_iter=10, **params):  # no time_limit in the signature
+        seen.update(params, max_iter=max_iter)
         labels = np.zeros(graph.n_vars, dtype=np.int64)
         return MapResult(labels, graph.score(labels), np.inf, n_iter=max_iter, converged=False,
                          status="time_limit")
 
-    monkeypatch.setitem(registry._METHODS, "cli_timed", (timed_solver, False))
+    monkeypatch.setitem(registry._METHODS, "cli_timed",
+                        registry._Method(timed_solver, False, ("max_iter", "time_limit")))
     argv = ["map", path, "--no-write", "--method", "cli_timed", "--time-limit", "2.5",
             "-p", "max_iter=7"]
     status, out, err = run_main(capsys, argv)
     assert status == 0, err
-    assert seen == {"time_limit": 2.5, "max_iter": 7}
+    # the budget counts from the start of the command: what is left of it
+    assert seen["max_iter"] == 7 and 1.5 < seen["time_limit"] <= 2.5
     record = json.loads(out)
     assert record["upper_bound"] is None and record["gap"] is None  # +inf -> null
     assert record["status"] == "time_limit" and record["n_iter"] == 7
-    # an exact method without a time limit: a note, not a failure
+    assert record["time_limit"] == 2.5 and record["over_time_limit"] is False
+    # exact methods take the limit too
     status, out, err = run_main(capsys, ["map", path, "--no-write", "--time-limit", "1"])
-    assert status == 0
-    assert "takes no time limit" in err and len(out.strip().splitlines()) == 1
+    assert status == 0 and err == ""
+    record = json.loads(out)
+    assert record["status"] == "exact" and record["over_time_limit"] is False
+
+
+def test_time_limit_as_a_parameter_is_refused(capsys, chain_file):
+    path, _ = chain_file
+    status, out, err = run_main(capsys, ["map", path, "--no-write", "-p", "time_limit=3"])
+    assert_one_line_error(status, out, err, 2, "--time-limit")
+
+
+@pytest.mark.parametrize("method", ["viterbi", "brute_force", "gdmm", "trn"])
+def test_parameters_a_method_does_not_take_are_named(capsys, chain_file, method):
+    path, _ = chain_file
+    status, out, err = run_main(capsys, ["map", path, "--no-write", "--method", method,
+                                         "-p", "bogus=1"])
+    assert_one_line_error(status, out, err, 2,
+                          rf"method '{method}' got unexpected parameter\(s\): bogus; "
+                          rf"method '{method}' takes: .*time_limit")
 
 
 def test_loopy_graph_follows_solve_map(capsys, tmp_path):
@@ -177,8 +197,9 @@ def test_usage_errors_exit_2(capsys, chain_file, tmp_path):
     assert_one_line_error(
         status, out, err, 2, r"unknown MAP method 'nope'; available methods: .*viterbi"
     )
-    status, out, err = run_main(capsys, ["map", path, "--time-limit", "-1"])
-    assert_one_line_error(status, out, err, 2, "--time-limit must be > 0")
+    for bad in ["-1", "0", "nan", "inf"]:
+        status, out, err = run_main(capsys, ["map", path, "--time-limit", bad])
+        assert_one_line_error(status, out, err, 2, "--time-limit must be a positive, finite")
     status, out, err = run_main(capsys, ["map", path, "-p", "oops"])
     assert_one_line_error(status, out, err, 2, "--param expects NAME=VALUE")
     status, out, err = run_main(capsys, ["map", path, "--method", "viterbi", "-p", "bogus=1"])

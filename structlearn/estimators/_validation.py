@@ -9,7 +9,8 @@ estimator accepts the same inputs and fails with the same messages:
 * :func:`encode_sequence_labels` maps arbitrary hashable labels to integer
   codes through a sorted ``classes_`` array;
 * :func:`check_n_classes` rejects a training set with too few classes;
-* :func:`check_multilabel` validates ``(X, Y)`` for multilabel estimators.
+* :func:`check_multilabel` validates ``(X, Y)`` for multilabel estimators;
+* :func:`check_inference_params` checks the parameters of a predict back-end.
 
 Every failure raises ``ValueError`` or ``TypeError`` with a message naming
 the argument, the offending sequence index where there is one, and the
@@ -27,6 +28,7 @@ __all__ = [
     "encode_sequence_labels",
     "check_n_classes",
     "check_multilabel",
+    "check_inference_params",
     "csr_arrays",
 ]
 
@@ -440,3 +442,57 @@ def _check_positive_int(value, name):
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be a positive integer; got {value!r}")
     return int(value)
+
+
+def check_inference_params(inference_params, method, builtin=()):
+    """Validate an estimator's ``inference_params`` for its ``inference``.
+
+    Parameters
+    ----------
+    inference_params : dict or None
+        Parameters for the MAP back-end (``time_limit`` in seconds per
+        solved graph, solver settings such as ``tol``).
+    method : str or callable
+        The estimator's ``inference``: a registry name, ``"auto"`` (the
+        method is chosen per graph, so only ``time_limit`` applies), a
+        callable (anything is passed on), or one of ``builtin``.
+    builtin : tuple of str
+        The estimator's own predictors that do not go through the registry;
+        they take no parameters.
+
+    Returns
+    -------
+    params : dict
+    """
+    from ..inference._budget import check_time_limit
+    from ..inference.registry import check_method_params
+
+    if inference_params is None:
+        return {}
+    if not isinstance(inference_params, dict):
+        raise TypeError(
+            f"inference_params must be a dict or None; got {type(inference_params).__name__}"
+        )
+    params = dict(inference_params)
+    if not params or callable(method):
+        return params
+    bad = [k for k in params if not isinstance(k, str)]
+    if bad:
+        raise TypeError(f"inference_params keys must be strings; got {bad[0]!r}")
+    if method in builtin:
+        raise ValueError(
+            f"inference={method!r} is a built-in predictor that takes no inference_params; "
+            f"got {sorted(params)}"
+        )
+    if "time_limit" in params:
+        check_time_limit(params["time_limit"], "inference_params['time_limit']")
+    if method == "auto":
+        extra = sorted(set(params) - {"time_limit"})
+        if extra:
+            raise ValueError(
+                "with inference='auto' the back-end is chosen per graph, so only "
+                f"'time_limit' applies; got {extra} (name a method to pass its parameters)"
+            )
+        return params
+    check_method_params(method, params)
+    return params

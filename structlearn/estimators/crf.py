@@ -342,6 +342,11 @@ class GraphCRF(BaseEstimator):
         exact method on forests, the registry's loopy default when one is
         registered, and otherwise decodes each node's highest convex-BP
         belief (``"marginal"``, also selectable directly).
+    inference_params : dict or None, default=None
+        Parameters of the ``inference`` back-end (see
+        :func:`structlearn.inference.method_parameters`), for instance
+        ``{"time_limit": 0.5}`` (seconds per graph); with ``"auto"`` only
+        ``time_limit`` applies, ``"marginal"`` takes none.
     warm_start : bool, default=False
     random_state : int, RandomState or None
         Seeds the spanning forests of the counting numbers and the random
@@ -366,8 +371,8 @@ class GraphCRF(BaseEstimator):
 
     def __init__(self, *, alpha=1e-3, solver="bbpl", learning_rate="auto", max_iter=500,
                  tol=1e-4, blocks=20, block_order="sequential", inner_max_iter=200,
-                 inner_tol=1e-6, inference="auto", warm_start=False, random_state=None,
-                 verbose=0):  # fmt: skip
+                 inner_tol=1e-6, inference="auto", inference_params=None, warm_start=False,
+                 random_state=None, verbose=0):  # fmt: skip
         self.alpha = alpha
         self.solver = solver
         self.learning_rate = learning_rate
@@ -378,6 +383,7 @@ class GraphCRF(BaseEstimator):
         self.inner_max_iter = inner_max_iter
         self.inner_tol = inner_tol
         self.inference = inference
+        self.inference_params = inference_params
         self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
@@ -431,6 +437,7 @@ class GraphCRF(BaseEstimator):
         itol = _check_tol(self.inner_tol)
         rng = check_random_state(self.random_state)
         seed = rng.randint(np.iinfo(np.int32).max)
+        self._inference_params()
         Xcat, edges, bins, sample_ptr, _ = _check_graph_samples(X)
         ys = list(y) if not isinstance(y, (str, dict)) and y is not None else None
         if ys is None or len(ys) != sample_ptr.shape[0] - 1:
@@ -512,7 +519,12 @@ class GraphCRF(BaseEstimator):
             for r in (self._marginals(*s) for s in self._samples(X))
         ]
 
-    def _decode(self, unary, edges, bins):
+    def _inference_params(self):
+        from ._validation import check_inference_params
+
+        return check_inference_params(self.inference_params, self.inference, ("marginal",))
+
+    def _decode(self, unary, edges, bins, params):
         from ..graphs import graph_from_edges
         from ..graphs.structure import is_forest
         from ..inference import available_methods, solve_map
@@ -523,7 +535,7 @@ class GraphCRF(BaseEstimator):
         graph = graph_from_edges(unary, edges, self.pairwise_[bins])
         if method == "auto" and not is_forest(graph) and "gdmm" not in available_methods():
             return np.argmax(self._marginals(unary, edges, bins).node_marginals, axis=1)
-        return np.asarray(solve_map(graph, method=method).labels, dtype=np.int64)
+        return np.asarray(solve_map(graph, method=method, **params).labels, dtype=np.int64)
 
     def predict(self, X):
         """MAP labeling of every sample.
@@ -532,7 +544,8 @@ class GraphCRF(BaseEstimator):
         -------
         y_pred : list of ndarray, each of shape (n_nodes_i,)
         """
-        return [self.classes_[self._decode(*s)] for s in self._samples(X)]
+        params = self._inference_params()
+        return [self.classes_[self._decode(*s, params)] for s in self._samples(X)]
 
     def score(self, X, y):
         """Node accuracy over all samples.

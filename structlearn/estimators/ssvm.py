@@ -144,6 +144,10 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         Prediction back-end: ``"viterbi"`` (batched, exact) or any name of
         :func:`structlearn.inference.available_methods` (one chain graph per
         sequence).
+    inference_params : dict or None, default=None
+        Parameters of the ``inference`` back-end (see
+        :func:`structlearn.inference.method_parameters`), for instance
+        ``{"time_limit": 0.1}`` (seconds per sequence) or ``{"tol": 1e-4}``.
     random_state : int, RandomState instance or None, default=None
         Seeds the visiting orders and the partition draws.
     verbose : int, default=0
@@ -193,8 +197,9 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
     """
 
     def __init__(self, C=1.0, *, solver="gdmm", rho="auto", eta=1.0, max_iter=100, tol=1e-3,
-                 oracle="sublinear", n_partitions=1, inference="viterbi", random_state=None,
-                 verbose=0, warm_start=False, callback=None, check_every="auto"):
+                 oracle="sublinear", n_partitions=1, inference="viterbi", inference_params=None,
+                 random_state=None, verbose=0, warm_start=False, callback=None,
+                 check_every="auto"):
         self.C = C
         self.check_every = check_every
         self.solver = solver
@@ -205,21 +210,24 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         self.oracle = oracle
         self.n_partitions = n_partitions
         self.inference = inference
+        self.inference_params = inference_params
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
         self.callback = callback
 
     def _check_inference(self):
-        if self.inference == "viterbi":
-            return
+        """The validated ``inference_params`` (a dict)."""
         from ..inference import available_methods
+        from ._validation import check_inference_params
 
-        if not isinstance(self.inference, str) or self.inference not in available_methods():
+        if self.inference != "viterbi" and (not isinstance(self.inference, str)
+                                            or self.inference not in available_methods()):
             raise ValueError(
                 f"inference must be 'viterbi' or one of {sorted(available_methods())}; "
                 f"got {self.inference!r}"
             )
+        return check_inference_params(self.inference_params, self.inference)
 
     def fit(self, X, y):
         """Train on labeled sequences.
@@ -301,7 +309,8 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         return self
 
     def _decode(self, Xcat, offsets):
-        if self.inference == "viterbi":
+        params = self._check_inference()
+        if self.inference == "viterbi":  # exact, one batched pass: nothing to limit
             return super()._decode(Xcat, offsets)
         from ..graphs import chain_graph
         from ..inference import solve_map
@@ -310,7 +319,8 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         out = np.empty(unary.shape[0], dtype=np.int64)
         for s in range(offsets.shape[0] - 1):
             a, b = offsets[s], offsets[s + 1]
-            res = solve_map(chain_graph(unary[a:b], self.transition_), method=self.inference)
+            res = solve_map(chain_graph(unary[a:b], self.transition_), method=self.inference,
+                            **params)
             out[a:b] = res.labels
         return out
 
@@ -424,6 +434,10 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         (:func:`structlearn.inference.gdmm_binary.gdmm_binary_batch`: at most
         50 rounds of 10 iterations per sample, decodings improved by local
         search, deterministic): approximate MAP with a certified bound.
+    inference_params : dict or None, default=None
+        Parameters of a registry ``inference`` back-end, as in
+        :class:`SequenceSSVM` (``time_limit`` is per sample); the built-in
+        ``"auto"`` and ``"exact"`` predictors take none.
     random_state, verbose, warm_start, callback :
         As in :class:`SequenceSSVM`.
 
@@ -452,8 +466,8 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
 
     def __init__(self, C=1.0, *, pairwise="full", fit_intercept=True, intercept_scaling=1.0,
                  solver="gdmm", rho="auto", eta=1.0, max_iter=100, tol=1e-3, oracle="sublinear",
-                 n_partitions=1, inference="auto", random_state=None, verbose=0,
-                 warm_start=False, callback=None):  # fmt: skip
+                 n_partitions=1, inference="auto", inference_params=None, random_state=None,
+                 verbose=0, warm_start=False, callback=None):  # fmt: skip
         self.C = C
         self.pairwise = pairwise
         self.fit_intercept = fit_intercept
@@ -466,21 +480,25 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         self.oracle = oracle
         self.n_partitions = n_partitions
         self.inference = inference
+        self.inference_params = inference_params
         self.random_state = random_state
         self.verbose = verbose
         self.warm_start = warm_start
         self.callback = callback
 
     def _check_inference(self):
-        if self.inference in ("auto", "exact"):
-            return
+        """The validated ``inference_params`` (a dict)."""
         from ..inference import available_methods
+        from ._validation import check_inference_params
 
-        if not isinstance(self.inference, str) or self.inference not in available_methods():
+        builtin = ("auto", "exact")
+        if self.inference not in builtin and (not isinstance(self.inference, str)
+                                              or self.inference not in available_methods()):
             raise ValueError(
                 f"inference must be 'auto', 'exact' or one of {sorted(available_methods())}; "
                 f"got {self.inference!r}"
             )
+        return check_inference_params(self.inference_params, self.inference, builtin)
 
     def _check_intercept(self):
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
@@ -571,6 +589,7 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         n_edges = int(E.sum())
         out = np.zeros((X.shape[0], L), dtype=np.int64)
         method = self.inference
+        params = self._check_inference()
         if method == "auto" and n_edges and L > MAX_ENUM_LABELS:
             # all samples in one compiled call: at most 50 rounds of 10 GDMM
             # iterations each, decodings improved by local search
@@ -600,7 +619,8 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         S = self.decision_function(X)
         for i in range(S.shape[0]):
             unary = np.stack([np.zeros(L), S[i]], axis=1)
-            out[i] = solve_map(graph_from_edges(unary, edges, tables), method=method).labels
+            out[i] = solve_map(graph_from_edges(unary, edges, tables), method=method,
+                               **params).labels
         return out
 
     def score(self, X, Y):

@@ -1,6 +1,7 @@
 """MAP, marginal and M-best back-ends behind one registry."""
 
-from .registry import available_methods, get_method, register_method, solve_map
+from .registry import (available_methods, get_method, method_parameters, register_method,
+                       solve_map)
 from .result import MapResult
 from .exact import chain_marginals, tree_marginals
 
@@ -9,6 +10,7 @@ __all__ = [
     "available_methods",
     "chain_marginals",
     "get_method",
+    "method_parameters",
     "register_method",
     "solve_map",
     "tree_marginals",

@@ -31,6 +31,7 @@ from ..graphs._graph_kernels import score_labelings
 from ..graphs.factor_graph import FactorGraph
 from ..graphs.structure import variable_factors
 from ._lp_kernels import local_search, perturb_ball
+from ._budget import check_time_limit, resolve_max_iter
 from .result import MapResult
 
 logger = logging.getLogger(__name__)
@@ -53,11 +54,12 @@ def check_params(method, params, defaults):
         )
     out = dict(defaults)
     out.update(params)
+    # the solve's clock starts here, so set-up and first-call compilation
+    # count against the time limit
+    out["start_time"] = time.perf_counter()
+    out["time_limit"] = check_time_limit(out["time_limit"])
+    out["max_iter"] = resolve_max_iter(out["max_iter"], out["time_limit"])
     integer(out, "max_iter")
-    tl = out["time_limit"]
-    if tl is not None and (isinstance(tl, bool) or not isinstance(tl, numbers.Real)
-                           or not tl > 0):
-        raise ValueError(f"time_limit must be a positive number or None, got {tl!r}")
     nonnegative(out, "tol")
     for name in ("verbose", "local_search"):
         if name in out and not isinstance(out[name], (bool, numbers.Integral)):
@@ -176,11 +178,15 @@ class Tracker:
         self.method = method
         self.max_iter = int(params["max_iter"])
         self.time_limit = params["time_limit"]
+        # iterations aim to end by this time, a little before the limit, so
+        # that closing the solve (decoding, the result) stays inside it
+        self.deadline = (None if self.time_limit is None
+                         else self.time_limit - min(0.02, 0.02 * self.time_limit))
         self.tol = float(params["tol"])
         self.stall_iter = int(params.get("stall_iter", 0) or 0)
         self.local = bool(params.get("local_search", True))
         self.verbose = int(params.get("verbose", 0))
-        self.t0 = time.perf_counter()
+        self.t0 = params.get("start_time", time.perf_counter())
         n = problem.graph.n_vars
         self.labels = np.zeros(n, dtype=np.int64)
         self.score = -np.inf
@@ -189,6 +195,8 @@ class Tracker:
         self.n_iter = 0
         self.status = "max_iter"
         self._last_gain = 0
+        self._step_end = 0.0  # elapsed time at the end of the previous iteration
+        self._iter_time = 0.0  # solver time of the last iteration (polish excluded)
         self.polish = float(params.get("polish", 0.0)) if self.local else 0.0
         if not 0.0 <= self.polish <= 10.0:
             raise ValueError(f"polish must lie in [0, 10], got {self.polish!r}")
@@ -202,7 +210,7 @@ class Tracker:
 
     def out_of_time(self):
         """Whether the time limit has passed (for solvers with long inner loops)."""
-        return self.time_limit is not None and time.perf_counter() - self.t0 >= self.time_limit
+        return self.deadline is not None and time.perf_counter() - self.t0 >= self.deadline
 
     def offer(self, labels):
         """Score a decoded labeling (after local search) and keep the best.
@@ -269,7 +277,8 @@ class Tracker:
             share *= 4.0
         budget = share * (elapsed - self._polish_time) - self._polish_time
         if self.time_limit is not None:
-            budget = min(budget, self.time_limit - elapsed)
+            # leave room for one more solver iteration before the limit
+            budget = min(budget, self.deadline - elapsed - self._iter_time)
         end = now + budget
         if self._walker is None:
             self._walker, self._walker_score = self.labels.copy(), self.score
@@ -300,6 +309,8 @@ class Tracker:
 
     def step(self, **record):
         """Close one iteration; returns True when the solver must stop."""
+        if self.n_iter:  # the first iteration holds set-up and compilation: no guide
+            self._iter_time = time.perf_counter() - self.t0 - self._step_end
         if self.rel_gap() > self.tol:
             self._polish()
         self.n_iter += 1
@@ -308,6 +319,7 @@ class Tracker:
                "upper_bound": self.ub, "rel_gap": gap}
         rec.update(record)
         self.history.append(rec)
+        self._step_end = rec["time"]
         if self.verbose:
             logger.info("%s iter %d score %.6g bound %.6g gap %.3g", self.method, self.n_iter,
                         self.score, self.ub, gap)
@@ -317,7 +329,8 @@ class Tracker:
         if self.n_iter >= self.max_iter:
             self.status = "max_iter"
             return True
-        if self.time_limit is not None and rec["time"] >= self.time_limit:
+        # stop when another iteration like the last one would end past the limit
+        if self.deadline is not None and rec["time"] + self._iter_time >= self.deadline:
             self.status = "time_limit"
             return True
         if self.stall_iter and self.n_iter - self._last_gain >= self.stall_iter:
@@ -355,7 +368,7 @@ class Tracker:
 
 
 COMMON_DEFAULTS = {
-    "max_iter": 1000,
+    "max_iter": None,
     "time_limit": None,
     "tol": 1e-6,
     "stall_iter": 0,

@@ -26,9 +26,11 @@ def psdd_map(graph, **params):
     Parameters
     ----------
     graph : FactorGraph
-    max_iter : int, default=1000
+    max_iter : int or None, default=None
+        Iteration cap; ``None``: 1000 without a time limit, none with one.
     time_limit : float or None, default=None
-        Seconds.
+        Seconds from the call (set-up and compilation included); the solver
+        stops before an iteration that would end past it.
     tol : float, default=1e-6
         Stop when ``(upper_bound - score) / max(1, |upper_bound|) <= tol``.
     stall_iter : int, default=0
@@ -78,4 +80,4 @@ def psdd_map(graph, **params):
     return tr.result()
 
 
-register_method("psdd", psdd_map)
+register_method("psdd", psdd_map, params=DEFAULTS)

@@ -47,6 +47,7 @@ from ._exact_kernels import (
     tree_max_product,
     tree_sum_product,
 )
+from ._budget import check_time_limit
 from .registry import register_method
 from .result import MapResult
 
@@ -73,7 +74,13 @@ def _no_params(method, params):
         )
 
 
-def _result(graph, labels, method, t0):
+def _start(time_limit):
+    """Validate the time limit (exact methods run to the end: the result
+    tells whether that was after the limit) and start the clock."""
+    return check_time_limit(time_limit), time.perf_counter()
+
+
+def _result(graph, labels, method, t0, time_limit):
     score = float(graph.score(labels))
     return MapResult(
         labels=labels,
@@ -85,6 +92,7 @@ def _result(graph, labels, method, t0):
         history=[],
         method=method,
         status="exact",
+        time_limit=time_limit,
     )
 
 
@@ -114,13 +122,16 @@ def _forest_schedule(graph, method):
     return var_order, var_parent, factor_order, factor_parent
 
 
-def viterbi_map(graph, **params):
+def viterbi_map(graph, *, time_limit=None, **params):
     """Exact MAP on a chain graph by max-sum dynamic programming.
 
     Parameters
     ----------
     graph : FactorGraph
         Every component a simple path of pairwise factors.
+    time_limit : float or None, default=None
+        Accepted for uniformity; the pass is not interrupted
+        (``result.over_time_limit`` tells whether it ended later).
 
     Returns
     -------
@@ -133,20 +144,22 @@ def viterbi_map(graph, **params):
     """
     _check_graph(graph)
     _no_params("viterbi", params)
-    t0 = time.perf_counter()
+    time_limit, t0 = _start(time_limit)
     order, link = _chain_schedule(graph, "viterbi")
     labels = np.zeros(graph.n_vars, dtype=np.int64)
     chain_max_product(*graph.arrays(), order, link, labels)
-    return _result(graph, labels, "viterbi", t0)
+    return _result(graph, labels, "viterbi", t0, time_limit)
 
 
-def tree_map(graph, **params):
+def tree_map(graph, *, time_limit=None, **params):
     """Exact MAP on a factor forest by max-product with back-tracking.
 
     Parameters
     ----------
     graph : FactorGraph
         Acyclic factor graph (factors of any order).
+    time_limit : float or None, default=None
+        As for :func:`viterbi_map`.
 
     Returns
     -------
@@ -159,13 +172,13 @@ def tree_map(graph, **params):
     """
     _check_graph(graph)
     _no_params("tree", params)
-    t0 = time.perf_counter()
+    time_limit, t0 = _start(time_limit)
     var_order, var_parent, factor_order, factor_parent = _forest_schedule(graph, "tree")
     labels = np.zeros(graph.n_vars, dtype=np.int64)
     tree_max_product(
         *graph.arrays(), var_order, var_parent, factor_order, factor_parent, labels
     )
-    return _result(graph, labels, "tree", t0)
+    return _result(graph, labels, "tree", t0, time_limit)
 
 
 def _log10_n_labelings(graph):
@@ -184,7 +197,7 @@ def _format_power_of_ten(log10_value):
     return f"{mantissa:.3g}e+{exponent}"
 
 
-def brute_force_map(graph, *, max_states=DEFAULT_MAX_STATES, **params):
+def brute_force_map(graph, *, max_states=DEFAULT_MAX_STATES, time_limit=None, **params):
     """Exact MAP by enumerating every labeling.
 
     Parameters
@@ -193,6 +206,8 @@ def brute_force_map(graph, *, max_states=DEFAULT_MAX_STATES, **params):
         Any structure.
     max_states : int or float, default=1e7
         Refuse graphs with more joint labelings than this.
+    time_limit : float or None, default=None
+        As for :func:`viterbi_map`.
 
     Returns
     -------
@@ -208,7 +223,7 @@ def brute_force_map(graph, *, max_states=DEFAULT_MAX_STATES, **params):
     _no_params("brute_force", params)
     if not np.isscalar(max_states) or not max_states > 0:
         raise ValueError(f"max_states must be a positive number, got {max_states!r}")
-    t0 = time.perf_counter()
+    time_limit, t0 = _start(time_limit)
     log_lab = _log10_n_labelings(graph)
     log_max = math.log10(max_states)
     if log_lab > log_max + 1e-9:
@@ -219,12 +234,12 @@ def brute_force_map(graph, *, max_states=DEFAULT_MAX_STATES, **params):
         )
     labels = np.zeros(graph.n_vars, dtype=np.int64)
     brute_force_max(*graph.arrays(), labels)
-    return _result(graph, labels, "brute_force", t0)
+    return _result(graph, labels, "brute_force", t0, time_limit)
 
 
 register_method("viterbi", viterbi_map, exact=True)
 register_method("tree", tree_map, exact=True)
-register_method("brute_force", brute_force_map, exact=True)
+register_method("brute_force", brute_force_map, exact=True, params=("max_states",))
 
 
 # ------------------------------------------------------------- marginals

@@ -95,8 +95,11 @@ def gdmm_map(graph, **params):
     Parameters
     ----------
     graph : FactorGraph
-    max_iter : int, default=1000
+    max_iter : int or None, default=None
+        Iteration cap; ``None``: 1000 without a time limit, none with one.
     time_limit : float or None, default=None
+        Seconds from the call (set-up and compilation included); the solver
+        stops before an iteration that would end past it.
     tol : float, default=1e-6
         Certified relative gap ``(upper_bound - score) / max(1, |upper_bound|)``.
     stall_iter : int, default=0
@@ -178,4 +181,4 @@ def gdmm_map(graph, **params):
     return tr.result()
 
 
-register_method("gdmm", gdmm_map)
+register_method("gdmm", gdmm_map, params=DEFAULTS)

@@ -202,4 +202,4 @@ def gdmm_binary_batch(unary, edges, weights, *, max_iter=50, inner=10, rho=0.1, 
     return labels, scores, bounds, rounds
 
 
-register_method("gdmm_binary", gdmm_binary_map)
+register_method("gdmm_binary", gdmm_binary_map, params=DEFAULTS)

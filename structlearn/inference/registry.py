@@ -1,28 +1,50 @@
 """Registry of MAP back-ends behind :func:`solve_map`.
 
-A back-end is a function ``solver(graph, **params) -> MapResult``.
-Back-ends register themselves with :func:`register_method`; ``method="auto"``
-picks an exact method from the graph's structure.
+A back-end is a function ``solver(graph, *, time_limit=None, **params) ->
+MapResult``.  Back-ends register themselves with :func:`register_method`,
+naming the parameters they take; :func:`solve_map` checks the parameters of
+every call against that list (one error message for every method) and hands
+every registered back-end the time limit.  ``method="auto"`` picks an exact
+method from the graph's structure.
 """
 
 import time
 
-__all__ = ["available_methods", "register_method", "solve_map", "get_method"]
+from ._budget import check_time_limit
+
+__all__ = ["available_methods", "get_method", "method_parameters", "register_method",
+           "solve_map"]
 
 _METHODS = {}
 
 
-def register_method(name, solver, *, exact=False):
+class _Method:
+    __slots__ = ("solver", "exact", "params")
+
+    def __init__(self, solver, exact, params):
+        self.solver = solver
+        self.exact = exact
+        self.params = params
+
+
+def register_method(name, solver, *, exact=False, params=()):
     """Add a MAP back-end under ``name``.
 
     Parameters
     ----------
     name : str
-    solver : callable ``(graph, **params) -> MapResult``
+    solver : callable ``(graph, *, time_limit=None, **params) -> MapResult``
+        Must accept ``time_limit`` (seconds or None).  An exact method that
+        cannot be interrupted still accepts it; the result then tells
+        whether it finished after the limit.
     exact : bool, default=False
         Whether the method returns a certified optimum when it applies.
+    params : iterable of str, default=()
+        Names of the other parameters the solver takes.
     """
-    _METHODS[name] = (solver, exact)
+    names = set(params)
+    names.add("time_limit")
+    _METHODS[name] = _Method(solver, bool(exact), tuple(sorted(names)))
     return solver
 
 
@@ -30,6 +52,15 @@ def available_methods():
     """Names accepted by ``solve_map(method=...)``, sorted, plus ``"auto"``."""
     _load_builtin()
     return ["auto"] + sorted(_METHODS)
+
+
+def _lookup(method):
+    _load_builtin()
+    if not isinstance(method, str) or method not in _METHODS:
+        raise ValueError(
+            f"unknown MAP method {method!r}; available methods: {', '.join(available_methods())}"
+        )
+    return _METHODS[method]
 
 
 def get_method(method):
@@ -40,17 +71,31 @@ def get_method(method):
     ValueError
         For an unknown name, listing the available ones.
     """
-    _load_builtin()
     if callable(method):
         return method
-    if not isinstance(method, str) or method not in _METHODS:
-        raise ValueError(
-            f"unknown MAP method {method!r}; available methods: {', '.join(available_methods())}"
+    return _lookup(method).solver
+
+
+def method_parameters(method):
+    """Sorted names of the parameters a registered method takes
+    (``time_limit`` included)."""
+    return _lookup(method).params
+
+
+def check_method_params(method, params):
+    """Raise ``TypeError`` naming the method and what it takes when ``params``
+    holds a name that the registered ``method`` does not take."""
+    accepted = method_parameters(method)
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise TypeError(
+            f"method {method!r} got unexpected parameter(s): {', '.join(unknown)}; "
+            f"method {method!r} takes: {', '.join(accepted)}"
         )
-    return _METHODS[method][0]
 
 
-def _auto_method(graph):
+def auto_method(graph):
+    """The method ``method="auto"`` runs on ``graph``."""
     from ..graphs.structure import is_chain, is_forest
 
     _load_builtin()
@@ -66,7 +111,7 @@ def _auto_method(graph):
     )
 
 
-def solve_map(graph, method="auto", **params):
+def solve_map(graph, method="auto", *, time_limit=None, **params):
     """Find a maximum-score labeling of a factor graph.
 
     Parameters
@@ -76,26 +121,56 @@ def solve_map(graph, method="auto", **params):
         A name from :func:`available_methods` or a callable
         ``(graph, **params) -> MapResult``. ``"auto"`` uses an exact method
         for chains and forests.
+    time_limit : float or None, default=None
+        Seconds, counted from this call (numba compilation on a first call
+        included).  Every registered method takes it: iterative ones run
+        until the limit or a certified optimum (their ``max_iter`` no longer
+        applies unless given), exact ones cannot be interrupted and report
+        in :attr:`MapResult.over_time_limit` whether they finished later.
+        A callable method receives it only when it is set.
     **params
-        Passed to the back-end.
+        Passed to the back-end; names it does not take raise ``TypeError``
+        (see :func:`method_parameters`).
 
     Returns
     -------
     result : MapResult
+        ``compile_time`` holds the seconds spent compiling kernels.
+
+    Raises
+    ------
+    TypeError
+        For a graph that is not a FactorGraph, a non-numeric time limit or a
+        parameter the method does not take.
+    ValueError
+        For an unknown method, a time limit that is not positive and
+        finite, or a method that does not fit the graph.
     """
+    from .._compile_timer import compile_timer
     from ..graphs import FactorGraph
 
     if not isinstance(graph, FactorGraph):
         raise TypeError(f"graph must be a FactorGraph, got {type(graph).__name__}")
-    if isinstance(method, str) and method == "auto":
-        method = _auto_method(graph)
-    solver = get_method(method)
+    time_limit = check_time_limit(time_limit)
     t0 = time.perf_counter()
-    result = solver(graph, **params)
+    if isinstance(method, str) and method == "auto":
+        method = auto_method(graph)
+    if callable(method):
+        solver = method
+        if time_limit is not None:
+            params = dict(params, time_limit=time_limit)
+    else:
+        solver = get_method(method)
+        check_method_params(method, params)
+        params = dict(params, time_limit=time_limit)
+    with compile_timer() as compiling:
+        result = solver(graph, **params)
     if not result.time:
         result.time = time.perf_counter() - t0
     if not result.method:
         result.method = method if isinstance(method, str) else getattr(method, "__name__", "")
+    result.compile_time = compiling.seconds
+    result.time_limit = time_limit
     return result
 
 

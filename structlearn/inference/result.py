@@ -1,6 +1,7 @@
 """The result type shared by every MAP back-end."""
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
@@ -33,6 +34,11 @@ class MapResult:
     status : str
         Why the method stopped: ``"exact"``, ``"gap"`` (certified relative gap
         below tol), ``"max_iter"``, ``"time_limit"`` or ``"stall"``.
+    compile_time : float
+        Seconds of ``time`` spent compiling kernels (or loading them from
+        numba's cache) on their first call; 0 once they are loaded.
+    time_limit : float or None
+        The time limit the method ran under.
     """
 
     labels: np.ndarray
@@ -44,6 +50,14 @@ class MapResult:
     history: list = field(default_factory=list)
     method: str = ""
     status: str = "exact"
+    compile_time: float = 0.0
+    time_limit: Optional[float] = None
+
+    @property
+    def over_time_limit(self):
+        """True when the method finished after its time limit (an exact
+        method, or one step that cannot be interrupted, ran past it)."""
+        return self.time_limit is not None and self.time > self.time_limit
 
     @property
     def gap(self):

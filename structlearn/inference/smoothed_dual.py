@@ -23,6 +23,7 @@ SMOOTH_DEFAULTS = dict(
     COMMON_DEFAULTS, tau=8.0, tau_max=2.0**13, anneal_factor=2.0, anneal_beta=1.0 / 6.0,
     grad_tol=1e-3, random_state=0,
 )
+FISTA_DEFAULTS = dict(SMOOTH_DEFAULTS, lipschitz=1.0)
 
 
 class Annealer:
@@ -83,7 +84,7 @@ def fista_map(graph, **params):
     result : MapResult
     """
     check_graph(graph)
-    p = check_params("fista", params, dict(SMOOTH_DEFAULTS, lipschitz=1.0))
+    p = check_params("fista", params, FISTA_DEFAULTS)
     ann = Annealer(p)
     lip = positive(p, "lipschitz") * ann.tau
     prob = Problem(graph)
@@ -181,5 +182,5 @@ def scm_map(graph, **params):
     return tr.result()
 
 
-register_method("fista", fista_map)
-register_method("scm", scm_map)
+register_method("fista", fista_map, params=FISTA_DEFAULTS)
+register_method("scm", scm_map, params=SMOOTH_DEFAULTS)

@@ -272,4 +272,4 @@ def trn_map(graph, **params):
     return tr.result()
 
 
-register_method("trn", trn_map)
+register_method("trn", trn_map, params=DEFAULTS)

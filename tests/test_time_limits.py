@@ -1,0 +1,240 @@
+"""Time limits: one ``time_limit`` for every MAP back-end, through the Python
+API, the command line and the estimators' predict back-ends; iteration caps
+that do not cut a budget short; compilation time reported apart."""
+
+import json
+import math
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from numba import njit
+
+from structlearn.__main__ import main
+from structlearn.estimators import GraphCRF, MultiLabelSSVM, SequenceSSVM
+from structlearn.graphs import FactorGraph, chain_graph, grid_graph, write_uai
+from structlearn.inference import MapResult, available_methods, method_parameters, solve_map
+from structlearn.inference._budget import DEFAULT_MAX_ITER
+
+METHODS = [m for m in available_methods() if m != "auto"]
+EXACT = ["viterbi", "tree", "brute_force"]
+LOOPY = [m for m in METHODS if m not in EXACT]
+# seconds a limited run may end after its limit: one iteration, the
+# decoding of the last one and the writing of the result
+ALLOWANCE = 0.75
+
+
+def potts_grid(n, k, seed=0):
+    """n x n grid with random unaries and frustrated Potts couplings."""
+    rng = np.random.default_rng(seed)
+    couplings = rng.uniform(-1.0, 1.0, size=2 * n * (n - 1))
+    return grid_graph(rng.normal(size=(n, n, k)), couplings[:, None, None] * np.eye(k))
+
+
+def frustrated_cycle():
+    """3-cycle of binary variables with repulsive couplings: the LP relaxation
+    is not tight, so no LP back-end certifies the optimum."""
+    rep = np.array([0.0, 1.0, 1.0, 0.0])
+    return FactorGraph([2, 2, 2], unary=np.zeros((3, 2)) + [0.0, 1e-3],
+                       scopes=[(0, 1), (1, 2), (0, 2)], tables=[rep, rep, rep])
+
+
+def small_graph_for(method):
+    if method == "viterbi":
+        return chain_graph(np.zeros((3, 2)), np.eye(2))
+    if method == "tree":
+        return FactorGraph([2, 2, 2], unary=np.zeros((3, 2)), scopes=[(0, 1, 2)],
+                           tables=[np.arange(8.0)])
+    return frustrated_cycle()
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("bad, error", [(-1, ValueError), (0, ValueError), (math.nan, ValueError),
+                                        (math.inf, ValueError), ("5", TypeError),
+                                        (True, TypeError)])
+def test_bad_time_limits_are_refused_by_every_method(method, bad, error):
+    with pytest.raises(error, match="time_limit must be a positive"):
+        solve_map(small_graph_for(method), method, time_limit=bad)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_takes_a_time_limit_and_reports_it(method):
+    graph = small_graph_for(method)  # loopy back-ends cannot certify it: they use the budget
+    res = solve_map(graph, method, time_limit=0.3)
+    assert isinstance(res, MapResult)
+    assert res.time_limit == 0.3 and res.over_time_limit is False, res.time
+    if method in LOOPY:
+        assert res.status in ("time_limit", "stall") and res.n_iter >= 1
+    assert 0.0 <= res.compile_time <= res.time + 1e-9 or res.compile_time <= 1e-3
+    assert "time_limit" in method_parameters(method)
+    assert res.score == graph.score(res.labels)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_unknown_parameters_get_one_message_for_every_method(method):
+    with pytest.raises(TypeError) as info:
+        solve_map(small_graph_for(method), method, bogus=1)
+    expected = (f"method {method!r} got unexpected parameter(s): bogus; method {method!r} "
+                f"takes: {', '.join(method_parameters(method))}")
+    assert str(info.value) == expected
+
+
+def test_exact_methods_cannot_be_interrupted_and_say_so():
+    graph = FactorGraph([3] * 8, unary=np.random.default_rng(0).normal(size=(8, 3)))
+    res = solve_map(graph, "brute_force", time_limit=1e-9)
+    assert res.status == "exact" and res.over_time_limit
+    assert res.score == pytest.approx(graph.unary.reshape(8, 3).max(axis=1).sum())
+
+
+@pytest.mark.parametrize("method", LOOPY)
+def test_a_time_limit_lifts_the_default_iteration_cap(method):
+    graph = frustrated_cycle()
+    free = solve_map(graph, method, polish=0.0, stall_iter=0)
+    if free.status == "stall":  # converged on its own terms; nothing to extend
+        pytest.skip(f"{method} stops by its own convergence rule on this graph")
+    assert free.status == "max_iter" and free.n_iter == DEFAULT_MAX_ITER
+    limited = solve_map(graph, method, time_limit=0.5, polish=0.0)
+    assert limited.status in ("time_limit", "stall")
+    assert limited.time <= 0.5 + ALLOWANCE
+    if limited.status == "time_limit":
+        assert limited.n_iter > DEFAULT_MAX_ITER or limited.time >= 0.25
+    # an explicit max_iter still applies under a time limit
+    capped = solve_map(graph, method, time_limit=30.0, max_iter=3, polish=0.0)
+    assert capped.status == "max_iter" and capped.n_iter == 3
+
+
+def test_psdd_runs_past_the_default_cap_under_a_time_limit():
+    res = solve_map(frustrated_cycle(), "psdd", time_limit=0.5, polish=0.0)
+    assert res.status == "time_limit"
+    assert res.n_iter > DEFAULT_MAX_ITER
+    assert 0.3 <= res.time <= 0.5 + ALLOWANCE
+
+
+def test_compile_time_is_measured_apart():
+    @njit
+    def fresh_kernel(x):  # not cached: compiled on its first call
+        total = 0.0
+        for i in range(x.shape[0]):
+            total += x[i] * x[i]
+        return total
+
+    def solver(graph, **params):
+        fresh_kernel(np.ones(3))
+        labels = np.zeros(graph.n_vars, dtype=np.int64)
+        return MapResult(labels, graph.score(labels), np.inf)
+
+    graph = frustrated_cycle()
+    first = solve_map(graph, solver)
+    assert first.compile_time > 0.01
+    assert first.compile_time <= first.time
+    again = solve_map(graph, solver)
+    assert again.compile_time == 0.0
+
+
+@pytest.fixture(scope="module")
+def grid_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("grids") / "potts30.uai"
+    write_uai(potts_grid(30, 2), path)
+    # load every back-end's kernels once, so the timed runs measure solving
+    for method in LOOPY:
+        solve_map(potts_grid(4, 2, seed=1), method, max_iter=3)
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", LOOPY)
+def test_cli_time_limit_holds_for_every_loopy_method(capsys, grid_file, method):
+    limit = 1.5
+    t0 = time.perf_counter()
+    status = main(["map", str(grid_file), "--method", method, "--time-limit", str(limit),
+                   "--no-write"])
+    wall = time.perf_counter() - t0
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    record = json.loads(out)
+    assert wall <= limit + ALLOWANCE, record
+    assert record["status"] in ("time_limit", "gap"), record
+    assert record["time_limit"] == limit
+    assert record["wall_time"] <= wall
+    assert record["n_iter"] >= 1 and record["compile_time"] >= 0.0
+
+
+@pytest.mark.slow
+def test_cli_subprocess_time_limit_holds(grid_file):
+    limit = 2.0
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "structlearn", "map", str(grid_file),
+                           "--method", "gdmm", "--time-limit", str(limit), "--no-write"],
+                          capture_output=True, text=True, timeout=120)
+    wall = time.perf_counter() - t0
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(proc.stdout)
+    # the interpreter's own start and exit come on top of the command's budget
+    assert record["wall_time"] <= limit + ALLOWANCE
+    assert wall <= limit + ALLOWANCE + 2.0
+    assert record["status"] in ("time_limit", "gap")
+
+
+def _chains(n=12, length=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(size=(length, 4)) for _ in range(n)]
+    y = [rng.integers(0, 3, size=length) for _ in range(n)]
+    return X, y
+
+
+def test_sequence_ssvm_passes_inference_params_to_its_back_end(monkeypatch):
+    X, y = _chains()
+    model = SequenceSSVM(max_iter=5, inference="gdmm", random_state=0,
+                         inference_params={"time_limit": 5.0, "tol": 1e-4}).fit(X, y)
+    seen = []
+    import structlearn.inference as inference
+
+    real = inference.solve_map
+
+    def spy(graph, method="auto", **params):
+        seen.append((method, params))
+        return real(graph, method, **params)
+
+    monkeypatch.setattr(inference, "solve_map", spy)
+    pred = model.predict(X)
+    assert len(pred) == len(X)
+    assert seen and all(p == {"time_limit": 5.0, "tol": 1e-4} for _, p in seen)
+    monkeypatch.undo()
+    exact = SequenceSSVM(max_iter=5, random_state=0).fit(X, y).predict(X)
+    assert all(np.array_equal(a, b) for a, b in zip(exact, SequenceSSVM(
+        max_iter=5, random_state=0, inference_params={"time_limit": 1.0}).fit(X, y).predict(X)))
+
+
+@pytest.mark.parametrize("params, error, pattern", [
+    ({"bogus": 1}, TypeError, "method 'gdmm' got unexpected parameter"),
+    ({"time_limit": -1}, ValueError, r"inference_params\['time_limit'\] must be a positive"),
+    ([("time_limit", 1)], TypeError, "inference_params must be a dict"),
+])
+def test_bad_inference_params_are_refused_in_fit(params, error, pattern):
+    X, y = _chains()
+    with pytest.raises(error, match=pattern):
+        SequenceSSVM(max_iter=2, inference="gdmm", inference_params=params).fit(X, y)
+
+
+def test_builtin_predictors_take_no_inference_params():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 5))
+    Y = (rng.random((20, 3)) < 0.5).astype(int)
+    with pytest.raises(ValueError, match="built-in predictor"):
+        MultiLabelSSVM(max_iter=2, inference_params={"time_limit": 1.0}).fit(X, Y)
+    model = MultiLabelSSVM(max_iter=5, inference="ad3",
+                           inference_params={"time_limit": 2.0}).fit(X, Y)
+    assert model.predict(X).shape == Y.shape
+
+
+def test_graph_crf_auto_takes_only_a_time_limit():
+    rng = np.random.default_rng(0)
+    edges = np.array([[0, 1], [1, 2], [0, 2]])
+    X = [(rng.normal(size=(3, 2)), edges) for _ in range(4)]
+    y = [rng.integers(0, 2, size=3) for _ in range(4)]
+    with pytest.raises(ValueError, match="only 'time_limit' applies"):
+        GraphCRF(max_iter=2, inference_params={"tol": 1e-3}).fit(X, y)
+    model = GraphCRF(max_iter=2, inference_params={"time_limit": 2.0}).fit(X, y)
+    assert [p.shape for p in model.predict(X)] == [(3,)] * 4
