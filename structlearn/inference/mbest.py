@@ -1,0 +1,283 @@
+"""M-best MAP: the ``m`` highest-scoring labelings of a factor graph.
+
+:func:`solve_mbest` dispatches to a registry of back-ends, like
+:func:`structlearn.inference.solve_map`:
+
+``"kbest_chain"``
+    Exact list Viterbi on chains (any disjoint union of paths):
+    ``O(n K (K + m log K))``.
+``"nilsson"``
+    Lawler-Nilsson partitioning over any MAP back-end (``map_method``): the
+    space of labelings not yet listed is split into label-constrained
+    subspaces (a prefix of the last labeling's variables fixed, the next one
+    excluded), each solved lazily by the MAP back-end with the constraints as
+    ``-inf`` unary scores (the tables are shared, never copied).  Exact with
+    an exact sub-solver; with an LP back-end each rank carries a certified
+    upper bound built from the sub-solvers' bounds.
+``"steelars"``
+    The spanning-tree-inequality Lagrangian relaxation of the M-best MAP LP
+    (see :mod:`structlearn.inference.steelars`).
+``"brute_force"``
+    Enumeration, for tiny graphs.
+``"auto"``
+    ``kbest_chain`` on chains, ``nilsson`` over the exact ``tree`` method on
+    forests, else ``nilsson`` over ``method="auto"`` of :func:`solve_map`
+    (an LP back-end with certified bounds).
+
+Only labelings with a finite score are listed: a graph with fewer than ``m``
+of them gets all of them (status ``"exhausted"``), one with none gets status
+``"infeasible"`` and no labelings.
+"""
+
+import heapq
+import math
+import numbers
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from ..graphs.factor_graph import FactorGraph
+from ._budget import check_time_limit
+
+__all__ = ["MBestResult", "available_mbest_methods", "register_mbest_method", "solve_mbest"]
+
+STATUSES = ("exact", "bounded", "exhausted", "infeasible", "time_limit")
+
+
+@dataclass
+class MBestResult:
+    """Outcome of an M-best MAP solve.
+
+    Attributes
+    ----------
+    labels : ndarray of int64, shape (n_found, n_vars)
+        Labelings, best first (non-increasing score).
+    scores : ndarray of float64, shape (n_found,)
+        ``graph.score`` of each labeling.
+    upper_bounds : ndarray of float64, shape (n_found,)
+        Certified upper bound on the true score of rank ``r`` (the ``r``-th
+        best labeling of the graph); equal to ``scores`` where a rank is
+        certified exact.
+    n_requested : int
+        The ``m`` asked for.
+    method : str
+    time : float
+        Wall-clock seconds.
+    status : str
+        ``"exact"``: ``m`` ranks, every one certified; ``"bounded"``: ``m``
+        ranks, some with an open gap; ``"exhausted"``: fewer than ``m``
+        labelings have a finite score and all of them are listed;
+        ``"infeasible"``: no labeling has a finite score;
+        ``"time_limit"``: stopped with the ranks found so far.
+    history : list of dict
+        Per-rank records of the back-end (method-specific keys).
+    compile_time : float
+        Seconds spent compiling kernels on their first call.
+    time_limit : float or None
+    """
+
+    labels: np.ndarray
+    scores: np.ndarray
+    upper_bounds: np.ndarray
+    n_requested: int
+    method: str = ""
+    time: float = 0.0
+    status: str = "exact"
+    history: list = field(default_factory=list)
+    compile_time: float = 0.0
+    time_limit: Optional[float] = None
+
+    @property
+    def n_found(self):
+        """Number of labelings returned."""
+        return int(self.scores.shape[0])
+
+    @property
+    def gaps(self):
+        """``upper_bounds - scores`` per rank (0 where certified)."""
+        return self.upper_bounds - self.scores
+
+    @property
+    def exact(self):
+        """Per-rank bool: the rank is certified (bound equals score up to rounding)."""
+        tol = 1e-9 * np.maximum(1.0, np.abs(self.scores))
+        return self.upper_bounds - self.scores <= tol
+
+
+def make_result(graph, labels, scores, bounds, m, method, status, t0, history=()):
+    """Assemble an :class:`MBestResult` from lists (rescoring on the graph)."""
+    n = graph.n_vars
+    labels = np.asarray(labels, dtype=np.int64).reshape(-1, n)
+    scores = np.asarray(scores, dtype=np.float64).reshape(-1)
+    bounds = np.maximum(np.asarray(bounds, dtype=np.float64).reshape(-1), scores)
+    return MBestResult(labels=labels, scores=scores, upper_bounds=bounds, n_requested=int(m),
+                       method=method, time=time.perf_counter() - t0, status=status,
+                       history=list(history))
+
+
+def final_status(result_scores, bounds, m, exhausted):
+    """Status of a finished run that was not stopped by its time limit."""
+    if len(result_scores) == 0:
+        return "infeasible"
+    if len(result_scores) < m:
+        return "exhausted" if exhausted else "bounded"
+    scores = np.asarray(result_scores, dtype=np.float64)
+    tol = 1e-9 * np.maximum(1.0, np.abs(scores))
+    return "exact" if np.all(np.asarray(bounds) - scores <= tol) else "bounded"
+
+
+# ----------------------------------------------------------------- registry
+_MBEST = {}
+
+
+def register_mbest_method(name, solver, *, exact=False, params=()):
+    """Add an M-best back-end ``solver(graph, m, *, time_limit=None, **params)``.
+
+    Parameters
+    ----------
+    name : str
+    solver : callable returning :class:`MBestResult`
+    exact : bool, default=False
+        Whether the method certifies every rank when it applies.
+    params : iterable of str
+        The other parameters it takes (``time_limit`` is implied).
+    """
+    names = set(params) | {"time_limit"}
+    _MBEST[name] = (solver, bool(exact), tuple(sorted(names)))
+    return solver
+
+
+def available_mbest_methods():
+    """Names accepted by ``solve_mbest(method=...)``, sorted, plus ``"auto"``."""
+    _load_builtin()
+    return ["auto"] + sorted(_MBEST)
+
+
+def _lookup(method):
+    _load_builtin()
+    if not isinstance(method, str) or method not in _MBEST:
+        raise ValueError(f"unknown M-best method {method!r}; available methods: "
+                         f"{', '.join(available_mbest_methods())}")
+    return _MBEST[method]
+
+
+def mbest_method_parameters(method):
+    """Sorted parameter names of a registered M-best method."""
+    return _lookup(method)[2]
+
+
+def auto_mbest_method(graph):
+    """``(method, params)`` that ``method="auto"`` runs on ``graph``."""
+    from ..graphs.structure import is_chain, is_forest
+
+    if is_chain(graph):
+        return "kbest_chain", {}
+    if is_forest(graph):
+        return "nilsson", {"map_method": "tree"}
+    return "nilsson", {}
+
+
+def check_m(m):
+    """``m`` as an int >= 1 (bools and non-integers rejected)."""
+    if isinstance(m, bool) or not isinstance(m, numbers.Integral):
+        raise TypeError(f"m must be an integer >= 1, got {m!r}")
+    if m < 1:
+        raise ValueError(f"m must be an integer >= 1, got {m!r}")
+    return int(m)
+
+
+def solve_mbest(graph, m, method="auto", *, time_limit=None, **params):
+    """The ``m`` highest-scoring labelings of a factor graph.
+
+    Parameters
+    ----------
+    graph : FactorGraph
+    m : int
+        Number of labelings (>= 1).
+    method : str, default="auto"
+        A name from :func:`available_mbest_methods`.
+    time_limit : float or None, default=None
+        Seconds; a run stopped by it returns the ranks found so far with
+        status ``"time_limit"``.
+    **params
+        Passed to the back-end (names it does not take raise ``TypeError``).
+
+    Returns
+    -------
+    result : MBestResult
+
+    Raises
+    ------
+    TypeError
+        For a graph that is not a FactorGraph, a non-integer ``m``, a
+        non-numeric time limit or an unknown parameter.
+    ValueError
+        For ``m < 1``, an unknown method, a bad time limit or a method that
+        does not fit the graph.
+    """
+    from .._compile_timer import compile_timer
+
+    if not isinstance(graph, FactorGraph):
+        raise TypeError(f"graph must be a FactorGraph, got {type(graph).__name__}")
+    m = check_m(m)
+    time_limit = check_time_limit(time_limit)
+    if isinstance(method, str) and method == "auto":
+        method, extra = auto_mbest_method(graph)
+        params = dict(extra, **params)
+    solver, _, accepted = _lookup(method)
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise TypeError(f"method {method!r} got unexpected parameter(s): {', '.join(unknown)}; "
+                        f"method {method!r} takes: {', '.join(accepted)}")
+    with compile_timer() as compiling:
+        result = solver(graph, m, time_limit=time_limit, **params)
+    result.method = result.method or method
+    result.compile_time = compiling.seconds
+    result.time_limit = time_limit
+    return result
+
+
+_LOADED = False
+
+
+def _load_builtin():
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    from . import mbest_exact, nilsson  # noqa: F401  (register themselves)
+
+
+def _log10_labelings(graph):
+    return float(np.log10(graph.n_states.astype(np.float64)).sum()) if graph.n_vars else 0.0
+
+
+def count_labelings_upto(graph, limit):
+    """Number of joint labelings, or ``limit + 1`` when it exceeds ``limit``."""
+    if _log10_labelings(graph) > math.log10(limit) + 1e-9:
+        return limit + 1
+    return int(np.prod(graph.n_states.astype(object))) if graph.n_vars else 1
+
+
+class Deadline:
+    """Time left of a budget (``None``: no limit)."""
+
+    def __init__(self, time_limit, t0=None):
+        self.time_limit = time_limit
+        self.t0 = time.perf_counter() if t0 is None else t0
+
+    def left(self):
+        if self.time_limit is None:
+            return None
+        return self.time_limit - (time.perf_counter() - self.t0)
+
+    def passed(self):
+        left = self.left()
+        return left is not None and left <= 0
+
+
+def heap_push(heap, key, counter, item):
+    """Max-heap push with FIFO order among equal keys."""
+    heapq.heappush(heap, (-key, counter, item))
