@@ -247,7 +247,7 @@ def _load_builtin():
     if _LOADED:
         return
     _LOADED = True
-    from . import mbest_exact, nilsson  # noqa: F401  (register themselves)
+    from . import mbest_exact, nilsson, steelars  # noqa: F401  (register themselves)
 
 
 def _log10_labelings(graph):
