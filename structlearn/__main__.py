@@ -2,10 +2,12 @@
 
 Commands
 --------
-``map FILE.uai [--evid F] [--method M] [--time-limit S] [--out FILE.MAP]``
+``map FILE.uai [--evid F] [--method M] [--time-limit S] [--m-best M] [--out FILE]``
     Read a UAI network, find a MAP labeling with
-    :func:`structlearn.inference.solve_map`, print one JSON line and write the
-    labeling in UAI ``.MAP`` format.
+    :func:`structlearn.inference.solve_map` (or the ``M`` best with
+    :func:`structlearn.inference.solve_mbest`), print one JSON line and write
+    the labeling in UAI ``.MAP`` format (the ranked labelings in ``.MBEST``
+    format).
 ``demo [...]``
     Train a sequence model on the bundled OCR letters (arguments go to the
     demo; ``demo --help`` lists them).
@@ -37,7 +39,7 @@ class _CliError(Exception):
 
 def _parser():
     from . import __version__
-    from .inference import available_methods
+    from .inference import available_mbest_methods, available_methods
 
     parser = argparse.ArgumentParser(
         prog="structlearn",
@@ -80,6 +82,18 @@ def _parser():
         ),
     )
     m.add_argument(
+        "--m-best",
+        type=int,
+        metavar="M",
+        help=(
+            "list the M best labelings instead of one (methods: "
+            f"{', '.join(available_mbest_methods())}; default auto): the JSON line holds "
+            "their scores and certified upper bounds, the solution file (default: the "
+            "network's file name plus .MBEST) one line per rank 'rank score upper_bound n "
+            "l_1 ... l_n' after an 'MBEST M' header"
+        ),
+    )
+    m.add_argument(
         "--param",
         "-p",
         action="append",
@@ -102,11 +116,11 @@ def _parser():
     return parser
 
 
-def _default_out(path):
+def _default_out(path, suffix=".MAP"):
     name = os.path.basename(path)
     if name.endswith(".gz"):
         name = name[: -len(".gz")]
-    return name + ".MAP"
+    return name + suffix
 
 
 def _parse_params(items):
@@ -140,12 +154,26 @@ def _run_map(args, started):
                                             and math.isfinite(args.time_limit)):
         raise _CliError(f"--time-limit must be a positive, finite number of seconds, "
                         f"got {args.time_limit}", _EXIT_USAGE)
-    if args.method != "auto":
+    if args.m_best is not None and args.m_best < 1:
+        raise _CliError(f"--m-best must be an integer >= 1, got {args.m_best}", _EXIT_USAGE)
+    if args.method != "auto" and args.m_best is None:
         try:
             get_method(args.method)
             check_method_params(args.method, params)
         except (ValueError, TypeError) as exc:
             raise _CliError(str(exc), _EXIT_USAGE) from None
+    if args.method != "auto" and args.m_best is not None:
+        from .inference.mbest import mbest_method_parameters
+
+        try:
+            accepted = mbest_method_parameters(args.method)
+        except ValueError as exc:
+            raise _CliError(str(exc), _EXIT_USAGE) from None
+        unknown = sorted(set(params) - set(accepted))
+        if unknown:
+            raise _CliError(f"method {args.method!r} got unexpected parameter(s): "
+                            f"{', '.join(unknown)}; method {args.method!r} takes: "
+                            f"{', '.join(accepted)}", _EXIT_USAGE)
 
     t0 = time.perf_counter()
     try:
@@ -161,6 +189,8 @@ def _run_map(args, started):
         # the budget counts from the start of the command: what reading took
         # is gone (a solver handed a spent budget does one step and stops)
         time_limit = max(args.time_limit - (time.perf_counter() - started), 1e-3)
+    if args.m_best is not None:
+        return _run_mbest(args, graph, params, time_limit, started, read_time)
     try:
         method = auto_method(graph) if args.method == "auto" else args.method
         result = solve_map(graph, method=method, time_limit=time_limit, **params)
@@ -199,6 +229,46 @@ def _run_map(args, started):
     }
     print(json.dumps(record, allow_nan=False))
     return 0
+
+
+def _run_mbest(args, graph, params, time_limit, started, read_time):
+    from .graphs import write_uai_solutions
+    from .inference import solve_mbest
+
+    try:
+        result = solve_mbest(graph, args.m_best, method=args.method, time_limit=time_limit,
+                             **params)
+    except (ValueError, TypeError) as exc:
+        raise _CliError(str(exc), _EXIT_USAGE) from None
+    out = None
+    if not args.no_write and result.n_found:
+        out = args.out if args.out else _default_out(args.file, ".MBEST")
+        try:
+            write_uai_solutions(result.labels, result.scores, result.upper_bounds, out)
+        except OSError as exc:
+            raise _CliError(f"cannot write the solutions: {_describe(exc)}", _EXIT_FILE) from None
+    wall = time.perf_counter() - started
+    record = {
+        "file": args.file,
+        "method": result.method,
+        "m": int(args.m_best),
+        "n_found": result.n_found,
+        "scores": [_json_float(x) for x in result.scores],
+        "upper_bounds": [_json_float(x) for x in result.upper_bounds],
+        "status": result.status,
+        "time": round(float(result.time), 6),
+        "compile_time": round(float(result.compile_time), 6),
+        "read_time": round(read_time, 6),
+        "wall_time": round(wall, 6),
+        "time_limit": args.time_limit,
+        "over_time_limit": bool(args.time_limit is not None and wall > args.time_limit),
+        "n_vars": int(graph.n_vars),
+        "n_factors": int(graph.n_factors),
+        "solution": out,
+    }
+    print(json.dumps(record, allow_nan=False))
+    # a graph without a feasible labeling is an answer, but not a solution
+    return _EXIT_FILE if result.status == "infeasible" else 0
 
 
 def _describe(exc):

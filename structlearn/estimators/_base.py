@@ -20,7 +20,7 @@ __all__ = ["SequenceEstimatorMixin"]
 
 
 class SequenceEstimatorMixin:
-    """Mixin giving ``predict``, ``score`` and ``decision_function``.
+    """Mixin giving ``predict``, ``predict_topk``, ``score`` and ``decision_function``.
 
     Requires fitted attributes ``coef_``, ``transition_``, ``classes_`` and
     ``n_features_in_``. Labels are decoded to ``classes_``, so a label never
@@ -78,6 +78,42 @@ class SequenceEstimatorMixin:
         Xcat, offsets, _ = self._check_X(X)
         labels = self.classes_[self._decode(Xcat, offsets)]
         return np.split(labels, offsets[1:-1])
+
+    def predict_topk(self, X, k=5):
+        """The ``k`` highest-scoring label sequences of each input sequence.
+
+        Exact list Viterbi over the fitted chain model
+        (:func:`structlearn.inference._kbest_kernels.kbest_sequences`), all
+        sequences in one compiled call; rank 0 is :meth:`predict`'s answer.
+
+        Parameters
+        ----------
+        X : list of {ndarray, sparse matrix}, each (n_tokens_i, n_features)
+        k : int, default=5
+
+        Returns
+        -------
+        labels : list of ndarray, each of shape (k_i, n_tokens_i)
+            Label sequences (from ``classes_``), best first; ``k_i = min(k,
+            n_classes ** n_tokens_i)``.
+        scores : list of ndarray, each of shape (k_i,)
+            Their chain scores (unary plus transition scores).
+        """
+        from ..inference._kbest_kernels import kbest_sequences
+        from ..inference.mbest import check_m
+
+        k = check_m(k)
+        Xcat, offsets, _ = self._check_X(X)
+        unary = self._unary_scores(Xcat)
+        trans = np.ascontiguousarray(self.transition_, dtype=np.float64)
+        n_seq = offsets.shape[0] - 1
+        codes = np.zeros((unary.shape[0], k), dtype=np.int64)
+        scores = np.empty((n_seq, k))
+        found = np.zeros(n_seq, dtype=np.int64)
+        kbest_sequences(unary, offsets, trans, k, codes, scores, found)
+        labels = [self.classes_[codes[offsets[s]:offsets[s + 1], :found[s]].T]
+                  for s in range(n_seq)]
+        return labels, [scores[s, :found[s]].copy() for s in range(n_seq)]
 
     def score(self, X, y):
         """Token accuracy: fraction of tokens whose label is predicted right.

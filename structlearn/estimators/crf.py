@@ -547,6 +547,35 @@ class GraphCRF(BaseEstimator):
         params = self._inference_params()
         return [self.classes_[self._decode(*s, params)] for s in self._samples(X)]
 
+    def predict_topk(self, X, k=5):
+        """The ``k`` highest-scoring labelings of each sample graph.
+
+        :func:`structlearn.inference.solve_mbest` with ``method="auto"``:
+        exact on chains and forests; on loopy graphs Lawler-Nilsson
+        partitioning over LP-relaxed MAP, each rank with a certified bound.
+
+        Parameters
+        ----------
+        X : list of tuples (node_features, edges[, edge_bins])
+        k : int, default=5
+
+        Returns
+        -------
+        labels : list of ndarray, each of shape (k_i, n_nodes_i)
+            Labelings (from ``classes_``), best first.
+        scores : list of ndarray, each of shape (k_i,)
+        """
+        from ..graphs import graph_from_edges
+        from ..inference.mbest import check_m, solve_mbest
+
+        k = check_m(k)
+        labels, scores = [], []
+        for unary, edges, bins in self._samples(X):
+            res = solve_mbest(graph_from_edges(unary, edges, self.pairwise_[bins]), k)
+            labels.append(self.classes_[res.labels])
+            scores.append(res.scores)
+        return labels, scores
+
     def score(self, X, y):
         """Node accuracy over all samples.
 

@@ -2,7 +2,8 @@
 
 from .builders import chain_graph, complete_graph, graph_from_edges, grid_edges, grid_graph
 from .factor_graph import FactorGraph
-from .uai import read_uai, read_uai_evidence, read_uai_solution, write_uai, write_uai_solution
+from .uai import (read_uai, read_uai_evidence, read_uai_solution, read_uai_solutions, write_uai,
+                  write_uai_solution, write_uai_solutions)
 from .structure import (
     bfs_schedule,
     chain_order,
@@ -28,6 +29,8 @@ __all__ = [
     "read_uai",
     "read_uai_evidence",
     "read_uai_solution",
+    "read_uai_solutions",
     "write_uai",
     "write_uai_solution",
+    "write_uai_solutions",
 ]

@@ -52,6 +52,8 @@ __all__ = [
     "read_uai_solution",
     "write_uai",
     "write_uai_solution",
+    "write_uai_solutions",
+    "read_uai_solutions",
 ]
 
 NETWORK_TYPES = ("MARKOV", "BAYES")
@@ -645,6 +647,67 @@ def write_uai_solution(labels, path):
         raise ValueError("labels must be non-negative integers")
     body = " ".join(map(str, arr.astype(np.int64).tolist()))
     _write_text(f"MAP\n{arr.size}{' ' if arr.size else ''}{body}\n", path)
+
+def write_uai_solutions(labels, scores, upper_bounds, path):
+    """Write ranked labelings (M-best) as text: ``MBEST m`` then one line per
+    rank ``rank score upper_bound n l_1 ... l_n`` (``inf``/``-inf`` spelled
+    out).
+
+    Parameters
+    ----------
+    labels : array-like of int, shape (m, n_vars)
+    scores, upper_bounds : array-like of float, shape (m,)
+    path : str, path-like or text file object
+    """
+    arr = np.asarray(labels)
+    if arr.ndim != 2:
+        raise ValueError(f"labels must be 2-D (ranks, variables), got shape {arr.shape}")
+    if arr.size and (not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0):
+        raise ValueError("labels must be non-negative integers")
+    scores = np.asarray(scores, dtype=np.float64).reshape(-1)
+    bounds = np.asarray(upper_bounds, dtype=np.float64).reshape(-1)
+    if scores.shape[0] != arr.shape[0] or bounds.shape[0] != arr.shape[0]:
+        raise ValueError("labels, scores and upper_bounds must have one entry per rank")
+    lines = [f"MBEST {arr.shape[0]}"]
+    for r in range(arr.shape[0]):
+        body = " ".join(map(str, arr[r].astype(np.int64).tolist()))
+        lines.append(f"{r + 1} {float(scores[r])!r} {float(bounds[r])!r} {arr.shape[1]}"
+                     f"{' ' if body else ''}{body}")
+    _write_text("\n".join(lines) + "\n", path)
+
+
+def read_uai_solutions(path):
+    """Read a file written by :func:`write_uai_solutions`.
+
+    Returns
+    -------
+    labels : ndarray of int64, shape (m, n_vars)
+    scores, upper_bounds : ndarray of float64, shape (m,)
+    """
+    text, source = _read_text(path)
+    rows = [line.split() for line in text.splitlines() if line.strip()]
+    if not rows or rows[0][0] != "MBEST" or len(rows[0]) != 2:
+        raise ValueError(f"{source}: not an M-best solution file (no 'MBEST m' header)")
+    try:
+        m = int(rows[0][1])
+    except ValueError:
+        raise ValueError(f"{source}: bad rank count {rows[0][1]!r} in the header") from None
+    if len(rows) - 1 != m:
+        raise ValueError(f"{source}: header announces {m} ranks, found {len(rows) - 1}")
+    labels, scores, bounds = [], [], []
+    for line_no, row in enumerate(rows[1:], start=2):
+        try:
+            n = int(row[3])
+            if len(row) != 4 + n:
+                raise ValueError
+            scores.append(float(row[1]))
+            bounds.append(float(row[2]))
+            labels.append([int(v) for v in row[4:]])
+        except (ValueError, IndexError):
+            raise ValueError(f"{source}: malformed rank on line {line_no}") from None
+    n_vars = len(labels[0]) if labels else 0
+    return (np.asarray(labels, dtype=np.int64).reshape(m, n_vars),
+            np.asarray(scores), np.asarray(bounds))
 
 
 # ------------------------------------------------------------------ writing
