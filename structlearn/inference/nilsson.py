@@ -25,7 +25,6 @@ import numpy as np
 
 from .mbest import Deadline, final_status, heap_push, make_result, register_mbest_method
 from .registry import auto_method, check_method_params, get_method, solve_map
-from .registry import _lookup as _map_lookup
 
 __all__ = ["nilsson_mbest"]
 
@@ -122,7 +121,6 @@ def nilsson_mbest(graph, m, *, map_method="auto", map_params=None, sub_time_limi
     if "time_limit" in params:
         raise TypeError("give the subspace time limit as sub_time_limit, not in map_params")
     check_method_params(method, params)
-    exact_solver = _map_lookup(method).exact
     part = _Partition(graph)
 
     def solve(node):
@@ -133,8 +131,7 @@ def nilsson_mbest(graph, m, *, map_method="auto", map_params=None, sub_time_limi
         if tl is not None:
             tl = max(tl, 1e-3)
         res = solve_map(part.subgraph(unary), method, time_limit=tl, **params)
-        ub = res.score if exact_solver else max(res.upper_bound, res.score)
-        return res, unary, fixed, ub
+        return res, unary, fixed, max(res.upper_bound, res.score)
 
     heap, counter = [], 0
     listed, scores, open_bounds, history = [], [], [], []

@@ -184,4 +184,4 @@ def _load_builtin():
         return
     _LOADED = True
     from . import exact  # noqa: F401  (registers viterbi, tree, brute_force)
-    from . import ad3, dual_decomposition, gdmm, gdmm_binary, smoothed_dual, trn  # noqa: F401
+    from . import ad3, dual_decomposition, gdmm, gdmm_binary, ilp, smoothed_dual, trn  # noqa: F401
