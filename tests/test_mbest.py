@@ -118,6 +118,17 @@ def test_steelars_finds_the_exact_second_best_on_trees(seed):
 
 
 @pytest.mark.parametrize("seed", range(6))
+def test_steelars_paper_step_rule_keeps_certified_bounds(seed):
+    rng = np.random.default_rng(450 + seed)
+    tree = random_tree(rng, 6, 3)
+    check_bounds(tree, solve_mbest(tree, 3, "steelars", step_rule="paper", max_iter=300), 3)
+    grid = grid_graph(rng.normal(size=(2, 3, 2)), rng.normal(size=(7, 2, 2)))
+    check_bounds(grid, solve_mbest(grid, 3, "steelars", step_rule="paper", max_iter=200), 3)
+    with pytest.raises(ValueError, match="step_rule"):
+        solve_mbest(tree, 2, "steelars", step_rule="newton")
+
+
+@pytest.mark.parametrize("seed", range(6))
 def test_steelars_bounds_on_loopy_graphs_and_forests(seed):
     rng = np.random.default_rng(500 + seed)
     grid = grid_graph(rng.normal(size=(2, 3, 2)), rng.normal(size=(7, 2, 2)))
