@@ -191,6 +191,21 @@ class _Ranker:
     def excluded(self, x):
         return x.tobytes() in self.keys
 
+    def start_rank(self):
+        self._ub, self._best, self._last, self._n = np.inf, -np.inf, 0, 0
+
+    def should_stop(self, ub, best_score):
+        """Certified, out of time, or ``stall_iter`` iterations without a
+        better bound or labeling."""
+        self._n += 1
+        if _certified(ub, best_score, self.p["tol"]) or self.deadline.passed():
+            return True
+        if ub < self._ub - 1e-9 * max(1.0, abs(ub)) or best_score > self._best:
+            self._last = self._n
+        self._ub, self._best = min(self._ub, ub), max(self._best, best_score)
+        stall = self.p["stall_iter"]
+        return bool(stall) and self._n - self._last >= stall
+
     def add(self, x):
         self.listed.append(x.copy())
         self.keys.add(x.tobytes())
@@ -247,7 +262,7 @@ def _rank_tree(rk, pg, sub, listed, tree_edges, max_iter, t_hist):
         g = np.array([_agreement(pg, tree_edges, x, y) for y in listed])
         if not np.any(g >= 1.0):
             rk.offer(x, best)
-        if _certified(ub, best[1], p["tol"]) or rk.deadline.passed():
+        if rk.should_stop(ub, best[1]):
             break
         if val > prev:
             eta += 1
@@ -338,7 +353,7 @@ def _rank_loopy(rk, pg, forests, listed, max_iter, t_hist):
         ub = min(ub, val)
         for sub in subs:
             rk.offer(sub.x, best)
-        if _certified(ub, best[1], p["tol"]) or rk.deadline.passed():
+        if rk.should_stop(ub, best[1]):
             break
         # running averages from the tree-cover solutions
         for m in range(r):
@@ -385,7 +400,7 @@ def _separate(pg, listed, mu_node, mu_edge, active, lam, deltas, n_lab):
 
 
 DEFAULTS = {"max_iter": None, "inner": 20, "step": 1.0, "step_rule": "polyak", "tol": 1e-9,
-            "local_search": True}
+            "stall_iter": 100, "local_search": True}
 
 
 def steelars_mbest(graph, m, *, time_limit=None, **params):
@@ -417,6 +432,10 @@ def steelars_mbest(graph, m, *, time_limit=None, **params):
         A rank stops once its certified relative gap is below ``tol`` (the
         scores of neighbouring ranks often differ in the 6th digit, so the
         default asks for the rank itself).
+    stall_iter : int, default=100
+        A rank also stops after this many iterations without a better bound
+        or labeling (0: never); on loopy graphs the M-best LP is rarely
+        tight, and its bound stops moving long before ``max_iter``.
     local_search : bool, default=True
         Polish the subproblems' labelings by iterated conditional modes.
     time_limit : float or None
@@ -434,6 +453,7 @@ def steelars_mbest(graph, m, *, time_limit=None, **params):
     p["max_iter"] = integer({"max_iter": resolve_max_iter(p["max_iter"], time_limit)},
                             "max_iter")
     p["inner"] = integer(p, "inner")
+    p["stall_iter"] = integer(p, "stall_iter", minimum=0)
     p["step"] = positive(p, "step")
     if p["step_rule"] not in ("paper", "polyak"):
         raise ValueError(f"step_rule must be 'paper' or 'polyak', got {p['step_rule']!r}")
@@ -452,6 +472,7 @@ def steelars_mbest(graph, m, *, time_limit=None, **params):
             stopped = True
             break
         hist = []
+        rk.start_rank()
         if is_tree:
             best, ub = _rank_tree(rk, pg, tree_sub, rk.listed, forests[0], p["max_iter"], hist)
         else:
