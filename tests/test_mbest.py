@@ -9,7 +9,7 @@ from structlearn.graphs import FactorGraph, chain_graph, graph_from_edges, grid_
 from structlearn.inference import (MBestResult, available_mbest_methods, solve_map,
                                    solve_mbest)
 
-EXACT = ["kbest_chain", "brute_force", "nilsson", "steelars"]
+EXACT = ["kbest_chain", "kbest_tree", "brute_force", "nilsson", "steelars"]
 
 
 def top_scores(graph, m):
@@ -64,6 +64,16 @@ def test_kbest_chain_matches_enumeration(seed):
     check_exact(graph, solve_mbest(graph, m, "kbest_chain"), m)
 
 
+@pytest.mark.parametrize("seed", range(25))
+def test_kbest_tree_matches_enumeration(seed):
+    rng = np.random.default_rng(50 + seed)
+    graph = random_forest(rng, int(rng.integers(1, 8)), 3, integer=seed % 2 == 0, max_order=2)
+    m = int(rng.integers(1, 30))
+    check_exact(graph, solve_mbest(graph, m, "kbest_tree"), m)
+    if graph.n_factors:
+        assert solve_mbest(graph, m).method in ("kbest_chain", "kbest_tree")
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_kbest_chain_rank_one_is_viterbi(seed):
     rng = np.random.default_rng(100 + seed)
@@ -78,7 +88,7 @@ def test_brute_force_and_nilsson_exact_on_forests_and_loopy_graphs(seed):
     forest = random_forest(rng, int(rng.integers(3, 7)), 3, integer=True)
     m = int(rng.integers(1, 15))
     check_exact(forest, solve_mbest(forest, m, "brute_force"), m)
-    res = solve_mbest(forest, m)  # auto: kbest_chain on chains, else nilsson over "tree"
+    res = solve_mbest(forest, m)  # auto: list Viterbi, k-best max-product or nilsson/tree
     check_exact(forest, res, m)
     check_exact(forest, solve_mbest(forest, m, "nilsson", map_method="tree"), m)
     loopy = add_random_factor(rng, forest)
@@ -165,7 +175,7 @@ def test_infeasible_graph_gets_no_labelings(method):
     assert res.labels.shape == (0, 2)
 
 
-@pytest.mark.parametrize("method", ["kbest_chain", "nilsson", "brute_force"])
+@pytest.mark.parametrize("method", ["kbest_chain", "kbest_tree", "nilsson", "brute_force"])
 def test_evidence_is_respected(method):
     rng = np.random.default_rng(7)
     graph = chain_graph(rng.normal(size=(5, 3)), rng.normal(size=(4, 3, 3))).clamp({1: 2, 3: 0})
@@ -181,7 +191,8 @@ def test_bad_input():
         with pytest.raises(error, match="m must be an integer >= 1"):
             solve_mbest(graph, bad)
     with pytest.raises(ValueError, match="unknown M-best method 'nope'; available methods: "
-                                         "auto, brute_force, kbest_chain, nilsson, steelars"):
+                                         "auto, brute_force, kbest_chain, kbest_tree, nilsson, "
+                                         "steelars"):
         solve_mbest(graph, 2, "nope")
     with pytest.raises(TypeError, match="method 'kbest_chain' got unexpected parameter"):
         solve_mbest(graph, 2, "kbest_chain", bogus=1)
@@ -197,6 +208,11 @@ def test_bad_input():
                           tables=[np.zeros(8)])
     with pytest.raises(ValueError, match="pairwise"):
         solve_mbest(ternary, 2, "steelars")
+    with pytest.raises(ValueError, match="pairwise"):
+        solve_mbest(ternary, 2, "kbest_tree")
+    assert solve_mbest(ternary, 2).method == "nilsson"
+    with pytest.raises(ValueError, match="forest"):
+        solve_mbest(loopy, 2, "kbest_tree")
     assert available_mbest_methods()[0] == "auto"
 
 

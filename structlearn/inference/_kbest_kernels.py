@@ -206,3 +206,170 @@ def kbest_sequences(unary, offsets, trans, m, out_labels, out_scores, out_found)
             out_scores[s, r] = scores[r] if r < found else -np.inf
             for t in range(n):
                 out_labels[a + t, r] = labels[r, t]
+
+
+@nb.njit(cache=True)
+def _minkowski_top(a_val, a_n, b_val, b_n, m, hv, hi, hj, out_val, out_i, out_j):
+    """Top ``m`` sums ``a_val[i] + b_val[j]`` of two sorted lists; returns the
+    count.  Each pair is reached once: ``(i, j + 1)`` always, ``(i + 1, 0)``
+    only from ``j == 0``."""
+    if a_n == 0 or b_n == 0:
+        return 0
+    size = 1
+    hv[0] = a_val[0] + b_val[0]
+    hi[0] = 0
+    hj[0] = 0
+    n = 0
+    while size > 0 and n < m:
+        v, i, j = hv[0], hi[0], hj[0]
+        if v == -np.inf:
+            break
+        out_val[n] = v
+        out_i[n] = i
+        out_j[n] = j
+        n += 1
+        # replace the top by (i, j + 1), then maybe add (i + 1, 0)
+        if j + 1 < b_n:
+            hv[0] = a_val[i] + b_val[j + 1]
+            hj[0] = j + 1
+        else:
+            size -= 1
+            hv[0], hi[0], hj[0] = hv[size], hi[size], hj[size]
+        _sift_down(hv, hi, hj, size, 0)
+        if j == 0 and i + 1 < a_n:
+            # push: append, then sift up
+            k = size
+            hv[k] = a_val[i + 1] + b_val[0]
+            hi[k] = i + 1
+            hj[k] = 0
+            size += 1
+            while k > 0:
+                par = (k - 1) // 2
+                if _before(hv[k], hi[k], hj[k], hv[par], hi[par], hj[par]):
+                    hv[k], hv[par] = hv[par], hv[k]
+                    hi[k], hi[par] = hi[par], hi[k]
+                    hj[k], hj[par] = hj[par], hj[k]
+                    k = par
+                else:
+                    break
+    return n
+
+
+@nb.njit(cache=True)
+def kbest_tree(ks, uoff, unary, order, parent, ch_ptr, children, tbase, sp, sc, table, m,
+               out_labels, out_scores):
+    """The ``m`` best labelings of a pairwise forest rooted at one node.
+
+    Parameters
+    ----------
+    ks, uoff : int64 (n,)
+        States and unary offsets of the nodes.
+    order : int64 (n,)
+        Nodes parents first; ``order[0]`` is the root, the only node with
+        ``parent == -1``.
+    parent : int64 (n,)
+    ch_ptr, children : int64
+        CSR of each node's children.
+    tbase, sp, sc : int64 (n,)
+        Table of the edge (parent, node): entry ``(x_parent, x_node)`` at
+        ``table[tbase + x_parent * sp + x_node * sc]``; ``tbase < 0``: a
+        zero-score edge.
+    m : int
+    out_labels : int64 (m, n)
+    out_scores : float64 (m,)
+
+    Returns
+    -------
+    n_found : int
+
+    Notes
+    -----
+    Every node keeps, per state, the ``m`` best scores of its subtree; a
+    child's message to a parent state is the top ``m`` of its lists shifted by
+    the edge column, and a node's list is the top-``m`` Minkowski sum of its
+    unary and its children's messages, one child at a time.  Back-pointers
+    (per child: the rank before it and the message rank it took; per message
+    entry: the child state and rank) rebuild each labeling.
+    """
+    n = ks.shape[0]
+    kmax = 1
+    for v in range(n):
+        kmax = max(kmax, ks[v])
+    soff = np.zeros(n + 1, dtype=np.int64)
+    for v in range(n):
+        soff[v + 1] = soff[v] + ks[v]
+    val = np.empty((soff[n], m))
+    cnt = np.zeros(soff[n], dtype=np.int64)
+    # per child c and parent state x: m slots
+    coff = np.zeros(n + 1, dtype=np.int64)
+    for v in range(n):
+        coff[v + 1] = coff[v] + (ks[parent[v]] if parent[v] >= 0 else 0)
+    msg_state = np.zeros((coff[n], m), dtype=np.int64)
+    msg_rank = np.zeros((coff[n], m), dtype=np.int64)
+    comb_prev = np.zeros((coff[n], m), dtype=np.int64)
+    comb_msg = np.zeros((coff[n], m), dtype=np.int64)
+    hsize = max(kmax, 2 * m + 2)
+    hv = np.empty(hsize)
+    hs = np.empty(hsize, dtype=np.int64)
+    hr = np.empty(hsize, dtype=np.int64)
+    shift = np.empty(kmax)
+    mv = np.empty(m)
+    ms = np.empty(m, dtype=np.int64)
+    mr = np.empty(m, dtype=np.int64)
+    cur = np.empty(m)
+    nxt = np.empty(m)
+    ni = np.empty(m, dtype=np.int64)
+    nj = np.empty(m, dtype=np.int64)
+    for t in range(n - 1, -1, -1):
+        v = order[t]
+        for x in range(ks[v]):
+            u = unary[uoff[v] + x]
+            if u == -np.inf:
+                cnt[soff[v] + x] = 0
+                continue
+            cur[0] = u
+            c_n = 1
+            for q in range(ch_ptr[v], ch_ptr[v + 1]):
+                c = children[q]
+                for y in range(ks[c]):
+                    shift[y] = 0.0 if tbase[c] < 0 else table[tbase[c] + x * sp[c] + y * sc[c]]
+                got = _merge_top(val, cnt, soff[c], ks[c], shift, m, hv, hs, hr, mv, ms, mr)
+                slot = coff[c] + x
+                for j in range(got):
+                    msg_state[slot, j] = ms[j]
+                    msg_rank[slot, j] = mr[j]
+                c_n = _minkowski_top(cur, c_n, mv, got, m, hv, hs, hr, nxt, ni, nj)
+                for k in range(c_n):
+                    cur[k] = nxt[k]
+                    comb_prev[slot, k] = ni[k]
+                    comb_msg[slot, k] = nj[k]
+                if c_n == 0:
+                    break
+            s = soff[v] + x
+            cnt[s] = c_n
+            for k in range(c_n):
+                val[s, k] = cur[k]
+    root = order[0]
+    for y in range(ks[root]):
+        shift[y] = 0.0
+    found = _merge_top(val, cnt, soff[root], ks[root], shift, m, hv, hs, hr, mv, ms, mr)
+    stack_v = np.empty(n, dtype=np.int64)
+    stack_x = np.empty(n, dtype=np.int64)
+    stack_r = np.empty(n, dtype=np.int64)
+    for i in range(found):
+        out_scores[i] = mv[i]
+        top = 0
+        stack_v[0], stack_x[0], stack_r[0] = root, ms[i], mr[i]
+        top = 1
+        while top > 0:
+            top -= 1
+            v, x, k = stack_v[top], stack_x[top], stack_r[top]
+            out_labels[i, v] = x
+            for q in range(ch_ptr[v + 1] - 1, ch_ptr[v] - 1, -1):
+                c = children[q]
+                slot = coff[c] + x
+                j = comb_msg[slot, k]
+                stack_v[top], stack_x[top], stack_r[top] = c, msg_state[slot, j], msg_rank[slot, j]
+                top += 1
+                k = comb_prev[slot, k]
+    return found

@@ -6,6 +6,9 @@
 ``"kbest_chain"``
     Exact list Viterbi on chains (any disjoint union of paths):
     ``O(n K (K + m log K))``.
+``"kbest_tree"``
+    Exact k-best max-product on pairwise forests:
+    ``O(n K (K + m log K) + n K m log m)``.
 ``"nilsson"``
     Lawler-Nilsson partitioning over any MAP back-end (``map_method``): the
     space of labelings not yet listed is split into label-constrained
@@ -20,8 +23,8 @@
 ``"brute_force"``
     Enumeration, for tiny graphs.
 ``"auto"``
-    ``kbest_chain`` on chains, ``nilsson`` over the exact ``tree`` method on
-    forests, else ``nilsson`` over ``method="auto"`` of :func:`solve_map`
+    ``kbest_chain`` on chains, ``kbest_tree`` on pairwise forests,
+    ``nilsson`` over the exact ``tree`` method on other forests, else ``nilsson`` over ``method="auto"`` of :func:`solve_map`
     (an LP back-end with certified bounds).
 
 Only labelings with a finite score are listed: a graph with fewer than ``m``
@@ -175,6 +178,8 @@ def auto_mbest_method(graph):
     if is_chain(graph):
         return "kbest_chain", {}
     if is_forest(graph):
+        if graph.n_factors == 0 or np.all(graph.factor_orders == 2):
+            return "kbest_tree", {}
         return "nilsson", {"map_method": "tree"}
     return "nilsson", {}
 

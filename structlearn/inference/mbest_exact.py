@@ -1,4 +1,5 @@
-"""Exact M-best back-ends: list Viterbi on chains and enumeration.
+"""Exact M-best back-ends: list Viterbi on chains, k-best max-product on
+pairwise forests, enumeration.
 
 ``"kbest_chain"`` runs :func:`structlearn.inference._kbest_kernels.kbest_path`
 over the variables of a chain graph in path order (paths joined by a zero
@@ -12,11 +13,13 @@ import time
 import numpy as np
 
 from ..graphs._graph_kernels import score_labelings
-from ._kbest_kernels import kbest_path
-from .exact import DEFAULT_MAX_STATES, _chain_schedule, _format_power_of_ten, _log10_n_labelings
+from ._kbest_kernels import kbest_path, kbest_tree
+from .exact import (DEFAULT_MAX_STATES, _chain_schedule, _forest_schedule, _format_power_of_ten,
+                    _log10_n_labelings)
 from .mbest import Deadline, final_status, make_result, register_mbest_method
 
-__all__ = ["kbest_chain_mbest", "brute_force_mbest", "chain_path_arrays"]
+__all__ = ["kbest_chain_mbest", "kbest_tree_mbest", "brute_force_mbest", "chain_path_arrays",
+           "forest_arrays"]
 
 
 def chain_path_arrays(graph, method="kbest_chain"):
@@ -74,6 +77,72 @@ def kbest_chain_mbest(graph, m, *, time_limit=None):
     scores = graph.score_many(labels) if found else scores[:0]
     status = final_status(scores, scores, m, exhausted=True)
     return make_result(graph, labels, scores, scores, m, "kbest_chain", status, t0)
+
+
+def forest_arrays(graph, method="kbest_tree"):
+    """Rooted layout of a pairwise forest for :func:`kbest_tree`: the
+    variables plus a virtual root (index ``n_vars``, one state, score 0)
+    joined to every component's root by a zero-score edge.
+
+    Returns
+    -------
+    ks, uoff, unary, order, parent, ch_ptr, children, tbase, sp, sc : arrays
+        As :func:`structlearn.inference._kbest_kernels.kbest_tree` takes them.
+    """
+    if graph.n_factors and np.any(graph.factor_orders != 2):
+        raise ValueError(f"method {method!r} needs pairwise factors (use method='nilsson' "
+                         "with map_method='tree' for higher-order forests)")
+    var_order, var_parent, _, factor_parent = _forest_schedule(graph, method)
+    n = graph.n_vars
+    ks = np.append(graph.n_states, 1).astype(np.int64)
+    uoff = np.append(graph.unary_offsets[:-1], graph.unary.shape[0]).astype(np.int64)
+    unary = np.append(graph.unary, 0.0)
+    parent = np.full(n + 1, -1, dtype=np.int64)
+    tbase = np.full(n + 1, -1, dtype=np.int64)
+    sp = np.ones(n + 1, dtype=np.int64)
+    sc = np.ones(n + 1, dtype=np.int64)
+    has = var_parent[:n] >= 0
+    f = var_parent[:n][has]
+    child = np.flatnonzero(has)
+    par = factor_parent[f]
+    parent[:n] = n
+    parent[child] = par
+    tbase[child] = graph.table_offsets[graph.table_ids[f]]
+    par_first = graph.scope_vars[graph.scope_indptr[f]] == par
+    # flat index = x_first * n_states[second] + x_second
+    sp[child] = np.where(par_first, ks[child], 1)
+    sc[child] = np.where(par_first, 1, ks[par])
+    order = np.concatenate([[n], var_order]).astype(np.int64)
+    kids = np.argsort(parent[:n], kind="stable").astype(np.int64)
+    ch_ptr = np.zeros(n + 2, dtype=np.int64)
+    np.cumsum(np.bincount(parent[:n], minlength=n + 1), out=ch_ptr[1:])
+    return ks, uoff, unary, order, parent, ch_ptr, kids, tbase, sp, sc
+
+
+def kbest_tree_mbest(graph, m, *, time_limit=None):
+    """Exact ``m`` best labelings of a pairwise forest (k-best max-product).
+
+    Parameters
+    ----------
+    graph : FactorGraph
+        Acyclic, pairwise factors only.
+    m : int
+    time_limit : float or None
+        Accepted for uniformity; the pass is not interrupted.
+
+    Returns
+    -------
+    result : MBestResult
+    """
+    t0 = time.perf_counter()
+    arrays = forest_arrays(graph)
+    out = np.zeros((m, graph.n_vars + 1), dtype=np.int64)
+    scores = np.full(m, -np.inf)
+    found = kbest_tree(*arrays, graph.table_data, m, out, scores)
+    labels = out[:found, :graph.n_vars]
+    scores = graph.score_many(labels) if found else scores[:0]
+    status = final_status(scores, scores, m, exhausted=True)
+    return make_result(graph, labels, scores, scores, m, "kbest_tree", status, t0)
 
 
 def brute_force_mbest(graph, m, *, max_states=DEFAULT_MAX_STATES, time_limit=None,
@@ -137,5 +206,6 @@ def brute_force_mbest(graph, m, *, max_states=DEFAULT_MAX_STATES, time_limit=Non
 
 
 register_mbest_method("kbest_chain", kbest_chain_mbest, exact=True)
+register_mbest_method("kbest_tree", kbest_tree_mbest, exact=True)
 register_mbest_method("brute_force", brute_force_mbest, exact=True,
                       params=("max_states", "block"))
