@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from ._budget import check_time_limit
 from .mbest import Deadline, final_status, heap_push, make_result, register_mbest_method
 from .registry import auto_method, check_method_params, get_method, solve_map
 
@@ -104,7 +105,8 @@ def nilsson_mbest(graph, m, *, map_method="auto", map_params=None, sub_time_limi
         Its parameters (``time_limit`` excluded: see ``sub_time_limit``).
     sub_time_limit : float or None
         Seconds per subspace solve (capped by what is left of
-        ``time_limit``).
+        ``time_limit``); ``None``: ``time_limit / (2 m + 1)`` when there is a
+        time limit, else the sub-solver's own stopping rule.
     time_limit : float or None
 
     Returns
@@ -123,11 +125,17 @@ def nilsson_mbest(graph, m, *, map_method="auto", map_params=None, sub_time_limi
     check_method_params(method, params)
     part = _Partition(graph)
 
+    # an iterative sub-solver runs until its limit or a certified optimum: by
+    # default each subspace gets a share of the budget, so that many are solved
+    per_solve = check_time_limit(sub_time_limit, "sub_time_limit")
+    if per_solve is None and time_limit is not None:
+        per_solve = time_limit / (2 * m + 1)
+
     def solve(node):
         unary, fixed = part.unary(node)
         tl = deadline.left()
-        if sub_time_limit is not None:
-            tl = sub_time_limit if tl is None else min(tl, sub_time_limit)
+        if per_solve is not None:
+            tl = per_solve if tl is None else min(tl, per_solve)
         if tl is not None:
             tl = max(tl, 1e-3)
         res = solve_map(part.subgraph(unary), method, time_limit=tl, **params)
