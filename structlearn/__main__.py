@@ -207,13 +207,26 @@ def _run_map(args, started):
         except OSError as exc:
             raise _CliError(f"cannot write the solution: {_describe(exc)}", _EXIT_FILE) from None
 
-    wall = time.perf_counter() - started
     record = {
         "file": args.file,
         "method": result.method,
         "score": _json_float(result.score),
         "upper_bound": _json_float(result.upper_bound),
         "gap": _json_float(result.gap),
+        **_run_fields(args, graph, result, started, read_time),
+        "status": result.status,
+        "n_iter": int(result.n_iter),
+        "converged": bool(result.converged),
+        "solution": out,
+    }
+    print(json.dumps(record, allow_nan=False))
+    return 0
+
+
+def _run_fields(args, graph, result, started, read_time):
+    """Timing and size fields of a JSON record (the command's wall time so far)."""
+    wall = time.perf_counter() - started
+    return {
         "time": round(float(result.time), 6),
         "compile_time": round(float(result.compile_time), 6),
         "read_time": round(read_time, 6),
@@ -222,13 +235,7 @@ def _run_map(args, started):
         "over_time_limit": bool(args.time_limit is not None and wall > args.time_limit),
         "n_vars": int(graph.n_vars),
         "n_factors": int(graph.n_factors),
-        "status": result.status,
-        "n_iter": int(result.n_iter),
-        "converged": bool(result.converged),
-        "solution": out,
     }
-    print(json.dumps(record, allow_nan=False))
-    return 0
 
 
 def _run_mbest(args, graph, params, time_limit, started, read_time):
@@ -247,7 +254,6 @@ def _run_mbest(args, graph, params, time_limit, started, read_time):
             write_uai_solutions(result.labels, result.scores, result.upper_bounds, out)
         except OSError as exc:
             raise _CliError(f"cannot write the solutions: {_describe(exc)}", _EXIT_FILE) from None
-    wall = time.perf_counter() - started
     record = {
         "file": args.file,
         "method": result.method,
@@ -256,14 +262,7 @@ def _run_mbest(args, graph, params, time_limit, started, read_time):
         "scores": [_json_float(x) for x in result.scores],
         "upper_bounds": [_json_float(x) for x in result.upper_bounds],
         "status": result.status,
-        "time": round(float(result.time), 6),
-        "compile_time": round(float(result.compile_time), 6),
-        "read_time": round(read_time, 6),
-        "wall_time": round(wall, 6),
-        "time_limit": args.time_limit,
-        "over_time_limit": bool(args.time_limit is not None and wall > args.time_limit),
-        "n_vars": int(graph.n_vars),
-        "n_factors": int(graph.n_factors),
+        **_run_fields(args, graph, result, started, read_time),
         "solution": out,
     }
     print(json.dumps(record, allow_nan=False))

@@ -20,6 +20,7 @@ from structlearn.graphs import (
     write_uai,
 )
 from structlearn.inference import MapResult, registry, solve_map
+from structlearn.inference._registry_base import Method
 
 JSON_KEYS = {"method", "score", "upper_bound", "gap", "time", "n_vars", "n_factors", "status"}
 
@@ -110,7 +111,7 @@ def test_time_limit_reaches_the_method_through_the_registry(capsys, chain_file, 
                          status="time_limit")
 
     monkeypatch.setitem(registry._METHODS, "cli_timed",
-                        registry._Method(timed_solver, False, ("max_iter", "time_limit")))
+                        Method(timed_solver, False, ("max_iter", "time_limit")))
     argv = ["map", path, "--no-write", "--method", "cli_timed", "--time-limit", "2.5",
             "-p", "max_iter=7"]
     status, out, err = run_main(capsys, argv)

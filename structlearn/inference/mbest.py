@@ -33,7 +33,6 @@ of them gets all of them (status ``"exhausted"``), one with none gets status
 """
 
 import heapq
-import math
 import numbers
 import time
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ import numpy as np
 
 from ..graphs.factor_graph import FactorGraph
 from ._budget import check_time_limit
+from ._registry_base import Registry
 
 __all__ = ["MBestResult", "available_mbest_methods", "register_mbest_method", "solve_mbest"]
 
@@ -132,7 +132,7 @@ def final_status(result_scores, bounds, m, exhausted):
 
 
 # ----------------------------------------------------------------- registry
-_MBEST = {}
+_REGISTRY = Registry("M-best", (".mbest_exact", ".nilsson", ".steelars"))
 
 
 def register_mbest_method(name, solver, *, exact=False, params=()):
@@ -147,28 +147,17 @@ def register_mbest_method(name, solver, *, exact=False, params=()):
     params : iterable of str
         The other parameters it takes (``time_limit`` is implied).
     """
-    names = set(params) | {"time_limit"}
-    _MBEST[name] = (solver, bool(exact), tuple(sorted(names)))
-    return solver
+    return _REGISTRY.register(name, solver, exact=exact, params=params)
 
 
 def available_mbest_methods():
     """Names accepted by ``solve_mbest(method=...)``, sorted, plus ``"auto"``."""
-    _load_builtin()
-    return ["auto"] + sorted(_MBEST)
-
-
-def _lookup(method):
-    _load_builtin()
-    if not isinstance(method, str) or method not in _MBEST:
-        raise ValueError(f"unknown M-best method {method!r}; available methods: "
-                         f"{', '.join(available_mbest_methods())}")
-    return _MBEST[method]
+    return _REGISTRY.names()
 
 
 def mbest_method_parameters(method):
     """Sorted parameter names of a registered M-best method."""
-    return _lookup(method)[2]
+    return _REGISTRY.lookup(method).params
 
 
 def auto_mbest_method(graph):
@@ -231,39 +220,14 @@ def solve_mbest(graph, m, method="auto", *, time_limit=None, **params):
     if isinstance(method, str) and method == "auto":
         method, extra = auto_mbest_method(graph)
         params = dict(extra, **params)
-    solver, _, accepted = _lookup(method)
-    unknown = sorted(set(params) - set(accepted))
-    if unknown:
-        raise TypeError(f"method {method!r} got unexpected parameter(s): {', '.join(unknown)}; "
-                        f"method {method!r} takes: {', '.join(accepted)}")
+    solver = _REGISTRY.lookup(method).solver
+    _REGISTRY.check_params(method, params)
     with compile_timer() as compiling:
         result = solver(graph, m, time_limit=time_limit, **params)
     result.method = result.method or method
     result.compile_time = compiling.seconds
     result.time_limit = time_limit
     return result
-
-
-_LOADED = False
-
-
-def _load_builtin():
-    global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
-    from . import mbest_exact, nilsson, steelars  # noqa: F401  (register themselves)
-
-
-def _log10_labelings(graph):
-    return float(np.log10(graph.n_states.astype(np.float64)).sum()) if graph.n_vars else 0.0
-
-
-def count_labelings_upto(graph, limit):
-    """Number of joint labelings, or ``limit + 1`` when it exceeds ``limit``."""
-    if _log10_labelings(graph) > math.log10(limit) + 1e-9:
-        return limit + 1
-    return int(np.prod(graph.n_states.astype(object))) if graph.n_vars else 1
 
 
 class Deadline:

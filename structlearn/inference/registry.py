@@ -11,20 +11,14 @@ method from the graph's structure.
 import time
 
 from ._budget import check_time_limit
+from ._registry_base import Registry
 
 __all__ = ["available_methods", "get_method", "method_parameters", "register_method",
            "solve_map"]
 
-_METHODS = {}
-
-
-class _Method:
-    __slots__ = ("solver", "exact", "params")
-
-    def __init__(self, solver, exact, params):
-        self.solver = solver
-        self.exact = exact
-        self.params = params
+_REGISTRY = Registry("MAP", (".exact", ".ad3", ".dual_decomposition", ".gdmm", ".gdmm_binary",
+                             ".ilp", ".smoothed_dual", ".trn"))
+_METHODS = _REGISTRY.methods
 
 
 def register_method(name, solver, *, exact=False, params=()):
@@ -42,25 +36,12 @@ def register_method(name, solver, *, exact=False, params=()):
     params : iterable of str, default=()
         Names of the other parameters the solver takes.
     """
-    names = set(params)
-    names.add("time_limit")
-    _METHODS[name] = _Method(solver, bool(exact), tuple(sorted(names)))
-    return solver
+    return _REGISTRY.register(name, solver, exact=exact, params=params)
 
 
 def available_methods():
     """Names accepted by ``solve_map(method=...)``, sorted, plus ``"auto"``."""
-    _load_builtin()
-    return ["auto"] + sorted(_METHODS)
-
-
-def _lookup(method):
-    _load_builtin()
-    if not isinstance(method, str) or method not in _METHODS:
-        raise ValueError(
-            f"unknown MAP method {method!r}; available methods: {', '.join(available_methods())}"
-        )
-    return _METHODS[method]
+    return _REGISTRY.names()
 
 
 def get_method(method):
@@ -73,37 +54,30 @@ def get_method(method):
     """
     if callable(method):
         return method
-    return _lookup(method).solver
+    return _REGISTRY.lookup(method).solver
 
 
 def method_parameters(method):
     """Sorted names of the parameters a registered method takes
     (``time_limit`` included)."""
-    return _lookup(method).params
+    return _REGISTRY.lookup(method).params
 
 
 def check_method_params(method, params):
     """Raise ``TypeError`` naming the method and what it takes when ``params``
     holds a name that the registered ``method`` does not take."""
-    accepted = method_parameters(method)
-    unknown = sorted(set(params) - set(accepted))
-    if unknown:
-        raise TypeError(
-            f"method {method!r} got unexpected parameter(s): {', '.join(unknown)}; "
-            f"method {method!r} takes: {', '.join(accepted)}"
-        )
+    _REGISTRY.check_params(method, params)
 
 
 def auto_method(graph):
     """The method ``method="auto"`` runs on ``graph``."""
     from ..graphs.structure import is_chain, is_forest
 
-    _load_builtin()
     if is_chain(graph):
         return "viterbi"
     if is_forest(graph):
         return "tree"
-    if "gdmm" in _METHODS:
+    if "gdmm" in available_methods():
         return "gdmm"
     raise ValueError(
         "method='auto' found a loopy graph and no loopy MAP solver is registered; "
@@ -172,16 +146,3 @@ def solve_map(graph, method="auto", *, time_limit=None, **params):
     result.compile_time = compiling.seconds
     result.time_limit = time_limit
     return result
-
-
-_LOADED = False
-
-
-def _load_builtin():
-    """Import the modules that register the built-in back-ends (once)."""
-    global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
-    from . import exact  # noqa: F401  (registers viterbi, tree, brute_force)
-    from . import ad3, dual_decomposition, gdmm, gdmm_binary, ilp, smoothed_dual, trn  # noqa: F401

@@ -317,7 +317,6 @@ def _rank_loopy(rk, pg, forests, listed, max_iter, t_hist):
     active = []  # (m, tree edge ids, subproblem) of the spanning-tree inequalities
     lam = []
     deltas = [np.zeros(n_lab) for _ in cover]
-    node_of = np.repeat(np.arange(n), pg.n_states)
     best = [None, -np.inf]
     ub, prev, eta = np.inf, np.inf, 0
     step = p["step"] * pg.scale
