@@ -50,6 +50,27 @@ def _sift_down(hv, hs, hr, size, i):
 
 
 @nb.njit(cache=True)
+def _take_top(hv, hs, hr, size, out_val, out_a, out_b, n):
+    """Write the heap's top into ``out_*[n]``; returns it as (value, a, b)."""
+    out_val[n] = hv[0]
+    out_a[n] = hs[0]
+    out_b[n] = hr[0]
+    return hv[0], hs[0], hr[0]
+
+
+@nb.njit(cache=True)
+def _replace_top(hv, hs, hr, size, v, a, b):
+    """Replace the top by ``(v, a, b)``, or drop it when ``a < 0``; returns the size."""
+    if a >= 0:
+        hv[0], hs[0], hr[0] = v, a, b
+    else:
+        size -= 1
+        hv[0], hs[0], hr[0] = hv[size], hs[size], hr[size]
+    _sift_down(hv, hs, hr, size, 0)
+    return size
+
+
+@nb.njit(cache=True)
 def _merge_top(prev_val, prev_cnt, prev_off, kprev, shift, m, hv, hs, hr, out_val, out_state,
                out_rank):
     """Top ``m`` of the lists ``prev_val[prev_off + a, :prev_cnt[prev_off + a]] +
@@ -66,21 +87,14 @@ def _merge_top(prev_val, prev_cnt, prev_off, kprev, shift, m, hv, hs, hr, out_va
     for i in range(size // 2 - 1, -1, -1):
         _sift_down(hv, hs, hr, size, i)
     n = 0
-    while size > 0 and n < m:
-        v, a, r = hv[0], hs[0], hr[0]
-        if v == -np.inf:
-            break
-        out_val[n] = v
-        out_state[n] = a
-        out_rank[n] = r
+    while size > 0 and n < m and hv[0] != -np.inf:
+        v, a, r = _take_top(hv, hs, hr, size, out_val, out_state, out_rank, n)
         n += 1
         if r + 1 < prev_cnt[prev_off + a]:
-            hv[0] = prev_val[prev_off + a, r + 1] + shift[a]
-            hr[0] = r + 1
+            size = _replace_top(hv, hs, hr, size, prev_val[prev_off + a, r + 1] + shift[a], a,
+                                r + 1)
         else:
-            size -= 1
-            hv[0], hs[0], hr[0] = hv[size], hs[size], hr[size]
-        _sift_down(hv, hs, hr, size, 0)
+            size = _replace_top(hv, hs, hr, size, 0.0, -1, 0)
     return n
 
 
@@ -220,22 +234,14 @@ def _minkowski_top(a_val, a_n, b_val, b_n, m, hv, hi, hj, out_val, out_i, out_j)
     hi[0] = 0
     hj[0] = 0
     n = 0
-    while size > 0 and n < m:
-        v, i, j = hv[0], hi[0], hj[0]
-        if v == -np.inf:
-            break
-        out_val[n] = v
-        out_i[n] = i
-        out_j[n] = j
+    while size > 0 and n < m and hv[0] != -np.inf:
+        v, i, j = _take_top(hv, hi, hj, size, out_val, out_i, out_j, n)
         n += 1
         # replace the top by (i, j + 1), then maybe add (i + 1, 0)
         if j + 1 < b_n:
-            hv[0] = a_val[i] + b_val[j + 1]
-            hj[0] = j + 1
+            size = _replace_top(hv, hi, hj, size, a_val[i] + b_val[j + 1], i, j + 1)
         else:
-            size -= 1
-            hv[0], hi[0], hj[0] = hv[size], hi[size], hj[size]
-        _sift_down(hv, hi, hj, size, 0)
+            size = _replace_top(hv, hi, hj, size, 0.0, -1, 0)
         if j == 0 and i + 1 < a_n:
             # push: append, then sift up
             k = size
