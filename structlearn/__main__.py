@@ -58,7 +58,8 @@ def _parser():
             "the labeling in UAI .MAP format. Non-finite numbers are printed as null."
         ),
         epilog=(
-            "Exit status: 0 success, 1 unreadable or malformed file, 2 usage error "
+            "Exit status: 0 success, 1 unreadable or malformed file (or, with --m-best, a "
+            "model without a feasible labeling: nothing is written), 2 usage error "
             "(unknown method, method unfit for the graph, bad parameter)."
         ),
     )
