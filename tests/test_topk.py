@@ -117,3 +117,16 @@ def test_cli_m_best_writes_ranked_solutions(tmp_path, capsys):
                           (["--m-best", "2", "-p", "bogus=1"], "unexpected parameter")]:
         assert main(["map", str(path), "--no-write", *argv]) == 2
         assert pattern in capsys.readouterr().err
+
+
+def test_cli_m_best_on_an_infeasible_model_writes_nothing(tmp_path, capsys, monkeypatch):
+    from structlearn.graphs import graph_from_edges
+
+    graph = graph_from_edges(np.zeros((2, 2)), np.array([[0, 1]]), np.full((2, 2), -np.inf))
+    path = tmp_path / "zero.uai"
+    write_uai(graph, path)  # every potential 0
+    monkeypatch.chdir(tmp_path)
+    status = main(["map", str(path), "--m-best", "3"])
+    record = json.loads(capsys.readouterr().out)
+    assert status == 1 and record["status"] == "infeasible" and record["n_found"] == 0
+    assert record["solution"] is None and not (tmp_path / "zero.uai.MBEST").exists()
