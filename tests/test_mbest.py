@@ -223,3 +223,29 @@ def test_time_limit_returns_the_ranks_found_so_far():
     assert res.status == "time_limit"
     assert res.n_found < 50 and res.time < 0.5 + 1.0
     assert res.time_limit == 0.5
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("n_checks", [2, 4, 9])
+def test_nilsson_at_the_time_limit_fills_ranks_from_solved_subspaces(seed, n_checks,
+                                                                     monkeypatch):
+    """Stopped after a few subspace solves: the ranks come from the listed and
+    the solved open subspaces, every bound still certified."""
+    from structlearn.inference import mbest
+
+    calls = {"n": 0}
+
+    def passed(self):
+        calls["n"] += 1
+        return calls["n"] > n_checks
+
+    monkeypatch.setattr(mbest.Deadline, "passed", passed)
+    rng = np.random.default_rng(700 + seed)
+    graph = grid_graph(rng.normal(size=(3, 3, 2)), rng.normal(size=(12, 2, 2)))
+    m = 5
+    res = solve_mbest(graph, m, "nilsson", map_method="ad3", map_params={"max_iter": 50},
+                      time_limit=30)
+    assert res.status == "time_limit"
+    assert res.n_found == min(m, n_checks - 1)  # the root and its children, one per check
+    check_bounds(graph, res, m)
+    assert np.all(res.upper_bounds >= res.scores)

@@ -114,6 +114,9 @@ def nilsson_mbest(graph, m, *, map_method="auto", map_params=None, sub_time_limi
     result : MBestResult
         ``history`` holds one record per listed labeling: the number of
         subspace solves so far, the open subspaces and the best open bound.
+        At the time limit the ranks not reached are filled with the best
+        labelings of the subspaces already solved, each bounded by the best
+        open bound.
     """
     t0 = time.perf_counter()
     deadline = Deadline(time_limit, t0)
@@ -175,11 +178,22 @@ def nilsson_mbest(graph, m, *, map_method="auto", map_params=None, sub_time_limi
         history.append({"rank": len(listed), "score": score, "solves": n_solves,
                         "open": len(heap), "open_bound": best_open,
                         "time": time.perf_counter() - t0})
+    n_listed = len(listed)
+    if stopped:
+        # fill the ranks left with the best labelings of solved open subspaces
+        pending = sorted((e for e in heap if e[2][1] is not None), key=lambda e: -e[2][1][1])
+        for e in pending[:m - n_listed]:
+            listed.append(e[2][1][0])
+            scores.append(e[2][1][1])
     scores = np.asarray(scores, dtype=np.float64)
     order = np.argsort(-scores, kind="stable")  # LP back-ends may list out of order
     labels = np.asarray(listed, dtype=np.int64).reshape(-1, graph.n_vars)[order]
     scores = scores[order]
-    bounds = np.maximum(scores, np.asarray(open_bounds, dtype=np.float64))
+    # the r-th best labeling is listed or lies in an open subspace
+    final_open = max(-heap[0][0] if heap else -np.inf, lost)
+    bounds = np.maximum(scores, final_open)
+    bounds[:n_listed] = np.minimum(bounds[:n_listed],
+                                   np.maximum(scores[:n_listed], open_bounds))
     if stopped:
         status = "time_limit"
     else:
