@@ -221,7 +221,9 @@ def test_time_limit_returns_the_ranks_found_so_far():
     graph = grid_graph(rng.normal(size=(6, 6, 3)), rng.normal(size=(60, 3, 3)))
     res = solve_mbest(graph, 50, "nilsson", map_method="ad3", time_limit=0.5)
     assert res.status == "time_limit"
-    assert res.n_found < 50 and res.time < 0.5 + 1.0
+    assert len(res.history) < 50  # ranks listed before the limit
+    assert 1 <= res.n_found <= 50 and res.time < 0.5 + 1.0
+    assert np.all(np.diff(res.scores) <= 0) and np.all(res.upper_bounds >= res.scores)
     assert res.time_limit == 0.5
 
 
