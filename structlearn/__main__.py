@@ -124,6 +124,17 @@ def _default_out(path, suffix=".MAP"):
     return name + suffix
 
 
+def _write_solution_file(args, suffix, what, writer, *data):
+    """Write ``data`` with ``writer`` to ``--out`` or the default name; the
+    path written."""
+    out = args.out if args.out else _default_out(args.file, suffix)
+    try:
+        writer(*data, out)
+    except OSError as exc:
+        raise _CliError(f"cannot write the {what}: {_describe(exc)}", _EXIT_FILE) from None
+    return out
+
+
 def _parse_params(items):
     params = {}
     for item in items:
@@ -202,11 +213,7 @@ def _run_map(args, started):
 
     out = None
     if not args.no_write:
-        out = args.out if args.out else _default_out(args.file)
-        try:
-            write_uai_solution(result.labels, out)
-        except OSError as exc:
-            raise _CliError(f"cannot write the solution: {_describe(exc)}", _EXIT_FILE) from None
+        out = _write_solution_file(args, ".MAP", "solution", write_uai_solution, result.labels)
 
     record = {
         "file": args.file,
@@ -250,11 +257,8 @@ def _run_mbest(args, graph, params, time_limit, started, read_time):
         raise _CliError(str(exc), _EXIT_USAGE) from None
     out = None
     if not args.no_write and result.n_found:
-        out = args.out if args.out else _default_out(args.file, ".MBEST")
-        try:
-            write_uai_solutions(result.labels, result.scores, result.upper_bounds, out)
-        except OSError as exc:
-            raise _CliError(f"cannot write the solutions: {_describe(exc)}", _EXIT_FILE) from None
+        out = _write_solution_file(args, ".MBEST", "solutions", write_uai_solutions,
+                                   result.labels, result.scores, result.upper_bounds)
     record = {
         "file": args.file,
         "method": result.method,

@@ -631,6 +631,16 @@ def read_uai_solution(path, n_vars=None):
     return labels.copy()
 
 
+def _check_solution_labels(labels, ndim, shape_name):
+    """``labels`` as an array of non-negative integers with ``ndim`` axes."""
+    arr = np.asarray(labels)
+    if arr.ndim != ndim:
+        raise ValueError(f"labels must be {shape_name}, got shape {arr.shape}")
+    if arr.size and (not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0):
+        raise ValueError("labels must be non-negative integers")
+    return arr
+
+
 def write_uai_solution(labels, path):
     """Write a labeling as a UAI ``.MAP`` file (``MAP`` then ``n l_1 ... l_n``).
 
@@ -640,11 +650,7 @@ def write_uai_solution(labels, path):
         Non-negative states.
     path : str, path-like or text file object
     """
-    arr = np.asarray(labels)
-    if arr.ndim != 1:
-        raise ValueError(f"labels must be 1-D, got shape {arr.shape}")
-    if arr.size and (not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0):
-        raise ValueError("labels must be non-negative integers")
+    arr = _check_solution_labels(labels, 1, "1-D")
     body = " ".join(map(str, arr.astype(np.int64).tolist()))
     _write_text(f"MAP\n{arr.size}{' ' if arr.size else ''}{body}\n", path)
 
@@ -659,11 +665,7 @@ def write_uai_solutions(labels, scores, upper_bounds, path):
     scores, upper_bounds : array-like of float, shape (m,)
     path : str, path-like or text file object
     """
-    arr = np.asarray(labels)
-    if arr.ndim != 2:
-        raise ValueError(f"labels must be 2-D (ranks, variables), got shape {arr.shape}")
-    if arr.size and (not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0):
-        raise ValueError("labels must be non-negative integers")
+    arr = _check_solution_labels(labels, 2, "2-D (ranks, variables)")
     scores = np.asarray(scores, dtype=np.float64).reshape(-1)
     bounds = np.asarray(upper_bounds, dtype=np.float64).reshape(-1)
     if scores.shape[0] != arr.shape[0] or bounds.shape[0] != arr.shape[0]:

@@ -50,6 +50,22 @@ def _sift_down(hv, hs, hr, size, i):
 
 
 @nb.njit(cache=True)
+def _push(hv, hs, hr, size, v, a, b):
+    """Add ``(v, a, b)`` to the heap; returns the new size."""
+    k = size
+    hv[k], hs[k], hr[k] = v, a, b
+    while k > 0:
+        par = (k - 1) // 2
+        if not _before(hv[k], hs[k], hr[k], hv[par], hs[par], hr[par]):
+            break
+        hv[k], hv[par] = hv[par], hv[k]
+        hs[k], hs[par] = hs[par], hs[k]
+        hr[k], hr[par] = hr[par], hr[k]
+        k = par
+    return size + 1
+
+
+@nb.njit(cache=True)
 def _take_top(hv, hs, hr, size, out_val, out_a, out_b, n):
     """Write the heap's top into ``out_*[n]``; returns it as (value, a, b)."""
     out_val[n] = hv[0]
@@ -243,21 +259,7 @@ def _minkowski_top(a_val, a_n, b_val, b_n, m, hv, hi, hj, out_val, out_i, out_j)
         else:
             size = _replace_top(hv, hi, hj, size, 0.0, -1, 0)
         if j == 0 and i + 1 < a_n:
-            # push: append, then sift up
-            k = size
-            hv[k] = a_val[i + 1] + b_val[0]
-            hi[k] = i + 1
-            hj[k] = 0
-            size += 1
-            while k > 0:
-                par = (k - 1) // 2
-                if _before(hv[k], hi[k], hj[k], hv[par], hi[par], hj[par]):
-                    hv[k], hv[par] = hv[par], hv[k]
-                    hi[k], hi[par] = hi[par], hi[k]
-                    hj[k], hj[par] = hj[par], hj[k]
-                    k = par
-                else:
-                    break
+            size = _push(hv, hi, hj, size, a_val[i + 1] + b_val[0], i + 1, 0)
     return n
 
 
