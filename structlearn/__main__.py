@@ -13,9 +13,13 @@ Commands
     demo; ``demo --help`` lists them).
 
 Exit status: 0 on success, 1 when an input file cannot be read or is
-malformed (or the solution cannot be written), 2 for usage errors (bad
-arguments, unknown method, a method that does not fit the graph). Errors are
-reported as one line on stderr.
+malformed (or the solution cannot be written) and when the model has no
+labeling of finite score (status ``infeasible``), 2 for usage errors (bad
+arguments, unknown method, a method that does not fit the graph), 3 when the
+method stopped without a finite-score labeling (status
+``no_feasible_found``). With status 1 or 3 after a solve, the JSON line is
+printed and no solution file is written. Errors are reported as one line on
+stderr.
 """
 
 import argparse
@@ -29,6 +33,7 @@ __all__ = ["main"]
 
 _EXIT_FILE = 1
 _EXIT_USAGE = 2
+_EXIT_NONE_FOUND = 3
 
 
 class _CliError(Exception):
@@ -58,9 +63,11 @@ def _parser():
             "the labeling in UAI .MAP format. Non-finite numbers are printed as null."
         ),
         epilog=(
-            "Exit status: 0 success, 1 unreadable or malformed file (or, with --m-best, a "
-            "model without a feasible labeling: nothing is written), 2 usage error "
-            "(unknown method, method unfit for the graph, bad parameter)."
+            "Exit status: 0 success, 1 unreadable or malformed file, or a model without a "
+            "labeling of finite score (status infeasible), 2 usage error (unknown method, "
+            "method unfit for the graph, bad parameter), 3 no labeling of finite score "
+            "found in the budget (status no_feasible_found). With 1 or 3 after a solve the "
+            "JSON line is printed and no solution file is written."
         ),
     )
     m.add_argument("file", help="network file (.uai, or .uai.gz)")
@@ -211,8 +218,9 @@ def _run_map(args, started):
 
     from .graphs import write_uai_solution
 
+    found = result.score > -math.inf
     out = None
-    if not args.no_write:
+    if not args.no_write and found:
         out = _write_solution_file(args, ".MAP", "solution", write_uai_solution, result.labels)
 
     record = {
@@ -228,7 +236,15 @@ def _run_map(args, started):
         "solution": out,
     }
     print(json.dumps(record, allow_nan=False))
-    return 0
+    return _exit_status(result.status, found)
+
+
+def _exit_status(status, found):
+    """0 with a labeling of finite score, 1 when the model has none (proved),
+    3 when none was found."""
+    if status == "infeasible":
+        return _EXIT_FILE
+    return 0 if found else _EXIT_NONE_FOUND
 
 
 def _run_fields(args, graph, result, started, read_time):
@@ -272,7 +288,7 @@ def _run_mbest(args, graph, params, time_limit, started, read_time):
     }
     print(json.dumps(record, allow_nan=False))
     # a graph without a feasible labeling is an answer, but not a solution
-    return _EXIT_FILE if result.status == "infeasible" else 0
+    return _exit_status(result.status, result.n_found > 0)
 
 
 def _describe(exc):

@@ -15,7 +15,8 @@ def test_ilp_matches_enumeration_with_ternary_factors_and_hard_zeros(seed):
                               order=int(rng.integers(2, 4)))
     _, scores, *_ = brute_force_reference(graph)
     res = solve_map(graph, "ilp")
-    assert res.status == "exact" and res.converged
+    assert res.status == ("exact" if np.isfinite(scores.max()) else "infeasible")
+    assert res.converged
     assert res.score == graph.score(res.labels)
     if np.isfinite(scores.max()):
         assert res.score == pytest.approx(scores.max(), abs=1e-9)

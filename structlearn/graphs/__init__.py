@@ -2,6 +2,7 @@
 
 from .builders import chain_graph, complete_graph, graph_from_edges, grid_edges, grid_graph
 from .factor_graph import FactorGraph
+from .propagation import Propagation, propagate_forbidden_labels
 from .uai import (read_uai, read_uai_evidence, read_uai_solution, read_uai_solutions, write_uai,
                   write_uai_solution, write_uai_solutions)
 from .structure import (
@@ -15,6 +16,8 @@ from .structure import (
 
 __all__ = [
     "FactorGraph",
+    "Propagation",
+    "propagate_forbidden_labels",
     "bfs_schedule",
     "chain_order",
     "connected_components",

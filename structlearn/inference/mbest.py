@@ -41,12 +41,13 @@ from typing import Optional
 import numpy as np
 
 from ..graphs.factor_graph import FactorGraph
+from ..graphs.propagation import propagate_forbidden_labels
 from ._budget import check_time_limit
 from ._registry_base import Registry
 
 __all__ = ["MBestResult", "available_mbest_methods", "register_mbest_method", "solve_mbest"]
 
-STATUSES = ("exact", "bounded", "exhausted", "infeasible", "time_limit")
+STATUSES = ("exact", "bounded", "exhausted", "infeasible", "no_feasible_found", "time_limit")
 
 
 @dataclass
@@ -72,7 +73,9 @@ class MBestResult:
         ``"exact"``: ``m`` ranks, every one certified; ``"bounded"``: ``m``
         ranks, some with an open gap; ``"exhausted"``: fewer than ``m``
         labelings have a finite score and all of them are listed;
-        ``"infeasible"``: no labeling has a finite score;
+        ``"infeasible"``: no labeling has a finite score (proved);
+        ``"no_feasible_found"``: the method ended without a finite-score
+        labeling and without proving that there is none;
         ``"time_limit"``: stopped with the ranks found so far.
     history : list of dict
         Per-rank records of the back-end (method-specific keys).
@@ -121,9 +124,11 @@ def make_result(graph, labels, scores, bounds, m, method, status, t0, history=()
 
 
 def final_status(result_scores, bounds, m, exhausted):
-    """Status of a finished run that was not stopped by its time limit."""
+    """Status of a finished run that was not stopped by its time limit
+    (``exhausted``: the run proved that no other labeling has a finite
+    score)."""
     if len(result_scores) == 0:
-        return "infeasible"
+        return "infeasible" if exhausted else "no_feasible_found"
     if len(result_scores) < m:
         return "exhausted" if exhausted else "bounded"
     scores = np.asarray(result_scores, dtype=np.float64)
@@ -220,10 +225,20 @@ def solve_mbest(graph, m, method="auto", *, time_limit=None, **params):
     if isinstance(method, str) and method == "auto":
         method, extra = auto_mbest_method(graph)
         params = dict(extra, **params)
-    solver = _REGISTRY.lookup(method).solver
+    entry = _REGISTRY.lookup(method)
     _REGISTRY.check_params(method, params)
+    t0 = time.perf_counter()
     with compile_timer() as compiling:
-        result = solver(graph, m, time_limit=time_limit, **params)
+        # as in solve_map: forbidden labels propagated first; exact methods
+        # still run on a graph proved infeasible (they check that it fits them)
+        propagation = propagate_forbidden_labels(graph)
+        if not propagation.infeasible:
+            result = entry.solver(propagation.pruned_graph(graph), m, time_limit=time_limit,
+                                  **params)
+        elif entry.exact:
+            result = entry.solver(graph, m, time_limit=time_limit, **params)
+        else:
+            result = make_result(graph, [], [], [], m, method, "infeasible", t0)
     result.method = result.method or method
     result.compile_time = compiling.seconds
     result.time_limit = time_limit

@@ -6,12 +6,21 @@ naming the parameters they take; :func:`solve_map` checks the parameters of
 every call against that list (one error message for every method) and hands
 every registered back-end the time limit.  ``method="auto"`` picks an exact
 method from the graph's structure.
+
+Before a back-end runs, forbidden labels are propagated
+(:func:`structlearn.graphs.propagate_forbidden_labels`): labels that no
+finite-score labeling uses get ``-inf`` unary scores, and a graph proved to
+have no finite-score labeling gets status ``"infeasible"`` without a solve.
 """
 
 import time
 
+import numpy as np
+
+from ..graphs.propagation import propagate_forbidden_labels
 from ._budget import check_time_limit
 from ._registry_base import Registry
+from .result import MapResult
 
 __all__ = ["available_methods", "get_method", "method_parameters", "register_method",
            "solve_map"]
@@ -109,7 +118,10 @@ def solve_map(graph, method="auto", *, time_limit=None, **params):
     Returns
     -------
     result : MapResult
-        ``compile_time`` holds the seconds spent compiling kernels.
+        ``compile_time`` holds the seconds spent compiling kernels.  Status
+        ``"infeasible"`` when no labeling has a finite score (proved by
+        propagation or by an exact method), ``"no_feasible_found"`` when the
+        method stopped without a finite-score labeling otherwise.
 
     Raises
     ------
@@ -137,12 +149,35 @@ def solve_map(graph, method="auto", *, time_limit=None, **params):
         solver = get_method(method)
         check_method_params(method, params)
         params = dict(params, time_limit=time_limit)
+    name = method if isinstance(method, str) else getattr(method, "__name__", "")
+    # exact methods still run on a graph proved infeasible: they check that the
+    # graph fits them and prove it again at no risk; the others are skipped
+    exact = isinstance(method, str) and _REGISTRY.lookup(method).exact
     with compile_timer() as compiling:
-        result = solver(graph, **params)
+        propagation = propagate_forbidden_labels(graph)
+        if not propagation.infeasible:
+            result = solver(propagation.pruned_graph(graph), **params)
+        elif exact:
+            result = solver(graph, **params)
+        else:
+            result = infeasible_result(graph, name)
     if not result.time:
         result.time = time.perf_counter() - t0
     if not result.method:
-        result.method = method if isinstance(method, str) else getattr(method, "__name__", "")
+        result.method = name
     result.compile_time = compiling.seconds
     result.time_limit = time_limit
+    if result.score == -np.inf and result.status != "infeasible":
+        # an exact method that found no finite labeling proved there is none
+        proved = result.status == "exact" and result.upper_bound == -np.inf
+        result.status = "infeasible" if proved else "no_feasible_found"
+        result.converged = proved
     return result
+
+
+def infeasible_result(graph, method):
+    """The result for a graph proved to have no finite-score labeling: status
+    ``"infeasible"``, score and bound ``-inf``, all-zero labels."""
+    return MapResult(labels=np.zeros(graph.n_vars, dtype=np.int64), score=-np.inf,
+                     upper_bound=-np.inf, n_iter=0, converged=True, method=method,
+                     status="infeasible")

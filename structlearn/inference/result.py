@@ -33,7 +33,11 @@ class MapResult:
         Name of the method that produced the result.
     status : str
         Why the method stopped: ``"exact"``, ``"gap"`` (certified relative gap
-        below tol), ``"max_iter"``, ``"time_limit"`` or ``"stall"``.
+        below tol), ``"max_iter"``, ``"time_limit"`` or ``"stall"``; or
+        ``"infeasible"`` (proved: no labeling has a finite score; ``score``
+        and ``upper_bound`` are ``-inf``, ``labels`` all zero) or
+        ``"no_feasible_found"`` (the method stopped without a finite-score
+        labeling and without proving that there is none).
     compile_time : float
         Seconds of ``time`` spent compiling kernels (or loading them from
         numba's cache) on their first call; 0 once they are loaded.
