@@ -34,6 +34,7 @@ __all__ = ["main"]
 _EXIT_FILE = 1
 _EXIT_USAGE = 2
 _EXIT_NONE_FOUND = 3
+DEFAULT_TIME_LIMIT = 60.0  # seconds, when --time-limit is not given
 
 
 class _CliError(Exception):
@@ -75,7 +76,9 @@ def _parser():
     m.add_argument(
         "--method",
         default="auto",
-        help=f"MAP method, one of {', '.join(available_methods())} (default: auto)",
+        help=(f"MAP method, one of {', '.join(available_methods())} (default: auto: exact "
+              "on chains, forests and up to 4096 labelings, else ad3, or gdmm when a "
+              "variable has 100 states or more; the JSON's reason field says which)"),
     )
     m.add_argument(
         "--time-limit",
@@ -86,7 +89,8 @@ def _parser():
             "solver's kernels on a first run (reported as compile_time) and solving. "
             "Iterative methods run until the limit or a certified optimum; exact methods "
             "cannot be interrupted and report over_time_limit=true when they end later "
-            "(default: no limit; iterative methods then stop after 1000 iterations)"
+            f"(default: {DEFAULT_TIME_LIMIT:g} s as a cap: iterative methods then also stop "
+            "after 1000 iterations unless -p max_iter=N is given)"
         ),
     )
     m.add_argument(
@@ -163,7 +167,7 @@ def _json_float(x):
 
 def _run_map(args, started):
     from .graphs import read_uai
-    from .inference.registry import auto_method, check_method_params, get_method
+    from .inference.registry import check_method_params, get_method
 
     params = _parse_params(args.param)
     if "time_limit" in params:
@@ -203,18 +207,25 @@ def _run_map(args, started):
 
     from .inference import solve_map
 
-    time_limit = None
-    if args.time_limit is not None:
-        # the budget counts from the start of the command: what reading took
-        # is gone (a solver handed a spent budget does one step and stops)
-        time_limit = max(args.time_limit - (time.perf_counter() - started), 1e-3)
+    # the budget counts from the start of the command: what reading took is
+    # gone (a solver handed a spent budget does one step and stops)
+    budget = DEFAULT_TIME_LIMIT if args.time_limit is None else args.time_limit
+    time_limit = max(budget - (time.perf_counter() - started), 1e-3)
     if args.m_best is not None:
         return _run_mbest(args, graph, params, time_limit, started, read_time)
+    from .inference._budget import DEFAULT_MAX_ITER
+    from .inference.registry import auto_choice, method_parameters
+
+    method, reason = auto_choice(graph) if args.method == "auto" else (args.method, "")
+    if args.time_limit is None and "max_iter" not in params:
+        # the default limit is a cap: iterative methods keep their iteration cap
+        if "max_iter" in method_parameters(method):
+            params["max_iter"] = DEFAULT_MAX_ITER
     try:
-        method = auto_method(graph) if args.method == "auto" else args.method
         result = solve_map(graph, method=method, time_limit=time_limit, **params)
     except (ValueError, TypeError) as exc:
         raise _CliError(str(exc), _EXIT_USAGE) from None
+    result.reason = reason
 
     from .graphs import write_uai_solution
 
@@ -231,6 +242,7 @@ def _run_map(args, started):
         "gap": _json_float(result.gap),
         **_run_fields(args, graph, result, started, read_time),
         "status": result.status,
+        "reason": result.reason,
         "n_iter": int(result.n_iter),
         "converged": bool(result.converged),
         "solution": out,
@@ -250,13 +262,14 @@ def _exit_status(status, found):
 def _run_fields(args, graph, result, started, read_time):
     """Timing and size fields of a JSON record (the command's wall time so far)."""
     wall = time.perf_counter() - started
+    budget = DEFAULT_TIME_LIMIT if args.time_limit is None else args.time_limit
     return {
         "time": round(float(result.time), 6),
         "compile_time": round(float(result.compile_time), 6),
         "read_time": round(read_time, 6),
         "wall_time": round(wall, 6),
-        "time_limit": args.time_limit,
-        "over_time_limit": bool(args.time_limit is not None and wall > args.time_limit),
+        "time_limit": budget,
+        "over_time_limit": bool(wall > budget),
         "n_vars": int(graph.n_vars),
         "n_factors": int(graph.n_factors),
     }

@@ -397,13 +397,9 @@ def test_unknown_method_and_parameters():
 
 def test_auto_on_loopy_graph():
     g = _loopy()
-    if "gdmm" in available_methods():
-        res = solve_map(g)
-        assert res.method == "gdmm"
-        assert res.score == g.score(res.labels)
-    else:
-        with pytest.raises(ValueError, match="loopy"):
-            solve_map(g)
+    res = solve_map(g)
+    assert res.method in available_methods() and res.method not in ("viterbi", "tree")
+    assert res.score == g.score(res.labels) and res.reason
 
 
 @SETTINGS

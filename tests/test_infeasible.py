@@ -114,7 +114,7 @@ def test_cli_writes_no_solution_without_a_finite_labeling(graph, method, expecte
     path = tmp_path / "model.uai"
     write_uai(graph, path)
     monkeypatch.chdir(tmp_path)
-    code = main(["map", str(path), "--method", method, "--time-limit", "5"])
+    code = main(["map", str(path), "--method", method, "--time-limit", "1"])
     record = json.loads(capsys.readouterr().out)
     assert code == expected_exit and record["status"] == status
     assert record["score"] is None and record["solution"] is None

@@ -178,12 +178,31 @@ def test_gdmm_large_shared_domain_without_dense_factor_arrays():
     assert res.score == g.score(res.labels)
 
 
-def test_auto_uses_gdmm_on_loopy_graphs_and_exact_on_trees():
+@pytest.mark.parametrize("n, k, expected", [
+    (4, 3, "brute_force"),   # 81 labelings
+    (8, 3, "ad3"),           # 6561 labelings, small domains
+    (3, 100, "gdmm"),        # a domain of 100 states
+])
+def test_auto_chooses_by_size_on_loopy_graphs_and_says_why(n, k, expected):
     rng = np.random.default_rng(2)
-    g = complete_graph(rng.normal(size=(4, 3)), [rng.normal(size=(3, 3)) for _ in range(6)])
-    assert solve_map(g, "auto", max_iter=5).method == "gdmm"
+    g = complete_graph(rng.normal(size=(n, k)),
+                       [rng.normal(size=(k, k)) for _ in range(n * (n - 1) // 2)])
+    res = solve_map(g, "auto", time_limit=2)
+    assert res.method == expected and res.reason.startswith("loopy")
+    assert res.score == g.score(res.labels)
+    if expected == "brute_force":
+        labs = np.array(np.unravel_index(np.arange(k ** n), (k,) * n)).T
+        assert res.status == "exact" and res.score == g.score_many(labs).max()
+
+
+def test_auto_is_exact_on_trees_and_chains():
     t = FactorGraph([2, 2, 2], scopes=[(0, 1), (1, 2)], tables=[np.eye(2), np.eye(2)])
-    assert solve_map(t, "auto").status == "exact"
+    res = solve_map(t, "auto")
+    assert res.status == "exact" and res.method == "viterbi" and "chain" in res.reason
+    star = FactorGraph([2, 2, 2, 2], scopes=[(0, 1), (0, 2), (0, 3)], tables=[np.eye(2)] * 3)
+    res = solve_map(star, "auto")
+    assert res.status == "exact" and res.method == "tree" and "forest" in res.reason
+    assert solve_map(star, "tree").reason == ""
 
 
 @pytest.mark.parametrize("method", GENERAL)

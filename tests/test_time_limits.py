@@ -164,6 +164,35 @@ def test_cli_time_limit_holds_for_every_loopy_method(capsys, grid_file, method):
     assert record["n_iter"] >= 1 and record["compile_time"] >= 0.0
 
 
+@pytest.mark.parametrize("method", ["psdd", "ad3"])
+def test_cli_default_time_limit_is_a_cap(capsys, tmp_path, method):
+    """Without --time-limit the command runs under the default limit, and
+    iterative methods keep their iteration cap."""
+    from structlearn.__main__ import DEFAULT_TIME_LIMIT
+
+    path = tmp_path / "cycle.uai"
+    write_uai(frustrated_cycle(), path)
+    assert main(["map", str(path), "--method", method, "--no-write"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["time_limit"] == DEFAULT_TIME_LIMIT == 60
+    assert record["status"] == "max_iter" and record["n_iter"] == DEFAULT_MAX_ITER
+    assert main(["map", str(path), "--method", method, "--no-write", "-p", "max_iter=7"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_iter"] == 7
+    with pytest.raises(SystemExit):
+        main(["map", "--help"])
+    assert "default: 60 s as a cap" in " ".join(capsys.readouterr().out.split())
+
+
+def test_cli_auto_says_why(capsys, tmp_path):
+    path = tmp_path / "cycle.uai"
+    write_uai(frustrated_cycle(), path)
+    assert main(["map", str(path), "--no-write"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["method"] == "brute_force" and "8 labelings" in record["reason"]
+    assert main(["map", str(path), "--no-write", "--method", "ad3"]) == 0
+    assert json.loads(capsys.readouterr().out)["reason"] == ""
+
+
 @pytest.mark.slow
 def test_cli_subprocess_time_limit_holds(grid_file):
     limit = 3.0

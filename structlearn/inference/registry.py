@@ -4,8 +4,9 @@ A back-end is a function ``solver(graph, *, time_limit=None, **params) ->
 MapResult``.  Back-ends register themselves with :func:`register_method`,
 naming the parameters they take; :func:`solve_map` checks the parameters of
 every call against that list (one error message for every method) and hands
-every registered back-end the time limit.  ``method="auto"`` picks an exact
-method from the graph's structure.
+every registered back-end the time limit.  ``method="auto"`` picks a method
+from the graph's structure and size (:func:`auto_choice`) and says why in
+:attr:`MapResult.reason`.
 
 Before a back-end runs, forbidden labels are propagated
 (:func:`structlearn.graphs.propagate_forbidden_labels`): labels that no
@@ -78,20 +79,46 @@ def check_method_params(method, params):
     _REGISTRY.check_params(method, params)
 
 
-def auto_method(graph):
-    """The method ``method="auto"`` runs on ``graph``."""
+# ``method="auto"`` on loopy graphs: exhaustive enumeration up to this many
+# labelings; GDMM (oracle sublinear in the domain) from this many states of
+# the largest variable; AD3 (fastest to a certified optimum on the shared UAI
+# instances, see BENCHMARKS.md) below it
+AUTO_ENUMERATION_LIMIT = 4096
+AUTO_LARGE_DOMAIN = 100
+
+
+def auto_choice(graph):
+    """The method ``method="auto"`` runs on ``graph`` and why.
+
+    Parameters
+    ----------
+    graph : FactorGraph
+
+    Returns
+    -------
+    method : str
+    reason : str
+        One sentence naming the structure or size that decided.
+    """
     from ..graphs.structure import is_chain, is_forest
 
     if is_chain(graph):
-        return "viterbi"
+        return "viterbi", "chain: exact max-product along the paths"
     if is_forest(graph):
-        return "tree"
-    if "gdmm" in available_methods():
-        return "gdmm"
-    raise ValueError(
-        "method='auto' found a loopy graph and no loopy MAP solver is registered; "
-        f"use method='brute_force' for tiny graphs (available: {', '.join(available_methods())})"
-    )
+        return "tree", "forest: exact max-product on the factor tree"
+    n_labelings = float(np.prod(graph.n_states.astype(np.float64)))
+    if n_labelings <= AUTO_ENUMERATION_LIMIT:
+        return "brute_force", f"loopy, {int(n_labelings)} labelings: exact enumeration"
+    k_max = int(graph.n_states.max())
+    if k_max >= AUTO_LARGE_DOMAIN:
+        return "gdmm", (f"loopy, domains up to {k_max} states: GDMM, whose factor oracle is "
+                        "sublinear in the domain")
+    return "ad3", f"loopy, domains up to {k_max} states: AD3 (LP relaxation, certified bound)"
+
+
+def auto_method(graph):
+    """The method ``method="auto"`` runs on ``graph`` (see :func:`auto_choice`)."""
+    return auto_choice(graph)[0]
 
 
 def solve_map(graph, method="auto", *, time_limit=None, **params):
@@ -102,8 +129,10 @@ def solve_map(graph, method="auto", *, time_limit=None, **params):
     graph : FactorGraph
     method : str or callable, default="auto"
         A name from :func:`available_methods` or a callable
-        ``(graph, **params) -> MapResult``. ``"auto"`` uses an exact method
-        for chains and forests.
+        ``(graph, **params) -> MapResult``. ``"auto"``: exact max-product on
+        chains and forests, enumeration up to 4096 labelings, else ``"ad3"``,
+        or ``"gdmm"`` when a variable has 100 states or more
+        (:func:`auto_choice`; the result's ``reason`` says which applied).
     time_limit : float or None, default=None
         Seconds, counted from this call (numba compilation on a first call
         included).  Every registered method takes it: iterative ones run
@@ -139,8 +168,9 @@ def solve_map(graph, method="auto", *, time_limit=None, **params):
         raise TypeError(f"graph must be a FactorGraph, got {type(graph).__name__}")
     time_limit = check_time_limit(time_limit)
     t0 = time.perf_counter()
+    reason = ""
     if isinstance(method, str) and method == "auto":
-        method = auto_method(graph)
+        method, reason = auto_choice(graph)
     if callable(method):
         solver = method
         if time_limit is not None:
@@ -167,6 +197,7 @@ def solve_map(graph, method="auto", *, time_limit=None, **params):
         result.method = name
     result.compile_time = compiling.seconds
     result.time_limit = time_limit
+    result.reason = reason
     if result.score == -np.inf and result.status != "infeasible":
         # an exact method that found no finite labeling proved there is none
         proved = result.status == "exact" and result.upper_bound == -np.inf

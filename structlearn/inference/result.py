@@ -43,6 +43,8 @@ class MapResult:
         numba's cache) on their first call; 0 once they are loaded.
     time_limit : float or None
         The time limit the method ran under.
+    reason : str
+        Why ``method="auto"`` chose ``method`` (empty when it was named).
     """
 
     labels: np.ndarray
@@ -56,6 +58,7 @@ class MapResult:
     status: str = "exact"
     compile_time: float = 0.0
     time_limit: Optional[float] = None
+    reason: str = ""
 
     @property
     def over_time_limit(self):
