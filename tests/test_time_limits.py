@@ -158,7 +158,8 @@ def test_cli_time_limit_holds_for_every_loopy_method(capsys, grid_file, method):
     assert status == 0, err
     record = json.loads(out)
     assert wall <= limit + ALLOWANCE, record
-    assert record["status"] in ("time_limit", "gap"), record
+    # "stall": the smoothed-dual solvers' own convergence (annealing done)
+    assert record["status"] in ("time_limit", "gap", "stall"), record
     assert record["time_limit"] == limit
     assert record["wall_time"] <= wall
     assert record["n_iter"] >= 1 and record["compile_time"] >= 0.0

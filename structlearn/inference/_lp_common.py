@@ -201,6 +201,7 @@ class Tracker:
         if not 0.0 <= self.polish <= 10.0:
             raise ValueError(f"polish must lie in [0, 10], got {self.polish!r}")
         self._polish_time = 0.0
+        self._polish_misses = 0  # polish rounds in a row without a better incumbent
         self._last_ub_gain = 0
         self._walker = None
         self._walker_score = -np.inf
@@ -266,7 +267,10 @@ class Tracker:
         when the result is not worse; after 2000 steps without gain the walk
         restarts from the incumbent with up to a third of it relabelled.
         Runs while its total time stays below ``polish`` times the solver's
-        (4x that once the bound has not improved by 1e-6 for 50 iterations)."""
+        (4x that once the bound has not improved by 1e-6 for 50 iterations;
+        halved for each of up to 4 rounds in a row that did not improve the
+        incumbent while the bound still moves, so that an instance the LP
+        certifies does not pay for a search that finds nothing)."""
         if not self.polish or not np.isfinite(self.score) or self.problem.graph.n_vars < 2:
             return
         now = time.perf_counter()
@@ -275,11 +279,16 @@ class Tracker:
         if self.n_iter - self._last_ub_gain >= 50:
             # the bound has stalled: the solver adds little, search gets more time
             share *= 4.0
+        else:
+            share *= 0.5 ** min(self._polish_misses, 4)
         budget = share * (elapsed - self._polish_time) - self._polish_time
         if self.time_limit is not None:
             # leave room for one more solver iteration before the limit
             budget = min(budget, self.deadline - elapsed - self._iter_time)
+        if budget <= 0:
+            return
         end = now + budget
+        before = self.score
         if self._walker is None:
             self._walker, self._walker_score = self.labels.copy(), self.score
         n = self.labels.size
@@ -306,6 +315,7 @@ class Tracker:
                 self._walker, self._walker_score = w, self.problem.score(w)
                 self._idle = 0
         self._polish_time += time.perf_counter() - now
+        self._polish_misses = 0 if self.score > before else self._polish_misses + 1
 
     def step(self, **record):
         """Close one iteration; returns True when the solver must stop."""

@@ -101,4 +101,4 @@ def ad3_map(graph, **params):
     return tr.result()
 
 
-register_method("ad3", ad3_map, params=DEFAULTS)
+register_method("ad3", ad3_map, params=DEFAULTS, tightening=True)

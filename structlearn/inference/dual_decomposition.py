@@ -80,4 +80,4 @@ def psdd_map(graph, **params):
     return tr.result()
 
 
-register_method("psdd", psdd_map, params=DEFAULTS)
+register_method("psdd", psdd_map, params=DEFAULTS, tightening=True)

@@ -181,4 +181,4 @@ def gdmm_map(graph, **params):
     return tr.result()
 
 
-register_method("gdmm", gdmm_map, params=DEFAULTS)
+register_method("gdmm", gdmm_map, params=DEFAULTS, tightening=True)

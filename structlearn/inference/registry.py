@@ -14,6 +14,7 @@ finite-score labeling uses get ``-inf`` unary scores, and a graph proved to
 have no finite-score labeling gets status ``"infeasible"`` without a solve.
 """
 
+import numbers
 import time
 
 import numpy as np
@@ -31,7 +32,7 @@ _REGISTRY = Registry("MAP", (".exact", ".ad3", ".dual_decomposition", ".gdmm", "
 _METHODS = _REGISTRY.methods
 
 
-def register_method(name, solver, *, exact=False, params=()):
+def register_method(name, solver, *, exact=False, params=(), tightening=False):
     """Add a MAP back-end under ``name``.
 
     Parameters
@@ -45,7 +46,13 @@ def register_method(name, solver, *, exact=False, params=()):
         Whether the method returns a certified optimum when it applies.
     params : iterable of str, default=()
         Names of the other parameters the solver takes.
+    tightening : bool, default=False
+        Whether the method solves an LP relaxation over factors of any
+        order: it then takes ``cycles`` (see :func:`solve_map`), which
+        :func:`solve_map` handles before the solver is called.
     """
+    if tightening:
+        params = (*params, "cycles")
     return _REGISTRY.register(name, solver, exact=exact, params=params)
 
 
@@ -142,7 +149,12 @@ def solve_map(graph, method="auto", *, time_limit=None, **params):
         A callable method receives it only when it is set.
     **params
         Passed to the back-end; names it does not take raise ``TypeError``
-        (see :func:`method_parameters`).
+        (see :func:`method_parameters`).  The LP back-ends over factors of
+        any order (``ad3``, ``gdmm``, ``psdd``, ``fista``, ``scm``, ``trn``)
+        also take ``cycles=N``: the relaxation is tightened with up to ``N``
+        cluster factors over the most frustrated triangles and 4-cycles of
+        the pairwise factors (:mod:`structlearn.inference.tightening`); the
+        result's ``n_clusters`` says how many were added.
 
     Returns
     -------
@@ -185,8 +197,13 @@ def solve_map(graph, method="auto", *, time_limit=None, **params):
     exact = isinstance(method, str) and _REGISTRY.lookup(method).exact
     with compile_timer() as compiling:
         propagation = propagate_forbidden_labels(graph)
+        cycles = params.pop("cycles", 0)
         if not propagation.infeasible:
-            result = solver(propagation.pruned_graph(graph), **params)
+            work, n_clusters = _tightened(propagation.pruned_graph(graph), cycles)
+            result = solver(work, **params)
+            if n_clusters:
+                _rescore(result, graph)
+                result.n_clusters = n_clusters
         elif exact:
             result = solver(graph, **params)
         else:
@@ -204,6 +221,26 @@ def solve_map(graph, method="auto", *, time_limit=None, **params):
         result.status = "infeasible" if proved else "no_feasible_found"
         result.converged = proved
     return result
+
+
+def _tightened(graph, cycles):
+    """``graph`` with up to ``cycles`` frustrated short cycles as clusters,
+    and their number."""
+    if isinstance(cycles, bool) or not isinstance(cycles, numbers.Integral) or cycles < 0:
+        raise ValueError(f"cycles must be a non-negative integer, got {cycles!r}")
+    if not cycles:
+        return graph, 0
+    from .tightening import cluster_graph, frustrated_cycles
+
+    chosen, _ = frustrated_cycles(graph, int(cycles))
+    return cluster_graph(graph, chosen), int(chosen.shape[0])
+
+
+def _rescore(result, graph):
+    """Score a labeling found on a regrouped graph on ``graph`` itself (the
+    same function; the sums differ only by rounding)."""
+    result.score = float(graph.score(result.labels))
+    result.upper_bound = max(result.upper_bound, result.score)
 
 
 def infeasible_result(graph, method):

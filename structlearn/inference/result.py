@@ -45,6 +45,8 @@ class MapResult:
         The time limit the method ran under.
     reason : str
         Why ``method="auto"`` chose ``method`` (empty when it was named).
+    n_clusters : int
+        Cycle clusters added to tighten the relaxation (``cycles=``).
     """
 
     labels: np.ndarray
@@ -59,6 +61,7 @@ class MapResult:
     compile_time: float = 0.0
     time_limit: Optional[float] = None
     reason: str = ""
+    n_clusters: int = 0
 
     @property
     def over_time_limit(self):

@@ -182,5 +182,5 @@ def scm_map(graph, **params):
     return tr.result()
 
 
-register_method("fista", fista_map, params=FISTA_DEFAULTS)
-register_method("scm", scm_map, params=SMOOTH_DEFAULTS)
+register_method("fista", fista_map, params=FISTA_DEFAULTS, tightening=True)
+register_method("scm", scm_map, params=SMOOTH_DEFAULTS, tightening=True)

@@ -272,4 +272,4 @@ def trn_map(graph, **params):
     return tr.result()
 
 
-register_method("trn", trn_map, params=DEFAULTS)
+register_method("trn", trn_map, params=DEFAULTS, tightening=True)

@@ -1,0 +1,189 @@
+"""Tightening LP relaxations with short-cycle clusters.
+
+The local-polytope relaxation that every LP back-end solves lets each
+pairwise factor take its best entry independently around a cycle, even when
+no labeling can satisfy all of them at once (a *frustrated* cycle): that is
+where certified bounds stay loose.  A cluster factor over the cycle's
+variables whose table is the sum of (shares of) the cycle's edge tables makes
+the relaxation see the cycle as one piece.
+
+:func:`cluster_graph` rewrites a graph so that every selected cycle becomes
+one factor: each covered edge is removed and its table split equally among
+the cycles that cover it.  The rewritten graph scores every labeling exactly
+as the original (the same function, regrouped), so any back-end's certified
+bound on it is a certified bound of the original MAP, and its relaxation is
+at least as tight (averaging the cycles' edge marginals gives a feasible point
+of the original relaxation with the same value).
+
+Cycles are triangles and 4-cycles of the pairwise factors, ranked by their
+*frustration*: the sum of their edges' best entries minus the best joint
+labeling of those edges (:func:`frustrated_cycles`).
+"""
+
+import numpy as np
+
+from ..graphs.factor_graph import FactorGraph
+
+__all__ = ["cluster_graph", "frustrated_cycles"]
+
+MAX_CLUSTER_ENTRIES = 4096  # largest joint table of a cycle cluster
+MAX_CANDIDATES = 500_000  # short cycles examined at most (lowest variables first)
+
+
+class _Edges:
+    """The pairwise factors of a graph merged per variable pair.
+
+    Attributes
+    ----------
+    lo, hi : int64 (n_edges,)
+        The pair, ``lo < hi``.
+    offsets, tables : the summed table of each pair in C order over
+        ``(x_lo, x_hi)``.
+    factor_edge : int64 (n_factors,)
+        Edge of each pairwise factor, -1 for the others.
+    indptr, nbrs, nbr_edge : symmetric adjacency (CSR, neighbours sorted)
+        with the edge of each entry.
+    """
+
+    def __init__(self, graph):
+        orders = graph.factor_orders
+        pair_f = np.flatnonzero(orders == 2)
+        first = graph.scope_vars[graph.scope_indptr[pair_f]]
+        second = graph.scope_vars[graph.scope_indptr[pair_f] + 1]
+        lo, hi = np.minimum(first, second), np.maximum(first, second)
+        key = lo * graph.n_vars + hi
+        uniq, edge_of = np.unique(key, return_inverse=True)
+        self.lo = (uniq // graph.n_vars).astype(np.int64)
+        self.hi = (uniq % graph.n_vars).astype(np.int64)
+        k = graph.n_states.astype(np.int64)
+        sizes = k[self.lo] * k[self.hi]
+        self.offsets = np.zeros(uniq.shape[0] + 1, dtype=np.int64)
+        np.cumsum(sizes, out=self.offsets[1:])
+        # sum the factors' tables per pair, transposed where the scope is (hi, lo)
+        f_sizes = sizes[edge_of]
+        starts = np.repeat(graph.table_offsets[graph.table_ids[pair_f]], f_sizes)
+        within = np.arange(f_sizes.sum()) - np.repeat(np.cumsum(f_sizes) - f_sizes, f_sizes)
+        k_second = np.repeat(k[second], f_sizes)
+        k_first = np.repeat(k[first], f_sizes)
+        flipped = np.repeat(first != lo, f_sizes)
+        dest = np.where(flipped, (within % k_second) * k_first + within // k_second, within)
+        self.tables = np.zeros(self.offsets[-1])
+        np.add.at(self.tables, np.repeat(self.offsets[edge_of], f_sizes) + dest,
+                  graph.table_data[starts + within])
+        self.factor_edge = np.full(graph.n_factors, -1, dtype=np.int64)
+        self.factor_edge[pair_f] = edge_of
+        ends = np.concatenate([self.lo, self.hi])
+        others = np.concatenate([self.hi, self.lo])
+        eids = np.concatenate([np.arange(uniq.shape[0]), np.arange(uniq.shape[0])])
+        order = np.lexsort((others, ends))
+        self.nbrs = others[order].astype(np.int64)
+        self.nbr_edge = eids[order].astype(np.int64)
+        self.indptr = np.zeros(graph.n_vars + 1, dtype=np.int64)
+        np.cumsum(np.bincount(ends, minlength=graph.n_vars), out=self.indptr[1:])
+
+    def kernel_args(self):
+        return self.indptr, self.nbrs, self.nbr_edge, self.lo, self.offsets, self.tables
+
+
+def frustrated_cycles(graph, max_cycles, *, max_entries=MAX_CLUSTER_ENTRIES, max_total=None):
+    """The most frustrated triangles and 4-cycles of a graph's pairwise factors.
+
+    Parameters
+    ----------
+    graph : FactorGraph
+    max_cycles : int
+        How many to return at most.
+    max_entries : int
+        Cycles whose joint table has more entries are skipped.
+    max_total : int or None
+        Entries of all the returned cycles' tables together at most (the
+        most frustrated kept); ``None``: four times the graph's table pool,
+        at least 65,536.
+
+    Returns
+    -------
+    cycles : ndarray of int64, shape (n_cycles, 4)
+        Variables in cycle order, -1 padding a triangle; most frustrated
+        first, only cycles with a positive frustration.
+    frustration : ndarray of float64, shape (n_cycles,)
+    """
+    from ._cycle_kernels import cycle_gaps, short_cycles
+
+    edges = _Edges(graph)
+    k = graph.n_states.astype(np.int64)
+    cand = np.empty((MAX_CANDIDATES, 4), dtype=np.int64) if edges.lo.size else \
+        np.empty((0, 4), dtype=np.int64)
+    n = short_cycles(edges.indptr, edges.nbrs, edges.nbr_edge, k, int(max_entries),
+                     cand.shape[0], cand) if edges.lo.size else 0
+    cand = cand[:n]
+    gaps = np.empty(n)
+    indptr, nbrs, nbr_edge, lo, off, tab = edges.kernel_args()
+    cycle_gaps(cand, indptr, nbrs, nbr_edge, lo, off, tab, k, gaps)
+    keep = np.flatnonzero(gaps > 1e-9 * np.maximum(1.0, np.abs(gaps)))
+    order = keep[np.argsort(-gaps[keep], kind="stable")][:max_cycles]
+    if max_total is None:
+        max_total = max(4 * graph.table_data.shape[0], 65536)
+    entries = np.prod(np.where(cand[order] >= 0, k[np.maximum(cand[order], 0)], 1), axis=1)
+    order = order[np.cumsum(entries) <= max_total]
+    return cand[order], gaps[order]
+
+
+def cluster_graph(graph, cycles):
+    """``graph`` with each cycle's pairwise factors regrouped into one cluster.
+
+    Parameters
+    ----------
+    graph : FactorGraph
+    cycles : ndarray of int, shape (n_cycles, 4)
+        As returned by :func:`frustrated_cycles` (each consecutive pair, and
+        the last with the first, joined by a pairwise factor).
+
+    Returns
+    -------
+    graph : FactorGraph
+        Same variables, unary scores and score function; the covered pairwise
+        factors replaced by one factor per cycle.
+    """
+    from ._cycle_kernels import cluster_tables
+
+    cycles = np.asarray(cycles, dtype=np.int64).reshape(-1, 4)
+    if cycles.shape[0] == 0:
+        return graph
+    edges = _Edges(graph)
+    indptr, nbrs, nbr_edge, lo, off, tab = edges.kernel_args()
+    k = graph.n_states.astype(np.int64)
+    length = np.where(cycles[:, 3] < 0, 3, 4)
+    coverage = np.zeros(edges.lo.shape[0])
+    for p in range(4):
+        a = cycles[:, p]
+        b = np.where(p + 1 < length, cycles[:, (p + 1) % 4], cycles[:, 0])
+        valid = p < length
+        pairs = np.minimum(a, b)[valid] * graph.n_vars + np.maximum(a, b)[valid]
+        e = np.searchsorted(edges.lo * graph.n_vars + edges.hi, pairs)
+        np.add.at(coverage, e, 1.0)
+    weight = np.where(coverage > 0, 1.0 / np.maximum(coverage, 1.0), 0.0)
+    sizes = np.prod(np.where(cycles >= 0, k[np.maximum(cycles, 0)], 1), axis=1)
+    table_off = np.zeros(cycles.shape[0] + 1, dtype=np.int64)
+    np.cumsum(sizes, out=table_off[1:])
+    new_tab = np.empty(table_off[-1])
+    cluster_tables(cycles, indptr, nbrs, nbr_edge, lo, off, tab, k, weight, table_off, new_tab)
+
+    fe = edges.factor_edge
+    keep = np.flatnonzero((fe < 0) | (coverage[np.maximum(fe, 0)] == 0))
+    orders = graph.factor_orders
+    keep_orders = orders[keep]
+    kept_mask = np.zeros(graph.n_factors, dtype=bool)
+    kept_mask[keep] = True
+    kept_scopes = graph.scope_vars[np.repeat(kept_mask, orders)]
+    new_scopes = cycles[cycles >= 0]  # row-major: each cycle's variables in order
+    scope_indptr = np.zeros(keep.shape[0] + cycles.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.concatenate([keep_orders, length]), out=scope_indptr[1:])
+    n_tables = graph.n_tables
+    table_ids = np.concatenate([graph.table_ids[keep],
+                                n_tables + np.arange(cycles.shape[0], dtype=np.int64)])
+    table_offsets = np.concatenate([graph.table_offsets,
+                                    graph.table_offsets[-1] + table_off[1:]])
+    table_data = np.concatenate([graph.table_data, new_tab])
+    return FactorGraph.from_arrays(graph.n_states, graph.unary, scope_indptr,
+                                   np.concatenate([kept_scopes, new_scopes]), table_ids,
+                                   table_offsets, table_data, validate=False)
