@@ -33,7 +33,8 @@ ROOT = os.path.dirname(HERE)
 UAI_DIR = os.path.join(ROOT, "..", "shared", "data", "uai")
 METHODS = ["gdmm", "gdmm_binary", "ad3", "psdd", "fista", "scm", "trn", "trn_lbfgs"]
 # variants of a registered method: name -> (method, parameters)
-VARIANTS = {"trn_lbfgs": ("trn", {"hessian": "lbfgs"}), "gdmm_1pass": ("gdmm", {"n_pass": 1})}
+VARIANTS = {"trn_lbfgs": ("trn", {"hessian": "lbfgs"}), "gdmm_1pass": ("gdmm", {"n_pass": 1}),
+            "ad3_cycles": ("ad3", {"cycles": 1000}), "gdmm_cycles": ("gdmm", {"cycles": 1000})}
 SYNTHETIC = ["potts_grid_k21", "complete_k400", "matching_k1000"]
 
 

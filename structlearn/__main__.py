@@ -214,9 +214,11 @@ def _run_map(args, started):
     if args.m_best is not None:
         return _run_mbest(args, graph, params, time_limit, started, read_time)
     from .inference._budget import DEFAULT_MAX_ITER
-    from .inference.registry import auto_choice, method_parameters
+    from .inference.registry import method_parameters, resolve_auto
 
-    method, reason = auto_choice(graph) if args.method == "auto" else (args.method, "")
+    method, reason = args.method, ""
+    if method == "auto":
+        method, reason, params = resolve_auto(graph, params)
     if args.time_limit is None and "max_iter" not in params:
         # the default limit is a cap: iterative methods keep their iteration cap
         if "max_iter" in method_parameters(method):

@@ -37,14 +37,16 @@ def short_cycles(indptr, nbrs, nbr_edge, n_states, max_entries, max_count, out):
 
     Parameters
     ----------
-    out : int64 (max_count, 4)
-        Receives the variables in cycle order; -1 pads a triangle.
+    out : int64 (max_count, 4) or (0, 4)
+        Receives the variables in cycle order; -1 pads a triangle.  With 0
+        rows nothing is written: the cycles are only counted.
 
     Returns
     -------
     count : int
-        Cycles written (at most ``max_count``).
+        Cycles found (at most ``max_count``).
     """
+    write = out.shape[0] > 0
     n = indptr.shape[0] - 1
     count = 0
     for a in range(n):
@@ -61,10 +63,11 @@ def short_cycles(indptr, nbrs, nbr_edge, n_states, max_entries, max_count, out):
                     if _edge_between(indptr, nbrs, nbr_edge, a, c) >= 0:
                         if count == max_count:
                             return count
-                        out[count, 0] = a
-                        out[count, 1] = b
-                        out[count, 2] = c
-                        out[count, 3] = -1
+                        if write:
+                            out[count, 0] = a
+                            out[count, 1] = b
+                            out[count, 2] = c
+                            out[count, 3] = -1
                         count += 1
                 # 4-cycle a - b - c - d - a with b < d
                 size3 = n_states[a] * n_states[b] * n_states[c]
@@ -77,10 +80,11 @@ def short_cycles(indptr, nbrs, nbr_edge, n_states, max_entries, max_count, out):
                     if _edge_between(indptr, nbrs, nbr_edge, a, d) >= 0:
                         if count == max_count:
                             return count
-                        out[count, 0] = a
-                        out[count, 1] = b
-                        out[count, 2] = c
-                        out[count, 3] = d
+                        if write:
+                            out[count, 0] = a
+                            out[count, 1] = b
+                            out[count, 2] = c
+                            out[count, 3] = d
                         count += 1
     return count
 

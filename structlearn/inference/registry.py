@@ -92,6 +92,8 @@ def check_method_params(method, params):
 # instances, see BENCHMARKS.md) below it
 AUTO_ENUMERATION_LIMIT = 4096
 AUTO_LARGE_DOMAIN = 100
+# and tightens the relaxation with this many frustrated short cycles at most
+AUTO_CYCLES = 1000
 
 
 def auto_choice(graph):
@@ -120,7 +122,17 @@ def auto_choice(graph):
     if k_max >= AUTO_LARGE_DOMAIN:
         return "gdmm", (f"loopy, domains up to {k_max} states: GDMM, whose factor oracle is "
                         "sublinear in the domain")
-    return "ad3", f"loopy, domains up to {k_max} states: AD3 (LP relaxation, certified bound)"
+    return "ad3", (f"loopy, domains up to {k_max} states: AD3 (LP relaxation, certified "
+                   f"bound) tightened with up to {AUTO_CYCLES} frustrated short cycles")
+
+
+def resolve_auto(graph, params):
+    """What ``method="auto"`` runs: the method, why, and ``params`` with the
+    settings auto adds (``cycles`` for ``ad3`` unless given)."""
+    method, reason = auto_choice(graph)
+    if method == "ad3" and "cycles" not in params:
+        params = dict(params, cycles=AUTO_CYCLES)
+    return method, reason, params
 
 
 def auto_method(graph):
@@ -182,7 +194,7 @@ def solve_map(graph, method="auto", *, time_limit=None, **params):
     t0 = time.perf_counter()
     reason = ""
     if isinstance(method, str) and method == "auto":
-        method, reason = auto_choice(graph)
+        method, reason, params = resolve_auto(graph, params)
     if callable(method):
         solver = method
         if time_limit is not None:

@@ -111,11 +111,11 @@ def frustrated_cycles(graph, max_cycles, *, max_entries=MAX_CLUSTER_ENTRIES, max
 
     edges = _Edges(graph)
     k = graph.n_states.astype(np.int64)
-    cand = np.empty((MAX_CANDIDATES, 4), dtype=np.int64) if edges.lo.size else \
-        np.empty((0, 4), dtype=np.int64)
-    n = short_cycles(edges.indptr, edges.nbrs, edges.nbr_edge, k, int(max_entries),
-                     cand.shape[0], cand) if edges.lo.size else 0
-    cand = cand[:n]
+    args = (edges.indptr, edges.nbrs, edges.nbr_edge, k, int(max_entries))
+    n = short_cycles(*args, MAX_CANDIDATES, np.empty((0, 4), dtype=np.int64))  # count
+    cand = np.empty((n, 4), dtype=np.int64)
+    if n:
+        short_cycles(*args, n, cand)
     gaps = np.empty(n)
     indptr, nbrs, nbr_edge, lo, off, tab = edges.kernel_args()
     cycle_gaps(cand, indptr, nbrs, nbr_edge, lo, off, tab, k, gaps)
