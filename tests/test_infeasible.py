@@ -12,7 +12,7 @@ from structlearn.graphs import FactorGraph, graph_from_edges, grid_graph, write_
 from structlearn.inference import available_methods, solve_map, solve_mbest
 
 LOOPY = [m for m in available_methods() if m not in ("auto", "viterbi", "tree")]
-ITERATIVE = [m for m in LOOPY if m not in ("brute_force", "ilp")]
+ITERATIVE = [m for m in LOOPY if m not in ("brute_force", "ilp", "exact")]
 DIFFERENT = np.array([[-np.inf, 0.0], [0.0, -np.inf]])
 
 
@@ -43,7 +43,7 @@ def test_zero_potentials_everywhere_are_proved_infeasible(method):
     assert res.labels.shape == (9,)
 
 
-@pytest.mark.parametrize("method", ["brute_force", "ilp"])
+@pytest.mark.parametrize("method", ["brute_force", "ilp", "exact"])
 def test_exact_methods_prove_what_propagation_cannot(method):
     assert_infeasible(solve_map(odd_cycle(), method))
 

@@ -107,3 +107,92 @@ def propagate_forbidden(n_states, unary_offsets, scope_indptr, scope_vars, table
                         size += 1
                         queued[g] = 1
     return -1
+
+
+@nb.njit(cache=True)
+def _dominates(v, b, a, n_states, scope_indptr, scope_vars, table_ids, table_offsets,
+               table_data, var_indptr, var_factors, budget):
+    """Whether every table entry of the factors on ``v`` with ``x_v = b`` is
+    >= the entry with ``x_v = a`` and the same other labels.
+
+    Returns ``(dominates, entries compared)``; gives up (False) once
+    ``budget`` entries were compared.
+    """
+    work = 0
+    for j in range(var_indptr[v], var_indptr[v + 1]):
+        f = var_factors[j]
+        lo = scope_indptr[f]
+        hi = scope_indptr[f + 1]
+        # tables are row-major over the scope: v's stride is the product of
+        # the domain sizes of the variables after it
+        stride = 1
+        q = hi - 1
+        while scope_vars[q] != v:
+            stride *= n_states[scope_vars[q]]
+            q -= 1
+        block = stride * n_states[v]
+        base = table_offsets[table_ids[f]]
+        size = table_offsets[table_ids[f] + 1] - base
+        for outer in range(base, base + size, block):
+            ea = outer + a * stride
+            eb = outer + b * stride
+            for inner in range(stride):
+                if table_data[ea + inner] > table_data[eb + inner]:
+                    return False, work + inner + 1
+            work += stride
+            if work > budget:
+                return False, work
+    return True, work
+
+
+@nb.njit(cache=True)
+def prune_dominated(n_states, unary, unary_offsets, scope_indptr, scope_vars, table_ids,
+                    table_offsets, table_data, var_indptr, var_factors, alive, max_work):
+    """Remove labels dominated by another alive label of their variable.
+
+    Label ``a`` of ``v`` is dominated by ``b`` when ``unary[b] >= unary[a]``
+    and every factor on ``v`` scores ``x_v = b`` at least as high as
+    ``x_v = a`` whatever the other labels: relabelling ``a`` to ``b`` never
+    lowers a labeling's score, so some maximum-score labeling avoids ``a``.
+    Only alive labels dominate, so at least one maximal label of every
+    variable stays.
+
+    Parameters
+    ----------
+    n_states, unary, unary_offsets, scope_indptr, scope_vars, table_ids,
+    table_offsets, table_data
+        The factor graph's arrays.
+    var_indptr, var_factors : int64 arrays
+        Factors of each variable (CSR).
+    alive : bool (n_unary,)
+        In: the labels to consider.  Out: dominated ones set to False.
+    max_work : int
+        Stop after comparing about this many table entries (what was pruned
+        until then stays pruned).
+
+    Returns
+    -------
+    n_pruned : int
+    """
+    n_pruned = 0
+    work = 0
+    for v in range(n_states.shape[0]):
+        lo = unary_offsets[v]
+        k = n_states[v]
+        for a in range(k):
+            if not alive[lo + a]:
+                continue
+            for b in range(k):
+                if b == a or not alive[lo + b] or unary[lo + b] < unary[lo + a]:
+                    continue
+                dom, w = _dominates(v, b, a, n_states, scope_indptr, scope_vars, table_ids,
+                                    table_offsets, table_data, var_indptr, var_factors,
+                                    max_work - work)
+                work += w + 1
+                if dom:
+                    alive[lo + a] = False
+                    n_pruned += 1
+                    break
+                if work > max_work:
+                    return n_pruned
+    return n_pruned

@@ -478,16 +478,24 @@ class FactorGraph:
             keep = unary[lo + state]
             unary[lo : self.unary_offsets[var + 1]] = -np.inf
             unary[lo + state] = keep
-        return FactorGraph.from_arrays(
-            self.n_states,
-            unary,
-            self.scope_indptr,
-            self.scope_vars,
-            self.table_ids,
-            self.table_offsets,
-            self.table_data,
-            validate=False,
-        )
+        return self.with_unary(unary)
+
+    def with_unary(self, unary):
+        """The same factors (tables shared, not copied) with other unary scores.
+
+        Parameters
+        ----------
+        unary : ndarray of float64, shape (n_states.sum(),)
+            Flat unary scores, variable by variable (not validated: they
+            come from this graph's own, e.g. with states set to ``-inf``).
+
+        Returns
+        -------
+        graph : FactorGraph
+        """
+        return FactorGraph.from_arrays(self.n_states, unary, self.scope_indptr, self.scope_vars,
+                                       self.table_ids, self.table_offsets, self.table_data,
+                                       validate=False)
 
     def copy(self):
         """Deep copy."""

@@ -15,7 +15,7 @@ import numpy as np
 from .factor_graph import FactorGraph
 from .structure import variable_factors
 
-__all__ = ["Propagation", "propagate_forbidden_labels"]
+__all__ = ["Propagation", "propagate_forbidden_labels", "prune_dominated_labels"]
 
 
 @dataclass
@@ -56,9 +56,7 @@ class Propagation:
         if not self.n_pruned:
             return graph
         unary = np.where(self.alive, graph.unary, -np.inf)
-        return FactorGraph.from_arrays(graph.n_states, unary, graph.scope_indptr,
-                                       graph.scope_vars, graph.table_ids, graph.table_offsets,
-                                       graph.table_data, validate=False)
+        return graph.with_unary(unary)
 
 
 def propagate_forbidden_labels(graph):
@@ -97,3 +95,43 @@ def propagate_forbidden_labels(graph):
         dead_var = -1
     return Propagation(alive=alive, infeasible=dead_var >= 0, dead_var=dead_var,
                        n_pruned=n_finite - int(alive.sum()))
+
+
+def prune_dominated_labels(graph, max_work=10**8):
+    """Forbid labels that another label of the same variable dominates.
+
+    Label ``a`` of variable ``v`` is dominated by label ``b`` when ``b``'s
+    unary score is at least ``a``'s and every factor on ``v`` scores ``b``
+    at least as high as ``a`` for every labeling of its other variables.
+    Some maximum-score labeling then avoids ``a``: the pruned graph has the
+    same MAP value (but not the same M best labelings).  Of labels that
+    dominate each other one stays.
+
+    Parameters
+    ----------
+    graph : FactorGraph
+    max_work : int, default=10**8
+        Table entries compared at most; the scan stops there (a pair whose
+        comparison exits at its first entry costs 1), keeping what it pruned.
+
+    Returns
+    -------
+    pruned : FactorGraph
+        ``graph`` with the dominated labels' unary scores set to ``-inf``
+        (tables shared), or ``graph`` itself when none is dominated.
+    n_pruned : int
+    """
+    from ._propagation_kernels import prune_dominated
+
+    if not isinstance(graph, FactorGraph):
+        raise TypeError(f"graph must be a FactorGraph, got {type(graph).__name__}")
+    alive = np.isfinite(graph.unary)
+    var_indptr, var_factors = variable_factors(graph)
+    n_pruned = int(prune_dominated(
+        graph.n_states.astype(np.int64), graph.unary, graph.unary_offsets, graph.scope_indptr,
+        graph.scope_vars, graph.table_ids, graph.table_offsets, graph.table_data, var_indptr,
+        var_factors, alive, int(max_work)))
+    if not n_pruned:
+        return graph, 0
+    return Propagation(alive=alive, infeasible=False, dead_var=-1,
+                       n_pruned=n_pruned).pruned_graph(graph), n_pruned

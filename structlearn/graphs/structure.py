@@ -19,6 +19,7 @@ import numpy as np
 __all__ = [
     "bfs_schedule",
     "chain_order",
+    "component_subgraphs",
     "connected_components",
     "incidence_csr",
     "is_chain",
@@ -146,6 +147,58 @@ def connected_components(graph):
     *_, component, _ = bfs_schedule(graph)
     n_comp = int(component.max()) + 1 if component.size else 0
     return n_comp, component
+
+
+def component_subgraphs(graph):
+    """Split a graph into its connected components.
+
+    Parameters
+    ----------
+    graph : FactorGraph
+
+    Returns
+    -------
+    parts : list of (ndarray of int64, FactorGraph)
+        For each component with at least one factor: its variables (sorted)
+        and the graph over them, whose variable ``j`` is ``variables[j]``
+        (factor tables shared with ``graph``, not copied).  Factors with an
+        empty scope belong to no component.
+    isolated : ndarray of int64
+        Variables in no factor's scope.
+    """
+    from .factor_graph import FactorGraph
+
+    _check_graph(graph)
+    n_comp, comp = connected_components(graph)
+    orders = graph.factor_orders
+    scoped = np.flatnonzero(orders > 0)
+    factor_comp = comp[graph.scope_vars[graph.scope_indptr[scoped]]]
+    degree = np.bincount(graph.scope_vars, minlength=graph.n_vars)
+    isolated = np.flatnonzero(degree == 0)
+    by_comp = np.argsort(comp, kind="stable")
+    var_starts = np.searchsorted(comp[by_comp], np.arange(n_comp + 1))
+    f_order = np.argsort(factor_comp, kind="stable")
+    f_starts = np.searchsorted(factor_comp[f_order], np.arange(n_comp + 1))
+    local = np.empty(graph.n_vars, dtype=np.int64)
+    parts = []
+    for c in range(n_comp):
+        factors = scoped[f_order[f_starts[c]:f_starts[c + 1]]]
+        if not factors.size:
+            continue
+        variables = by_comp[var_starts[c]:var_starts[c + 1]]
+        local[variables] = np.arange(variables.shape[0])
+        n_states = graph.n_states[variables]
+        starts = graph.unary_offsets[variables]
+        states = np.repeat(starts - np.concatenate(([0], np.cumsum(n_states)[:-1])),
+                           n_states) + np.arange(int(n_states.sum()))
+        f_orders = orders[factors]
+        indptr = np.concatenate(([0], np.cumsum(f_orders))).astype(np.int64)
+        entries = np.repeat(graph.scope_indptr[factors] - indptr[:-1], f_orders) \
+            + np.arange(indptr[-1])
+        parts.append((variables, FactorGraph.from_arrays(
+            n_states, graph.unary[states], indptr, local[graph.scope_vars[entries]],
+            graph.table_ids[factors], graph.table_offsets, graph.table_data, validate=False)))
+    return parts, isolated
 
 
 def is_forest(graph):

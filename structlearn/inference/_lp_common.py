@@ -61,6 +61,10 @@ def check_params(method, params, defaults):
     out["max_iter"] = resolve_max_iter(out["max_iter"], out["time_limit"])
     integer(out, "max_iter")
     nonnegative(out, "tol")
+    cutoff = out.get("cutoff")
+    if cutoff is not None and (isinstance(cutoff, bool) or not isinstance(cutoff, numbers.Real)
+                               or np.isnan(cutoff)):
+        raise ValueError(f"cutoff must be a number or None, got {cutoff!r}")
     for name in ("verbose", "local_search"):
         if name in out and not isinstance(out[name], (bool, numbers.Integral)):
             raise TypeError(f"{name} must be a bool or int, got {out[name]!r}")
@@ -183,6 +187,8 @@ class Tracker:
         self.deadline = (None if self.time_limit is None
                          else self.time_limit - min(0.02, 0.02 * self.time_limit))
         self.tol = float(params["tol"])
+        cutoff = params.get("cutoff")
+        self.cutoff = -np.inf if cutoff is None else float(cutoff)
         self.stall_iter = int(params.get("stall_iter", 0) or 0)
         self.local = bool(params.get("local_search", True))
         self.verbose = int(params.get("verbose", 0))
@@ -336,6 +342,9 @@ class Tracker:
         if gap <= self.tol:
             self.status = "gap"
             return True
+        if self.ub <= self.cutoff:
+            self.status = "cutoff"
+            return True
         if self.n_iter >= self.max_iter:
             self.status = "max_iter"
             return True
@@ -385,4 +394,5 @@ COMMON_DEFAULTS = {
     "local_search": True,
     "polish": 1.0,
     "verbose": 0,
+    "cutoff": None,
 }

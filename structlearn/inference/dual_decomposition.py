@@ -47,6 +47,10 @@ def psdd_map(graph, **params):
         of the solver's own running time (4x that once the bound has stalled
         for 50 iterations); 0 turns it off.  Only runs while the certified
         gap is open.
+    cutoff : float or None, default=None
+        Stop (status ``"cutoff"``) once the certified upper bound is at most
+        this value: the caller only needs to know that the optimum is not
+        above it (branch and bound prunes such subproblems).
     verbose : int, default=0
 
     Returns

@@ -71,13 +71,6 @@ class _Partition:
             u[np.asarray(excluded, dtype=np.int64)] = -np.inf
         return u, fixed
 
-    def subgraph(self, unary):
-        from ..graphs.factor_graph import FactorGraph
-
-        g = self.graph
-        return FactorGraph.from_arrays(g.n_states, unary, g.scope_indptr, g.scope_vars,
-                                       g.table_ids, g.table_offsets, g.table_data,
-                                       validate=False)
 
     def children(self, node, unary, fixed, x):
         """The subspaces that cover ``node``'s subspace minus ``x``."""
@@ -141,7 +134,7 @@ def nilsson_mbest(graph, m, *, map_method="auto", map_params=None, sub_time_limi
             tl = per_solve if tl is None else min(tl, per_solve)
         if tl is not None:
             tl = max(tl, 1e-3)
-        res = solve_map(part.subgraph(unary), method, time_limit=tl, **params)
+        res = solve_map(graph.with_unary(unary), method, time_limit=tl, **params)
         return res, unary, fixed, max(res.upper_bound, res.score)
 
     heap, counter = [], 0

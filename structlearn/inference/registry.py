@@ -27,8 +27,8 @@ from .result import MapResult
 __all__ = ["available_methods", "get_method", "method_parameters", "register_method",
            "solve_map"]
 
-_REGISTRY = Registry("MAP", (".exact", ".ad3", ".dual_decomposition", ".gdmm", ".gdmm_binary",
-                             ".ilp", ".smoothed_dual", ".trn"))
+_REGISTRY = Registry("MAP", (".exact", ".ad3", ".branch_and_bound", ".dual_decomposition",
+                             ".gdmm", ".gdmm_binary", ".ilp", ".smoothed_dual", ".trn"))
 _METHODS = _REGISTRY.methods
 
 

@@ -33,7 +33,9 @@ class MapResult:
         Name of the method that produced the result.
     status : str
         Why the method stopped: ``"exact"``, ``"gap"`` (certified relative gap
-        below tol), ``"max_iter"``, ``"time_limit"`` or ``"stall"``; or
+        below tol), ``"max_iter"``, ``"time_limit"``, ``"stall"``,
+        ``"cutoff"`` (the bound fell to the caller's ``cutoff``) or
+        ``"node_limit"`` (branch and bound's node cap); or
         ``"infeasible"`` (proved: no labeling has a finite score; ``score``
         and ``upper_bound`` are ``-inf``, ``labels`` all zero) or
         ``"no_feasible_found"`` (the method stopped without a finite-score

@@ -42,6 +42,8 @@ from .smoothed_dual import SMOOTH_DEFAULTS, Annealer
 __all__ = ["trn_map"]
 
 HESSIANS = ("newton", "lbfgs")
+# range of the damping of the trust-region steps
+LAM_MIN, LAM_MAX = 1e-10, 1e10
 DEFAULTS = dict(SMOOTH_DEFAULTS, lam0=1.0, eps_rho=1e-4, max_cg=250, max_block=256,
                 hessian="newton", memory=10)
 
@@ -247,6 +249,9 @@ def trn_map(graph, **params):
             lam *= 0.5
         elif ratio > 0.9:
             lam *= 0.25
+        # long runs (a time limit lifts the iteration cap) would otherwise
+        # drive the damping to 0 or inf and the preconditioner to NaN
+        lam = min(max(lam, LAM_MIN), LAM_MAX)
         if ratio >= eps_rho:
             delta = delta + step
         else:

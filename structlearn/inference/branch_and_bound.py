@@ -1,0 +1,317 @@
+"""Exact MAP by best-first branch and bound over certified LP bounds.
+
+Preprocessing (each step keeps a maximum-score labeling):
+
+1. parallel factors are summed into one (:func:`merge_parallel_factors`);
+2. forbidden labels are propagated from ``-inf`` entries
+   (:func:`propagate_forbidden_labels`), which may prove the model
+   infeasible;
+3. dominated labels are forbidden (:func:`prune_dominated_labels`);
+4. the graph is split into connected components, each solved on its own
+   (isolated variables by their unary argmax, forests by exact max-product,
+   components of at most :data:`ENUMERATION_LIMIT` labelings by enumeration).
+
+On every other component the relaxation is tightened once with its most
+frustrated short cycles (:mod:`.tightening`), then a search tree is explored
+best bound first.  A node is a subspace given by label constraints (``-inf``
+unary scores on a copy of the unary vector; the tables are shared); its bound
+is the certified upper bound of an LP back-end run on it, and the back-end's
+decoded labeling (after its local search) is offered as incumbent.  A node is
+split on the variable with the strongest interactions among those with two or
+more allowed labels: one child fixes it to the label of the node's decoded
+labeling, the other forbids that label.  Nodes whose bound is within the
+tolerance of the incumbent are pruned (the back-end stops early with status
+``"cutoff"`` once its bound falls there).  The search ends with a certified
+optimum when no node is left, or at the time limit / node cap with the best
+open bound.
+"""
+
+import heapq
+import time
+
+import numpy as np
+
+from ..graphs import (component_subgraphs, is_forest, merge_parallel_factors,
+                      propagate_forbidden_labels, prune_dominated_labels)
+from ..graphs.factor_graph import FactorGraph
+from ._budget import check_time_limit
+from .registry import AUTO_CYCLES, check_method_params, get_method, register_method, solve_map
+from .result import MapResult
+
+__all__ = ["branch_and_bound_map"]
+
+ENUMERATION_LIMIT = 4096  # components with at most this many labelings are enumerated
+ROOT_MAX_ITER = 1000      # LP iterations at the root of a search tree
+NODE_MAX_ITER = 200       # and at every other node
+
+
+def _interaction_strength(graph):
+    """Per variable: the summed score range (max - min of the finite
+    entries) of the tables of its factors."""
+    data = np.where(np.isfinite(graph.table_data), graph.table_data, np.nan)
+    ranges = np.zeros(graph.n_tables)
+    sizes = np.diff(graph.table_offsets)
+    nonempty = np.flatnonzero(sizes > 0)
+    if nonempty.size:
+        starts = graph.table_offsets[nonempty]
+        with np.errstate(invalid="ignore"):
+            hi = np.fmax.reduceat(data, starts)
+            lo = np.fmin.reduceat(data, starts)
+        ranges[nonempty] = np.nan_to_num(hi - lo)
+    per_entry = np.repeat(ranges[graph.table_ids], graph.factor_orders)
+    return np.bincount(graph.scope_vars, weights=per_entry, minlength=graph.n_vars)
+
+
+class _Node:
+    """A subspace: its parent's constraints plus ``x[var] == label`` (``fix``)
+    or ``x[var] != label``."""
+
+    __slots__ = ("parent", "var", "label", "fix", "depth")
+
+    def __init__(self, parent, var, label, fix):
+        self.parent = parent
+        self.var = var
+        self.label = label
+        self.fix = fix
+        self.depth = 0 if parent is None else parent.depth + 1
+
+    def unary(self, graph):
+        """The unary vector of ``graph`` with this subspace's constraints."""
+        u = graph.unary.copy()
+        node = self
+        while node.parent is not None:
+            lo = graph.unary_offsets[node.var]
+            if node.fix:
+                keep = u[lo + node.label]
+                u[lo:graph.unary_offsets[node.var + 1]] = -np.inf
+                u[lo + node.label] = keep
+            else:
+                u[lo + node.label] = -np.inf
+            node = node.parent
+        return u
+
+
+class _Search:
+    """Branch and bound on one connected component."""
+
+    def __init__(self, graph, score_graph, method, params, deadline, tol, max_nodes, t0,
+                 history):
+        self.graph = graph              # tightened, with dominated labels forbidden
+        self.score_graph = score_graph  # the component as given (scores labelings)
+        self.method = method
+        self.params = dict(params)
+        self.root_iter = self.params.pop("max_iter", ROOT_MAX_ITER)
+        self.root_polish = self.params.pop("polish", 1.0)
+        self.deadline = deadline
+        self.tol = tol
+        self.max_nodes = max_nodes
+        self.t0 = t0
+        self.history = history
+        self.order = np.argsort(-_interaction_strength(graph), kind="stable")
+        self.labels = None
+        self.score = -np.inf
+        self.n_nodes = 0
+
+    def _cutoff(self):
+        if not np.isfinite(self.score):
+            return None
+        return self.score + self.tol * max(1.0, abs(self.score))
+
+    def _evaluate(self, node, max_iter, polish):
+        """Solve the LP on ``node``; offer its labeling; return its bound and
+        the variable and label to branch on (``None`` for a leaf)."""
+        unary = node.unary(self.graph)
+        g = self.graph
+        sub = g.with_unary(unary)
+        left = self.deadline - time.perf_counter() if self.deadline is not None else None
+        res = solve_map(sub, self.method, time_limit=None if left is None else max(left, 1e-3),
+                        max_iter=max_iter, cutoff=self._cutoff(), polish=polish, **self.params)
+        self.n_nodes += 1
+        if res.status == "infeasible":
+            return -np.inf, None
+        if np.isfinite(res.score):
+            s = float(self.score_graph.score(res.labels))
+            if s > self.score:
+                self.score, self.labels = s, res.labels.copy()
+        allowed = np.add.reduceat(np.isfinite(unary).astype(np.int64), g.unary_offsets[:-1])
+        free = self.order[allowed[self.order] >= 2]
+        if not free.size or not np.isfinite(res.score):
+            # every variable fixed (the decoded labeling is the subspace's
+            # only one), or no labeling to branch around: split the first
+            # free variable on its first allowed label
+            if not free.size:
+                return (res.upper_bound if np.isfinite(res.score) else -np.inf), None
+            v = int(free[0])
+            lab = int(np.flatnonzero(np.isfinite(unary[g.unary_offsets[v]:
+                                                        g.unary_offsets[v + 1]]))[0])
+            return res.upper_bound, (v, lab)
+        v = int(free[0])
+        return res.upper_bound, (v, int(res.labels[v]))
+
+    def run(self):
+        """Search; returns ``(labels, score, upper_bound, status)``."""
+        root = _Node(None, -1, -1, False)
+        ub, branch = self._evaluate(root, self.root_iter, self.root_polish)
+        heap, counter = [], 0
+        if branch is not None and self._open(ub):
+            heapq.heappush(heap, (-ub, 0, counter, root, branch))
+        status = "exact"
+        while heap:
+            if self.deadline is not None and time.perf_counter() >= self.deadline:
+                status = "time_limit"
+                break
+            if self.n_nodes >= self.max_nodes:
+                status = "node_limit"
+                break
+            neg_ub, _, _, node, (v, lab) = heapq.heappop(heap)
+            if not self._open(-neg_ub):
+                continue
+            for fix in (True, False):
+                child = _Node(node, v, lab, fix)
+                cub, cbranch = self._evaluate(child, NODE_MAX_ITER, 0.0)
+                cub = min(cub, -neg_ub)
+                if cbranch is not None and self._open(cub):
+                    counter += 1
+                    heapq.heappush(heap, (-cub, -child.depth, counter, child, cbranch))
+            self._record(heap)
+        open_bound = max((-e[0] for e in heap if self._open(-e[0])), default=-np.inf)
+        if status == "exact" or not np.isfinite(open_bound):
+            status = "exact"
+            open_bound = self.score
+        self._record(heap)
+        if self.labels is None:  # no finite labeling found (nor proved absent)
+            self.labels = np.zeros(self.graph.n_vars, dtype=np.int64)
+        return self.labels, self.score, max(open_bound, self.score), status
+
+    def _open(self, ub):
+        """Whether a subspace bounded by ``ub`` may hold a better labeling."""
+        cut = self._cutoff()
+        return ub > -np.inf and (cut is None or ub > cut)
+
+    def _record(self, heap):
+        open_bound = max((-e[0] for e in heap), default=self.score)
+        ub = max(open_bound, self.score)
+        gap = ((ub - self.score) / max(1.0, abs(ub)) if np.isfinite(self.score) else np.inf)
+        self.history.append({"iter": self.n_nodes, "time": time.perf_counter() - self.t0,
+                             "score": self.score, "upper_bound": ub, "rel_gap": gap,
+                             "open": len(heap)})
+
+
+def branch_and_bound_map(graph, *, time_limit=None, bound_method="ad3", bound_params=None,
+                         tighten=AUTO_CYCLES, max_nodes=100_000, dominance=True, tol=1e-6,
+                         enumeration_limit=ENUMERATION_LIMIT):
+    """Exact MAP by best-first branch and bound (see the module docstring).
+
+    Parameters
+    ----------
+    graph : FactorGraph
+    time_limit : float or None, default=None
+        Seconds; at the limit the best labeling and the best open bound are
+        returned with status ``"time_limit"``.
+    bound_method : str, default="ad3"
+        LP back-end of :func:`solve_map` that bounds the nodes (it must take
+        ``cutoff``: ``ad3``, ``gdmm``, ``psdd``, ``fista``, ``scm``, ``trn``).
+    bound_params : dict or None
+        Its parameters (``max_iter`` applies to the root; other nodes run
+        at most 200 iterations).
+    tighten : int, default=1000
+        Frustrated short cycles added as clusters to each component before
+        the search (0: none).
+    max_nodes : int, default=100000
+        Nodes evaluated at most per component (status ``"node_limit"``).
+    dominance : bool, default=True
+        Forbid dominated labels first.
+    tol : float, default=1e-6
+        Relative gap at which a subspace counts as solved.
+    enumeration_limit : int, default=4096
+        Components with at most this many labelings are enumerated instead
+        of searched (0: search every loopy component).
+
+    Returns
+    -------
+    result : MapResult
+        Status ``"exact"`` (the gap is certified within ``tol``),
+        ``"time_limit"``, ``"node_limit"`` or ``"infeasible"``;
+        ``n_iter`` counts the evaluated nodes, ``history`` holds one record
+        per expanded node (``open``: nodes left).
+    """
+    from .tightening import cluster_graph, frustrated_cycles
+
+    if not isinstance(graph, FactorGraph):
+        raise TypeError(f"graph must be a FactorGraph, got {type(graph).__name__}")
+    time_limit = check_time_limit(time_limit)
+    t0 = time.perf_counter()
+    deadline = None if time_limit is None else t0 + time_limit
+    params = dict(bound_params or {})
+    if not isinstance(bound_method, str) or bound_method in ("auto", "exact"):
+        raise ValueError(f"bound_method must name an LP back-end, got {bound_method!r}")
+    get_method(bound_method)
+    for name in ("time_limit", "cutoff", "cycles"):
+        if name in params:
+            raise TypeError(f"bound_params may not set {name!r} (branch and bound sets it)")
+    check_method_params(bound_method, dict(params, cutoff=None))
+    for name, value, low in (("max_nodes", max_nodes, 1), ("tighten", tighten, 0),
+                             ("enumeration_limit", enumeration_limit, 0)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol >= 0):
+        raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
+
+    merged = merge_parallel_factors(graph)
+    propagation = propagate_forbidden_labels(merged)
+    if propagation.infeasible:
+        return MapResult(labels=np.zeros(graph.n_vars, dtype=np.int64), score=-np.inf,
+                         upper_bound=-np.inf, n_iter=0, converged=True,
+                         time=time.perf_counter() - t0, method="exact", status="infeasible")
+    work = propagation.pruned_graph(merged)
+    if dominance:
+        work, _ = prune_dominated_labels(work)
+
+    labels = np.zeros(graph.n_vars, dtype=np.int64)
+    parts, isolated = component_subgraphs(work)
+    if isolated.size:
+        unary_max = work.unary_matrix()[isolated]
+        labels[isolated] = np.argmax(unary_max, axis=1)
+    total_gap, n_nodes, history, statuses = 0.0, 0, [], []
+    scorer_parts, _ = component_subgraphs(merged) if parts else ([], None)
+    # small components first: they finish fast and leave the rest the time
+    sizes = [p[1].n_vars for p in parts]
+    for rank, idx in enumerate(np.argsort(sizes, kind="stable")):
+        variables, sub = parts[idx]
+        score_graph = scorer_parts[idx][1]
+        n_labelings = float(np.prod(sub.n_states.astype(np.float64)))
+        if is_forest(sub) or n_labelings <= enumeration_limit:
+            res = solve_map(sub, "tree" if is_forest(sub) else "brute_force")
+            if res.status == "infeasible":  # cannot happen after propagation
+                statuses.append("infeasible")
+                continue
+            labels[variables] = res.labels
+            n_nodes += 1
+            continue
+        chosen, _ = frustrated_cycles(sub, int(tighten)) if tighten else (None, None)
+        tight = cluster_graph(sub, chosen) if chosen is not None and chosen.shape[0] else sub
+        left = len(parts) - rank  # components not yet solved, this one included
+        share = None if deadline is None else time.perf_counter() + \
+            (deadline - time.perf_counter()) / left
+        search = _Search(tight, score_graph, bound_method, params, share, tol,
+                         int(max_nodes), t0, history)
+        lab, score, ub, status = search.run()
+        n_nodes += search.n_nodes
+        statuses.append(status)
+        labels[variables] = lab
+        total_gap += ub - score
+    score = float(graph.score(labels))
+    status = next((s for s in ("infeasible", "time_limit", "node_limit") if s in statuses),
+                  "exact")
+    if status == "infeasible":
+        score, ub = -np.inf, -np.inf
+    else:
+        ub = score + total_gap
+    return MapResult(labels=labels, score=score, upper_bound=float(ub), n_iter=max(n_nodes, 1),
+                     converged=status in ("exact", "infeasible"), time=time.perf_counter() - t0,
+                     history=history, method="exact", status=status)
+
+
+register_method("exact", branch_and_bound_map, exact=True,
+                params=("bound_method", "bound_params", "tighten", "max_nodes", "dominance",
+                        "tol", "enumeration_limit"))

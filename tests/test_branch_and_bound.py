@@ -1,0 +1,223 @@
+"""Exact MAP by branch and bound, its preprocessing (dominated labels,
+connected components) and the ``cutoff`` of the LP back-ends, against
+enumeration."""
+
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from structlearn.graphs import (FactorGraph, component_subgraphs, grid_edges,
+                                prune_dominated_labels)
+from structlearn.inference import solve_map
+
+from _graphgen import all_labelings, random_scores
+
+
+def random_loopy(seed, *, n_min=4, n_max=8, k_max=3, p_edge=0.6, p_inf=0.05, integer=False,
+                 triple=False, isolated=0):
+    """Random graph: pairwise factors on a random edge set (cycles likely),
+    optionally one order-3 factor and isolated variables; ties when
+    ``integer``."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(n_min, n_max + 1))
+    ks = rng.integers(2, k_max + 1, size=n + isolated)
+    scopes = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < p_edge]
+    if triple and n >= 3:
+        scopes.append(tuple(int(v) for v in rng.choice(n, size=3, replace=False)))
+    tables = [2.0 * random_scores(rng, int(np.prod(ks[list(s)])), integer=integer, scale=1.0,
+                                  p_inf=p_inf) for s in scopes]
+    unary = [random_scores(rng, int(k), integer=integer, scale=1.0, p_inf=p_inf) for k in ks]
+    return FactorGraph(ks, unary=unary, scopes=scopes, tables=tables)
+
+
+def spin_glass(n, seed=0):
+    """n x n grid of +-1 spins with random couplings: frustrated, loose LP."""
+    rng = np.random.default_rng(seed)
+    edges = grid_edges(n, n)
+    tables = [np.array([j, -j, -j, j]) for j in rng.normal(size=len(edges))]
+    return FactorGraph([2] * (n * n), unary=0.1 * rng.normal(size=(n * n, 2)), scopes=edges,
+                       tables=tables)
+
+
+def enumerated_optimum(graph):
+    scores = graph.score_many(all_labelings(graph))
+    return scores.max()
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), integer=st.booleans(), tighten=st.sampled_from([0, 20]),
+       dominance=st.booleans(), search=st.booleans())
+def test_branch_and_bound_finds_the_enumerated_optimum(seed, integer, tighten, dominance, search):
+    graph = random_loopy(seed, integer=integer, triple=seed % 3 == 0, isolated=seed % 2)
+    best = enumerated_optimum(graph)
+    # without local search the incumbents are the relaxation's roundings only,
+    # so the tree search itself must find the optimum
+    bound_params = {} if search else {"polish": 0.0, "local_search": False, "max_iter": 30}
+    res = solve_map(graph, "exact", tighten=tighten, dominance=dominance, enumeration_limit=0,
+                    bound_params=bound_params)
+    if best == -np.inf:
+        assert res.status == "infeasible" and res.score == -np.inf
+        return
+    assert res.status == "exact" and res.converged
+    assert res.score == pytest.approx(best, abs=1e-9)
+    assert res.score == graph.score(res.labels)
+    assert best - 1e-9 <= res.upper_bound <= best + 1e-6 * max(1.0, abs(best))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_branch_and_bound_on_frustrated_grids_against_enumeration(seed):
+    """4 x 4 spin glasses: the untightened relaxation is loose, so the search
+    branches; without local search only the tree search finds the optimum."""
+    graph = spin_glass(4, seed=seed)
+    res = solve_map(graph, "exact", tighten=0, enumeration_limit=0,
+                    bound_params={"polish": 0.0, "local_search": False, "max_iter": 30})
+    best = enumerated_optimum(graph)
+    assert res.status == "exact" and res.n_iter > 1
+    assert res.score == pytest.approx(best, abs=1e-9)
+    assert best - 1e-9 <= res.upper_bound <= best + 1e-6 * max(1.0, abs(best))
+
+
+def test_branch_and_bound_branches_where_the_relaxation_is_loose():
+    """A frustrated grid too large to enumerate by the components rule: the
+    search must branch (more than one node) and still end certified."""
+    graph = spin_glass(5, seed=3)
+    res = solve_map(graph, "exact", tighten=0, enumeration_limit=0,
+                    bound_params={"polish": 0.0, "local_search": False})
+    ilp = solve_map(graph, "ilp")
+    assert res.status == "exact" and res.n_iter > 1
+    assert res.score == pytest.approx(ilp.score, abs=1e-9)
+    assert res.history and res.history[-1]["open"] == 0
+
+
+def test_components_are_solved_apart_and_summed():
+    a, b = spin_glass(4, seed=1), spin_glass(4, seed=2)
+    n = a.n_vars
+    both = FactorGraph(np.concatenate([a.n_states, b.n_states, [3]]),
+                       unary=np.concatenate([a.unary, b.unary, [0.5, 2.0, -1.0]]),
+                       scopes=[tuple(a.scope(f)) for f in range(a.n_factors)]
+                       + [tuple(int(v) + n for v in b.scope(f)) for f in range(b.n_factors)],
+                       tables=[a.factor_table(f).ravel() for f in range(a.n_factors)]
+                       + [b.factor_table(f).ravel() for f in range(b.n_factors)])
+    res = solve_map(both, "exact")
+    expected = solve_map(a, "ilp").score + solve_map(b, "ilp").score + 2.0
+    assert res.status == "exact"
+    assert res.score == pytest.approx(expected, abs=1e-9)
+    assert res.labels[-1] == 1
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_component_subgraphs_score_like_the_graph(seed):
+    graph = random_loopy(seed, p_edge=0.25, isolated=2)
+    parts, isolated = component_subgraphs(graph)
+    covered = np.concatenate([v for v, _ in parts] + [isolated])
+    assert np.array_equal(np.sort(covered), np.arange(graph.n_vars))
+    rng = np.random.default_rng(seed)
+    for _ in range(5):
+        x = np.array([rng.integers(k) for k in graph.n_states])
+        total = sum(sub.score(x[v]) for v, sub in parts)
+        total += sum(graph.unary_of(i)[x[i]] for i in isolated)
+        assert total == pytest.approx(graph.score(x)) or graph.score(x) == -np.inf
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_pruned_labels_are_dominated_by_enumeration(seed):
+    """Every label the dominance rule forbids is dominated: relabelling it to
+    some label still allowed never lowers a labeling's score.  Graphs with
+    ties and copies of labels, so that labels do get pruned."""
+    rng = np.random.default_rng(seed)
+    graph = random_loopy(seed, n_max=5, integer=True, p_inf=0.0)
+    # make label 0 of variable 0 a weakened copy of label 1 in every factor
+    unary = graph.unary.copy()
+    data = graph.table_data.copy()
+    unary[graph.unary_offsets[0]] = unary[graph.unary_offsets[0] + 1] - rng.integers(0, 2)
+    for f in range(graph.n_factors):
+        scope = list(graph.scope(f))
+        if 0 not in scope:
+            continue
+        t = data[graph.table_offsets[graph.table_ids[f]]:
+                 graph.table_offsets[graph.table_ids[f] + 1]].reshape(graph.n_states[scope])
+        idx = [slice(None)] * len(scope)
+        src = list(idx)
+        idx[scope.index(0)], src[scope.index(0)] = 0, 1
+        t[tuple(idx)] = t[tuple(src)] - rng.integers(0, 2, size=t[tuple(src)].shape)
+    graph = FactorGraph.from_arrays(graph.n_states, unary, graph.scope_indptr, graph.scope_vars,
+                                    graph.table_ids, graph.table_offsets, data)
+    pruned, n_pruned = prune_dominated_labels(graph)
+    assert n_pruned >= 1 and np.isneginf(pruned.unary[graph.unary_offsets[0]])
+    labelings = all_labelings(graph)
+    scores = graph.score_many(labelings)
+    assert enumerated_optimum(pruned) == scores.max()
+    alive = np.isfinite(pruned.unary)
+    for state in np.flatnonzero(np.isfinite(graph.unary) & ~alive):
+        v = int(np.searchsorted(graph.unary_offsets, state, side="right") - 1)
+        a = state - graph.unary_offsets[v]
+        rows = labelings[:, v] == a
+        dominated = False
+        for b in range(graph.n_states[v]):
+            if b == a or not alive[graph.unary_offsets[v] + b]:
+                continue
+            moved = labelings[rows].copy()
+            moved[:, v] = b
+            if np.all(graph.score_many(moved) >= scores[rows]):
+                dominated = True
+        assert dominated, (v, a)
+    for v in range(graph.n_vars):  # every variable keeps a label
+        assert alive[graph.unary_offsets[v]:graph.unary_offsets[v + 1]].any()
+
+
+def test_identical_labels_keep_one():
+    table = np.array([[1.0, 1.0, 0.0], [2.0, 2.0, 5.0], [0.0, 0.0, 1.0]])
+    graph = FactorGraph([3, 3], unary=np.array([[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]),
+                        scopes=[(0, 1)], tables=[table])
+    pruned, n_pruned = prune_dominated_labels(graph)
+    # variable 1: labels 0 and 1 are identical, one goes
+    assert np.isfinite(pruned.unary[3:6]).sum() == 2
+    assert enumerated_optimum(pruned) == enumerated_optimum(graph)
+
+
+def test_time_limit_returns_incumbent_and_open_bound():
+    graph = spin_glass(30, seed=0)
+    t0 = time.perf_counter()
+    res = solve_map(graph, "exact", time_limit=1.0)
+    assert time.perf_counter() - t0 <= 1.0 + 0.75
+    assert res.status == "time_limit" and not res.converged
+    assert np.isfinite(res.score) and res.upper_bound > res.score
+    assert res.score == graph.score(res.labels)
+
+
+def test_node_cap():
+    graph = spin_glass(6, seed=4)
+    res = solve_map(graph, "exact", tighten=0, max_nodes=1, enumeration_limit=0)
+    opt = solve_map(graph, "ilp").score
+    assert res.status == "node_limit" and res.n_iter == 1
+    assert res.score <= opt + 1e-9 <= res.upper_bound + 2e-9
+
+
+def test_bad_parameters():
+    graph = spin_glass(3)
+    with pytest.raises(ValueError, match="bound_method must name an LP back-end"):
+        solve_map(graph, "exact", bound_method="exact")
+    with pytest.raises(ValueError, match="unknown MAP method 'nope'"):
+        solve_map(graph, "exact", bound_method="nope")
+    with pytest.raises(TypeError, match="may not set 'time_limit'"):
+        solve_map(graph, "exact", bound_params={"time_limit": 1})
+    with pytest.raises(TypeError, match="got unexpected parameter"):
+        solve_map(graph, "exact", bound_params={"bogus": 1})
+    with pytest.raises(ValueError, match="max_nodes must be an integer >= 1"):
+        solve_map(graph, "exact", max_nodes=0)
+    with pytest.raises(ValueError, match="tol must be a finite number"):
+        solve_map(graph, "exact", tol=float("nan"))
+
+
+@pytest.mark.parametrize("method", ["ad3", "psdd", "gdmm", "trn"])
+def test_lp_back_ends_stop_at_the_cutoff(method):
+    graph = spin_glass(5, seed=5)
+    free = solve_map(graph, method, max_iter=50, polish=0.0)
+    cut = solve_map(graph, method, max_iter=50, polish=0.0, cutoff=free.upper_bound + 100.0)
+    assert cut.status == "cutoff" and cut.n_iter == 1
+    assert cut.upper_bound <= free.upper_bound + 100.0
+    with pytest.raises(ValueError, match="cutoff must be a number"):
+        solve_map(graph, method, cutoff="high")
