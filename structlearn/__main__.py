@@ -23,6 +23,7 @@ stderr.
 """
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -77,8 +78,9 @@ def _parser():
         "--method",
         default="auto",
         help=(f"MAP method, one of {', '.join(available_methods())} (default: auto: exact "
-              "on chains, forests and up to 4096 labelings, else ad3, or gdmm when a "
-              "variable has 100 states or more; the JSON's reason field says which)"),
+              "on chains, forests and up to 4096 labelings, gdmm when a variable has 100 "
+              "states or more, else branch and bound (exact) up to 100 variables and ad3 "
+              "above; the JSON's reason field says which)"),
     )
     m.add_argument(
         "--time-limit",
@@ -90,7 +92,8 @@ def _parser():
             "Iterative methods run until the limit or a certified optimum; exact methods "
             "cannot be interrupted and report over_time_limit=true when they end later "
             f"(default: {DEFAULT_TIME_LIMIT:g} s as a cap: iterative methods then also stop "
-            "after 1000 iterations unless -p max_iter=N is given)"
+            "after 1000 iterations unless -p max_iter=N is given, branch and bound after "
+            "1000 nodes unless -p max_nodes=N is given)"
         ),
     )
     m.add_argument(
@@ -112,6 +115,13 @@ def _parser():
         default=[],
         metavar="NAME=VALUE",
         help="extra solver parameter (VALUE parsed as JSON when possible); repeatable",
+    )
+    m.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=("print a progress line (iteration or search node, elapsed time, score, bound, "
+              "gap) on stderr at most once a second (default: when stderr is a terminal)"),
     )
     out = m.add_mutually_exclusive_group()
     out.add_argument(
@@ -205,24 +215,36 @@ def _run_map(args, started):
         raise _CliError(_describe(exc), _EXIT_FILE) from None
     read_time = time.perf_counter() - t0
 
-    from .inference import solve_map
-
     # the budget counts from the start of the command: what reading took is
     # gone (a solver handed a spent budget does one step and stops)
     budget = DEFAULT_TIME_LIMIT if args.time_limit is None else args.time_limit
     time_limit = max(budget - (time.perf_counter() - started), 1e-3)
-    if args.m_best is not None:
-        return _run_mbest(args, graph, params, time_limit, started, read_time)
+    show = sys.stderr.isatty() if args.progress is None else args.progress
+    from .inference._progress import printing
+
+    with printing(sys.stderr) if show else contextlib.nullcontext():
+        if args.m_best is not None:
+            return _run_mbest(args, graph, params, time_limit, started, read_time)
+        return _solve_one(args, graph, params, time_limit, started, read_time)
+
+
+def _solve_one(args, graph, params, time_limit, started, read_time):
+    """Solve the MAP problem, write the solution, print the JSON record."""
+    from .inference import solve_map
     from .inference._budget import DEFAULT_MAX_ITER
     from .inference.registry import method_parameters, resolve_auto
 
     method, reason = args.method, ""
     if method == "auto":
         method, reason, params = resolve_auto(graph, params)
-    if args.time_limit is None and "max_iter" not in params:
-        # the default limit is a cap: iterative methods keep their iteration cap
-        if "max_iter" in method_parameters(method):
-            params["max_iter"] = DEFAULT_MAX_ITER
+    if args.time_limit is None:
+        # the default limit is a cap: iterative methods keep their iteration
+        # cap, branch and bound its node cap
+        from .inference.branch_and_bound import DEFAULT_MAX_NODES
+
+        for name, cap in (("max_iter", DEFAULT_MAX_ITER), ("max_nodes", DEFAULT_MAX_NODES)):
+            if name not in params and name in method_parameters(method):
+                params[name] = cap
     try:
         result = solve_map(graph, method=method, time_limit=time_limit, **params)
     except (ValueError, TypeError) as exc:

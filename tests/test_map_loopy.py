@@ -180,7 +180,8 @@ def test_gdmm_large_shared_domain_without_dense_factor_arrays():
 
 @pytest.mark.parametrize("n, k, expected", [
     (4, 3, "brute_force"),   # 81 labelings
-    (8, 3, "ad3"),           # 6561 labelings, small domains
+    (8, 3, "exact"),         # 6561 labelings, small domains, few variables
+    (101, 2, "ad3"),         # more variables
     (3, 100, "gdmm"),        # a domain of 100 states
 ])
 def test_auto_chooses_by_size_on_loopy_graphs_and_says_why(n, k, expected):

@@ -143,11 +143,12 @@ def grid_file(tmp_path_factory):
     # load every back-end's kernels once, so the timed runs measure solving
     for method in LOOPY:
         solve_map(potts_grid(4, 2, seed=1), method, max_iter=3)
+    solve_map(potts_grid(4, 2, seed=1), "exact", enumeration_limit=0, max_nodes=3)
     return path
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", LOOPY)
+@pytest.mark.parametrize("method", LOOPY + ["exact"])
 def test_cli_time_limit_holds_for_every_loopy_method(capsys, grid_file, method):
     limit = 1.5
     t0 = time.perf_counter()
@@ -158,8 +159,9 @@ def test_cli_time_limit_holds_for_every_loopy_method(capsys, grid_file, method):
     assert status == 0, err
     record = json.loads(out)
     assert wall <= limit + ALLOWANCE, record
-    # "stall": the smoothed-dual solvers' own convergence (annealing done)
-    assert record["status"] in ("time_limit", "gap", "stall"), record
+    # "stall": the smoothed-dual solvers' own convergence (annealing done);
+    # "exact": branch and bound proved the optimum
+    assert record["status"] in ("time_limit", "gap", "stall", "exact"), record
     assert record["time_limit"] == limit
     assert record["wall_time"] <= wall
     assert record["n_iter"] >= 1 and record["compile_time"] >= 0.0

@@ -32,6 +32,7 @@ from ..graphs.factor_graph import FactorGraph
 from ..graphs.structure import variable_factors
 from ._lp_kernels import local_search, perturb_ball
 from ._budget import check_time_limit, resolve_max_iter
+from ._progress import report
 from .result import MapResult
 
 logger = logging.getLogger(__name__)
@@ -335,6 +336,7 @@ class Tracker:
                "upper_bound": self.ub, "rel_gap": gap}
         rec.update(record)
         self.history.append(rec)
+        report(self.method, self.n_iter, rec["time"], self.score, self.ub)
         self._step_end = rec["time"]
         if self.verbose:
             logger.info("%s iter %d score %.6g bound %.6g gap %.3g", self.method, self.n_iter,

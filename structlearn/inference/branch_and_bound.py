@@ -35,6 +35,7 @@ from ..graphs import (component_subgraphs, is_forest, merge_parallel_factors,
                       propagate_forbidden_labels, prune_dominated_labels)
 from ..graphs.factor_graph import FactorGraph
 from ._budget import check_time_limit
+from ._progress import quiet, report
 from .registry import AUTO_CYCLES, check_method_params, get_method, register_method, solve_map
 from .result import MapResult
 
@@ -43,6 +44,7 @@ __all__ = ["branch_and_bound_map"]
 ENUMERATION_LIMIT = 4096  # components with at most this many labelings are enumerated
 ROOT_MAX_ITER = 1000      # LP iterations at the root of a search tree
 NODE_MAX_ITER = 200       # and at every other node
+DEFAULT_MAX_NODES = 1000  # node cap without a time limit
 
 
 def _interaction_strength(graph):
@@ -111,6 +113,7 @@ class _Search:
         self.labels = None
         self.score = -np.inf
         self.n_nodes = 0
+        self.heap = []  # open nodes: (-bound, -depth, counter, node, (var, label))
 
     def _cutoff(self):
         if not np.isfinite(self.score):
@@ -124,8 +127,11 @@ class _Search:
         g = self.graph
         sub = g.with_unary(unary)
         left = self.deadline - time.perf_counter() if self.deadline is not None else None
-        res = solve_map(sub, self.method, time_limit=None if left is None else max(left, 1e-3),
-                        max_iter=max_iter, cutoff=self._cutoff(), polish=polish, **self.params)
+        with quiet():
+            res = solve_map(sub, self.method,
+                            time_limit=None if left is None else max(left, 1e-3),
+                            max_iter=max_iter, cutoff=self._cutoff(), polish=polish,
+                            **self.params)
         self.n_nodes += 1
         if res.status == "infeasible":
             return -np.inf, None
@@ -133,6 +139,7 @@ class _Search:
             s = float(self.score_graph.score(res.labels))
             if s > self.score:
                 self.score, self.labels = s, res.labels.copy()
+                self._record()
         allowed = np.add.reduceat(np.isfinite(unary).astype(np.int64), g.unary_offsets[:-1])
         free = self.order[allowed[self.order] >= 2]
         if not free.size or not np.isfinite(res.score):
@@ -152,12 +159,12 @@ class _Search:
         """Search; returns ``(labels, score, upper_bound, status)``."""
         root = _Node(None, -1, -1, False)
         ub, branch = self._evaluate(root, self.root_iter, self.root_polish)
-        heap, counter = [], 0
+        heap, counter = self.heap, 0
         if branch is not None and self._open(ub):
             heapq.heappush(heap, (-ub, 0, counter, root, branch))
         status = "exact"
         while heap:
-            if self.deadline is not None and time.perf_counter() >= self.deadline:
+            if self._out_of_time():
                 status = "time_limit"
                 break
             if self.n_nodes >= self.max_nodes:
@@ -168,37 +175,48 @@ class _Search:
                 continue
             for fix in (True, False):
                 child = _Node(node, v, lab, fix)
+                if self._out_of_time():
+                    # not evaluated: its subspace stays open under the parent's bound
+                    counter += 1
+                    heapq.heappush(heap, (neg_ub, -child.depth, counter, child, None))
+                    continue
                 cub, cbranch = self._evaluate(child, NODE_MAX_ITER, 0.0)
                 cub = min(cub, -neg_ub)
                 if cbranch is not None and self._open(cub):
                     counter += 1
                     heapq.heappush(heap, (-cub, -child.depth, counter, child, cbranch))
-            self._record(heap)
+            self._record()
         open_bound = max((-e[0] for e in heap if self._open(-e[0])), default=-np.inf)
         if status == "exact" or not np.isfinite(open_bound):
             status = "exact"
             open_bound = self.score
-        self._record(heap)
+        self._record()
         if self.labels is None:  # no finite labeling found (nor proved absent)
             self.labels = np.zeros(self.graph.n_vars, dtype=np.int64)
         return self.labels, self.score, max(open_bound, self.score), status
+
+    def _out_of_time(self):
+        return self.deadline is not None and time.perf_counter() >= self.deadline
 
     def _open(self, ub):
         """Whether a subspace bounded by ``ub`` may hold a better labeling."""
         cut = self._cutoff()
         return ub > -np.inf and (cut is None or ub > cut)
 
-    def _record(self, heap):
+    def _record(self):
+        """Append a history record: incumbent, best open bound, open nodes."""
+        heap = self.heap
         open_bound = max((-e[0] for e in heap), default=self.score)
         ub = max(open_bound, self.score)
         gap = ((ub - self.score) / max(1.0, abs(ub)) if np.isfinite(self.score) else np.inf)
-        self.history.append({"iter": self.n_nodes, "time": time.perf_counter() - self.t0,
-                             "score": self.score, "upper_bound": ub, "rel_gap": gap,
-                             "open": len(heap)})
+        rec = {"iter": self.n_nodes, "time": time.perf_counter() - self.t0,
+               "score": self.score, "upper_bound": ub, "rel_gap": gap, "open": len(heap)}
+        self.history.append(rec)
+        report("exact", self.n_nodes, rec["time"], self.score, ub, open=len(heap))
 
 
 def branch_and_bound_map(graph, *, time_limit=None, bound_method="ad3", bound_params=None,
-                         tighten=AUTO_CYCLES, max_nodes=100_000, dominance=True, tol=1e-6,
+                         tighten=AUTO_CYCLES, max_nodes=None, dominance=True, tol=1e-6,
                          enumeration_limit=ENUMERATION_LIMIT):
     """Exact MAP by best-first branch and bound (see the module docstring).
 
@@ -217,8 +235,9 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="ad3", bound_pa
     tighten : int, default=1000
         Frustrated short cycles added as clusters to each component before
         the search (0: none).
-    max_nodes : int, default=100000
-        Nodes evaluated at most per component (status ``"node_limit"``).
+    max_nodes : int or None, default=None
+        Nodes evaluated at most per component (status ``"node_limit"``);
+        ``None``: 1000 without a time limit, no cap with one.
     dominance : bool, default=True
         Forbid dominated labels first.
     tol : float, default=1e-6
@@ -241,7 +260,8 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="ad3", bound_pa
         raise TypeError(f"graph must be a FactorGraph, got {type(graph).__name__}")
     time_limit = check_time_limit(time_limit)
     t0 = time.perf_counter()
-    deadline = None if time_limit is None else t0 + time_limit
+    # node solves aim to end a little before the limit, leaving time to close
+    deadline = None if time_limit is None else t0 + time_limit - min(0.05, 0.02 * time_limit)
     params = dict(bound_params or {})
     if not isinstance(bound_method, str) or bound_method in ("auto", "exact"):
         raise ValueError(f"bound_method must name an LP back-end, got {bound_method!r}")
@@ -250,6 +270,8 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="ad3", bound_pa
         if name in params:
             raise TypeError(f"bound_params may not set {name!r} (branch and bound sets it)")
     check_method_params(bound_method, dict(params, cutoff=None))
+    if max_nodes is None:
+        max_nodes = DEFAULT_MAX_NODES if time_limit is None else np.iinfo(np.int64).max
     for name, value, low in (("max_nodes", max_nodes, 1), ("tighten", tighten, 0),
                              ("enumeration_limit", enumeration_limit, 0)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:

@@ -24,6 +24,7 @@ import time
 import numpy as np
 
 from ._budget import check_time_limit
+from ._progress import quiet, report
 from .mbest import Deadline, final_status, heap_push, make_result, register_mbest_method
 from .registry import auto_method, check_method_params, get_method, solve_map
 
@@ -134,7 +135,8 @@ def nilsson_mbest(graph, m, *, map_method="auto", map_params=None, sub_time_limi
             tl = per_solve if tl is None else min(tl, per_solve)
         if tl is not None:
             tl = max(tl, 1e-3)
-        res = solve_map(graph.with_unary(unary), method, time_limit=tl, **params)
+        with quiet():
+            res = solve_map(graph.with_unary(unary), method, time_limit=tl, **params)
         return res, unary, fixed, max(res.upper_bound, res.score)
 
     heap, counter = [], 0
@@ -168,6 +170,8 @@ def nilsson_mbest(graph, m, *, map_method="auto", map_params=None, sub_time_limi
             heap_push(heap, key, counter, (child, None))
         best_open = max(-heap[0][0] if heap else -np.inf, lost)
         open_bounds.append(best_open)
+        report("nilsson", len(listed), time.perf_counter() - t0, score, best_open,
+               solves=n_solves)
         history.append({"rank": len(listed), "score": score, "solves": n_solves,
                         "open": len(heap), "open_bound": best_open,
                         "time": time.perf_counter() - t0})

@@ -92,8 +92,11 @@ def check_method_params(method, params):
 # instances, see BENCHMARKS.md) below it
 AUTO_ENUMERATION_LIMIT = 4096
 AUTO_LARGE_DOMAIN = 100
-# and tightens the relaxation with this many frustrated short cycles at most
+# and tightens the relaxation with this many frustrated short cycles at most;
+# loopy graphs of at most this many variables get the exact branch and bound
+# (whose root is that tightened AD3 solve)
 AUTO_CYCLES = 1000
+AUTO_SEARCH_VARS = 100
 
 
 def auto_choice(graph):
@@ -122,8 +125,13 @@ def auto_choice(graph):
     if k_max >= AUTO_LARGE_DOMAIN:
         return "gdmm", (f"loopy, domains up to {k_max} states: GDMM, whose factor oracle is "
                         "sublinear in the domain")
-    return "ad3", (f"loopy, domains up to {k_max} states: AD3 (LP relaxation, certified "
-                   f"bound) tightened with up to {AUTO_CYCLES} frustrated short cycles")
+    if graph.n_vars <= AUTO_SEARCH_VARS:
+        return "exact", (f"loopy, {graph.n_vars} variables with up to {k_max} states: branch "
+                         f"and bound over AD3 bounds tightened with up to {AUTO_CYCLES} "
+                         "frustrated short cycles")
+    return "ad3", (f"loopy, {graph.n_vars} variables, domains up to {k_max} states: AD3 (LP "
+                   f"relaxation, certified bound) tightened with up to {AUTO_CYCLES} "
+                   "frustrated short cycles")
 
 
 def resolve_auto(graph, params):
@@ -149,8 +157,9 @@ def solve_map(graph, method="auto", *, time_limit=None, **params):
     method : str or callable, default="auto"
         A name from :func:`available_methods` or a callable
         ``(graph, **params) -> MapResult``. ``"auto"``: exact max-product on
-        chains and forests, enumeration up to 4096 labelings, else ``"ad3"``,
-        or ``"gdmm"`` when a variable has 100 states or more
+        chains and forests, enumeration up to 4096 labelings, ``"gdmm"``
+        when a variable has 100 states or more, else branch and bound
+        (``"exact"``) up to 100 variables and ``"ad3"`` above
         (:func:`auto_choice`; the result's ``reason`` says which applied).
     time_limit : float or None, default=None
         Seconds, counted from this call (numba compilation on a first call
