@@ -36,6 +36,10 @@ METHODS = ["gdmm", "gdmm_binary", "ad3", "psdd", "fista", "scm", "trn", "trn_lbf
 VARIANTS = {"trn_lbfgs": ("trn", {"hessian": "lbfgs"}), "gdmm_1pass": ("gdmm", {"n_pass": 1}),
             "ad3_cycles": ("ad3", {"cycles": 1000}), "gdmm_cycles": ("gdmm", {"cycles": 1000})}
 SYNTHETIC = ["potts_grid_k21", "complete_k400", "matching_k1000"]
+# frustrated Potts grids (couplings uniform in [-1, 1]) and random sparse
+# large-domain graphs; not in the default "all" run (see --instances)
+POTTS = [f"potts{n}_k{k}" for n in (20, 50) for k in (2, 4, 8)]
+SPARSE = ["sparse_k100", "sparse_k300"]
 
 
 # ------------------------------------------------------------------ instances
@@ -70,13 +74,24 @@ def synthetic(name):
             edges.add((a, b))
         unary = rng.normal(size=(n, k))
         return graph_from_edges(unary, np.array(sorted(edges)), table), None
+    if name in POTTS:
+        n, k = (int(t) for t in name[len("potts"):].split("_k"))
+        couplings = rng.uniform(-1.0, 1.0, size=2 * n * (n - 1))
+        return grid_graph(rng.normal(size=(n, n, k)), couplings[:, None, None] * np.eye(k)), None
+    if name in SPARSE:
+        # 30 variables, 60 random edges with their own N(0, 1) tables
+        n, k, n_edges = 30, int(name[len("sparse_k"):]), 60
+        pairs = np.array([(a, b) for a in range(n) for b in range(a + 1, n)])
+        edges = pairs[np.sort(rng.choice(len(pairs), size=n_edges, replace=False))]
+        return graph_from_edges(rng.normal(size=(n, k)), edges,
+                                rng.normal(size=(n_edges, k, k))), None
     raise ValueError(f"unknown synthetic instance {name!r}")
 
 
 def load(name):
     from structlearn.graphs import read_uai, read_uai_solution
 
-    if name in SYNTHETIC:
+    if name in SYNTHETIC + POTTS + SPARSE:
         return synthetic(name)
     path = os.path.join(UAI_DIR, name + ".uai")
     g = read_uai(path)
@@ -116,7 +131,7 @@ def toulbar2_worker(name, time_limit):
     g, ref = load(name)
     path = os.path.join(UAI_DIR, name + ".uai")
     tmp = None
-    if name in SYNTHETIC:
+    if name in SYNTHETIC + POTTS + SPARSE:
         tmp = tempfile.NamedTemporaryFile(suffix=".uai", delete=False)
         tmp.close()
         write_uai(g, tmp.name)
@@ -210,7 +225,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time-limit", type=float, default=3.0, help="seconds per run")
     ap.add_argument("--instances", default="all",
-                    help="comma-separated names (UAI stems or " + ", ".join(SYNTHETIC) + ")")
+                    help="comma-separated names (UAI stems or "
+                    + ", ".join(SYNTHETIC + POTTS + SPARSE) + ")")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()

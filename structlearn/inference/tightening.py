@@ -45,9 +45,12 @@ class _Edges:
         with the edge of each entry.
     """
 
-    def __init__(self, graph):
+    def __init__(self, graph, keep=None):
+        """``keep``: bool (n_factors,), the factors that may take part
+        (default: all); the others get ``factor_edge == -1``."""
         orders = graph.factor_orders
-        pair_f = np.flatnonzero(orders == 2)
+        pair = orders == 2 if keep is None else (orders == 2) & keep
+        pair_f = np.flatnonzero(pair)
         first = graph.scope_vars[graph.scope_indptr[pair_f]]
         second = graph.scope_vars[graph.scope_indptr[pair_f] + 1]
         lo, hi = np.minimum(first, second), np.maximum(first, second)
@@ -85,6 +88,17 @@ class _Edges:
         return self.indptr, self.nbrs, self.nbr_edge, self.lo, self.offsets, self.tables
 
 
+def _scope_states(graph, k):
+    """(n_factors, 2) domain sizes of the first two scope variables (1 where
+    a factor has fewer)."""
+    out = np.ones((graph.n_factors, 2), dtype=np.int64)
+    orders = graph.factor_orders
+    for p in range(2):
+        has = orders > p
+        out[has, p] = k[graph.scope_vars[graph.scope_indptr[:-1][has] + p]]
+    return out
+
+
 def frustrated_cycles(graph, max_cycles, *, max_entries=MAX_CLUSTER_ENTRIES, max_total=None):
     """The most frustrated triangles and 4-cycles of a graph's pairwise factors.
 
@@ -109,8 +123,11 @@ def frustrated_cycles(graph, max_cycles, *, max_entries=MAX_CLUSTER_ENTRIES, max
     """
     from ._cycle_kernels import cycle_gaps, short_cycles
 
-    edges = _Edges(graph)
     k = graph.n_states.astype(np.int64)
+    # a cycle's joint table has at least twice the entries of each of its
+    # pairs: larger pairs cannot take part (and are not summed up)
+    pair_entries = np.prod(_scope_states(graph, k), axis=1)
+    edges = _Edges(graph, 2 * pair_entries <= max_entries)
     args = (edges.indptr, edges.nbrs, edges.nbr_edge, k, int(max_entries))
     n = short_cycles(*args, MAX_CANDIDATES, np.empty((0, 4), dtype=np.int64))  # count
     cand = np.empty((n, 4), dtype=np.int64)
@@ -149,9 +166,14 @@ def cluster_graph(graph, cycles):
     cycles = np.asarray(cycles, dtype=np.int64).reshape(-1, 4)
     if cycles.shape[0] == 0:
         return graph
-    edges = _Edges(graph)
-    indptr, nbrs, nbr_edge, lo, off, tab = edges.kernel_args()
+    # only the pairs inside the cycles are needed
     k = graph.n_states.astype(np.int64)
+    in_cycle = np.zeros(graph.n_vars, dtype=bool)
+    in_cycle[cycles[cycles >= 0]] = True
+    outside = np.bincount(np.repeat(np.arange(graph.n_factors), graph.factor_orders),
+                          weights=~in_cycle[graph.scope_vars], minlength=graph.n_factors)
+    edges = _Edges(graph, outside == 0)
+    indptr, nbrs, nbr_edge, lo, off, tab = edges.kernel_args()
     length = np.where(cycles[:, 3] < 0, 3, 4)
     coverage = np.zeros(edges.lo.shape[0])
     for p in range(4):
