@@ -207,7 +207,8 @@ def test_score_is_token_accuracy():
 def test_params_clone_and_unfitted():
     model = SequencePerceptron(max_iter=3, shuffle=False, average=False, random_state=4, verbose=1)
     params = model.get_params()
-    assert params == dict(max_iter=3, shuffle=False, average=False, random_state=4, verbose=1)
+    assert params == dict(max_iter=3, shuffle=False, average=False, random_state=4, verbose=1,
+                          n_jobs=None)
     cloned = clone(model)
     assert cloned.get_params() == params and cloned is not model
     assert model.set_params(max_iter=7) is model and model.max_iter == 7

@@ -14,6 +14,7 @@ Everything below then works unchanged.
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from .._parallel import chunk_bounds, map_chunks, n_chunks_for
 from ._validation import check_sequences
 
 __all__ = ["SequenceEstimatorMixin"]
@@ -23,8 +24,11 @@ class SequenceEstimatorMixin:
     """Mixin giving ``predict``, ``predict_topk``, ``score`` and ``decision_function``.
 
     Requires fitted attributes ``coef_``, ``transition_``, ``classes_`` and
-    ``n_features_in_``. Labels are decoded to ``classes_``, so a label never
-    seen during ``fit`` cannot be predicted.
+    ``n_features_in_`` and the parameter ``n_jobs``. Labels are decoded to
+    ``classes_``, so a label never seen during ``fit`` cannot be predicted.
+    Decoding runs over chunks of whole sequences, one per job (threads by
+    default; any joblib back-end through ``joblib.parallel_config``); the
+    output does not depend on ``n_jobs``.
     """
 
     def _check_X(self, X, y=None):
@@ -39,13 +43,11 @@ class SequenceEstimatorMixin:
 
     def _decode(self, Xcat, offsets):
         """Viterbi codes (int64, (n_tokens,)) for stacked sequences."""
-        from ..inference._chain_kernels import viterbi_batch
-
         unary = self._unary_scores(Xcat)
         trans = np.ascontiguousarray(self.transition_, dtype=np.float64)
-        out = np.empty(unary.shape[0], dtype=np.int64)
-        viterbi_batch(unary, offsets, trans, out)
-        return out
+        parts = map_chunks(_viterbi_chunk, _token_chunks(unary, offsets, trans, self.n_jobs),
+                           self.n_jobs)
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
     def decision_function(self, X):
         """Per-token class scores (the unary part of the chain score).
@@ -99,18 +101,18 @@ class SequenceEstimatorMixin:
         scores : list of ndarray, each of shape (k_i,)
             Their chain scores (unary plus transition scores).
         """
-        from ..inference._kbest_kernels import kbest_sequences
         from ..inference.mbest import check_m
 
         k = check_m(k)
         Xcat, offsets, _ = self._check_X(X)
         unary = self._unary_scores(Xcat)
         trans = np.ascontiguousarray(self.transition_, dtype=np.float64)
+        chunks = [args + (k,) for args in _token_chunks(unary, offsets, trans, self.n_jobs)]
+        parts = map_chunks(_kbest_chunk, chunks, self.n_jobs)
+        codes = np.concatenate([p[0] for p in parts])
+        scores = np.concatenate([p[1] for p in parts])
+        found = np.concatenate([p[2] for p in parts])
         n_seq = offsets.shape[0] - 1
-        codes = np.zeros((unary.shape[0], k), dtype=np.int64)
-        scores = np.empty((n_seq, k))
-        found = np.zeros(n_seq, dtype=np.int64)
-        kbest_sequences(unary, offsets, trans, k, codes, scores, found)
         labels = [self.classes_[codes[offsets[s]:offsets[s + 1], :found[s]].T]
                   for s in range(n_seq)]
         return labels, [scores[s, :found[s]].copy() for s in range(n_seq)]
@@ -131,6 +133,39 @@ class SequenceEstimatorMixin:
         Xcat, offsets, ycat = self._check_X(X, y)
         pred = self.classes_[self._decode(Xcat, offsets)]
         return float(np.mean(_equal_labels(pred, ycat)))
+
+
+def _token_chunks(unary, offsets, trans, n_jobs):
+    """``(unary, offsets, trans)`` per chunk of whole sequences, about equal
+    in tokens, one chunk per job (views, no copies)."""
+    bounds = chunk_bounds(np.diff(offsets), n_chunks_for(n_jobs))
+    chunks = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        lo, hi = offsets[a], offsets[b]
+        chunks.append((unary[lo:hi], offsets[a:b + 1] - lo, trans))
+    return chunks
+
+
+def _viterbi_chunk(unary, offsets, trans):
+    """Viterbi codes of one chunk of sequences."""
+    from ..inference._chain_kernels import viterbi_batch
+
+    out = np.empty(unary.shape[0], dtype=np.int64)
+    viterbi_batch(unary, offsets, trans, out)
+    return out
+
+
+def _kbest_chunk(unary, offsets, trans, k):
+    """List-Viterbi codes ``(n_tokens, k)``, scores ``(n_seq, k)`` and ranks
+    found ``(n_seq,)`` of one chunk of sequences."""
+    from ..inference._kbest_kernels import kbest_sequences
+
+    n_seq = offsets.shape[0] - 1
+    codes = np.zeros((unary.shape[0], k), dtype=np.int64)
+    scores = np.empty((n_seq, k))
+    found = np.zeros(n_seq, dtype=np.int64)
+    kbest_sequences(unary, offsets, trans, k, codes, scores, found)
+    return codes, scores, found
 
 
 def _equal_labels(a, b):

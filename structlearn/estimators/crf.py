@@ -19,7 +19,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import SequenceEstimatorMixin, _equal_labels
+from .._parallel import chunk_bounds, map_chunks, n_chunks_for
+from ._base import SequenceEstimatorMixin, _equal_labels, _token_chunks
 from ._validation import (
     _check_positive_int,
     check_n_classes,
@@ -73,6 +74,12 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         Accepted for API symmetry; training is deterministic.
     verbose : int, default=0
         Log every iteration (logger ``structlearn.learners.chain_crf``).
+    n_jobs : int or None, default=None
+        Jobs for prediction (``predict``, ``predict_topk``, ``score``,
+        ``predict_marginals`` where it exists): chunks of samples on joblib
+        threads (any joblib back-end through ``joblib.parallel_config``, e.g.
+        ``"dask"``); ``None`` means 1, ``-1`` all CPUs.  Results do not depend
+        on it.
 
     Attributes
     ----------
@@ -97,7 +104,7 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
     """
 
     def __init__(self, *, alpha=1e-4, solver="lbfgs", max_iter=100, tol=1e-5,
-                 warm_start=False, random_state=None, verbose=0):  # fmt: skip
+                 warm_start=False, random_state=None, verbose=0, n_jobs=None):  # fmt: skip
         self.alpha = alpha
         self.solver = solver
         self.max_iter = max_iter
@@ -105,6 +112,7 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
+        self.n_jobs = n_jobs
 
     def fit(self, X, y):
         """Train on labeled sequences.
@@ -162,15 +170,12 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         marginals : list of ndarray, each of shape (n_tokens_i, n_classes)
             Columns follow ``classes_``.
         """
-        from ..inference._chain_kernels import forward_backward_batch
-
         Xcat, offsets, _ = self._check_X(X)
         unary = self._unary_scores(Xcat)
-        K = unary.shape[1]
-        node = np.empty_like(unary)
-        forward_backward_batch(unary, offsets, np.ascontiguousarray(self.transition_),
-                               node, np.empty((K, K)), np.empty(offsets.shape[0] - 1))  # fmt: skip
-        return np.split(node, offsets[1:-1])
+        trans = np.ascontiguousarray(self.transition_, dtype=np.float64)
+        parts = map_chunks(_marginals_chunk, _token_chunks(unary, offsets, trans, self.n_jobs),
+                           self.n_jobs)
+        return np.split(np.concatenate(parts), offsets[1:-1])
 
     def log_likelihood(self, X, y):
         """Mean conditional log-likelihood of the labeled sequences (no penalty).
@@ -185,6 +190,17 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         _, codes = encode_sequence_labels(ycat, self.classes_)
         f, _, _ = chain_crf_objective(self.coef_, self.transition_, Xcat, offsets, codes)
         return -f
+
+
+def _marginals_chunk(unary, offsets, trans):
+    """Token marginals (n_tokens, K) of one chunk of sequences."""
+    from ..inference._chain_kernels import forward_backward_batch
+
+    K = unary.shape[1]
+    node = np.empty_like(unary)
+    forward_backward_batch(unary, offsets, trans, node, np.empty((K, K)),
+                           np.empty(offsets.shape[0] - 1))
+    return node
 
 
 # ---------------------------------------------------------------------------- GraphCRF
@@ -352,6 +368,12 @@ class GraphCRF(BaseEstimator):
         Seeds the spanning forests of the counting numbers and the random
         block order.
     verbose : int, default=0
+    n_jobs : int or None, default=None
+        Jobs for prediction (``predict``, ``predict_topk``, ``predict_marginals``,
+        ``score``): chunks of samples on joblib
+        threads (any joblib back-end through ``joblib.parallel_config``, e.g.
+        ``"dask"``); ``None`` means 1, ``-1`` all CPUs.  Results do not depend
+        on it.
 
     Attributes
     ----------
@@ -372,10 +394,11 @@ class GraphCRF(BaseEstimator):
     def __init__(self, *, alpha=1e-3, solver="bbpl", learning_rate="auto", max_iter=500,
                  tol=1e-4, blocks=20, block_order="sequential", inner_max_iter=200,
                  inner_tol=1e-6, inference="auto", inference_params=None, warm_start=False,
-                 random_state=None, verbose=0):  # fmt: skip
+                 random_state=None, verbose=0, n_jobs=None):  # fmt: skip
         self.alpha = alpha
         self.solver = solver
         self.learning_rate = learning_rate
+        self.n_jobs = n_jobs
         self.max_iter = max_iter
         self.tol = tol
         self.blocks = blocks
@@ -514,10 +537,7 @@ class GraphCRF(BaseEstimator):
             n_classes), ``[e, a, b]`` for the edge's first node in state
             ``a`` and second in ``b``.
         """
-        return [
-            (r.node_marginals, r.edge_marginals)
-            for r in (self._marginals(*s) for s in self._samples(X))
-        ]
+        return self._map_samples(_sample_marginals, X)
 
     def _inference_params(self):
         from ._validation import check_inference_params
@@ -544,8 +564,7 @@ class GraphCRF(BaseEstimator):
         -------
         y_pred : list of ndarray, each of shape (n_nodes_i,)
         """
-        params = self._inference_params()
-        return [self.classes_[self._decode(*s, params)] for s in self._samples(X)]
+        return self._map_samples(_sample_labels, X, self._inference_params())
 
     def predict_topk(self, X, k=5):
         """The ``k`` highest-scoring labelings of each sample graph.
@@ -565,16 +584,19 @@ class GraphCRF(BaseEstimator):
             Labelings (from ``classes_``), best first.
         scores : list of ndarray, each of shape (k_i,)
         """
-        from ..graphs import graph_from_edges
-        from ..inference.mbest import check_m, solve_mbest
+        from ..inference.mbest import check_m
 
-        k = check_m(k)
-        labels, scores = [], []
-        for unary, edges, bins in self._samples(X):
-            res = solve_mbest(graph_from_edges(unary, edges, self.pairwise_[bins]), k)
-            labels.append(self.classes_[res.labels])
-            scores.append(res.scores)
-        return labels, scores
+        pairs = self._map_samples(_sample_topk, X, check_m(k))
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+
+    def _map_samples(self, func, X, *args):
+        """``[func(self, sample, *args) for sample in samples]`` over chunks of
+        samples, one chunk per job."""
+        samples = list(self._samples(X))
+        bounds = chunk_bounds(np.array([u.shape[0] for u, _, _ in samples], dtype=np.float64),
+                              n_chunks_for(self.n_jobs))
+        chunks = [(func, self, samples[a:b], args) for a, b in zip(bounds[:-1], bounds[1:])]
+        return [r for part in map_chunks(_each_sample, chunks, self.n_jobs) for r in part]
 
     def score(self, X, y):
         """Node accuracy over all samples.
@@ -592,3 +614,26 @@ class GraphCRF(BaseEstimator):
         if truth.shape != p.shape:
             raise ValueError("y does not match the samples' node counts")
         return float(np.mean(_equal_labels(p, truth)))
+
+
+def _each_sample(func, estimator, samples, args):
+    """``func(estimator, sample, *args)`` for each sample of a chunk."""
+    return [func(estimator, sample, *args) for sample in samples]
+
+
+def _sample_labels(estimator, sample, params):
+    return estimator.classes_[estimator._decode(*sample, params)]
+
+
+def _sample_marginals(estimator, sample):
+    r = estimator._marginals(*sample)
+    return r.node_marginals, r.edge_marginals
+
+
+def _sample_topk(estimator, sample, k):
+    from ..graphs import graph_from_edges
+    from ..inference.mbest import solve_mbest
+
+    unary, edges, bins = sample
+    res = solve_mbest(graph_from_edges(unary, edges, estimator.pairwise_[bins]), k)
+    return estimator.classes_[res.labels], res.scores

@@ -51,6 +51,12 @@ class SequencePerceptron(SequenceEstimatorMixin, BaseEstimator):
     verbose : int, default=0
         Log one line per epoch at INFO level when > 0 (logger
         ``structlearn.estimators.perceptron``).
+    n_jobs : int or None, default=None
+        Jobs for prediction (``predict``, ``predict_topk``, ``score``,
+        ``predict_marginals`` where it exists): chunks of samples on joblib
+        threads (any joblib back-end through ``joblib.parallel_config``, e.g.
+        ``"dask"``); ``None`` means 1, ``-1`` all CPUs.  Results do not depend
+        on it.
 
     Attributes
     ----------
@@ -80,7 +86,9 @@ class SequencePerceptron(SequenceEstimatorMixin, BaseEstimator):
     [['a', 'b'], ['b']]
     """
 
-    def __init__(self, *, max_iter=10, shuffle=True, average=True, random_state=None, verbose=0):
+    def __init__(self, *, max_iter=10, shuffle=True, average=True, random_state=None, verbose=0,
+                 n_jobs=None):
+        self.n_jobs = n_jobs
         self.max_iter = max_iter
         self.shuffle = shuffle
         self.average = average

@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from .._parallel import chunk_bounds, map_chunks, n_chunks_for
 from ._base import SequenceEstimatorMixin
 from ._validation import (
     _check_positive_int,
@@ -152,6 +153,11 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         Seeds the visiting orders and the partition draws.
     verbose : int, default=0
         Log one line per outer iteration at INFO level when > 0.
+    n_jobs : int or None, default=None
+        Jobs for prediction (``predict``, ``predict_topk``, ``score``): chunks of samples on joblib
+        threads (any joblib back-end through ``joblib.parallel_config``, e.g.
+        ``"dask"``); ``None`` means 1, ``-1`` all CPUs.  Results do not depend
+        on it.
     warm_start : bool, default=False
         Continue from the previous solver state when ``fit`` is called again
         on the same data with the same solver (otherwise start from zero).
@@ -199,8 +205,9 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
     def __init__(self, C=1.0, *, solver="gdmm", rho="auto", eta=1.0, max_iter=100, tol=1e-3,
                  oracle="sublinear", n_partitions=1, inference="viterbi", inference_params=None,
                  random_state=None, verbose=0, warm_start=False, callback=None,
-                 check_every="auto"):
+                 check_every="auto", n_jobs=None):
         self.C = C
+        self.n_jobs = n_jobs
         self.check_every = check_every
         self.solver = solver
         self.rho = rho
@@ -438,7 +445,7 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         Parameters of a registry ``inference`` back-end, as in
         :class:`SequenceSSVM` (``time_limit`` is per sample); the built-in
         ``"auto"`` and ``"exact"`` predictors take none.
-    random_state, verbose, warm_start, callback :
+    random_state, verbose, warm_start, callback, n_jobs :
         As in :class:`SequenceSSVM`.
 
     Attributes
@@ -467,8 +474,9 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
     def __init__(self, C=1.0, *, pairwise="full", fit_intercept=True, intercept_scaling=1.0,
                  solver="gdmm", rho="auto", eta=1.0, max_iter=100, tol=1e-3, oracle="sublinear",
                  n_partitions=1, inference="auto", inference_params=None, random_state=None,
-                 verbose=0, warm_start=False, callback=None):  # fmt: skip
+                 verbose=0, warm_start=False, callback=None, n_jobs=None):  # fmt: skip
         self.C = C
+        self.n_jobs = n_jobs
         self.pairwise = pairwise
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -578,7 +586,6 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
 
     def predict(self, X):
         """Highest-scoring labeling of each sample, int64 (n_samples, n_labels) of 0/1."""
-        from ..learners._multilabel_kernels import predict_labelings
         from ..learners.multilabel import MAX_ENUM_LABELS
         from ._validation import check_multilabel
 
@@ -604,16 +611,21 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
             if n_edges and L > MAX_ENUM_LABELS:
                 raise ValueError(f"exact inference supports at most {MAX_ENUM_LABELS} labels")
             # the unit bias column carries intercept_ exactly
-            data, indices, indptr = csr_arrays(_append_constant(X, 1.0))
+            Xb = sp.csr_matrix(_append_constant(X, 1.0))
             W = np.ascontiguousarray(np.vstack([self.coef_.T, self.intercept_[None, :]]))
-            predict_labelings(W, np.triu(self.pairwise_coef_, 1), E, n_edges, data, indices,
-                              indptr, out)
-            return out
-        from ..inference import solve_map
+            P = np.triu(self.pairwise_coef_, 1)
+            chunks = [(W, P, E, n_edges, Xb[a:b]) for a, b in self._row_chunks(X.shape[0])]
+            parts = map_chunks(_predict_exact_rows, chunks, self.n_jobs)
+            return np.concatenate(parts) if parts else out
+        graphs = list(self._sample_graphs(X))
+        chunks = [(graphs[a:b], method, params) for a, b in self._row_chunks(len(graphs))]
+        parts = map_chunks(_map_labels, chunks, self.n_jobs)
+        return np.concatenate(parts) if parts else out
 
-        for i, graph in enumerate(self._sample_graphs(X)):
-            out[i] = solve_map(graph, method=method, **params).labels
-        return out
+    def _row_chunks(self, n):
+        """Contiguous ``(start, stop)`` runs of ``n`` samples, one per job."""
+        bounds = chunk_bounds(np.ones(n), n_chunks_for(self.n_jobs))
+        return list(zip(bounds[:-1], bounds[1:]))
 
     def _sample_graphs(self, X):
         """One binary pairwise factor graph per sample (validated ``X``):
@@ -659,13 +671,12 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         kk = k if L >= 63 else min(k, 2 ** L)
         method = ("kbest_chain" if not self._edges.any() else
                   "brute_force" if L <= 16 else "auto")
-        Y = np.zeros((X.shape[0], kk, L), dtype=np.int64)
-        scores = np.full((X.shape[0], kk), -np.inf)
-        for i, graph in enumerate(self._sample_graphs(X)):
-            res = solve_mbest(graph, kk, method)
-            Y[i, :res.n_found] = res.labels
-            scores[i, :res.n_found] = res.scores
-        return Y, scores
+        graphs = list(self._sample_graphs(X))
+        chunks = [(graphs[a:b], kk, method) for a, b in self._row_chunks(len(graphs))]
+        parts = map_chunks(_topk_label_sets, chunks, self.n_jobs)
+        if not parts:
+            return np.zeros((0, kk, L), dtype=np.int64), np.zeros((0, kk))
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
     def score(self, X, Y):
         """Hamming accuracy: fraction of (sample, label) entries predicted right."""
@@ -674,3 +685,36 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         check_is_fitted(self, ("coef_", "pairwise_coef_"))
         _, Y = check_multilabel(X, Y, n_features=self.n_features_in_)
         return float(np.mean(self.predict(X) == Y))
+
+
+def _predict_exact_rows(W, P, E, n_edges, X):
+    """Exact best label sets of the rows of ``X`` (CSR with the bias column)."""
+    from ..learners._multilabel_kernels import predict_labelings
+
+    out = np.zeros((X.shape[0], W.shape[1]), dtype=np.int64)
+    data, indices, indptr = csr_arrays(X)
+    predict_labelings(W, P, E, n_edges, data, indices, indptr, out)
+    return out
+
+
+def _map_labels(graphs, method, params):
+    """MAP labelings (n_graphs, n_labels) by a registry back-end."""
+    from ..inference import solve_map
+
+    return np.array([solve_map(g, method=method, **params).labels for g in graphs],
+                    dtype=np.int64).reshape(len(graphs), -1)
+
+
+def _topk_label_sets(graphs, k, method):
+    """The ``k`` best labelings and scores of each graph (padded with zeros
+    and ``-inf``)."""
+    from ..inference.mbest import solve_mbest
+
+    L = graphs[0].n_vars if graphs else 0
+    Y = np.zeros((len(graphs), k, L), dtype=np.int64)
+    scores = np.full((len(graphs), k), -np.inf)
+    for i, graph in enumerate(graphs):
+        res = solve_mbest(graph, k, method)
+        Y[i, :res.n_found] = res.labels
+        scores[i, :res.n_found] = res.scores
+    return Y, scores

@@ -30,7 +30,7 @@ _SCALE_MIN = 1e-100
 _SCALE_MAX = 1e100
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def viterbi_batch(unary, offsets, trans, out):
     """Best label sequence of every chain in a batch (max-sum Viterbi).
 
@@ -123,7 +123,7 @@ def _scaled_tables(trans, col_max, row_max, e_col, e_row):
             e_row[a, b] = 0.0 if row_max[a] == -np.inf else np.exp(v - row_max[a])
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def forward_backward_batch(unary, offsets, trans, node_marg, trans_marg, logz):
     """Log-partition functions and marginals of a batch of linear-chain models.
 

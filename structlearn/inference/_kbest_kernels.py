@@ -196,7 +196,7 @@ def kbest_path(ks, uoff, unary, tbase, su, sv, table, m, out_labels, out_scores)
     return found
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def kbest_sequences(unary, offsets, trans, m, out_labels, out_scores, out_found):
     """The ``m`` best label sequences of every chain of a batch.
 

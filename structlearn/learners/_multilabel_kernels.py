@@ -135,7 +135,7 @@ def multilabel_primal(W, P, E, n_edges, scale, data, indices, indptr, Y, C):
     return 0.5 * scale * scale * reg + C * total
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def predict_labelings(W, P, E, n_edges, data, indices, indptr, out):
     """Exact MAP labeling of every sample into ``out`` (int64 (n, L))."""
     n, L = out.shape

@@ -1,0 +1,92 @@
+"""Chunked parallel work over samples, through joblib.
+
+Estimators split their samples into contiguous chunks and hand each chunk to
+a module-level function (picklable, so that it also runs on process and
+``dask.distributed`` back-ends: ``with joblib.parallel_config(backend="dask")``).
+The default back-end is threads: the compiled kernels release the GIL, and
+nothing is copied.  Results are concatenated in sample order, so they do not
+depend on ``n_jobs`` (each sample is computed by the same code either way).
+"""
+
+import numbers
+
+import numpy as np
+
+__all__ = ["check_n_jobs", "chunk_bounds", "map_chunks"]
+
+
+def check_n_jobs(n_jobs):
+    """Validate ``n_jobs`` as scikit-learn does: None, or a nonzero integer
+    (negative counts back from the number of CPUs: -1 = all).
+
+    Raises
+    ------
+    TypeError
+        For a non-integer.
+    ValueError
+        For 0.
+    """
+    if n_jobs is None:
+        return None
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
+        raise TypeError(f"n_jobs must be None or an integer, got {n_jobs!r}")
+    if n_jobs == 0:
+        raise ValueError("n_jobs == 0 has no meaning; use None or 1 for one job, -1 for all CPUs")
+    return int(n_jobs)
+
+
+def chunk_bounds(weights, n_chunks):
+    """Split items into ``n_chunks`` contiguous runs of about equal weight.
+
+    Parameters
+    ----------
+    weights : ndarray of shape (n_items,)
+        Work per item (e.g. tokens per sequence).
+    n_chunks : int
+
+    Returns
+    -------
+    bounds : ndarray of int64, shape (n_runs + 1,)
+        Run ``r`` is items ``bounds[r]:bounds[r + 1]``; no run is empty.
+    """
+    n = weights.shape[0]
+    if n == 0:
+        return np.zeros(1, dtype=np.int64)
+    cum = np.cumsum(np.asarray(weights, dtype=np.float64))
+    targets = cum[-1] * np.arange(1, n_chunks) / n_chunks
+    cuts = np.searchsorted(cum, targets, side="right")
+    return np.unique(np.concatenate(([0], cuts, [n]))).astype(np.int64)
+
+
+def map_chunks(func, chunks, n_jobs):
+    """``[func(*args) for args in chunks]``, in parallel when ``n_jobs`` asks
+    for more than one job and there is more than one chunk.
+
+    Parameters
+    ----------
+    func : callable
+        A module-level function (picklable).
+    chunks : list of tuple
+        Its arguments per chunk.
+    n_jobs : int or None
+        As in scikit-learn; validated by :func:`check_n_jobs`.
+
+    Returns
+    -------
+    results : list
+        In the order of ``chunks``.
+    """
+    n_jobs = check_n_jobs(n_jobs)
+    if len(chunks) <= 1 or n_jobs in (None, 1):
+        return [func(*args) for args in chunks]
+    from joblib import Parallel, delayed
+
+    return Parallel(n_jobs=n_jobs, prefer="threads")(delayed(func)(*args) for args in chunks)
+
+
+def n_chunks_for(n_jobs):
+    """How many chunks to cut for ``n_jobs`` (one per job; 1 for None)."""
+    from joblib import effective_n_jobs
+
+    n_jobs = check_n_jobs(n_jobs)
+    return 1 if n_jobs is None else max(1, effective_n_jobs(n_jobs))

@@ -1,0 +1,142 @@
+"""n_jobs on every estimator: the same (bit-identical) output for any number
+of jobs and any joblib back-end, including dask.distributed."""
+
+import warnings
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV
+
+from structlearn._parallel import chunk_bounds
+from structlearn.datasets import make_chain_data, make_multilabel_pairwise
+from structlearn.estimators import (GraphCRF, MultiLabelSSVM, SequenceCRF, SequencePerceptron,
+                                    SequenceSSVM)
+from structlearn.estimators.crf import image_grid_sample
+
+
+def _fit_quietly(model, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return model.fit(X, y)
+
+
+def _same(a, b):
+    """Exact equality of nested lists/tuples of arrays."""
+    if isinstance(a, (list, tuple)):
+        assert len(a) == len(b)
+        for u, v in zip(a, b):
+            _same(u, v)
+    else:
+        assert np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+
+
+def _grid_samples(n_samples, seed):
+    rng = np.random.default_rng(seed)
+    Xs, ys = [], []
+    for _ in range(n_samples):
+        f = rng.normal(size=(4, 5, 3))
+        Xs.append(image_grid_sample(f, edge_bin_thresholds=[1.5]))
+        ys.append((f[:, :, 0] > 0).astype(int).ravel())
+    return Xs, ys
+
+
+@pytest.fixture(scope="module")
+def chain_data():
+    return make_chain_data(60, length=7, n_labels=6, n_features=20, random_state=0)
+
+
+SEQUENCE_MODELS = [
+    lambda: SequenceSSVM(C=1.0, max_iter=5, random_state=0),
+    lambda: SequenceCRF(max_iter=10),
+    lambda: SequencePerceptron(max_iter=3, random_state=0),
+]
+
+
+@pytest.mark.parametrize("make", SEQUENCE_MODELS)
+@pytest.mark.parametrize("n_jobs", [2, 3, -1])
+def test_sequence_estimators_give_the_same_output_for_any_n_jobs(chain_data, make, n_jobs):
+    X, y = chain_data
+    one = _fit_quietly(make(), X, y)
+    many = _fit_quietly(make().set_params(n_jobs=n_jobs), X, y)
+    _same(one.predict(X), many.predict(X))
+    _same(one.predict_topk(X, 3), many.predict_topk(X, 3))
+    assert one.score(X, y) == many.score(X, y)
+    _same(one.decision_function(X), many.decision_function(X))
+    if hasattr(one, "predict_marginals"):
+        _same(one.predict_marginals(X), many.predict_marginals(X))
+
+
+def test_process_back_end_gives_the_same_output(chain_data):
+    X, y = chain_data
+    model = _fit_quietly(SequenceSSVM(max_iter=5, random_state=0, n_jobs=2), X, y)
+    expected = model.set_params(n_jobs=None).predict(X)
+    with joblib.parallel_config(backend="loky"):
+        _same(model.set_params(n_jobs=2).predict(X), expected)
+
+
+@pytest.mark.parametrize("inference", ["auto", "ad3"])
+def test_multilabel_ssvm_any_n_jobs(inference):
+    X, Y = make_multilabel_pairwise(40, n_labels=6, n_features=10, random_state=0)[:2]
+    model = _fit_quietly(MultiLabelSSVM(max_iter=5, random_state=0, inference=inference), X, Y)
+    expected = model.predict(X), model.predict_topk(X, 3), model.score(X, Y)
+    model.set_params(n_jobs=2)
+    _same(model.predict(X), expected[0])
+    _same(model.predict_topk(X, 3), expected[1])
+    assert model.score(X, Y) == expected[2]
+
+
+def test_graph_crf_any_n_jobs():
+    Xs, ys = _grid_samples(5, 0)
+    model = _fit_quietly(GraphCRF(alpha=1e-2, blocks=2, max_iter=20, random_state=0), Xs, ys)
+    expected = (model.predict(Xs), model.predict_marginals(Xs), model.predict_topk(Xs, 2),
+                model.score(Xs, ys))
+    model.set_params(n_jobs=2)
+    _same(model.predict(Xs), expected[0])
+    _same(model.predict_marginals(Xs), expected[1])
+    _same(model.predict_topk(Xs, 2), expected[2])
+    assert model.score(Xs, ys) == expected[3]
+
+
+@pytest.mark.parametrize("bad, error", [(0, ValueError), (1.5, TypeError), ("2", TypeError),
+                                        (True, TypeError)])
+def test_bad_n_jobs(chain_data, bad, error):
+    X, y = chain_data
+    model = _fit_quietly(SequencePerceptron(max_iter=2, random_state=0), X, y)
+    before = model.coef_.copy()
+    model.set_params(n_jobs=bad)
+    with pytest.raises(error, match="n_jobs"):
+        model.predict(X)
+    assert np.array_equal(model.coef_, before)  # fitted state untouched
+
+
+def test_chunk_bounds_cover_all_items_in_order():
+    rng = np.random.default_rng(0)
+    for n in (0, 1, 5, 100):
+        w = rng.integers(1, 20, size=n).astype(float)
+        for k in (1, 2, 3, 8):
+            b = chunk_bounds(w, k)
+            assert b[0] == 0 and b[-1] == n
+            assert np.all(np.diff(b) > 0) or n == 0
+            assert len(b) - 1 <= max(1, k)
+
+
+def test_dask_local_cluster_grid_search_and_batch_prediction(chain_data):
+    distributed = pytest.importorskip("distributed")
+    X, y = chain_data
+    grid = {"C": [0.1, 1.0]}
+    base = SequenceSSVM(max_iter=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        local = GridSearchCV(base, grid, cv=2, n_jobs=1).fit(X, y)
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                      dashboard_address=None) as cluster, \
+                distributed.Client(cluster):
+            with joblib.parallel_config(backend="dask"):
+                remote = GridSearchCV(base, grid, cv=2, n_jobs=-1).fit(X, y)
+                batch = remote.best_estimator_.set_params(n_jobs=-1).predict(X)
+    assert remote.best_params_ == local.best_params_
+    assert np.array_equal(remote.cv_results_["mean_test_score"],
+                          local.cv_results_["mean_test_score"])
+    _same(batch, local.best_estimator_.predict(X))
