@@ -31,6 +31,15 @@ class SequenceEstimatorMixin:
     output does not depend on ``n_jobs``.
     """
 
+    def __sklearn_tags__(self):
+        # X is a list of per-sequence matrices (dense or sparse), not one 2-D
+        # array: scikit-learn's generic estimator checks do not apply
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.sparse = True
+        tags.target_tags.required = True
+        return tags
+
     def _check_X(self, X, y=None):
         """Validate ``X`` (and ``y``) against the fitted estimator."""
         check_is_fitted(self, ("coef_", "transition_", "classes_"))

@@ -375,7 +375,7 @@ def check_n_classes(classes, minimum=2):
         )
 
 
-def check_multilabel(X, Y=None, *, accept_sparse=True, n_features=None):
+def check_multilabel(X, Y=None, *, accept_sparse=True, n_features=None, estimator="MultiLabelSSVM"):
     """Validate multilabel input.
 
     Parameters
@@ -411,8 +411,8 @@ def check_multilabel(X, Y=None, *, accept_sparse=True, n_features=None):
         X = _stack_csr([X], np.array([0, X.shape[0]], dtype=np.int64), X.shape[1])
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(
-            f"X has {X.shape[1]} features, but the estimator was fitted with "
-            f"{n_features} features"
+            f"X has {X.shape[1]} features, but {estimator} is expecting {n_features} "
+            f"features as input (it was fitted with {n_features} features)"
         )
     if Y is None:
         return X, None
@@ -422,9 +422,11 @@ def check_multilabel(X, Y=None, *, accept_sparse=True, n_features=None):
     if Y.ndim != 2:
         raise ValueError(
             f"Y must be a 2-D (n_samples, n_labels) 0/1 indicator matrix; got shape {Y.shape}"
+            + (" (Only binary classification is supported per label: one column per label)"
+               if Y.ndim == 1 else "")
         )
     if Y.dtype.kind not in "biuf":
-        raise ValueError(f"Y must hold 0/1 values; got dtype {Y.dtype}")
+        raise ValueError(f"Unknown label type: Y must hold 0/1 values; got dtype {Y.dtype}")
     if Y.shape[0] != X.shape[0]:
         raise ValueError(
             f"X has {X.shape[0]} samples but Y has {Y.shape[0]}: they must match"
@@ -433,7 +435,7 @@ def check_multilabel(X, Y=None, *, accept_sparse=True, n_features=None):
         raise ValueError("Y has 0 labels: at least one column is required")
     if not np.isin(Y, (0, 1)).all():
         bad = Y[~np.isin(Y, (0, 1))].ravel()[0].item()
-        raise ValueError(f"Y must hold only 0 and 1; found {bad!r}")
+        raise ValueError(f"Unknown label type: Y must hold only 0 and 1; found {bad!r}")
     return X, np.ascontiguousarray(Y, dtype=np.int64)
 
 

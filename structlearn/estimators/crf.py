@@ -509,6 +509,13 @@ class GraphCRF(BaseEstimator):
         self.learning_rate_ = res.learning_rate
         return self
 
+    def __sklearn_tags__(self):
+        # X is a list of (node_features, edges[, edge_bins]) samples
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.target_tags.required = True
+        return tags
+
     def _samples(self, X):
         check_is_fitted(self, ("coef_", "pairwise_", "classes_"))
         Xcat, edges, bins, sample_ptr, edge_ptr = _check_graph_samples(

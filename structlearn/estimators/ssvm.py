@@ -5,6 +5,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
+from sklearn.utils import ClassifierTags
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
@@ -518,6 +519,16 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         """``X`` with the constant intercept column appended when ``fit_intercept``."""
         return _append_constant(X, self.intercept_scaling) if self.fit_intercept else X
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.estimator_type = "classifier"
+        tags.classifier_tags = ClassifierTags(multi_class=False, multi_label=True)
+        tags.target_tags.required = True
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = False
+        tags.input_tags.sparse = True
+        return tags
+
     def fit(self, X, Y):
         """Train on ``X`` (n_samples, n_features) and a 0/1 matrix ``Y`` (n_samples, n_labels).
 
@@ -531,6 +542,9 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         C, rho, eta, tol, max_iter, nu, solver, oracle = self._check_common_params()
         self._check_inference()
         self._check_intercept()
+        if Y is None:
+            raise ValueError("MultiLabelSSVM requires y to be passed, but the target y is None "
+                             "(give a 0/1 indicator matrix of shape (n_samples, n_labels))")
         X, Y = check_multilabel(X, Y)
         n_features = X.shape[1]
         X = self._with_bias(X)
@@ -678,12 +692,23 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
             return np.zeros((0, kk, L), dtype=np.int64), np.zeros((0, kk))
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
-    def score(self, X, Y):
-        """Hamming accuracy: fraction of (sample, label) entries predicted right."""
+    def score(self, X, y):
+        """Hamming accuracy: fraction of (sample, label) entries predicted right.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples, n_labels)
+            True 0/1 label sets.
+
+        Returns
+        -------
+        accuracy : float
+        """
         from ._validation import check_multilabel
 
         check_is_fitted(self, ("coef_", "pairwise_coef_"))
-        _, Y = check_multilabel(X, Y, n_features=self.n_features_in_)
+        _, Y = check_multilabel(X, y, n_features=self.n_features_in_)
         return float(np.mean(self.predict(X) == Y))
 
 

@@ -1,0 +1,92 @@
+"""scikit-learn's estimator contract: tags, the generic estimator checks
+(every check that does not apply listed with its reason), and the API checks
+that apply to estimators of structured X."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import get_tags
+from sklearn.utils.estimator_checks import (check_estimator_cloneable,
+                                            check_estimator_repr,
+                                            check_estimator_tags_renamed,
+                                            check_get_params_invariance,
+                                            check_mixin_order,
+                                            check_no_attributes_set_in_init,
+                                            check_parameters_default_constructible,
+                                            check_set_params, check_valid_tag_types,
+                                            parametrize_with_checks)
+
+from structlearn.estimators import (GraphCRF, MultiLabelSSVM, SequenceCRF, SequencePerceptron,
+                                    SequenceSSVM)
+
+# The checks MultiLabelSSVM does not pass, and why they do not apply: the
+# generic classifier checks draw single-column or multi-class targets, while
+# a multilabel structural SVM takes a 0/1 indicator matrix with one column
+# per label (as scikit-learn's multilabel meta-estimators do).
+MULTILABEL_NOT_APPLICABLE = {
+    "check_estimators_dtypes": "its targets hold class 2: Y must be a 0/1 indicator matrix",
+    "check_classifier_data_not_an_array": "multi-class targets: Y must be 0/1 indicators",
+    "check_classifiers_classes": "passes a 1-D multi-class y; Y is an (n, n_labels) indicator",
+    "check_classifiers_train": "expects predict to return 1-D class labels; predict returns "
+                               "the (n_samples, n_labels) indicator matrix",
+    "check_classifiers_regression_target": "passes a 1-D continuous y; the error names the "
+                                           "indicator shape Y needs instead",
+    "check_fit2d_1feature": "multi-class targets are rejected before the feature count is "
+                            "looked at",
+    "check_classifier_multioutput": "decision_function holds the per-label scores; predict "
+                                    "adds the learned pairwise label interactions, so the sign "
+                                    "of a score need not be the predicted label",
+}
+
+
+def _multilabel_expected_failures(estimator):
+    return MULTILABEL_NOT_APPLICABLE
+
+
+@parametrize_with_checks([MultiLabelSSVM(max_iter=5, tol=0.5)],
+                         expected_failed_checks=_multilabel_expected_failures)
+def test_multilabel_ssvm_passes_sklearn_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        check(estimator)
+
+
+STRUCTURED = [SequenceSSVM(), SequenceCRF(), SequencePerceptron(), GraphCRF()]
+# checks that do not need a 2-D X: they apply to every estimator
+API_CHECKS = [check_estimator_cloneable, check_estimator_repr, check_no_attributes_set_in_init,
+              check_get_params_invariance, check_set_params, check_mixin_order,
+              check_valid_tag_types, check_estimator_tags_renamed,
+              check_parameters_default_constructible]
+
+
+@pytest.mark.parametrize("estimator", STRUCTURED + [MultiLabelSSVM()],
+                         ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize("check", API_CHECKS, ids=lambda c: c.__name__)
+def test_api_checks_that_need_no_2d_input(estimator, check):
+    check(type(estimator).__name__, clone(estimator))
+
+
+@pytest.mark.parametrize("estimator", STRUCTURED, ids=lambda e: type(e).__name__)
+def test_tags_say_what_the_input_is(estimator):
+    tags = get_tags(estimator)
+    assert tags.input_tags.two_d_array is False  # lists of sequences / graphs
+    assert tags.target_tags.required
+    assert tags.input_tags.sparse == (not isinstance(estimator, GraphCRF))
+
+
+def test_multilabel_tags():
+    tags = get_tags(MultiLabelSSVM())
+    assert tags.input_tags.two_d_array and tags.input_tags.sparse
+    assert tags.target_tags.multi_output and not tags.target_tags.single_output
+    assert tags.estimator_type == "classifier" and tags.classifier_tags.multi_label
+
+
+def test_multilabel_errors_name_the_problem():
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    with pytest.raises(ValueError, match="requires y to be passed"):
+        MultiLabelSSVM().fit(X, None)
+    with pytest.raises(ValueError, match="Unknown label type"):
+        MultiLabelSSVM().fit(X, np.full((10, 2), 0.5))
