@@ -90,3 +90,28 @@ def test_multilabel_errors_name_the_problem():
         MultiLabelSSVM().fit(X, None)
     with pytest.raises(ValueError, match="Unknown label type"):
         MultiLabelSSVM().fit(X, np.full((10, 2), 0.5))
+
+
+@pytest.mark.parametrize("fit", [
+    lambda: SequenceSSVM(max_iter=2).fit(*_chain()),
+    lambda: SequenceSSVM(max_iter=2, solver="bcfw").fit(*_chain()),
+    lambda: MultiLabelSSVM(max_iter=2).fit(*_multilabel()),
+])
+def test_convergence_warnings_point_at_the_users_call(fit):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit()
+    mine = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert mine and all(w.filename == __file__ for w in mine)
+
+
+def _chain():
+    from structlearn.datasets import make_chain_data
+
+    return make_chain_data(20, length=5, n_labels=5, n_features=10, random_state=0)
+
+
+def _multilabel():
+    from structlearn.datasets import make_multilabel_pairwise
+
+    return make_multilabel_pairwise(20, n_labels=5, n_features=10, random_state=0)[:2]

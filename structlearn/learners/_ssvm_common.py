@@ -2,12 +2,12 @@
 
 import logging
 import time
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._warnings import warn_user
 from ._ssvm_chain_kernels import chain_primal, token_sq_norms
 
 __all__ = ["ChainProblem", "ChainMonitor", "HistoryMonitor", "chain_edges", "warn_not_converged"]
@@ -139,9 +139,8 @@ class ChainMonitor(HistoryMonitor):
 
 
 def warn_not_converged(solver, max_iter, gap):
-    warnings.warn(
+    warn_user(
         f"{solver} did not reach the requested duality gap within max_iter={max_iter} "
         f"iterations (relative gap {gap:.3g}); increase max_iter or tol",
         ConvergenceWarning,
-        stacklevel=3,
     )
