@@ -1,14 +1,35 @@
+import hashlib
 import pathlib
 
+import numpy as np
 import pytest
 
-SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared"
+DATA = pathlib.Path(__file__).resolve().parent / "data"
 
 
 @pytest.fixture(scope="session")
-def shared_data():
-    """Path to the shared data folder (``../shared/data``); skips when absent."""
-    path = SHARED / "data"
-    if not path.is_dir():
-        pytest.skip("shared data folder ../shared/data is absent")
-    return path
+def test_data():
+    """The test data folder (``tests/data``, sources in its README)."""
+    return DATA
+
+
+def uai_instance(name):
+    """Path of a UAI 2014 instance under ``tests/data/uai`` (gzipped)."""
+    return DATA / "uai" / f"{name}.uai.gz"
+
+
+def uai_reference(name):
+    """Path of the instance's reference ``.MAP`` solution."""
+    return DATA / "uai" / f"{name}.uai.MAP"
+
+
+def array_digest(*arrays):
+    """SHA-256 of arrays' dtypes, shapes and bytes (to compare bundled data
+    with fingerprints of the reference files)."""
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(str(a.dtype).encode())
+        h.update(str(a.shape).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()

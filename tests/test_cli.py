@@ -21,6 +21,7 @@ from structlearn.graphs import (
 )
 from structlearn.inference import MapResult, registry, solve_map
 from structlearn.inference._registry_base import Method
+from conftest import uai_instance
 
 JSON_KEYS = {"method", "score", "upper_bound", "gap", "time", "n_vars", "n_factors", "status"}
 
@@ -255,9 +256,7 @@ def test_python_dash_m_entry_point(chain_file, tmp_path):
     assert proc.stderr.strip().count("\n") == 0 and "bad.uai" in proc.stderr
 
 
-def test_shared_instance_through_the_command_line(capsys, shared_data, tmp_path):
-    path = shared_data / "uai" / "ProteinFolding_15.uai"
-    if not path.exists():
-        pytest.skip(f"{path} is absent")
+def test_shared_instance_through_the_command_line(capsys, tmp_path):
+    path = uai_instance("ProteinFolding_15")
     status, out, err = run_main(capsys, ["map", path, "--method", "brute_force", "--no-write"])
     assert_one_line_error(status, out, err, 2, "brute_force would enumerate")

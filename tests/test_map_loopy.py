@@ -9,6 +9,7 @@ import pytest
 
 from structlearn.graphs import FactorGraph, complete_graph, read_uai, read_uai_solution
 from structlearn.inference import available_methods, solve_map
+from conftest import uai_instance, uai_reference
 
 LOOPY = ["gdmm", "gdmm_binary", "psdd", "fista", "scm", "ad3", "trn"]
 # variants of a registered method: test id -> (method, parameters)
@@ -226,12 +227,9 @@ def test_graph_without_factors(method):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["Segmentation_12", "Grids_18"])
-def test_gdmm_reaches_reference_on_shared_uai(shared_data, name):
-    path = shared_data / "uai" / f"{name}.uai"
-    if not path.exists():
-        pytest.skip(f"{path} is absent")
-    g = read_uai(path)
-    ref = g.score(read_uai_solution(str(path) + ".MAP"))
+def test_gdmm_reaches_reference_on_shared_uai(name):
+    g = read_uai(uai_instance(name))
+    ref = g.score(read_uai_solution(uai_reference(name)))
     # Grids_18 is a frustrated Ising torus whose LP bound (16291) is far above
     # the reference (12966.65): there the labeling comes from the local search,
     # so it gets the largest time share (polish=10).  Measured on a loaded

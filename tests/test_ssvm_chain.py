@@ -282,11 +282,11 @@ def test_check_every_skips_monitoring_only(solver):
         sparse = SequenceSSVM(check_every=3, **kw).fit(X, y)
     np.testing.assert_array_equal(every.coef_, sparse.coef_)
     np.testing.assert_array_equal(every.transition_, sparse.transition_)
-    checked = [r["iteration"] for r in sparse.history_ if np.isfinite(r["primal"])]
+    checked = [r["iter"] for r in sparse.history_ if np.isfinite(r["primal"])]
     assert checked == [3, 6, 7] and len(sparse.history_) == 7
     for r in sparse.history_:
-        if r["iteration"] in checked:
-            assert r["primal"] == every.history_[r["iteration"] - 1]["primal"]
+        if r["iter"] in checked:
+            assert r["primal"] == every.history_[r["iter"] - 1]["primal"]
         else:
             assert np.isnan(r["dual"]) and np.isnan(r["relative_gap"]) and r["pass_time"] > 0
     # the stopping rule is only evaluated on checked passes
@@ -387,7 +387,7 @@ def test_warm_start_continues(solver):
         m.fit(X, y)
         cold = SequenceSSVM(solver=solver, max_iter=5, tol=0.0, random_state=0).fit(X, y)
     assert m.n_iter_ == 10 and [r["primal"] for r in m.history_[:5]] == first
-    assert m.history_[-1]["iteration"] == 10
+    assert m.history_[-1]["iter"] == 10
     # the continued run is better than a fresh one of the same length
     assert m.history_[-1]["primal"] < cold.history_[-1]["primal"]
 
@@ -396,7 +396,7 @@ def test_callback_stops_training():
     X, y = _tiny(9)
     seen = []
     m = SequenceSSVM(max_iter=50, tol=0.0, random_state=0,
-                     callback=lambda rec: seen.append(rec["iteration"]) or len(seen) >= 3)
+                     callback=lambda rec: seen.append(rec["iter"]) or len(seen) >= 3)
     m.fit(X, y)
     assert seen == [1, 2, 3] and m.n_iter_ == 3
 

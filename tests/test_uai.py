@@ -22,6 +22,7 @@ from structlearn.graphs import (
     write_uai_solution,
 )
 from structlearn.graphs import uai as uai_module
+from conftest import uai_instance, uai_reference
 
 UAI_NAMES = [
     "Grids_18",
@@ -477,15 +478,14 @@ def test_missing_file_raises_oserror(tmp_path):
 
 # ------------------------------------------------------------ shared instances
 @pytest.mark.parametrize("name", UAI_NAMES)
-def test_reference_solutions_of_shared_instances(shared_data, name):
-    path = shared_data / "uai" / f"{name}.uai"
-    if not path.exists():
-        pytest.skip(f"{path} is absent")
-    text = path.read_text()
+def test_reference_solutions_of_shared_instances(name):
+    path = uai_instance(name)
+    with gzip.open(path, "rt") as fh:
+        text = fh.read()
     t0 = time.perf_counter()
     g = read_uai(path)
     elapsed = time.perf_counter() - t0
-    labels = read_uai_solution(path.with_name(path.name + ".MAP"))
+    labels = read_uai_solution(uai_reference(name))
     assert labels.shape == (g.n_vars,)
     score = g.score(labels)
     assert np.isfinite(score)

@@ -20,6 +20,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._parallel import chunk_bounds, map_chunks, n_chunks_for
+from .._verbose import verbose_fit
 from ._base import SequenceEstimatorMixin, _equal_labels, _token_chunks
 from ._validation import (
     _check_positive_int,
@@ -91,7 +92,11 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         Passes made (over all blocks for bbpl; parameter updates
         otherwise), at most ``max_iter``.
     history_ : list of dict
-        Per iteration: ``iter``, ``time``, ``objective``, ``step_norm``.
+        One record per pass in the schema shared by every estimator
+        (:data:`structlearn.estimators.HISTORY_KEYS`): ``iter`` (1-based),
+        ``time`` (seconds since ``fit`` started), ``objective`` (the training
+        objective, NaN where it is not computed), ``gap`` (certified duality
+        gap; NaN for methods without one); then ``step_norm``, ``n_eval``.
 
     Examples
     --------
@@ -114,6 +119,7 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         self.verbose = verbose
         self.n_jobs = n_jobs
 
+    @verbose_fit
     def fit(self, X, y):
         """Train on labeled sequences.
 
@@ -386,8 +392,13 @@ class GraphCRF(BaseEstimator):
         Passes made (over all blocks for bbpl; parameter updates
         otherwise), at most ``max_iter``.
     history_ : list of dict
-        Per pass: ``iter``, ``time``, ``objective`` (full_bp only),
-        ``grad_norm``, ``step_norm``, ``bp_sweeps``.
+        One record per pass in the schema shared by every estimator
+        (:data:`structlearn.estimators.HISTORY_KEYS`): ``iter`` (1-based),
+        ``time`` (seconds since ``fit`` started), ``objective`` (the training
+        objective, NaN where it is not computed), ``gap`` (certified duality
+        gap; NaN for methods without one) (``objective`` with
+        ``solver="full_bp"`` only); then ``grad_norm``, ``step_norm``,
+        ``bp_sweeps``.
     learning_rate_ : float
     """
 
@@ -439,6 +450,7 @@ class GraphCRF(BaseEstimator):
             out.append(p.astype(np.int64))
         return np.concatenate(out)
 
+    @verbose_fit
     def fit(self, X, y):
         """Train on labeled graphs.
 

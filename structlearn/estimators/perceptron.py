@@ -7,6 +7,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
+from .._verbose import verbose_fit
 from ._base import SequenceEstimatorMixin
 from ._validation import (
     _check_positive_int,
@@ -71,8 +72,12 @@ class SequencePerceptron(SequenceEstimatorMixin, BaseEstimator):
     n_iter_ : int
         Number of epochs run.
     history_ : list of dict
-        One record per epoch: ``epoch``, ``time`` (seconds since the start
-        of ``fit``), ``token_errors`` and ``sequence_errors`` (mistakes made
+        One record per pass in the schema shared by every estimator
+        (:data:`structlearn.estimators.HISTORY_KEYS`): ``iter`` (1-based),
+        ``time`` (seconds since ``fit`` started), ``objective`` (the training
+        objective, NaN where it is not computed), ``gap`` (certified duality
+        gap; NaN for methods without one); ``objective`` is the epoch's token
+        errors.  Then ``token_errors`` and ``sequence_errors`` (mistakes made
         while visiting that epoch's sequences, before each update).
 
     Examples
@@ -95,6 +100,7 @@ class SequencePerceptron(SequenceEstimatorMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    @verbose_fit
     def fit(self, X, y):
         """Train on labeled sequences.
 
@@ -150,8 +156,10 @@ class SequencePerceptron(SequenceEstimatorMixin, BaseEstimator):
             )  # fmt: skip
             step += n_seq
             record = {
-                "epoch": epoch + 1,
+                "iter": epoch + 1,
                 "time": time.perf_counter() - start,
+                "objective": float(errors[0]),
+                "gap": np.nan,
                 "token_errors": int(errors[0]),
                 "sequence_errors": int(errors[1]),
             }
@@ -159,7 +167,7 @@ class SequencePerceptron(SequenceEstimatorMixin, BaseEstimator):
             if self.verbose:
                 logger.info(
                     "epoch %d: %d token errors in %d/%d sequences, %.3f s",
-                    record["epoch"], record["token_errors"], record["sequence_errors"],
+                    record["iter"], record["token_errors"], record["sequence_errors"],
                     n_seq, record["time"],
                 )  # fmt: skip
             if errors[1] == 0:

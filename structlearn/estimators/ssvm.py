@@ -5,11 +5,11 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
-from sklearn.utils import ClassifierTags
-from sklearn.utils import check_random_state
+from sklearn.utils import ClassifierTags, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .._parallel import chunk_bounds, map_chunks, n_chunks_for
+from .._verbose import verbose_fit
 from ._base import SequenceEstimatorMixin
 from ._validation import (
     _check_positive_int,
@@ -182,8 +182,12 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
     n_iter_ : int
         Outer iterations run in the last ``fit`` (cumulative with warm starts).
     history_ : list of dict
-        One record per outer iteration: ``iteration``, ``time`` (wall
-        seconds since fit started, including monitoring), ``solver_time``
+        One record per pass in the schema shared by every estimator
+        (:data:`structlearn.estimators.HISTORY_KEYS`): ``iter`` (1-based),
+        ``time`` (seconds since ``fit`` started), ``objective`` (the training
+        objective, NaN where it is not computed), ``gap`` (certified duality
+        gap; NaN for methods without one); ``objective`` is
+        the primal.  Then ``solver_time``
         and ``pass_time`` (optimization only), ``primal`` (recomputed from
         the weights), ``dual`` (NaN for ssg), ``gap``, ``relative_gap``
         (these four NaN on the passes that ``check_every`` skips),
@@ -237,6 +241,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
             )
         return check_inference_params(self.inference_params, self.inference)
 
+    @verbose_fit
     def fit(self, X, y):
         """Train on labeled sequences.
 
@@ -529,6 +534,7 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
+    @verbose_fit
     def fit(self, X, Y):
         """Train on ``X`` (n_samples, n_features) and a 0/1 matrix ``Y`` (n_samples, n_labels).
 

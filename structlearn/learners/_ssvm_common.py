@@ -91,13 +91,14 @@ class HistoryMonitor:
         self.solver_time += pass_time
         gap = primal - dual if np.isfinite(dual) else np.nan
         rec = {
-            "iteration": int(iteration),
+            "iter": int(iteration),
             "time": time.perf_counter() - self.start,
+            "objective": primal,
+            "gap": gap,
             "solver_time": self.solver_time,
             "pass_time": pass_time,
             "primal": primal,
             "dual": dual,
-            "gap": gap,
             "relative_gap": gap / max(abs(primal), 1e-12) if np.isfinite(gap) else np.nan,
             "infeasibility": infeasibility,
             "active_set_size": active,
@@ -108,9 +109,9 @@ class HistoryMonitor:
         if self.verbose:
             logger.info(
                 "iter %d: primal %.6g dual %.6g rel. gap %.3g infeas. %.3g |A| %.2f "
-                "entries %d pass %.3fs",
-                rec["iteration"], primal, dual, rec["relative_gap"], infeasibility, active,
-                rec["oracle_entries"], pass_time,
+                "entries %d pass %.3fs elapsed %.2fs",
+                rec["iter"], primal, dual, rec["relative_gap"], infeasibility, active,
+                rec["oracle_entries"], pass_time, rec["time"],
             )  # fmt: skip
         if self.callback is not None:
             return bool(self.callback(rec))

@@ -209,6 +209,7 @@ def fit_chain_crf_lbfgs(
             "iter": n_iter,
             "time": time.perf_counter() - start,
             "objective": float(f),
+            "gap": np.nan,
             "step_norm": float(step * np.sqrt(vdot(p, p))),
             "n_eval": prob.n_eval,
         }

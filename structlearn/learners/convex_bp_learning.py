@@ -421,7 +421,8 @@ def fit_convex_bp_crf(
         rec = {
             "iter": it + 1,
             "time": time.perf_counter() - start,
-            "objective": objective,
+            "objective": np.nan if objective is None else objective,
+            "gap": np.nan,
             "grad_norm": gnorm,
             "step_norm": float(out[2]),
             "bp_sweeps": sweep_count,
