@@ -108,6 +108,8 @@ def main(argv=None):
     model = SequenceSSVM(C=0.1, max_iter=args.max_iter, tol=0.02, random_state=args.random_state)
     # compile (or load from the on-disk cache) the kernels on a tiny problem,
     # so that the fit time below measures training only
+    print("compiling the training and decoding kernels (numba; cached on disk after the "
+          "first run) ...", flush=True)
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

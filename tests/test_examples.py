@@ -31,7 +31,8 @@ def test_every_example_is_exercised():
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_example_runs(name, capsys):
+def test_example_runs(name, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # figures and solution files land there
     argv, expected = CASES[name]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
