@@ -12,6 +12,7 @@ Everything below then works unchanged.
 """
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
 from .._parallel import chunk_bounds, map_chunks, n_chunks_for
@@ -50,12 +51,24 @@ class SequenceEstimatorMixin:
         scores = Xcat @ self.coef_.T
         return np.ascontiguousarray(scores, dtype=np.float64)
 
+    def _chunks(self, Xcat, offsets):
+        """Work units of whole sequences, about equal in tokens, one per job:
+        ``(rows, coef, offsets, trans)``.  ``rows`` are CSR rows of
+        ``Xcat`` (their scores are computed in the chunk; sparse products
+        are row by row, so identical to the whole product) or, for dense
+        input, the rows of the scores computed at once (``coef`` None)."""
+        trans = np.ascontiguousarray(self.transition_, dtype=np.float64)
+        if sp.issparse(Xcat):
+            source, coef = Xcat, np.ascontiguousarray(self.coef_, dtype=np.float64)
+        else:
+            source, coef = self._unary_scores(Xcat), None
+        bounds = chunk_bounds(np.diff(offsets), n_chunks_for(self.n_jobs))
+        return [(_rows(source, offsets[a], offsets[b]), coef, offsets[a:b + 1] - offsets[a],
+                 trans) for a, b in zip(bounds[:-1], bounds[1:])]
+
     def _decode(self, Xcat, offsets):
         """Viterbi codes (int64, (n_tokens,)) for stacked sequences."""
-        unary = self._unary_scores(Xcat)
-        trans = np.ascontiguousarray(self.transition_, dtype=np.float64)
-        parts = map_chunks(_viterbi_chunk, _token_chunks(unary, offsets, trans, self.n_jobs),
-                           self.n_jobs)
+        parts = map_chunks(_viterbi_chunk, self._chunks(Xcat, offsets), self.n_jobs)
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
     def decision_function(self, X):
@@ -114,9 +127,7 @@ class SequenceEstimatorMixin:
 
         k = check_m(k)
         Xcat, offsets, _ = self._check_X(X)
-        unary = self._unary_scores(Xcat)
-        trans = np.ascontiguousarray(self.transition_, dtype=np.float64)
-        chunks = [args + (k,) for args in _token_chunks(unary, offsets, trans, self.n_jobs)]
+        chunks = [args + (k,) for args in self._chunks(Xcat, offsets)]
         parts = map_chunks(_kbest_chunk, chunks, self.n_jobs)
         codes = np.concatenate([p[0] for p in parts])
         scores = np.concatenate([p[1] for p in parts])
@@ -144,31 +155,40 @@ class SequenceEstimatorMixin:
         return float(np.mean(_equal_labels(pred, ycat)))
 
 
-def _token_chunks(unary, offsets, trans, n_jobs):
-    """``(unary, offsets, trans)`` per chunk of whole sequences, about equal
-    in tokens, one chunk per job (views, no copies)."""
-    bounds = chunk_bounds(np.diff(offsets), n_chunks_for(n_jobs))
-    chunks = []
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        lo, hi = offsets[a], offsets[b]
-        chunks.append((unary[lo:hi], offsets[a:b + 1] - lo, trans))
-    return chunks
+def _rows(X, lo, hi):
+    """Rows ``lo:hi`` of a dense array or a CSR matrix, as views (scipy's
+    slicing would copy the CSR arrays in the calling thread)."""
+    if not sp.issparse(X):
+        return X[lo:hi]
+    a, b = X.indptr[lo], X.indptr[hi]
+    return sp.csr_matrix((X.data[a:b], X.indices[a:b], X.indptr[lo:hi + 1] - a),
+                         shape=(hi - lo, X.shape[1]), copy=False)
 
 
-def _viterbi_chunk(unary, offsets, trans):
+def chunk_scores(rows, coef):
+    """Token scores of a chunk: ``rows @ coef.T`` (C-contiguous float64), or
+    ``rows`` themselves when they already are scores (``coef`` None)."""
+    if coef is None:
+        return rows
+    return np.ascontiguousarray(rows @ coef.T, dtype=np.float64)
+
+
+def _viterbi_chunk(rows, coef, offsets, trans):
     """Viterbi codes of one chunk of sequences."""
     from ..inference._chain_kernels import viterbi_batch
 
+    unary = chunk_scores(rows, coef)
     out = np.empty(unary.shape[0], dtype=np.int64)
     viterbi_batch(unary, offsets, trans, out)
     return out
 
 
-def _kbest_chunk(unary, offsets, trans, k):
+def _kbest_chunk(rows, coef, offsets, trans, k):
     """List-Viterbi codes ``(n_tokens, k)``, scores ``(n_seq, k)`` and ranks
     found ``(n_seq,)`` of one chunk of sequences."""
     from ..inference._kbest_kernels import kbest_sequences
 
+    unary = chunk_scores(rows, coef)
     n_seq = offsets.shape[0] - 1
     codes = np.zeros((unary.shape[0], k), dtype=np.int64)
     scores = np.empty((n_seq, k))

@@ -245,22 +245,27 @@ def _stack_csr(parts, offsets, n_features):
     The inputs are never modified: their arrays are copied by the
     concatenation, and canonicalization runs on the stacked copy.
     """
-    data, indices, row_nnz = [], [], []
-    for part in parts:
-        part = sp.csr_matrix(part) if not sp.issparse(part) else part.tocsr()
-        ip = part.indptr
-        a, b = int(ip[0]), int(ip[-1])
-        data.append(part.data[a:b])
-        indices.append(part.indices[a:b].astype(np.int64, copy=False))
-        row_nnz.append(np.diff(ip).astype(np.int64, copy=False))
+    parts = [p if sp.issparse(p) and p.format == "csr" else sp.csr_matrix(p) for p in parts]
+    # row counts of all parts at once: the differences of the concatenated
+    # indptr arrays, less the jumps between one part's end and the next start
+    ips = np.concatenate([p.indptr for p in parts]).astype(np.int64, copy=False)
+    ends = np.cumsum([p.indptr.shape[0] for p in parts]) - 1
+    row_nnz = np.delete(np.diff(ips), ends[:-1])
+    starts, stops = ips[ends - (offsets[1:] - offsets[:-1])], ips[ends]
+    if np.all(starts == 0) and all(p.data.shape[0] == b for p, b in zip(parts, stops)):
+        data = [p.data for p in parts]
+        indices = [p.indices for p in parts]
+    else:  # parts that view a slice of their arrays
+        data = [p.data[a:b] for p, a, b in zip(parts, starts, stops)]
+        indices = [p.indices[a:b] for p, a, b in zip(parts, starts, stops)]
     n_rows = int(offsets[-1])
     indptr = np.zeros(n_rows + 1, dtype=np.int64)
-    np.cumsum(np.concatenate(row_nnz), out=indptr[1:])
+    np.cumsum(row_nnz, out=indptr[1:])
     out = sp.csr_matrix((n_rows, n_features), dtype=np.float64)
     # assign the arrays directly: scipy would downcast int64 indices that fit
     # in int32, and kernels are compiled for int64 only
     out.data = np.concatenate(data).astype(np.float64, copy=False)
-    out.indices = np.concatenate(indices)
+    out.indices = np.concatenate(indices).astype(np.int64, copy=False)
     out.indptr = indptr
     if not out.has_canonical_format:
         out.sum_duplicates()

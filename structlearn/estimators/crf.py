@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._parallel import chunk_bounds, map_chunks, n_chunks_for
 from .._verbose import verbose_fit
-from ._base import SequenceEstimatorMixin, _equal_labels, _token_chunks
+from ._base import SequenceEstimatorMixin, _equal_labels, chunk_scores
 from ._validation import (
     _check_positive_int,
     check_n_classes,
@@ -177,10 +177,7 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
             Columns follow ``classes_``.
         """
         Xcat, offsets, _ = self._check_X(X)
-        unary = self._unary_scores(Xcat)
-        trans = np.ascontiguousarray(self.transition_, dtype=np.float64)
-        parts = map_chunks(_marginals_chunk, _token_chunks(unary, offsets, trans, self.n_jobs),
-                           self.n_jobs)
+        parts = map_chunks(_marginals_chunk, self._chunks(Xcat, offsets), self.n_jobs)
         return np.split(np.concatenate(parts), offsets[1:-1])
 
     def log_likelihood(self, X, y):
@@ -198,10 +195,11 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         return -f
 
 
-def _marginals_chunk(unary, offsets, trans):
+def _marginals_chunk(rows, coef, offsets, trans):
     """Token marginals (n_tokens, K) of one chunk of sequences."""
     from ..inference._chain_kernels import forward_backward_batch
 
+    unary = chunk_scores(rows, coef)
     K = unary.shape[1]
     node = np.empty_like(unary)
     forward_backward_batch(unary, offsets, trans, node, np.empty((K, K)),

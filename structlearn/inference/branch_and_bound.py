@@ -36,7 +36,7 @@ from ..graphs import (component_subgraphs, is_forest, merge_parallel_factors,
 from ..graphs.factor_graph import FactorGraph
 from ._budget import check_time_limit
 from ._progress import quiet, report
-from .registry import AUTO_CYCLES, check_method_params, get_method, register_method, solve_map
+from .registry import AUTO_CYCLES, AUTO_LARGE_DOMAIN, check_method_params, get_method, register_method, solve_map
 from .result import MapResult
 
 __all__ = ["branch_and_bound_map"]
@@ -113,6 +113,7 @@ class _Search:
         self.labels = None
         self.score = -np.inf
         self.n_nodes = 0
+        self.last_eval = 0.0  # seconds the last node evaluation took
         self.heap = []  # open nodes: (-bound, -depth, counter, node, (var, label))
 
     def _cutoff(self):
@@ -123,6 +124,7 @@ class _Search:
     def _evaluate(self, node, max_iter, polish):
         """Solve the LP on ``node``; offer its labeling; return its bound and
         the variable and label to branch on (``None`` for a leaf)."""
+        started = time.perf_counter()
         unary = node.unary(self.graph)
         g = self.graph
         sub = g.with_unary(unary)
@@ -133,6 +135,7 @@ class _Search:
                             max_iter=max_iter, cutoff=self._cutoff(), polish=polish,
                             **self.params)
         self.n_nodes += 1
+        self.last_eval = time.perf_counter() - started
         if res.status == "infeasible":
             return -np.inf, None
         if np.isfinite(res.score):
@@ -196,7 +199,10 @@ class _Search:
         return self.labels, self.score, max(open_bound, self.score), status
 
     def _out_of_time(self):
-        return self.deadline is not None and time.perf_counter() >= self.deadline
+        """Whether another node evaluation (as long as the last one) would
+        end past the deadline."""
+        return (self.deadline is not None
+                and time.perf_counter() + self.last_eval >= self.deadline)
 
     def _open(self, ub):
         """Whether a subspace bounded by ``ub`` may hold a better labeling."""
@@ -215,7 +221,7 @@ class _Search:
         report("exact", self.n_nodes, rec["time"], self.score, ub, open=len(heap))
 
 
-def branch_and_bound_map(graph, *, time_limit=None, bound_method="ad3", bound_params=None,
+def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_params=None,
                          tighten=AUTO_CYCLES, max_nodes=None, dominance=True, tol=1e-6,
                          enumeration_limit=ENUMERATION_LIMIT):
     """Exact MAP by best-first branch and bound (see the module docstring).
@@ -226,9 +232,11 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="ad3", bound_pa
     time_limit : float or None, default=None
         Seconds; at the limit the best labeling and the best open bound are
         returned with status ``"time_limit"``.
-    bound_method : str, default="ad3"
+    bound_method : str, default="auto"
         LP back-end of :func:`solve_map` that bounds the nodes (it must take
-        ``cutoff``: ``ad3``, ``gdmm``, ``psdd``, ``fista``, ``scm``, ``trn``).
+        ``cutoff``: ``ad3``, ``gdmm``, ``psdd``, ``fista``, ``scm``, ``trn``);
+        ``"auto"``: ``gdmm`` when a variable has 100 states or more (its
+        oracle is sublinear in the domain), else ``ad3``.
     bound_params : dict or None
         Its parameters (``max_iter`` applies to the root; other nodes run
         at most 200 iterations).
@@ -263,7 +271,10 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="ad3", bound_pa
     # node solves aim to end a little before the limit, leaving time to close
     deadline = None if time_limit is None else t0 + time_limit - min(0.05, 0.02 * time_limit)
     params = dict(bound_params or {})
-    if not isinstance(bound_method, str) or bound_method in ("auto", "exact"):
+    if bound_method == "auto":
+        large = graph.n_vars and int(graph.n_states.max()) >= AUTO_LARGE_DOMAIN
+        bound_method = "gdmm" if large else "ad3"
+    if not isinstance(bound_method, str) or bound_method == "exact":
         raise ValueError(f"bound_method must name an LP back-end, got {bound_method!r}")
     get_method(bound_method)
     for name in ("time_limit", "cutoff", "cycles"):
