@@ -178,6 +178,13 @@ def worker(method, name, time_limit):
     takes_iter = method != "auto" and "max_iter" in method_parameters(method)
     iter_cap = {"max_iter": 10**9} if takes_iter else {}
     solve_map(tiny, method, **({"max_iter": 3} if takes_iter else {}), **params)
+    if method in ("exact", "auto"):
+        # load the search's kernels too (the tiny graph is only enumerated)
+        from structlearn.graphs import grid_graph
+
+        warm = grid_graph(np.random.default_rng(1).normal(size=(3, 3, 2)),
+                          np.random.default_rng(2).uniform(-1, 1, size=(12, 1, 1)) * np.eye(2))
+        solve_map(warm, "exact", enumeration_limit=0, max_nodes=3)
     try:
         with open("/proc/self/clear_refs", "w") as fh:
             fh.write("5")  # reset the high-water mark
