@@ -3,9 +3,11 @@
 from ._bundled import load_ocr_letters, load_scene, load_yeast
 from .conllu import read_conllu
 from .synthetic import make_chain_data, make_grid_mrf, make_multilabel_pairwise
+from .sequence_vectorizer import SequenceVectorizer
 from .token_features import token_features, vectorize_sequences
 
 __all__ = [
+    "SequenceVectorizer",
     "load_ocr_letters",
     "load_scene",
     "load_yeast",

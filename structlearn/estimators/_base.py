@@ -41,9 +41,32 @@ class SequenceEstimatorMixin:
         tags.target_tags.required = True
         return tags
 
+    def _features_for_fit(self, X):
+        """``X`` as feature matrices.  Sentences of per-token feature dicts
+        (CRFsuite's input) go through a :class:`SequenceVectorizer` fitted
+        here (``vectorizer_``; kept under ``warm_start``), else
+        ``vectorizer_`` is None."""
+        from ..datasets.sequence_vectorizer import SequenceVectorizer, is_dict_sequences
+
+        if not is_dict_sequences(X):
+            self.vectorizer_ = None
+            return X
+        previous = getattr(self, "vectorizer_", None)
+        if not (getattr(self, "warm_start", False) and previous is not None):
+            self.vectorizer_ = SequenceVectorizer().fit(X)
+        return self.vectorizer_.transform(X)
+
     def _check_X(self, X, y=None):
-        """Validate ``X`` (and ``y``) against the fitted estimator."""
+        """Validate ``X`` (and ``y``) against the fitted estimator; feature
+        dicts go through ``vectorizer_`` (unseen features are ignored)."""
+        from ..datasets.sequence_vectorizer import is_dict_sequences
+
         check_is_fitted(self, ("coef_", "transition_", "classes_"))
+        if is_dict_sequences(X):
+            if getattr(self, "vectorizer_", None) is None:
+                raise ValueError("X holds per-token feature dicts, but the estimator was "
+                                 "fitted on feature matrices")
+            X = self.vectorizer_.transform(X)
         return check_sequences(X, y, n_features=self.n_features_in_)
 
     def _unary_scores(self, Xcat):

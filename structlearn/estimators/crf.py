@@ -140,7 +140,7 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         max_iter = _check_positive_int(self.max_iter, "max_iter")
         tol = _check_tol(self.tol)
         check_random_state(self.random_state)
-        Xcat, offsets, ycat = check_sequences(X, y)
+        Xcat, offsets, ycat = check_sequences(self._features_for_fit(X), y)
         classes, codes = encode_sequence_labels(ycat)
         check_n_classes(classes, minimum=2)
         W0 = T0 = None

@@ -123,7 +123,7 @@ class SequencePerceptron(SequenceEstimatorMixin, BaseEstimator):
                 raise TypeError(f"{name} must be a bool; got {getattr(self, name)!r}")
         rng = check_random_state(self.random_state)
 
-        Xcat, offsets, ycat = check_sequences(X, y)
+        Xcat, offsets, ycat = check_sequences(self._features_for_fit(X), y)
         classes, codes = encode_sequence_labels(ycat)
         check_n_classes(classes, minimum=2)
         data, indices, indptr = csr_arrays(Xcat)

@@ -259,7 +259,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
 
         C, rho, eta, tol, max_iter, nu, solver, oracle = self._check_common_params()
         self._check_inference()
-        Xcat, offsets, ycat = check_sequences(X, y)
+        Xcat, offsets, ycat = check_sequences(self._features_for_fit(X), y)
         classes, codes = encode_sequence_labels(ycat)
         check_n_classes(classes, minimum=2)
         data, indices, indptr = csr_arrays(Xcat)
