@@ -67,7 +67,7 @@ def main(argv=None):
     y_test = [s["upos"] for s in test]
 
     start = time.perf_counter()
-    crf = SequenceCRF(alpha=2.0 / len(train), max_iter=200).fit(X_train, y_train)
+    crf = SequenceCRF(c2=1.0, max_iter=200).fit(X_train, y_train)
     fit_s = time.perf_counter() - start
     print(f"{len(train)} training sentences, {len(vectorizer.feature_names_)} features, "
           f"{len(crf.classes_)} tags")

@@ -43,7 +43,7 @@ def main(argv=None):
     models = {
         "SequencePerceptron": SequencePerceptron(max_iter=10, random_state=0),
         "SequenceSSVM (GDMM)": SequenceSSVM(C=0.1, max_iter=50, tol=0.05, random_state=0),
-        "SequenceCRF (L-BFGS)": SequenceCRF(alpha=2.0 / len(train), max_iter=100),
+        "SequenceCRF (L-BFGS)": SequenceCRF(c2=1.0, max_iter=100),
     }
     for name, model in models.items():
         start = time.perf_counter()

@@ -12,6 +12,7 @@ from structlearn.datasets import make_chain_data
 from structlearn.estimators import GraphCRF, SequenceCRF
 from structlearn.estimators.crf import image_grid_sample
 from structlearn.graphs import grid_edges
+from structlearn.estimators._validation import check_sequences
 from structlearn.learners.chain_crf import chain_crf_objective
 
 
@@ -68,7 +69,8 @@ def test_sequence_crf_fit_reaches_brute_force_optimum_and_marginals():
     rng = np.random.RandomState(0)
     seqs = [rng.randn(n, 3) for n in (3, 2, 4)]
     labels = [rng.randint(0, 2, x.shape[0]) for x in seqs]
-    model = SequenceCRF(alpha=0.1, tol=1e-10, max_iter=500).fit(seqs, labels)
+    # c2 = alpha * n_sequences / 2: the mean objective with alpha = 0.1
+    model = SequenceCRF(c2=0.1 * 3 / 2, tol=1e-10, max_iter=500).fit(seqs, labels)
     _, gW, gT = brute_chain_nll(model.coef_, model.transition_, seqs, labels, 0.1)
     assert max(np.abs(gW).max(), np.abs(gT).max()) < 1e-4
     # log-likelihood: mean log p(y|x), equal to minus the unpenalized objective
@@ -88,7 +90,7 @@ def test_sequence_crf_fit_reaches_brute_force_optimum_and_marginals():
 def test_sequence_crf_learns_and_follows_conventions():
     X, y = make_chain_data(120, length=(4, 10), n_labels=4, n_features=40, random_state=0)
     ys = [np.array(["abcd"[v] for v in yi]) for yi in y]
-    model = SequenceCRF(alpha=1e-3)
+    model = SequenceCRF(c2=0.05)
     assert clone(model).get_params() == model.get_params()
     model.fit(X[:90], ys[:90])
     assert model.score(X[90:], ys[90:]) > 0.9
@@ -96,10 +98,10 @@ def test_sequence_crf_learns_and_follows_conventions():
     again = pickle.loads(pickle.dumps(model))
     for a, b in zip(again.predict(X[90:]), model.predict(X[90:])):
         np.testing.assert_array_equal(a, b)
-    other = SequenceCRF(alpha=1e-3, random_state=7).fit(X[:90], ys[:90])
+    other = SequenceCRF(c2=0.05, random_state=7).fit(X[:90], ys[:90])
     np.testing.assert_array_equal(other.coef_, model.coef_)
     # warm start from the optimum converges immediately
-    warm = SequenceCRF(alpha=1e-3, warm_start=True).fit(X[:90], ys[:90])
+    warm = SequenceCRF(c2=0.05, warm_start=True).fit(X[:90], ys[:90])
     n_cold = warm.n_iter_
     warm.fit(X[:90], ys[:90])
     assert warm.n_iter_ < n_cold
@@ -112,6 +114,10 @@ def test_sequence_crf_errors():
     y = [np.array([0, 1]), np.array([1])]
     with pytest.raises(ValueError, match="alpha"):
         SequenceCRF(alpha=-1).fit(X, y)
+    for name in ("c1", "c2"):
+        for bad in (-1.0, np.nan, np.inf, "1"):
+            with pytest.raises(ValueError, match=f"{name} must be a finite number >= 0"):
+                SequenceCRF(**{name: bad}).fit(X, y)
     with pytest.raises(ValueError, match="solver"):
         SequenceCRF(solver="bbpl").fit(X, y)
     with pytest.raises(ValueError, match="NaN"):
@@ -217,3 +223,46 @@ def test_graph_crf_predict_errors():
     with pytest.raises(TypeError):
         GraphCRF().fit(np.ones((3, 2)), [[0, 1, 0]])
     assert grid_edges(2, 3).shape == (7, 2)
+
+
+def _small_tagging(seed=0):
+    X, y = make_chain_data(30, length=(3, 6), n_labels=3, n_features=15, random_state=seed)
+    return X, y
+
+
+def test_c2_is_crfsuites_penalty_and_alpha_is_deprecated():
+    X, y = _small_tagging()
+    model = SequenceCRF(c2=0.7, max_iter=200, tol=1e-9).fit(X, y)
+    with pytest.warns(FutureWarning, match="alpha is deprecated"):
+        old = SequenceCRF(alpha=2 * 0.7 / len(X), max_iter=200, tol=1e-9).fit(X, y)
+    np.testing.assert_array_equal(model.coef_, old.coef_)
+    # CRFsuite's objective: summed NLL + c2 ||w||^2; its gradient vanishes
+    Xcat, offsets, ycat = check_sequences(X, y)
+    codes = np.searchsorted(model.classes_, ycat)
+    _, gW, gT = chain_crf_objective(model.coef_, model.transition_, Xcat, offsets, codes,
+                                    alpha=2 * 0.7 / len(X))
+    assert max(np.abs(gW).max(), np.abs(gT).max()) < 1e-5
+
+
+@pytest.mark.parametrize("c1", [0.05, 0.5, 2.0])
+def test_l1_fit_satisfies_the_optimality_conditions(c1):
+    """OWL-QN's result against the L1 problem's optimality conditions:
+    grad_j + l1 sign(w_j) = 0 where w_j != 0 and |grad_j| <= l1 where w_j = 0
+    (grad of the smooth part from the brute-force-checked objective)."""
+    X, y = _small_tagging(1)
+    n = len(X)
+    model = SequenceCRF(c1=c1, c2=0.1, max_iter=2000, tol=1e-12).fit(X, y)
+    Xcat, offsets, ycat = check_sequences(X, y)
+    codes = np.searchsorted(model.classes_, ycat)
+    _, gW, gT = chain_crf_objective(model.coef_, model.transition_, Xcat, offsets, codes,
+                                    alpha=2 * 0.1 / n)
+    w = np.concatenate([model.coef_.ravel(), model.transition_.ravel()])
+    g = np.concatenate([gW.ravel(), gT.ravel()])
+    l1 = c1 / n
+    nz = w != 0
+    assert np.abs(g[nz] + l1 * np.sign(w[nz])).max() < 1e-4
+    assert np.abs(g[~nz]).max(initial=0.0) <= l1 + 1e-6
+    if c1 >= 0.5:
+        assert (~nz).sum() > 0  # L1 makes weights exactly zero
+    sparser = SequenceCRF(c1=4 * c1, c2=0.1, max_iter=2000, tol=1e-12).fit(X, y)
+    assert np.count_nonzero(sparser.coef_) <= np.count_nonzero(model.coef_)

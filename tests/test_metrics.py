@@ -94,7 +94,7 @@ def test_metrics_as_grid_search_scorers():
     X, y = make_chain_data(40, length=5, n_labels=4, n_features=10, random_state=0)
     scoring = {"f1": make_scorer(flat_f1_score, average="macro"),
                "seq": make_scorer(sequence_accuracy_score)}
-    search = GridSearchCV(SequenceCRF(max_iter=20), {"alpha": [1e-3, 1e-1]}, cv=2,
+    search = GridSearchCV(SequenceCRF(max_iter=20), {"c2": [0.1, 1.0]}, cv=2,
                           scoring=scoring, refit="f1").fit(X, y)
     best = search.best_estimator_
     assert search.best_score_ == pytest.approx(

@@ -21,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._parallel import chunk_bounds, map_chunks, n_chunks_for
 from .._verbose import verbose_fit
+from .._warnings import warn_user
 from ._base import SequenceEstimatorMixin, _equal_labels, chunk_scores
 from ._validation import (
     _check_positive_int,
@@ -40,6 +41,13 @@ def _check_alpha(alpha):
     return float(alpha)
 
 
+def _check_penalty(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) \
+            or value < 0:
+        raise ValueError(f"{name} must be a finite number >= 0; got {value!r}")
+    return float(value)
+
+
 def _check_tol(tol):
     if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol >= 0:
         raise ValueError(f"tol must be a number >= 0; got {tol!r}")
@@ -51,16 +59,23 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
 
     A labeling ``z`` of a sequence ``x_1..x_n`` has probability
     proportional to ``exp(sum_t coef_[z_t] @ x_t + sum_t transition_[z_t, z_{t+1}])``.
-    Training minimizes the mean negative conditional log-likelihood over the
-    sequences plus ``alpha / 2`` times the squared norm of all weights
-    (CRFsuite's ``c2`` corresponds to ``alpha = 2 * c2 / n_sequences``).
-    ``log Z``, marginals and gradients come from one numba forward-backward
-    pass over all sequences; prediction is Viterbi.
+    Training minimizes, as CRFsuite does, the summed negative conditional
+    log-likelihood of the sequences plus ``c1 * ||w||_1 + c2 * ||w||^2`` over
+    all weights (L-BFGS; OWL-QN when ``c1 > 0``).  ``log Z``, marginals and
+    gradients come from one numba forward-backward pass over all sequences;
+    prediction is Viterbi.  ``X`` may also be sentences of per-token feature
+    dicts, CRFsuite's input (see ``vectorizer_``).
 
     Parameters
     ----------
-    alpha : float, default=1e-4
-        L2 penalty strength.
+    c1 : float, default=0.0
+        L1 penalty (CRFsuite's ``c1``): sparse weights.
+    c2 : float, default=1.0
+        L2 penalty (CRFsuite's ``c2``; its default).
+    alpha : float, optional
+        Deprecated: the L2 penalty of the mean log-likelihood,
+        ``alpha = 2 * c2 / n_sequences``.  When given it replaces ``c2`` (with
+        a FutureWarning); ``c1`` still applies.
     solver : {"lbfgs"}, default="lbfgs"
         Exact likelihood with L-BFGS (the only chain solver).
     max_iter : int, default=100
@@ -108,8 +123,11 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
     [['a', 'b'], ['b']]
     """
 
-    def __init__(self, *, alpha=1e-4, solver="lbfgs", max_iter=100, tol=1e-5,
+    def __init__(self, *, c1=0.0, c2=1.0, alpha="deprecated", solver="lbfgs", max_iter=100,
+                 tol=1e-5,
                  warm_start=False, random_state=None, verbose=0, n_jobs=None):  # fmt: skip
+        self.c1 = c1
+        self.c2 = c2
         self.alpha = alpha
         self.solver = solver
         self.max_iter = max_iter
@@ -136,11 +154,20 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
 
         if self.solver != "lbfgs":
             raise ValueError(f"solver must be 'lbfgs'; got {self.solver!r}")
-        alpha = _check_alpha(self.alpha)
+        c1 = _check_penalty(self.c1, "c1")
+        c2 = _check_penalty(self.c2, "c2")
+        deprecated_alpha = not (isinstance(self.alpha, str) and self.alpha == "deprecated")
+        if deprecated_alpha:
+            _check_alpha(self.alpha)
+            warn_user("alpha is deprecated and will be removed; use c2 (CRFsuite's L2 "
+                      "penalty of the summed log-likelihood: c2 = alpha * n_sequences / 2)",
+                      FutureWarning)
         max_iter = _check_positive_int(self.max_iter, "max_iter")
         tol = _check_tol(self.tol)
         check_random_state(self.random_state)
         Xcat, offsets, ycat = check_sequences(self._features_for_fit(X), y)
+        n_seq = offsets.shape[0] - 1
+        alpha = float(self.alpha) if deprecated_alpha else 2.0 * c2 / n_seq
         classes, codes = encode_sequence_labels(ycat)
         check_n_classes(classes, minimum=2)
         W0 = T0 = None
@@ -152,8 +179,8 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         ):
             W0, T0 = self.coef_, self.transition_
         W, T, history, converged, n_iter = fit_chain_crf_lbfgs(
-            Xcat, offsets, codes, classes.shape[0], alpha=alpha, max_iter=max_iter,
-            tol=tol, W_init=W0, T_init=T0, verbose=self.verbose,
+            Xcat, offsets, codes, classes.shape[0], alpha=alpha, l1=c1 / n_seq,
+            max_iter=max_iter, tol=tol, W_init=W0, T_init=T0, verbose=self.verbose,
         )  # fmt: skip
         self.coef_ = W
         self.transition_ = T
