@@ -365,6 +365,56 @@ def compare_chain(name, D_tr, L_tr, D_te, L_te, c2, max_iter):
           f"{X_all[0].shape[1]} features) | | | | |")  # fmt: skip
 
 
+def compare_defaults(name, D_tr, L_tr, D_te, L_te):
+    """Both libraries with no parameter set, on the same feature dicts (structlearn's
+    fit time includes building its vocabulary from the dicts)."""
+    import sklearn_crfsuite
+
+    from structlearn.estimators import SequenceCRF
+
+    crf = sklearn_crfsuite.CRF()
+    _, t_crf = _timed(lambda: crf.fit(D_tr, L_tr))
+    truth = np.concatenate([np.asarray(t) for t in L_te])
+    acc_crf = float(np.mean(np.concatenate([np.asarray(p) for p in crf.predict(D_te)]) == truth))
+    SequenceCRF(max_iter=2).fit(D_tr[:3], L_tr[:3])  # compile kernels before timing
+    model = SequenceCRF()
+    _, t_sl = _timed(lambda: model.fit(D_tr, L_tr))
+    acc_sl = model.score(D_te, L_te)
+    print(f"| {name} | sklearn-crfsuite CRF() | {acc_crf:.4f} | {t_crf:.2f} | "
+          f"{crf.training_log_.last_iteration['num']} | 1.00x |")
+    print(f"| {name} | structlearn SequenceCRF() | {acc_sl:.4f} | {t_sl:.2f} | "
+          f"{model.n_iter_} | {t_sl / t_crf:.2f}x |", flush=True)
+
+
+def part_defaults(n_sentences):
+    from structlearn.datasets import load_ocr_letters, read_conllu, token_features
+
+    print("\n## Part 3: defaults against defaults (feature dicts in, no parameter set)\n")
+    print("| task | method | token acc | fit s | iterations | fit time ratio |")
+    print("|---|---|---:|---:|---:|---:|")
+    data = load_ocr_letters()
+    X, y, folds = data["X"], data["y"], data["folds"]
+
+    def dicts(x):
+        return [{f"p{j}": 1.0 for j in np.flatnonzero(row)} for row in x]
+
+    tr = [i for i in range(len(X)) if folds[i] == 1]
+    te = [i for i in range(len(X)) if folds[i] != 1]
+    compare_defaults("OCR letters (fold 1 / rest)", [dicts(X[i]) for i in tr],
+                     [[str(v) for v in y[i]] for i in tr], [dicts(X[i]) for i in te],
+                     [[str(v) for v in y[i]] for i in te])
+    path = SHARED / "porttinari_pos.conllu.gz"
+    if path.exists():
+        sents = read_conllu(path, columns=("form", "upos"))
+        if n_sentences:
+            sents = sents[:n_sentences]
+        n_tr = int(0.8 * len(sents))
+        D = [token_features(s["form"]) for s in sents]
+        L = [list(s["upos"]) for s in sents]
+        compare_defaults(f"UPOS pt ({n_tr}/{len(sents) - n_tr} sent.)", D[:n_tr], L[:n_tr],
+                         D[n_tr:], L[n_tr:])
+
+
 def part_tagging(max_iter, n_sentences):
     from structlearn.datasets import read_conllu, token_features
 
@@ -399,7 +449,7 @@ def part_tagging(max_iter, n_sentences):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=["all", "synthetic", "tagging"], default="all")
+    ap.add_argument("--part", choices=["all", "synthetic", "tagging", "defaults"], default="all")
     ap.add_argument("--grids", type=int, nargs="*", default=[30, 50])
     ap.add_argument("--ba", type=int, nargs="*", default=[1000])
     ap.add_argument("--max-time", type=float, default=120.0,
@@ -420,6 +470,8 @@ def main():
             part_synthetic_large(args.large_grids, args.large_ba, args.ref_time)
     if args.part in ("all", "tagging"):
         part_tagging(args.max_iter, args.sentences)
+    if args.part in ("all", "defaults"):
+        part_defaults(args.sentences)
 
 
 if __name__ == "__main__":
