@@ -8,6 +8,9 @@ Commands
     :func:`structlearn.inference.solve_mbest`), print one JSON line and write
     the labeling in UAI ``.MAP`` format (the ranked labelings in ``.MBEST``
     format).
+``tag train|eval|predict ...``
+    Train a tagger on a CoNLL-U corpus, evaluate it, or write a corpus with
+    the predicted column (``tag --help``).
 ``demo [...]``
     Train a sequence model on the bundled OCR letters (arguments go to the
     demo; ``demo --help`` lists them).
@@ -130,6 +133,11 @@ def _parser():
         help="solution file (default: the network's file name plus .MAP, in the current folder)",
     )
     out.add_argument("--no-write", action="store_true", help="do not write a solution file")
+    sub.add_parser(
+        "tag",
+        help="train, evaluate and apply a tagger on CoNLL-U files (tag --help for options)",
+        add_help=False,
+    )
     sub.add_parser(
         "demo",
         help="train a sequence model on the bundled OCR letters (demo --help for options)",
@@ -363,6 +371,13 @@ def main(argv=None):
     try:
         if argv and argv[0] == "demo":
             return int(_run_demo(argv[1:]) or 0)
+        if argv and argv[0] == "tag":
+            from . import _tagger
+
+            try:
+                return _tagger.main(argv[1:])
+            except _tagger.TaggerError as exc:
+                raise _CliError(str(exc), exc.status) from None
         args = _parser().parse_args(argv)
         if args.command == "map":
             return _run_map(args, started)
