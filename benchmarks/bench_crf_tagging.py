@@ -1,0 +1,120 @@
+"""Chain CRF tagging against sklearn-crfsuite, each fit in its own process:
+fit time, peak memory growth during the fit, held-out token accuracy.
+
+Porttinari (``../shared/data`` or ``tests/data``), the CRFsuite tutorial
+features, first 80 % of the sentences for training.  Both libraries get the
+same feature dicts and the same penalties; structlearn's time includes
+building its vocabulary from the dicts.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_crf_tagging.py [--column upos] [--c1 0.1 --c2 0.1]
+        [--max-iter 100] [--sentences N]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+CORPUS = [os.path.join(ROOT, "..", "shared", "data", "porttinari_pos.conllu.gz"),
+          os.path.join(ROOT, "tests", "data", "porttinari_pos.conllu.gz")]
+
+
+def _peak_kb():
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def _rss_kb():
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def worker(lib, column, c1, c2, max_iter, n_sentences):
+    import numpy as np
+
+    from structlearn.datasets import read_conllu, token_features
+
+    path = next(p for p in CORPUS if os.path.exists(p))
+    sents = read_conllu(path, columns=("form", column))
+    if n_sentences:
+        sents = sents[:n_sentences]
+    n_tr = int(0.8 * len(sents))
+    D = [token_features(s["form"]) for s in sents]
+    L = [list(s[column]) for s in sents]
+    if lib == "structlearn":
+        from structlearn.estimators import SequenceCRF
+
+        SequenceCRF(max_iter=2).fit(D[:3], L[:3])  # kernels compiled / loaded before timing
+        model = SequenceCRF(c1=c1, c2=c2, max_iter=max_iter)
+    else:
+        import sklearn_crfsuite
+
+        model = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=c1, c2=c2, max_iterations=max_iter)
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+    base = _rss_kb()
+    t0 = time.perf_counter()
+    model.fit(D[:n_tr], L[:n_tr])
+    fit_s = time.perf_counter() - t0
+    peak_mb = max(0, _peak_kb() - base) / 1024.0
+    pred = model.predict(D[n_tr:])
+    truth = np.concatenate([np.asarray(t) for t in L[n_tr:]])
+    acc = float(np.mean(np.concatenate([np.asarray(p) for p in pred]) == truth))
+    n_labels = len({t for s in L for t in s})
+    print(json.dumps({"fit_s": fit_s, "peak_mb": peak_mb, "acc": acc, "n_labels": n_labels,
+                      "train": n_tr, "test": len(sents) - n_tr}))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--column", default="upos", choices=("upos", "upos+feats"))
+    ap.add_argument("--c1", type=float, default=0.1)
+    ap.add_argument("--c2", type=float, default=0.1)
+    ap.add_argument("--max-iter", type=int, default=100)
+    ap.add_argument("--sentences", type=int, default=0)
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        worker(args.worker, args.column, args.c1, args.c2, args.max_iter, args.sentences)
+        return
+    rows = {}
+    for lib in ("sklearn-crfsuite", "structlearn"):
+        cmd = [sys.executable, __file__, "--worker", lib, "--column", args.column,
+               "--c1", str(args.c1), "--c2", str(args.c2), "--max-iter", str(args.max_iter),
+               "--sentences", str(args.sentences)]
+        out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+        lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+        if out.returncode or not lines:
+            print(f"{lib}: failed: {out.stderr.strip().splitlines()[-1:]}")
+            continue
+        rows[lib] = json.loads(lines[-1])
+    ref = rows.get("sklearn-crfsuite")
+    any_row = next(iter(rows.values()))
+    print(f"Porttinari {args.column} ({any_row['n_labels']} labels), {any_row['train']} / "
+          f"{any_row['test']} sentences, c1 = {args.c1:g}, c2 = {args.c2:g}, "
+          f"max_iter = {args.max_iter}")
+    print("| library | token acc | fit s | peak MB during fit | time ratio | memory ratio |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for lib, r in rows.items():
+        tr = f"{r['fit_s'] / ref['fit_s']:.2f}x" if ref else "-"
+        mr = f"{r['peak_mb'] / max(ref['peak_mb'], 1e-3):.2f}x" if ref else "-"
+        print(f"| {lib} | {r['acc']:.4f} | {r['fit_s']:.2f} | {r['peak_mb']:.0f} | {tr} | {mr} |")
+
+
+if __name__ == "__main__":
+    main()
