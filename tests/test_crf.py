@@ -70,7 +70,8 @@ def test_sequence_crf_fit_reaches_brute_force_optimum_and_marginals():
     seqs = [rng.randn(n, 3) for n in (3, 2, 4)]
     labels = [rng.randint(0, 2, x.shape[0]) for x in seqs]
     # c2 = alpha * n_sequences / 2: the mean objective with alpha = 0.1
-    model = SequenceCRF(c2=0.1 * 3 / 2, tol=1e-10, max_iter=500).fit(seqs, labels)
+    model = SequenceCRF(c2=0.1 * 3 / 2, tol=1e-10, max_iter=500, all_possible_states=True,
+                        all_possible_transitions=True).fit(seqs, labels)
     _, gW, gT = brute_chain_nll(model.coef_, model.transition_, seqs, labels, 0.1)
     assert max(np.abs(gW).max(), np.abs(gT).max()) < 1e-4
     # log-likelihood: mean log p(y|x), equal to minus the unpenalized objective
@@ -232,9 +233,10 @@ def _small_tagging(seed=0):
 
 def test_c2_is_crfsuites_penalty_and_alpha_is_deprecated():
     X, y = _small_tagging()
-    model = SequenceCRF(c2=0.7, max_iter=200, tol=1e-9).fit(X, y)
+    full = dict(all_possible_states=True, all_possible_transitions=True)
+    model = SequenceCRF(c2=0.7, max_iter=200, tol=1e-9, **full).fit(X, y)
     with pytest.warns(FutureWarning, match="alpha is deprecated"):
-        old = SequenceCRF(alpha=2 * 0.7 / len(X), max_iter=200, tol=1e-9).fit(X, y)
+        old = SequenceCRF(alpha=2 * 0.7 / len(X), max_iter=200, tol=1e-9, **full).fit(X, y)
     np.testing.assert_array_equal(model.coef_, old.coef_)
     # CRFsuite's objective: summed NLL + c2 ||w||^2; its gradient vanishes
     Xcat, offsets, ycat = check_sequences(X, y)
@@ -251,7 +253,8 @@ def test_l1_fit_satisfies_the_optimality_conditions(c1):
     (grad of the smooth part from the brute-force-checked objective)."""
     X, y = _small_tagging(1)
     n = len(X)
-    model = SequenceCRF(c1=c1, c2=0.1, max_iter=2000, tol=1e-12).fit(X, y)
+    full = dict(all_possible_states=True, all_possible_transitions=True)
+    model = SequenceCRF(c1=c1, c2=0.1, max_iter=2000, tol=1e-12, **full).fit(X, y)
     Xcat, offsets, ycat = check_sequences(X, y)
     codes = np.searchsorted(model.classes_, ycat)
     _, gW, gT = chain_crf_objective(model.coef_, model.transition_, Xcat, offsets, codes,
@@ -264,5 +267,37 @@ def test_l1_fit_satisfies_the_optimality_conditions(c1):
     assert np.abs(g[~nz]).max(initial=0.0) <= l1 + 1e-6
     if c1 >= 0.5:
         assert (~nz).sum() > 0  # L1 makes weights exactly zero
-    sparser = SequenceCRF(c1=4 * c1, c2=0.1, max_iter=2000, tol=1e-12).fit(X, y)
+    sparser = SequenceCRF(c1=4 * c1, c2=0.1, max_iter=2000, tol=1e-12, **full).fit(X, y)
     assert np.count_nonzero(sparser.coef_) <= np.count_nonzero(model.coef_)
+
+
+def test_only_observed_states_and_transitions_get_weights():
+    """CRFsuite's defaults: a (feature, label) weight exists only when a
+    training token with that label has that feature, a transition only when
+    the bigram occurs; the free weights are still optimal (zero gradient)."""
+    X, y = make_chain_data(25, length=(2, 6), n_labels=4, n_features=30, random_state=3)
+    X = [np.asarray(x.todense() if sp.issparse(x) else x) for x in X]
+    X = [np.where(np.random.RandomState(i).rand(*x.shape) < 0.7, 0.0, x) for i, x in enumerate(X)]
+    model = SequenceCRF(c2=0.5, max_iter=1000, tol=1e-12, all_possible_states=False,
+                        all_possible_transitions=False).fit(X, y)
+    seen_states = np.zeros_like(model.coef_, dtype=bool)
+    seen_trans = np.zeros_like(model.transition_, dtype=bool)
+    for x, labels in zip(X, y):
+        codes = np.searchsorted(model.classes_, labels)
+        for t, k in enumerate(codes):
+            seen_states[k] |= x[t] != 0
+            if t:
+                seen_trans[codes[t - 1], k] = True
+    assert (~seen_states).any() and (~seen_trans).any()
+    assert np.all(model.coef_[~seen_states] == 0)
+    assert np.all(model.transition_[~seen_trans] == 0)
+    Xcat, offsets, ycat = check_sequences(X, y)
+    codes = np.searchsorted(model.classes_, ycat)
+    _, gW, gT = chain_crf_objective(model.coef_, model.transition_, Xcat, offsets, codes,
+                                    alpha=2 * 0.5 / len(X))
+    assert np.abs(gW[seen_states]).max() < 1e-5 and np.abs(gT[seen_trans]).max() < 1e-5
+    everything = SequenceCRF(c2=0.5, all_possible_states=True,
+                             all_possible_transitions=True).fit(X, y)
+    assert np.count_nonzero(everything.coef_) > np.count_nonzero(model.coef_)
+    with pytest.raises(TypeError, match="all_possible_states must be True or False"):
+        SequenceCRF(all_possible_states="yes").fit(X, y)

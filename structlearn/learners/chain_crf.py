@@ -33,7 +33,7 @@ class _ChainProblem:
     sparse kernels of :mod:`._chain_crf_kernels`.
     """
 
-    def __init__(self, Xcat, offsets, codes, n_classes, alpha):
+    def __init__(self, Xcat, offsets, codes, n_classes, alpha, free=None):
         X = sp.csr_matrix(Xcat, dtype=np.float64)
         X.sum_duplicates()
         self.data = np.ascontiguousarray(X.data, dtype=np.float64)
@@ -45,6 +45,9 @@ class _ChainProblem:
         self.d = X.shape[1]
         self.n_seq = self.offsets.shape[0] - 1
         self.alpha = float(alpha)
+        # bool over the parameter vector: the weights that may be non-zero
+        # (None: all); the others stay 0 (their gradient is cleared)
+        self.fixed = None if free is None else ~free
         N = X.shape[0]
         self.unary = np.empty((N, self.K))
         self.resid = np.empty((N, self.K))
@@ -62,6 +65,8 @@ class _ChainProblem:
         Wd, Tv = self.split(w)
         Wd[...] = np.asarray(W, dtype=np.float64).T
         Tv[...] = T
+        if self.fixed is not None:
+            w[self.fixed] = 0.0
         return w
 
     def __call__(self, w, g):
@@ -75,6 +80,8 @@ class _ChainProblem:
         self.n_eval += 1
         n = self.n_seq
         ww = finish_gradient(g, 1.0 / n, self.alpha, w)
+        if self.fixed is not None:
+            g[self.fixed] = 0.0
         return nll / n + 0.5 * self.alpha * ww
 
 
@@ -96,6 +103,26 @@ def chain_crf_objective(W, T, Xcat, offsets, codes, *, alpha=0.0):
     return f, np.ascontiguousarray(gW.T), gT.copy()
 
 
+def observed_parameters(prob, all_states, all_transitions):
+    """bool over the parameter vector ``[W (d, K) feature-major, T (K, K)]``:
+    True for the weights that occur in the training data (all of a block
+    when its ``all_*`` flag is set)."""
+    K, d = prob.K, prob.d
+    free = np.ones(K * d + K * K, dtype=bool)
+    if not all_states:
+        n = prob.codes.shape[0]
+        X = sp.csr_matrix((np.abs(prob.data), prob.indices, prob.indptr), shape=(n, d))
+        Y = sp.csr_matrix((np.ones(n), (np.arange(n), prob.codes)), shape=(n, K))
+        free[:K * d] = ((X.T @ Y).toarray() != 0).ravel()  # (d, K), feature-major
+    if not all_transitions:
+        within = np.ones(prob.codes.shape[0] - 1, dtype=bool)
+        within[prob.offsets[1:-1] - 1] = False  # no bigram across sequences
+        seen = np.zeros((K, K), dtype=bool)
+        seen[prob.codes[:-1][within], prob.codes[1:][within]] = True
+        free[K * d:] = seen.ravel()
+    return free
+
+
 def _pseudo_gradient(w, g, l1, out):
     """OWL-QN's pseudo-gradient of ``f(w) + l1 * |w|_1`` (``g`` = grad f):
     the one-sided derivative of least magnitude, 0 where zero is optimal."""
@@ -114,6 +141,8 @@ def fit_chain_crf_lbfgs(
     *,
     alpha=1e-4,
     l1=0.0,
+    all_states=True,
+    all_transitions=True,
     max_iter=100,
     tol=1e-5,
     period=10,
@@ -144,6 +173,12 @@ def fit_chain_crf_lbfgs(
         directions from the pseudo-gradient, kept in its descent orthant,
         line-search points projected back onto the current orthant.
         CRFsuite's ``c1`` corresponds to ``l1 = c1 / n_sequences``.
+    all_states, all_transitions : bool, default=True
+        When False, only the (feature, label) pairs that occur in the
+        training data (a token with that label has that feature non-zero),
+        respectively the label bigrams that occur, get weights; the others
+        stay 0 (CRFsuite's ``feature.possible_states`` /
+        ``feature.possible_transitions`` off, its default).
     max_iter : int, default=100
         Maximum L-BFGS iterations.
     tol : float, default=1e-5
@@ -171,6 +206,8 @@ def fit_chain_crf_lbfgs(
 
     K = int(n_classes)
     prob = _ChainProblem(Xcat, offsets, codes, K, alpha)
+    if not (all_states and all_transitions):
+        prob.fixed = ~observed_parameters(prob, all_states, all_transitions)
     d = prob.d
     w = prob.pack(np.zeros((K, d)) if W_init is None else W_init,
                   np.zeros((K, K)) if T_init is None else T_init)
