@@ -386,65 +386,51 @@ def compare_defaults(name, D_tr, L_tr, D_te, L_te):
           f"{model.n_iter_} | {t_sl / t_crf:.2f}x |", flush=True)
 
 
-def part_defaults(n_sentences):
+def _tagging_tasks(n_sentences, ocr_bias):
+    """``(name, D_train, L_train, D_test, L_test)``: Porttinari UPOS (when the
+    shared corpus is there) and OCR letters (bundled); feature dicts in."""
     from structlearn.datasets import load_ocr_letters, read_conllu, token_features
 
-    print("\n## Part 3: defaults against defaults (feature dicts in, no parameter set)\n")
-    print("| task | method | token acc | fit s | iterations | fit time ratio |")
-    print("|---|---|---:|---:|---:|---:|")
+    tasks = []
+    path = SHARED / "porttinari_pos.conllu.gz"
+    if path.exists():
+        sents = read_conllu(path, columns=("form", "upos"))
+        if n_sentences:
+            sents = sents[:n_sentences]
+        n_tr = int(0.8 * len(sents))
+        D = [token_features(s["form"]) for s in sents]
+        L = [list(s["upos"]) for s in sents]
+        tasks.append((f"UPOS pt ({n_tr}/{len(sents) - n_tr} sent.)", D[:n_tr], L[:n_tr],
+                      D[n_tr:], L[n_tr:]))
     data = load_ocr_letters()
     X, y, folds = data["X"], data["y"], data["folds"]
 
     def dicts(x):
-        return [{f"p{j}": 1.0 for j in np.flatnonzero(row)} for row in x]
+        bias = {"bias": 1.0} if ocr_bias else {}
+        return [{**bias, **{f"p{j}": 1.0 for j in np.flatnonzero(row)}} for row in x]
 
     tr = [i for i in range(len(X)) if folds[i] == 1]
     te = [i for i in range(len(X)) if folds[i] != 1]
-    compare_defaults("OCR letters (fold 1 / rest)", [dicts(X[i]) for i in tr],
-                     [[str(v) for v in y[i]] for i in tr], [dicts(X[i]) for i in te],
-                     [[str(v) for v in y[i]] for i in te])
-    path = SHARED / "porttinari_pos.conllu.gz"
-    if path.exists():
-        sents = read_conllu(path, columns=("form", "upos"))
-        if n_sentences:
-            sents = sents[:n_sentences]
-        n_tr = int(0.8 * len(sents))
-        D = [token_features(s["form"]) for s in sents]
-        L = [list(s["upos"]) for s in sents]
-        compare_defaults(f"UPOS pt ({n_tr}/{len(sents) - n_tr} sent.)", D[:n_tr], L[:n_tr],
-                         D[n_tr:], L[n_tr:])
+    tasks.append(("OCR letters (fold 1 / rest)", [dicts(X[i]) for i in tr],
+                  [[str(v) for v in y[i]] for i in tr], [dicts(X[i]) for i in te],
+                  [[str(v) for v in y[i]] for i in te]))
+    return tasks
+
+
+def part_defaults(n_sentences):
+    print("\n## Part 3: defaults against defaults (feature dicts in, no parameter set)\n")
+    print("| task | method | token acc | fit s | iterations | fit time ratio |")
+    print("|---|---|---:|---:|---:|---:|")
+    for task in _tagging_tasks(n_sentences, ocr_bias=False):
+        compare_defaults(*task)
 
 
 def part_tagging(max_iter, n_sentences):
-    from structlearn.datasets import read_conllu, token_features
-
     print("\n## Part 2: chain CRF vs sklearn-crfsuite\n")
     print("| task | method | token acc | fit s | iterations | fit time ratio |")
     print("|---|---|---:|---:|---:|---:|")
-    path = SHARED / "porttinari_pos.conllu.gz"
-    if path.exists():
-        sents = read_conllu(path, columns=("form", "upos"))
-        if n_sentences:
-            sents = sents[:n_sentences]
-        n_tr = int(0.8 * len(sents))
-        D = [token_features(s["form"]) for s in sents]
-        L = [list(s["upos"]) for s in sents]
-        compare_chain(f"UPOS pt ({n_tr}/{len(sents) - n_tr} sent.)", D[:n_tr], L[:n_tr],
-                      D[n_tr:], L[n_tr:], 1.0, max_iter)  # fmt: skip
-    if True:  # bundled with the package
-        from structlearn.datasets import load_ocr_letters
-
-        data = load_ocr_letters()
-        X, y, folds = data["X"], data["y"], data["folds"]
-        tr = [i for i in range(len(X)) if folds[i] == 1]
-        te = [i for i in range(len(X)) if folds[i] != 1]
-
-        def dicts(x):
-            return [{"bias": 1.0, **{f"p{j}": 1.0 for j in np.flatnonzero(row)}} for row in x]
-
-        compare_chain("OCR letters (fold 1 / rest)", [dicts(X[i]) for i in tr],
-                      [[str(v) for v in y[i]] for i in tr], [dicts(X[i]) for i in te],
-                      [[str(v) for v in y[i]] for i in te], 1.0, max_iter)  # fmt: skip
+    for task in _tagging_tasks(n_sentences, ocr_bias=True):
+        compare_chain(*task, 1.0, max_iter)
 
 
 def main():
