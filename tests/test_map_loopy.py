@@ -277,3 +277,23 @@ def test_trn_lbfgs_model_satisfies_the_secant_equations():
     # a new temperature starts a new model
     model.observe(x + 1.0, hess @ (x + 1.0), 2.0)
     assert model.count == 0
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_ad3_small_solver_matches_lapack(seed):
+    """The active-set QP's bordered KKT systems, solved by the kernel's
+    Gaussian elimination, against numpy's LAPACK solve."""
+    from structlearn.inference._ad3_kernels import solve_small
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    # distinct configurations of a 4-variable factor, as in an active set
+    cfg = np.array(np.unravel_index(rng.choice(81, size=n, replace=False), (3, 3, 3, 3))).T
+    K = np.zeros((n + 1, n + 1))
+    K[:n, :n] = (cfg[:, None, :] == cfg[None, :, :]).sum(-1) + 1e-9 * np.eye(n)
+    K[:n, n] = K[n, :n] = 1.0
+    b = np.append(rng.normal(size=n), 1.0)
+    expected = np.linalg.solve(K, b)
+    out = np.empty(n + 1)
+    solve_small(K.copy(), b.copy(), n + 1, out)
+    np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-6 * np.abs(expected).max())
