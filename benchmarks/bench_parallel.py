@@ -34,6 +34,8 @@ def main():
     ap.add_argument("--labels", type=int, default=50)
     ap.add_argument("--features", type=int, default=500)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--cert-sequences", type=int, default=2000)
+    ap.add_argument("--cert-labels", type=int, default=300)
     args = ap.parse_args()
     X, y = make_chain_data(300, length=args.length, n_labels=args.labels,
                            n_features=args.features, random_state=0)
@@ -61,6 +63,37 @@ def main():
             t2, o2 = best_of(lambda: f(model), args.repeat)
             same = _identical(o1, o2)
             print(f"| {name} | {call} | {t1:.3f} | {t2:.3f} | {t1 / t2:.2f}x | {same} |")
+    certificate(args)
+
+
+def certificate(args):
+    """The SSVM certificate's loss-augmented Viterbi over all training
+    sequences (``ChainMonitor.primal``) with 1 and 2 threads."""
+    from structlearn.datasets import make_chain_data
+    from structlearn.estimators._validation import csr_arrays
+    from structlearn.estimators._validation import check_sequences
+    from structlearn.learners._ssvm_common import ChainMonitor, ChainProblem
+
+    X, y = make_chain_data(args.cert_sequences, length=args.length, n_labels=args.cert_labels,
+                           n_features=args.features, random_state=2)
+    Xcat, offsets, ycat = check_sequences(X, y)
+    data, indices, indptr = csr_arrays(Xcat)
+    classes, codes = np.unique(ycat, return_inverse=True)
+    K = classes.shape[0]
+    problem = ChainProblem(data, indices, indptr, offsets, codes.astype(np.int64), Xcat.shape[1], K)
+    rng = np.random.default_rng(0)
+    W, v = rng.normal(size=(Xcat.shape[1], K)), rng.normal(size=(K, K))
+    values, times = [], []
+    for n_jobs in (1, 2):
+        monitor = ChainMonitor(problem, 1.0, n_jobs=n_jobs)
+        monitor.primal(W, v)
+        t, value = best_of(lambda: monitor.primal(W, v), args.repeat)
+        values.append(value)
+        times.append(t)
+    print(f"\ncertificate (loss-augmented Viterbi): {args.cert_sequences} sequences of "
+          f"{args.length} tokens, {K} labels: n_jobs=1 {times[0]:.3f} s, n_jobs=2 "
+          f"{times[1]:.3f} s, speed-up {times[0] / times[1]:.2f}x, identical "
+          f"{values[0] == values[1]}")
 
 
 def _identical(a, b):

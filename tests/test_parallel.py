@@ -140,3 +140,19 @@ def test_dask_local_cluster_grid_search_and_batch_prediction(chain_data):
     assert np.array_equal(remote.cv_results_["mean_test_score"],
                           local.cv_results_["mean_test_score"])
     _same(batch, local.best_estimator_.predict(X))
+
+
+@pytest.mark.parametrize("solver", ["gdmm", "bcfw", "ssg"])
+def test_ssvm_fit_is_identical_for_any_n_jobs(chain_data, solver):
+    """The certificate's loss-augmented Viterbi runs on chunks of sequences in
+    threads; weights, history values and primal objectives are bit-identical."""
+    X, y = chain_data
+    one = _fit_quietly(SequenceSSVM(solver=solver, max_iter=6, check_every=1,
+                                    random_state=0), X, y)
+    two = _fit_quietly(SequenceSSVM(solver=solver, max_iter=6, check_every=1,
+                                    random_state=0, n_jobs=2), X, y)
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+    np.testing.assert_array_equal(one.transition_, two.transition_)
+    for a, b in zip(one.history_, two.history_):
+        for key in ("primal", "dual", "gap", "objective"):
+            assert np.array_equal(a[key], b[key], equal_nan=True), key

@@ -155,10 +155,11 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
     verbose : int, default=0
         Log one line per outer iteration at INFO level when > 0.
     n_jobs : int or None, default=None
-        Jobs for prediction (``predict``, ``predict_topk``, ``score``): chunks of samples on joblib
-        threads (any joblib back-end through ``joblib.parallel_config``, e.g.
-        ``"dask"``); ``None`` means 1, ``-1`` all CPUs.  Results do not depend
-        on it.
+        Jobs for prediction (``predict``, ``predict_topk``, ``score``): chunks
+        of samples on joblib threads (any joblib back-end through
+        ``joblib.parallel_config``, e.g. ``"dask"``); ``None`` means 1, ``-1``
+        all CPUs.  In ``fit``, threads for the certificate's loss-augmented
+        Viterbi over all sequences.  Results do not depend on it.
     warm_start : bool, default=False
         Continue from the previous solver state when ``fit`` is called again
         on the same data with the same solver (otherwise start from zero).
@@ -282,7 +283,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         prev_history = list(self.history_) if state is not None else []
 
         common = dict(C=C, max_iter=max_iter, tol=tol, rng=rng, state=state,
-                      verbose=self.verbose, callback=self.callback)
+                      verbose=self.verbose, callback=self.callback, n_jobs=self.n_jobs)
         if self.check_every == "auto":
             check_every = max(1, K // 100)
         else:

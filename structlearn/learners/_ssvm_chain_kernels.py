@@ -58,6 +58,65 @@ def _sq_sum(a):
     return s
 
 
+@nb.njit(cache=True, nogil=True)
+def chain_hinges(W, vs, data, indices, indptr, offsets, y, scale, s_lo, s_hi, unary, zbuf,
+                 hinge):
+    """Hinge losses of sequences ``s_lo <= s < s_hi`` at the weights
+    ``(scale * W, vs)`` by loss-augmented Viterbi over all ``K`` labels.
+
+    Writes rows ``offsets[s_lo]:offsets[s_hi]`` of ``unary`` (scratch) and
+    ``zbuf`` (the loss-augmented labelings) and ``hinge[s_lo:s_hi]``; runs
+    on disjoint ranges in parallel (no shared writes).
+
+    Parameters
+    ----------
+    W : float64 (d, K); vs : float64 (K, K), the transition weights already
+        scaled.
+    unary : float64 (N, K); zbuf : int64 (N,); hinge : float64 (n_seq,)
+    """
+    K = unary.shape[1]
+    t_lo, t_hi = offsets[s_lo], offsets[s_hi]
+    rows = unary[t_lo:t_hi]
+    unary_scores(W, data, indices, indptr, t_lo, t_hi, rows)
+    for t in range(t_lo, t_hi):
+        for k in range(K):
+            unary[t, k] = unary[t, k] * scale + 1.0
+        unary[t, y[t]] -= 1.0
+    viterbi_batch(rows, offsets[s_lo:s_hi + 1] - t_lo, vs, zbuf[t_lo:t_hi])
+    for s in range(s_lo, s_hi):
+        h = 0.0
+        for t in range(offsets[s], offsets[s + 1]):
+            h += unary[t, zbuf[t]] - unary[t, y[t]]
+            if t > offsets[s]:
+                h += vs[zbuf[t - 1], zbuf[t]] - vs[y[t - 1], y[t]]
+        if h < 0.0:
+            h = 0.0
+        hinge[s] = h
+
+
+@nb.njit(cache=True)
+def scaled_transitions(v, scale):
+    """``scale * v`` as a new (K, K) array."""
+    K = v.shape[0]
+    vs = np.empty((K, K))
+    for a in range(K):
+        for b in range(K):
+            vs[a, b] = v[a, b] * scale
+    return vs
+
+
+@nb.njit(cache=True)
+def primal_from_hinges(W, v, scale, C, hinge):
+    """``0.5 scale^2 (||W||^2 + ||v||^2) + C sum(hinge)``, the hinges summed
+    in sequence order (so the value does not depend on how they were
+    computed)."""
+    total = 0.0
+    for s in range(hinge.shape[0]):
+        total += hinge[s]
+    reg = 0.5 * scale * scale * (_sq_sum(W.ravel()) + _sq_sum(v.ravel()))
+    return reg + C * total
+
+
 @nb.njit(cache=True)
 def chain_primal(W, v, data, indices, indptr, offsets, y, C, scale, unary, zbuf, hinge):
     """Primal objective of the weights ``(scale * W, scale * v)``.
@@ -77,31 +136,10 @@ def chain_primal(W, v, data, indices, indptr, offsets, y, C, scale, unary, zbuf,
     -------
     primal : float
     """
-    N = unary.shape[0]
-    K = unary.shape[1]
-    unary_scores(W, data, indices, indptr, 0, N, unary)
-    for t in range(N):
-        for k in range(K):
-            unary[t, k] = unary[t, k] * scale + 1.0
-        unary[t, y[t]] -= 1.0
-    vs = np.empty((K, K))
-    for a in range(K):
-        for b in range(K):
-            vs[a, b] = v[a, b] * scale
-    viterbi_batch(unary, offsets, vs, zbuf)
-    total = 0.0
-    for s in range(offsets.shape[0] - 1):
-        h = 0.0
-        for t in range(offsets[s], offsets[s + 1]):
-            h += unary[t, zbuf[t]] - unary[t, y[t]]
-            if t > offsets[s]:
-                h += vs[zbuf[t - 1], zbuf[t]] - vs[y[t - 1], y[t]]
-        if h < 0.0:
-            h = 0.0
-        hinge[s] = h
-        total += h
-    reg = 0.5 * scale * scale * (_sq_sum(W.ravel()) + _sq_sum(v.ravel()))
-    return reg + C * total
+    vs = scaled_transitions(v, scale)
+    chain_hinges(W, vs, data, indices, indptr, offsets, y, scale, 0, offsets.shape[0] - 1,
+                 unary, zbuf, hinge)
+    return primal_from_hinges(W, v, scale, C, hinge)
 
 
 @nb.njit(cache=True)

@@ -8,7 +8,9 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .._warnings import warn_user
-from ._ssvm_chain_kernels import chain_primal, token_sq_norms
+from .._parallel import chunk_bounds, map_chunks, n_chunks_for
+from ._ssvm_chain_kernels import (chain_hinges, chain_primal, primal_from_hinges,
+                                  scaled_transitions, token_sq_norms)
 
 __all__ = ["ChainProblem", "ChainMonitor", "HistoryMonitor", "chain_edges", "warn_not_converged"]
 
@@ -125,18 +127,30 @@ class ChainMonitor(HistoryMonitor):
     labels (never from solver state), so it is comparable across solvers.
     """
 
-    def __init__(self, problem, C, verbose=0, callback=None):
+    def __init__(self, problem, C, verbose=0, callback=None, n_jobs=None):
         self.problem = problem
         self.C = float(C)
+        self.n_jobs = n_jobs
         self._unary = np.empty((problem.n_tokens, problem.n_labels))
         self._z = np.empty(problem.n_tokens, dtype=np.int64)
         self._hinge = np.empty(problem.n_sequences)
         super().__init__(verbose, callback)
 
     def primal(self, W, v, scale=1.0):
+        """Primal objective; with ``n_jobs`` the loss-augmented Viterbi runs
+        on chunks of sequences in threads (the hinges are summed in sequence
+        order either way, so the value does not depend on ``n_jobs``)."""
         p = self.problem
-        return float(chain_primal(W, v, p.data, p.indices, p.indptr, p.offsets, p.y, self.C,
-                                  float(scale), self._unary, self._z, self._hinge))
+        n_chunks = n_chunks_for(self.n_jobs)
+        if n_chunks == 1:
+            return float(chain_primal(W, v, p.data, p.indices, p.indptr, p.offsets, p.y,
+                                      self.C, float(scale), self._unary, self._z, self._hinge))
+        vs = scaled_transitions(v, float(scale))
+        bounds = chunk_bounds(np.diff(p.offsets), n_chunks)
+        map_chunks(chain_hinges, [(W, vs, p.data, p.indices, p.indptr, p.offsets, p.y,
+                                   float(scale), a, b, self._unary, self._z, self._hinge)
+                                  for a, b in zip(bounds[:-1], bounds[1:])], self.n_jobs)
+        return float(primal_from_hinges(W, v, float(scale), self.C, self._hinge))
 
 
 def warn_not_converged(solver, max_iter, gap):

@@ -82,7 +82,7 @@ class BCFWChainState:
 
 
 def fit_bcfw_chain(problem, *, C, max_iter, tol, rng, state=None, verbose=0, callback=None,
-                   check_every=1):
+                   check_every=1, n_jobs=None):
     """Train with BCFW; returns ``(W, v, history, state, converged)``.
 
     Stops when ``(primal - dual) / |primal| <= tol`` (measured after every
@@ -96,7 +96,7 @@ def fit_bcfw_chain(problem, *, C, max_iter, tol, rng, state=None, verbose=0, cal
     touched = np.empty(d, dtype=np.int64)
     mark = np.zeros(d, dtype=np.uint8)
     stats = np.zeros(2)
-    monitor = ChainMonitor(problem, C, verbose, callback)
+    monitor = ChainMonitor(problem, C, verbose, callback, n_jobs=n_jobs)
     converged = False
     rel_gap = np.inf
     for it in range(max_iter):

@@ -104,7 +104,7 @@ def _vstate(v, sublinear):
 
 
 def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitions, rng,
-                   state=None, verbose=0, callback=None, check_every=1):
+                   state=None, verbose=0, callback=None, check_every=1, n_jobs=None):
     """Train with GDMM; returns ``(W, v, history, state, converged)``.
 
     Parameters
@@ -128,6 +128,9 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
         Evaluate the primal and dual values (and the stopping rule) after
         every ``check_every``-th pass and after the last one; other history
         records hold NaN there.
+    n_jobs : int or None
+        Threads for the primal evaluation (loss-augmented Viterbi over
+        chunks of sequences; the value does not depend on it).
 
     Returns
     -------
@@ -152,7 +155,7 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
     pws = make_pair_workspace(K, K)
     vfeas = np.empty(K * K)
     stats = np.zeros(3, dtype=np.int64)
-    monitor = ChainMonitor(problem, C, verbose, callback)
+    monitor = ChainMonitor(problem, C, verbose, callback, n_jobs=n_jobs)
     converged = False
     rel_gap = np.inf
     for it in range(max_iter):

@@ -41,12 +41,13 @@ class SSGChainState:
         return c * (t * self.Wsum - self.Wacc), c * (t * self.vsum - self.vacc)
 
 
-def fit_ssg_chain(problem, *, C, max_iter, tol, rng, state=None, verbose=0, callback=None):
+def fit_ssg_chain(problem, *, C, max_iter, tol, rng, state=None, verbose=0, callback=None,
+                  n_jobs=None):
     """Train with SSG; returns ``(W, v, history, state, converged)``."""
     if state is None:
         state = SSGChainState(problem)
     stats = np.zeros(2)
-    monitor = ChainMonitor(problem, C, verbose, callback)
+    monitor = ChainMonitor(problem, C, verbose, callback, n_jobs=n_jobs)
     Cn = float(C) * problem.n_sequences
     converged = False
     prev = np.inf
