@@ -123,6 +123,104 @@ def _scaled_tables(trans, col_max, row_max, e_col, e_row):
             e_row[a, b] = 0.0 if row_max[a] == -np.inf else np.exp(v - row_max[a])
 
 
+@nb.njit(cache=True)
+def transition_columns(trans, col_ptr, col_rows, col_vals):
+    """The non-zero entries of ``trans`` (K, K) column by column (CSC):
+    column ``b`` holds rows ``col_rows[col_ptr[b]:col_ptr[b + 1]]``
+    (increasing) with values ``col_vals[...]``.  ``col_rows`` / ``col_vals``
+    need room for every non-zero; returns their count."""
+    K = trans.shape[0]
+    nnz = 0
+    for b in range(K):
+        col_ptr[b] = nnz
+        for a in range(K):
+            if trans[a, b] != 0.0:
+                col_rows[nnz] = a
+                col_vals[nnz] = trans[a, b]
+                nnz += 1
+    col_ptr[K] = nnz
+    return nnz
+
+
+@nb.njit(cache=True, nogil=True)
+def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
+    """:func:`viterbi_batch` for a transition table that is mostly zero,
+    given by its non-zero columns (:func:`transition_columns`).
+
+    For each label ``b``, ``max_a delta[a] + trans[a, b]`` is the larger of
+    the best ``delta[a]`` over the rows ``a`` outside column ``b``'s
+    non-zeros (their transition is 0) and the best ``delta[a] + trans[a, b]``
+    over its non-zeros; the first comes from the labels sorted by ``delta``
+    once per position.  Cost O(K log K + nnz) per position instead of
+    O(K^2).  Same values and the same tie rule (lowest ``a``, lowest final
+    label), so the output equals :func:`viterbi_batch`'s.
+    """
+    K = unary.shape[1]
+    n_seq = offsets.shape[0] - 1
+    max_len = 0
+    for s in range(n_seq):
+        ln = offsets[s + 1] - offsets[s]
+        if ln > max_len:
+            max_len = ln
+    if max_len == 0:
+        return
+    back = np.zeros((max_len, K), dtype=np.int32)
+    delta = np.empty(K)
+    best = np.empty(K)
+    neg = np.empty(K)
+    # stamp[a] == b: row a is a non-zero of column b (only column b's own rows
+    # ever get b, so stale stamps from earlier columns never match)
+    stamp = np.full(K, -1, dtype=np.int64)
+    for s in range(n_seq):
+        start = offsets[s]
+        stop = offsets[s + 1]
+        if stop <= start:
+            continue
+        for b in range(K):
+            delta[b] = unary[start, b]
+        for t in range(start + 1, stop):
+            row = t - start
+            for a in range(K):
+                neg[a] = -delta[a]
+            order = np.argsort(neg, kind="mergesort")  # best first, ties by label
+            for b in range(K):
+                val = -np.inf
+                arg = 0
+                for p in range(col_ptr[b], col_ptr[b + 1]):
+                    a = col_rows[p]
+                    stamp[a] = b
+                    if delta[a] == -np.inf:
+                        continue
+                    cand = delta[a] + col_vals[p]
+                    if cand > val:  # rows increase: the first maximum is the lowest a
+                        val = cand
+                        arg = a
+                for q in range(K):
+                    a = order[q]
+                    if stamp[a] == b:
+                        continue
+                    if delta[a] != -np.inf:
+                        cand = delta[a] + 0.0
+                        if cand > val or (cand == val and a < arg):
+                            val = cand
+                            arg = a
+                    break
+                best[b] = val
+                back[row, b] = arg
+            for b in range(K):
+                delta[b] = best[b] + unary[t, b]
+        arg = 0
+        val = delta[0]
+        for b in range(1, K):
+            if delta[b] > val:
+                val = delta[b]
+                arg = b
+        out[stop - 1] = arg
+        for t in range(stop - 1, start, -1):
+            arg = back[t - start, arg]
+            out[t - 1] = arg
+
+
 @nb.njit(cache=True, nogil=True)
 def forward_backward_batch(unary, offsets, trans, node_marg, trans_marg, logz):
     """Log-partition functions and marginals of a batch of linear-chain models.

@@ -1,0 +1,74 @@
+"""Viterbi over a mostly-zero transition table (the SSVM certificate's
+fast path) against the dense Viterbi: identical labelings, ties included."""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from structlearn.inference._chain_kernels import (transition_columns, viterbi_batch,
+                                                  viterbi_batch_sparse)
+from structlearn.learners._ssvm_chain_kernels import (SPARSE_VITERBI_MIN_LABELS, chain_primal,
+                                                      primal_from_hinges)
+
+
+def _columns(T):
+    K = T.shape[0]
+    ptr, rows, vals = np.empty(K + 1, dtype=np.int64), np.empty(K * K, dtype=np.int64), np.empty(K * K)
+    transition_columns(T, ptr, rows, vals)
+    return ptr, rows, vals
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 10**6), K=st.integers(1, 12), integer=st.booleans(),
+       density=st.floats(0.0, 1.0), forbid=st.booleans())
+def test_sparse_viterbi_equals_dense(seed, K, integer, density, forbid):
+    rng = np.random.default_rng(seed)
+    lens = rng.integers(1, 7, size=int(rng.integers(1, 5)))
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    N = int(offsets[-1])
+    draw = (lambda *shape: rng.integers(-2, 3, size=shape).astype(float)) if integer \
+        else (lambda *shape: rng.normal(size=shape))
+    U, T = draw(N, K), draw(K, K)
+    T[rng.random((K, K)) >= density] = 0.0
+    if forbid:
+        U[rng.random((N, K)) < 0.2] = -np.inf
+        T[rng.random((K, K)) < 0.1] = -np.inf
+    dense, sparse = np.empty(N, dtype=np.int64), np.empty(N, dtype=np.int64)
+    viterbi_batch(U, offsets, T, dense)
+    viterbi_batch_sparse(U, offsets, *_columns(T), sparse)
+    np.testing.assert_array_equal(sparse, dense)
+
+
+def test_certificate_uses_the_sparse_path_and_keeps_its_value():
+    """chain_primal at K above the threshold with a 2 % dense table equals the
+    primal computed with the dense Viterbi (same hinges, same sum order)."""
+    rng = np.random.default_rng(0)
+    K, d = SPARSE_VITERBI_MIN_LABELS * 2, 30
+    lens = rng.integers(1, 8, size=40)
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    N = int(offsets[-1])
+    X = (rng.random((N, d)) < 0.2) * rng.normal(size=(N, d))
+    indptr = np.concatenate([[0], np.cumsum((X != 0).sum(1))]).astype(np.int64)
+    indices = np.nonzero(X)[1].astype(np.int64)
+    data = X[X != 0]
+    y = rng.integers(0, K, size=N).astype(np.int64)
+    W = rng.normal(size=(d, K))
+    v = np.zeros((K, K))
+    mask = rng.random((K, K)) < 0.02
+    v[mask] = rng.normal(size=mask.sum())
+    hinge = np.empty(offsets.shape[0] - 1)
+    value = chain_primal(W, v, data, indices, indptr, offsets, y, 0.5, 1.0, np.empty((N, K)),
+                         np.empty(N, dtype=np.int64), hinge)
+    # reference: dense Viterbi on the loss-augmented scores
+    unary = X @ W + 1.0
+    unary[np.arange(N), y] -= 1.0
+    z = np.empty(N, dtype=np.int64)
+    viterbi_batch(unary, offsets, v, z)
+    ref = np.empty_like(hinge)
+    for s in range(ref.shape[0]):
+        a, b = offsets[s], offsets[s + 1]
+        h = unary[np.arange(a, b), z[a:b]].sum() - unary[np.arange(a, b), y[a:b]].sum()
+        h += v[z[a:b - 1], z[a + 1:b]].sum() - v[y[a:b - 1], y[a + 1:b]].sum()
+        ref[s] = max(h, 0.0)
+    np.testing.assert_allclose(hinge, ref, rtol=1e-10, atol=1e-10)
+    assert value == primal_from_hinges(W, v, 1.0, 0.5, hinge)
