@@ -11,6 +11,7 @@ from scipy.optimize import minimize
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
+from structlearn.datasets import make_chain_data
 from structlearn.estimators import SequenceSSVM
 from structlearn.estimators._validation import check_sequences, csr_arrays, encode_sequence_labels
 from structlearn.learners._ssvm_chain_kernels import project_shifted_simplex
@@ -465,3 +466,31 @@ def test_predict_before_fit_raises():
     X, _ = _tiny(0)
     with pytest.raises(NotFittedError):
         SequenceSSVM().predict(X)
+
+
+@pytest.mark.parametrize("oracle, n_partitions, K", [("sublinear", 1, 8), ("dense", 1, 8),
+                                                     ("sublinear", 2, 40)])
+def test_gdmm_weights_equal_those_rebuilt_from_the_duals(oracle, n_partitions, K):
+    """The certificate rests on the incrementally kept W and v: after a real
+    multi-pass fit they equal W = X^T A (A[t, k]: the duals of token t's slots
+    with label k) and v = sum of the pair duals, to rounding."""
+    import scipy.sparse as sp
+
+    X, y = make_chain_data(60, length=6, n_labels=K, n_features=30, random_state=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = SequenceSSVM(max_iter=60, warm_start=True, oracle=oracle,
+                             n_partitions=n_partitions, random_state=0).fit(X, y)
+    st = model._solver_state
+    Xc = sp.vstack([sp.csr_matrix(x) for x in X]).tocsr()
+    N, K = Xc.shape[0], model.classes_.shape[0]
+    A = np.zeros((N, K))
+    for t in range(N):
+        np.add.at(A[t], st.slab[t, :st.ns[t]], st.alpha[t, :st.ns[t]])
+    B = np.zeros((K, K))
+    for t in range(N):
+        np.add.at(B, (st.pa[t, :st.nb[t]], st.pb[t, :st.nb[t]]), st.beta[t, :st.nb[t]])
+    scale = max(1.0, np.abs(st.W).max())
+    np.testing.assert_allclose(st.W, Xc.T @ A, rtol=0, atol=1e-10 * scale)
+    np.testing.assert_allclose(st.v, B, rtol=0, atol=1e-10 * max(1.0, np.abs(st.v).max()))
+    assert np.abs(st.W).max() > 0.1  # a real fit, not the zero start
