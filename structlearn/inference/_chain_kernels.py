@@ -30,6 +30,31 @@ _SCALE_MIN = 1e-100
 _SCALE_MAX = 1e100
 
 
+@nb.njit(cache=True)
+def _max_length(offsets):
+    """Length of the longest sequence."""
+    max_len = 0
+    for s in range(offsets.shape[0] - 1):
+        max_len = max(max_len, offsets[s + 1] - offsets[s])
+    return max_len
+
+
+@nb.njit(cache=True)
+def _backtrack(delta, back, start, stop, out):
+    """Labels of tokens ``start..stop-1`` from the last position's scores
+    (lowest index among the best) and the back-pointers."""
+    arg = 0
+    val = delta[0]
+    for b in range(1, delta.shape[0]):
+        if delta[b] > val:
+            val = delta[b]
+            arg = b
+    out[stop - 1] = arg
+    for t in range(stop - 1, start, -1):
+        arg = back[t - start, arg]
+        out[t - 1] = arg
+
+
 @nb.njit(cache=True, nogil=True)
 def viterbi_batch(unary, offsets, trans, out):
     """Best label sequence of every chain in a batch (max-sum Viterbi).
@@ -55,11 +80,7 @@ def viterbi_batch(unary, offsets, trans, out):
     """
     K = unary.shape[1]
     n_seq = offsets.shape[0] - 1
-    max_len = 0
-    for s in range(n_seq):
-        ln = offsets[s + 1] - offsets[s]
-        if ln > max_len:
-            max_len = ln
+    max_len = _max_length(offsets)
     if max_len == 0:
         return
     back = np.zeros((max_len, K), dtype=np.int32)
@@ -88,17 +109,7 @@ def viterbi_batch(unary, offsets, trans, out):
                         back[row, b] = a
             for b in range(K):
                 delta[b] = best[b] + unary[t, b]
-        # last position: lowest index among the best states
-        arg = 0
-        val = delta[0]
-        for b in range(1, K):
-            if delta[b] > val:
-                val = delta[b]
-                arg = b
-        out[stop - 1] = arg
-        for t in range(stop - 1, start, -1):
-            arg = back[t - start, arg]
-            out[t - 1] = arg
+        _backtrack(delta, back, start, stop, out)
 
 
 @nb.njit(cache=True)
@@ -157,11 +168,7 @@ def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
     """
     K = unary.shape[1]
     n_seq = offsets.shape[0] - 1
-    max_len = 0
-    for s in range(n_seq):
-        ln = offsets[s + 1] - offsets[s]
-        if ln > max_len:
-            max_len = ln
+    max_len = _max_length(offsets)
     if max_len == 0:
         return
     back = np.zeros((max_len, K), dtype=np.int32)
@@ -209,16 +216,7 @@ def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
                 back[row, b] = arg
             for b in range(K):
                 delta[b] = best[b] + unary[t, b]
-        arg = 0
-        val = delta[0]
-        for b in range(1, K):
-            if delta[b] > val:
-                val = delta[b]
-                arg = b
-        out[stop - 1] = arg
-        for t in range(stop - 1, start, -1):
-            arg = back[t - start, arg]
-            out[t - 1] = arg
+        _backtrack(delta, back, start, stop, out)
 
 
 @nb.njit(cache=True, nogil=True)
