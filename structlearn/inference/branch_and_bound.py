@@ -36,6 +36,7 @@ from ..graphs import (component_subgraphs, is_forest, merge_parallel_factors,
 from ..graphs.factor_graph import FactorGraph
 from ._budget import check_time_limit
 from ._progress import quiet, report
+from .exact import labelings_at_most
 from .registry import AUTO_CYCLES, AUTO_LARGE_DOMAIN, check_method_params, get_method, register_method, solve_map
 from .result import MapResult
 
@@ -312,8 +313,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
     for rank, idx in enumerate(np.argsort(sizes, kind="stable")):
         variables, sub = parts[idx]
         score_graph = scorer_parts[idx][1]
-        n_labelings = float(np.prod(sub.n_states.astype(np.float64)))
-        if is_forest(sub) or n_labelings <= enumeration_limit:
+        if is_forest(sub) or labelings_at_most(sub, enumeration_limit) is not None:
             res = solve_map(sub, "tree" if is_forest(sub) else "brute_force")
             if res.status == "infeasible":  # cannot happen after propagation
                 statuses.append("infeasible")

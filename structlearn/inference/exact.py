@@ -186,6 +186,15 @@ def _log10_n_labelings(graph):
     return float(np.log10(graph.n_states.astype(np.float64)).sum()) if graph.n_vars else 0.0
 
 
+def labelings_at_most(graph, limit):
+    """The number of joint labelings of ``graph`` when it is at most
+    ``limit``, else None (no overflow for graphs of any size)."""
+    if _log10_n_labelings(graph) > np.log10(max(limit, 1)) + 1e-9:
+        return None
+    count = int(np.prod(graph.n_states.astype(object))) if graph.n_vars else 1
+    return count if count <= limit else None
+
+
 def _format_power_of_ten(log10_value):
     """``1.23e+456``-style text for ``10**log10_value``, at any magnitude."""
     if log10_value < 300:

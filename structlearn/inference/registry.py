@@ -118,9 +118,11 @@ def auto_choice(graph):
         return "viterbi", "chain: exact max-product along the paths"
     if is_forest(graph):
         return "tree", "forest: exact max-product on the factor tree"
-    n_labelings = float(np.prod(graph.n_states.astype(np.float64)))
-    if n_labelings <= AUTO_ENUMERATION_LIMIT:
-        return "brute_force", f"loopy, {int(n_labelings)} labelings: exact enumeration"
+    from .exact import labelings_at_most
+
+    n_labelings = labelings_at_most(graph, AUTO_ENUMERATION_LIMIT)
+    if n_labelings is not None:
+        return "brute_force", f"loopy, {n_labelings} labelings: exact enumeration"
     k_max = int(graph.n_states.max())
     if k_max >= AUTO_LARGE_DOMAIN:
         return "gdmm", (f"loopy, domains up to {k_max} states: GDMM, whose factor oracle is "
