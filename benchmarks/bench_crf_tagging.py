@@ -19,26 +19,12 @@ import subprocess
 import sys
 import time
 
+from _memory import peak_kb, reset_peak, rss_kb
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 CORPUS = [os.path.join(ROOT, "..", "shared", "data", "porttinari_pos.conllu.gz"),
           os.path.join(ROOT, "tests", "data", "porttinari_pos.conllu.gz")]
-
-
-def _peak_kb():
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
-
-
-def _rss_kb():
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def worker(lib, column, c1, c2, max_iter, n_sentences):
@@ -62,16 +48,12 @@ def worker(lib, column, c1, c2, max_iter, n_sentences):
         import sklearn_crfsuite
 
         model = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=c1, c2=c2, max_iterations=max_iter)
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-    except OSError:
-        pass
-    base = _rss_kb()
+    reset_peak()
+    base = rss_kb()
     t0 = time.perf_counter()
     model.fit(D[:n_tr], L[:n_tr])
     fit_s = time.perf_counter() - t0
-    peak_mb = max(0, _peak_kb() - base) / 1024.0
+    peak_mb = max(0, peak_kb() - base) / 1024.0
     pred = model.predict(D[n_tr:])
     truth = np.concatenate([np.asarray(t) for t in L[n_tr:]])
     acc = float(np.mean(np.concatenate([np.asarray(p) for p in pred]) == truth))

@@ -28,6 +28,8 @@ import time
 
 import numpy as np
 
+from _memory import peak_kb, reset_peak, rss_kb
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 UAI_DIR = os.path.join(ROOT, "..", "shared", "data", "uai")
@@ -102,22 +104,6 @@ def load(name):
 
 
 # ---------------------------------------------------------------------- worker
-def _rss_peak_kb():
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
-
-
-def _rss_now_kb():
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 def toulbar2_worker(name, time_limit):
     """toulbar2 (pytoulbar2, its own UAI reader, default options) on the same
     instance; its labeling is rescored on structlearn's graph.  It proves
@@ -136,13 +122,13 @@ def toulbar2_worker(name, time_limit):
         tmp.close()
         write_uai(g, tmp.name)
         path = tmp.name
-    base = _rss_now_kb()
+    base = rss_kb()
     t0 = time.perf_counter()
     cfn = pytoulbar2.CFN(verbose=-1)
     cfn.Read(path)
     out = cfn.Solve(timeLimit=max(1, int(round(time_limit))))
     wall = time.perf_counter() - t0
-    peak = _rss_peak_kb()
+    peak = peak_kb()
     if tmp is not None:
         os.unlink(tmp.name)
     if out is None:
@@ -185,16 +171,12 @@ def worker(method, name, time_limit):
         warm = grid_graph(np.random.default_rng(1).normal(size=(3, 3, 2)),
                           np.random.default_rng(2).uniform(-1, 1, size=(12, 1, 1)) * np.eye(2))
         solve_map(warm, "exact", enumeration_limit=0, max_nodes=3)
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")  # reset the high-water mark
-    except OSError:
-        pass
-    base = _rss_now_kb()
+    reset_peak()
+    base = rss_kb()
     t0 = time.perf_counter()
     r = solve_map(g, method, time_limit=time_limit, **iter_cap, **params)
     wall = time.perf_counter() - t0
-    peak = _rss_peak_kb()
+    peak = peak_kb()
     traj = [] if r.history else [(wall, r.score)]
     last = -np.inf
     for h in r.history:
