@@ -13,6 +13,7 @@ from structlearn.estimators import GraphCRF, SequenceCRF
 from structlearn.estimators.crf import image_grid_sample
 from structlearn.graphs import grid_edges
 from structlearn.estimators._validation import check_sequences
+from structlearn.learners import chain_crf
 from structlearn.learners.chain_crf import chain_crf_objective
 
 
@@ -271,15 +272,22 @@ def test_l1_fit_satisfies_the_optimality_conditions(c1):
     assert np.count_nonzero(sparser.coef_) <= np.count_nonzero(model.coef_)
 
 
-def test_only_observed_states_and_transitions_get_weights():
+@pytest.mark.parametrize("max_fill", [0.0, 1.0], ids=["dense-storage", "pair-storage"])
+def test_only_observed_states_and_transitions_get_weights(monkeypatch, max_fill):
     """CRFsuite's defaults: a (feature, label) weight exists only when a
     training token with that label has that feature, a transition only when
-    the bigram occurs; the free weights are still optimal (zero gradient)."""
+    the bigram occurs; the free weights are still optimal (zero gradient).
+    Both storages of those weights (dense with the others held at 0, and
+    pair-stored with a sparse ``coef_``)."""
+    monkeypatch.setattr(chain_crf, "PAIR_STORAGE_MAX_FILL", max_fill)
     X, y = make_chain_data(25, length=(2, 6), n_labels=4, n_features=30, random_state=3)
     X = [np.asarray(x.todense() if sp.issparse(x) else x) for x in X]
     X = [np.where(np.random.RandomState(i).rand(*x.shape) < 0.7, 0.0, x) for i, x in enumerate(X)]
     model = SequenceCRF(c2=0.5, max_iter=1000, tol=1e-12, all_possible_states=False,
                         all_possible_transitions=False).fit(X, y)
+    assert sp.issparse(model.coef_) == (max_fill == 1.0)
+    if sp.issparse(model.coef_):
+        model.coef_ = model.coef_.toarray()
     seen_states = np.zeros_like(model.coef_, dtype=bool)
     seen_trans = np.zeros_like(model.transition_, dtype=bool)
     for x, labels in zip(X, y):

@@ -4,8 +4,9 @@ import itertools
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.feature_extraction import DictVectorizer, FeatureHasher
+from sklearn.feature_extraction import FeatureHasher
 from sklearn.utils.validation import check_is_fitted
 
 from ._sparse import split_csr_rows
@@ -71,24 +72,20 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
         -------
         self : SequenceVectorizer
         """
-        self._check_params()
-        sentences, flat = _validated(X)
-        if not flat:
-            raise ValueError("X holds no tokens: cannot build a vocabulary")
-        if self.n_features is not None:
-            self.n_features_out_ = int(self.n_features)
-            return self
-        vec = DictVectorizer(dtype=np.float64, sparse=True)
-        counts = vec.fit_transform(flat).tocsc()
-        if self.min_freq > 1:
-            support = np.diff(counts.indptr) >= self.min_freq
-            if not support.any():
-                raise ValueError(f"no feature occurs in min_freq={self.min_freq} tokens")
-            vec.restrict(support)
-        self._vectorizer = vec
-        self.feature_names_ = list(vec.feature_names_)
-        self.n_features_out_ = len(self.feature_names_)
+        self._fit_encode(X)
         return self
+
+    def fit_transform(self, X, y=None):
+        """:meth:`fit` then :meth:`transform`, in one pass over the dicts.
+
+        Returns
+        -------
+        Xt : list of csr_matrix, each of shape (n_tokens_i, n_features_out_)
+        """
+        Xall, offsets = self._fit_encode(X)
+        if Xall is None:  # hashing: nothing learned, transform does it all
+            return self.transform(X)
+        return split_csr_rows(Xall, offsets)
 
     def transform(self, X):
         """One CSR matrix per sentence, shape (n_tokens_i, n_features_out_).
@@ -101,26 +98,56 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
         ValueError
             For NaN or infinite values (naming the sentence and token).
         """
+        Xall, offsets = self.transform_stacked(X)
+        return split_csr_rows(Xall, offsets)
+
+    def transform_stacked(self, X):
+        """All sentences as one CSR matrix (n_tokens, n_features_out_), with
+        the sentence boundaries ``offsets`` (int64, (n_sentences + 1,));
+        what :meth:`transform` splits."""
         check_is_fitted(self, "n_features_out_")
+        if self.n_features is None:
+            return _encode(X, self._vocabulary, self.n_features_out_, grow=False)[:2]
         sentences, flat = _validated(X)
         lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64,
                               count=len(sentences))
-        if self.n_features is not None:
-            hasher = FeatureHasher(int(self.n_features), input_type="dict",
-                                   alternate_sign=False, dtype=np.float64)
-            Xall = hasher.transform(flat) if flat else hasher.transform([{}])[:0]
-        else:
-            vec = self._vectorizer
-            Xall = vec.transform(flat) if flat else vec.transform([{}])[:0]
+        hasher = FeatureHasher(int(self.n_features), input_type="dict",
+                               alternate_sign=False, dtype=np.float64)
+        Xall = hasher.transform(flat) if flat else hasher.transform([{}])[:0]
         Xall = Xall.tocsr().astype(np.float64, copy=False)
         Xall.sort_indices()
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        bad = np.flatnonzero(~np.isfinite(Xall.data))
-        if bad.size:
-            row = int(np.searchsorted(Xall.indptr, bad[0], side="right") - 1)
-            s = int(np.searchsorted(offsets, row, side="right") - 1)
-            raise ValueError(f"X[{s}][{row - offsets[s]}] has a NaN or infinite value")
-        return split_csr_rows(Xall, offsets)
+        _check_finite(Xall, offsets)
+        return Xall, offsets
+
+    def _fit_encode(self, X):
+        """Fit; returns the training sentences encoded (CSR, offsets), or
+        ``(None, None)`` under hashing."""
+        self._check_params()
+        if self.n_features is not None:
+            _, flat = _validated(X)
+            if not flat:
+                raise ValueError("X holds no tokens: cannot build a vocabulary")
+            self.n_features_out_ = int(self.n_features)
+            return None, None
+        vocabulary = {}
+        Xall, offsets, names = _encode(X, vocabulary, None, grow=True)
+        if Xall.shape[0] == 0 or not names:
+            raise ValueError("X holds no tokens: cannot build a vocabulary")
+        keep = np.ones(len(names), dtype=bool)
+        if self.min_freq > 1:
+            keep = np.bincount(Xall.indices, minlength=len(names)) >= self.min_freq
+            if not keep.any():
+                raise ValueError(f"no feature occurs in min_freq={self.min_freq} tokens")
+        # columns in sorted name order (as DictVectorizer), dropped ones -> -1
+        kept = np.flatnonzero(keep)
+        order = kept[np.argsort(np.array(names, dtype=object)[kept], kind="stable")]
+        column = np.full(len(names), -1, dtype=np.int64)
+        column[order] = np.arange(order.shape[0])
+        self.feature_names_ = [names[i] for i in order]
+        self._vocabulary = {name: j for j, name in enumerate(self.feature_names_)}
+        self.n_features_out_ = len(self.feature_names_)
+        return _remap_columns(Xall, column, self.n_features_out_), offsets
 
     def get_feature_names_out(self, input_features=None):
         """Column names (vocabulary mode) as an array of str."""
@@ -170,3 +197,99 @@ def _validated(X):
                     raise TypeError(f"X[{i}][{j}][{key!r}] must be a number or a string, "
                                     f"got {type(value).__name__}")
     return sentences, list(itertools.chain.from_iterable(sentences))
+
+
+def _check_finite(Xall, offsets):
+    bad = np.flatnonzero(~np.isfinite(Xall.data))
+    if bad.size:
+        row = int(np.searchsorted(Xall.indptr, bad[0], side="right") - 1)
+        s = int(np.searchsorted(offsets, row, side="right") - 1)
+        raise ValueError(f"X[{s}][{row - offsets[s]}] has a NaN or infinite value")
+
+
+def _encode(X, vocabulary, n_columns, *, grow):
+    """Encode sentences of feature dicts in one pass.
+
+    A string value ``v`` of key ``k`` is the feature ``"k=v"`` with value 1;
+    a number is the value of feature ``k``; zero values are not stored.
+    Features absent from ``vocabulary`` (name -> column) are skipped, or,
+    with ``grow``, appended to it in order of first appearance.
+
+    Returns
+    -------
+    Xall : csr_matrix (n_tokens, n_columns or len(vocabulary))
+        Canonical (sorted indices, duplicates summed).
+    offsets : int64 (n_sentences + 1,)
+    names : list of str
+        The vocabulary's names by column (with ``grow``), else None.
+    """
+    if isinstance(X, (dict, str)) or not hasattr(X, "__iter__"):
+        raise TypeError("X must be a list of sentences, each a list of per-token feature "
+                        f"dicts; got {type(X).__name__}")
+    names = [] if grow else None
+    indices = []
+    data = []
+    indptr = [0]
+    lengths = []
+    get = vocabulary.get
+    add_index = indices.append
+    add_value = data.append
+    for i, sentence in enumerate(X):
+        if isinstance(sentence, tuple):
+            sentence = list(sentence)
+        if not isinstance(sentence, list):
+            raise TypeError(f"X[{i}] must be a list of per-token feature dicts, got "
+                            f"{type(sentence).__name__}")
+        for j, token in enumerate(sentence):
+            if not isinstance(token, dict):
+                raise TypeError(f"X[{i}][{j}] must be a dict of features, got "
+                                f"{type(token).__name__}")
+            for key, value in token.items():
+                if type(key) is not str and not isinstance(key, str):
+                    raise TypeError(f"X[{i}][{j}] has a feature name that is not a string: "
+                                    f"{key!r}")
+                if type(value) is str or isinstance(value, str):
+                    name = key + "=" + value
+                    value = 1.0
+                elif isinstance(value, numbers.Real):  # bools count as 1 / 0
+                    if not value:
+                        continue
+                    name = key
+                else:
+                    raise TypeError(f"X[{i}][{j}][{key!r}] must be a number or a string, "
+                                    f"got {type(value).__name__}")
+                col = get(name)
+                if col is None:
+                    if not grow:
+                        continue
+                    col = len(names)
+                    vocabulary[name] = col
+                    names.append(name)
+                add_index(col)
+                add_value(value)
+            indptr.append(len(indices))
+        lengths.append(len(sentence))
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    shape = (int(offsets[-1]), len(names) if grow else n_columns)
+    Xall = sp.csr_matrix((np.array(data, dtype=np.float64), np.array(indices, dtype=np.int64),
+                          np.array(indptr, dtype=np.int64)), shape=shape)
+    Xall.sum_duplicates()
+    _check_finite(Xall, offsets)
+    return Xall, offsets, names
+
+
+def _remap_columns(Xall, column, n_columns):
+    """``Xall`` with column ``c`` moved to ``column[c]`` (dropped where -1),
+    canonical CSR."""
+    new = column[Xall.indices]
+    keep = new >= 0
+    counts = np.add.reduceat(keep, Xall.indptr[:-1]) if Xall.nnz else np.zeros(0)
+    indptr = np.zeros(Xall.shape[0] + 1, dtype=np.int64)
+    if Xall.nnz:
+        counts = np.where(np.diff(Xall.indptr) > 0, counts, 0)
+        np.cumsum(counts, out=indptr[1:])
+    out = sp.csr_matrix((Xall.data[keep], new[keep], indptr), shape=(Xall.shape[0], n_columns))
+    out.has_canonical_format = False
+    out.sort_indices()
+    return out

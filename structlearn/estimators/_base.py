@@ -52,9 +52,10 @@ class SequenceEstimatorMixin:
             self.vectorizer_ = None
             return X
         previous = getattr(self, "vectorizer_", None)
-        if not (getattr(self, "warm_start", False) and previous is not None):
-            self.vectorizer_ = SequenceVectorizer().fit(X)
-        return self.vectorizer_.transform(X)
+        if getattr(self, "warm_start", False) and previous is not None:
+            return self.vectorizer_.transform(X)
+        self.vectorizer_ = SequenceVectorizer()
+        return self.vectorizer_.fit_transform(X)
 
     def _check_X(self, X, y=None):
         """Validate ``X`` (and ``y``) against the fitted estimator; feature
@@ -71,7 +72,9 @@ class SequenceEstimatorMixin:
 
     def _unary_scores(self, Xcat):
         """Per-token class scores, float64 C-contiguous (n_tokens, n_classes)."""
-        scores = Xcat @ self.coef_.T
+        if sp.issparse(Xcat):
+            return chunk_scores(Xcat, _scoring_weights(self.coef_))
+        scores = Xcat @ self.coef_.T  # dense rows: an ndarray, whatever coef_ is
         return np.ascontiguousarray(scores, dtype=np.float64)
 
     def _chunks(self, Xcat, offsets):
@@ -82,7 +85,7 @@ class SequenceEstimatorMixin:
         input, the rows of the scores computed at once (``coef`` None)."""
         trans = np.ascontiguousarray(self.transition_, dtype=np.float64)
         if sp.issparse(Xcat):
-            source, coef = Xcat, np.ascontiguousarray(self.coef_, dtype=np.float64)
+            source, coef = Xcat, _scoring_weights(self.coef_)
         else:
             source, coef = self._unary_scores(Xcat), None
         bounds = chunk_bounds(np.diff(offsets), n_chunks_for(self.n_jobs))
@@ -188,11 +191,35 @@ def _rows(X, lo, hi):
                          shape=(hi - lo, X.shape[1]), copy=False)
 
 
+def _scoring_weights(coef):
+    """``coef_`` in the form :func:`chunk_scores` takes: a C-contiguous
+    float64 (K, d) array, or, for a sparse ``coef_`` (pair-stored weights),
+    its transpose as a CSR matrix (d, K) with int64 indices."""
+    if not sp.issparse(coef):
+        return np.ascontiguousarray(coef, dtype=np.float64)
+    by_feature = sp.csr_matrix(coef, dtype=np.float64).T.tocsr()
+    by_feature.sort_indices()
+    by_feature.indices = by_feature.indices.astype(np.int64)
+    by_feature.indptr = by_feature.indptr.astype(np.int64)
+    return by_feature
+
+
 def chunk_scores(rows, coef):
-    """Token scores of a chunk: ``rows @ coef.T`` (C-contiguous float64), or
-    ``rows`` themselves when they already are scores (``coef`` None)."""
+    """Token scores of a chunk (C-contiguous float64 (n, K)): ``rows @
+    coef.T`` for a dense ``coef`` (K, d); for a CSR ``coef`` (d, K) from
+    :func:`_scoring_weights`, a kernel over its stored entries only (O(sum
+    over the token features of their stored labels)); ``rows`` themselves
+    when they already are scores (``coef`` None)."""
     if coef is None:
         return rows
+    if sp.issparse(coef):
+        from ..learners._chain_crf_kernels import sparse_unary_scores
+
+        out = np.empty((rows.shape[0], coef.shape[1]))
+        sparse_unary_scores(coef.data, coef.indptr, coef.indices,
+                            np.asarray(rows.data, dtype=np.float64),
+                            rows.indices.astype(np.int64), rows.indptr.astype(np.int64), out)
+        return out
     return np.ascontiguousarray(rows @ coef.T, dtype=np.float64)
 
 

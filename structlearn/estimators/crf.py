@@ -78,14 +78,16 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         L1 penalty (CRFsuite's ``c1``): sparse weights.
     c2 : float, default=1.0
         L2 penalty (CRFsuite's ``c2``; its default).
-    all_possible_states : bool, default=True
-        True: every (feature, label) pair has a weight.  False (CRFsuite's
-        default): only the pairs that occur in training (a token with that
-        label has that feature); the other weights stay 0.  The weights are
-        stored densely either way, so False saves no memory; on OCR and
-        Porttinari UPOS it scored 0.008 and 0.003 lower than True (see
-        BENCHMARKS.md), hence the default.
-    all_possible_transitions : bool, default=True
+    all_possible_states : bool, default=False
+        False (CRFsuite's default): only the (feature, label) pairs that
+        occur in training (a token with that label has that feature) get a
+        weight; when they are at most half of all pairs they alone are
+        stored and scored (``coef_`` is then a CSR matrix, memory and time
+        per iteration in the number of pairs instead of n_features x
+        n_classes).  True: every pair has a weight (``coef_`` dense); on
+        OCR and Porttinari UPOS it scored 0.008 and 0.003 higher (see
+        BENCHMARKS.md) at the cost of memory.
+    all_possible_transitions : bool, default=False
         The same for label bigrams: False keeps only the transitions seen in
         training (the others score 0), as CRFsuite does by default.
     alpha : float, optional
@@ -115,7 +117,9 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_classes, n_features)
+    coef_ : ndarray or csr_matrix of shape (n_classes, n_features)
+        Sparse when only the observed (feature, label) pairs are stored
+        (see ``all_possible_states``).
     transition_ : ndarray of shape (n_classes, n_classes)
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
@@ -139,8 +143,8 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
     [['a', 'b'], ['b']]
     """
 
-    def __init__(self, *, c1=0.0, c2=1.0, all_possible_states=True,
-                 all_possible_transitions=True, alpha="deprecated", solver="lbfgs", max_iter=100,
+    def __init__(self, *, c1=0.0, c2=1.0, all_possible_states=False,
+                 all_possible_transitions=False, alpha="deprecated", solver="lbfgs", max_iter=100,
                  tol=1e-5,
                  warm_start=False, random_state=None, verbose=0, n_jobs=None):  # fmt: skip
         self.c1 = c1

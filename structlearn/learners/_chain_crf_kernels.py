@@ -45,6 +45,78 @@ def chain_nll_grad(W, trans, data, indices, indptr, offsets, codes, grad_W, grad
     N = codes.shape[0]
     K = trans.shape[0]
     unary_scores(W, data, indices, indptr, 0, N, unary)
+    nll = _nll_residuals(unary, trans, offsets, codes, grad_T, resid, logz)
+    for j in range(grad_W.shape[0]):
+        for k in range(K):
+            grad_W[j, k] = 0.0
+    for t in range(N):
+        r = resid[t]
+        for p in range(indptr[t], indptr[t + 1]):
+            x = data[p]
+            row = grad_W[indices[p]]
+            for k in range(K):
+                row[k] += x * r[k]
+    return nll
+
+
+@nb.njit(cache=True)
+def sparse_chain_nll_grad(values, pair_ptr, pair_label, trans, data, indices, indptr, offsets,
+                          codes, grad_values, grad_T, unary, resid, logz):  # fmt: skip
+    """:func:`chain_nll_grad` for weights stored on (feature, label) pairs.
+
+    Feature ``f`` has weights ``values[pair_ptr[f]:pair_ptr[f + 1]]`` for the
+    labels ``pair_label[pair_ptr[f]:pair_ptr[f + 1]]``; every other
+    (feature, label) weight is 0 and gets no gradient.  One pass costs
+    O(sum over the token features of their pair counts) instead of O(nnz K).
+
+    Parameters
+    ----------
+    values : float64 (P,)
+    pair_ptr : int64 (d + 1,)
+    pair_label : int64 (P,)
+    grad_values : float64 (P,)
+        Receives the gradient of the listed weights.
+    trans, data, indices, indptr, offsets, codes, grad_T, unary, resid, logz
+        As in :func:`chain_nll_grad`.
+
+    Returns
+    -------
+    nll : float
+    """
+    sparse_unary_scores(values, pair_ptr, pair_label, data, indices, indptr, unary)
+    nll = _nll_residuals(unary, trans, offsets, codes, grad_T, resid, logz)
+    for j in range(grad_values.shape[0]):
+        grad_values[j] = 0.0
+    for t in range(codes.shape[0]):
+        r = resid[t]
+        for p in range(indptr[t], indptr[t + 1]):
+            x = data[p]
+            f = indices[p]
+            for j in range(pair_ptr[f], pair_ptr[f + 1]):
+                grad_values[j] += x * r[pair_label[j]]
+    return nll
+
+
+@nb.njit(cache=True, nogil=True)
+def sparse_unary_scores(values, pair_ptr, pair_label, data, indices, indptr, out):
+    """``out[t, k]`` = score of label ``k`` at token ``t`` under pair-stored
+    weights (layout of :func:`sparse_chain_nll_grad`); ``out`` is (N, K)."""
+    K = out.shape[1]
+    for t in range(out.shape[0]):
+        for k in range(K):
+            out[t, k] = 0.0
+        for p in range(indptr[t], indptr[t + 1]):
+            x = data[p]
+            f = indices[p]
+            for j in range(pair_ptr[f], pair_ptr[f + 1]):
+                out[t, pair_label[j]] += x * values[j]
+
+
+@nb.njit(cache=True)
+def _nll_residuals(unary, trans, offsets, codes, grad_T, resid, logz):
+    """Forward-backward over all sequences: ``resid = P - Y`` (token
+    marginals minus one-hot labels), ``grad_T`` = expected minus observed
+    transition counts, ``logz``; returns the summed negative log-likelihood."""
     forward_backward_batch(unary, offsets, trans, resid, grad_T, logz)
     nll = 0.0
     for s in range(offsets.shape[0] - 1):
@@ -58,16 +130,6 @@ def chain_nll_grad(W, trans, data, indices, indptr, offsets, codes, grad_W, grad
                 z = codes[t + 1]
                 nll -= trans[y, z]
                 grad_T[y, z] -= 1.0
-    for j in range(grad_W.shape[0]):
-        for k in range(K):
-            grad_W[j, k] = 0.0
-    for t in range(N):
-        r = resid[t]
-        for p in range(indptr[t], indptr[t + 1]):
-            x = data[p]
-            row = grad_W[indices[p]]
-            for k in range(K):
-                row[k] += x * r[k]
     return nll
 
 

@@ -33,7 +33,7 @@ class _ChainProblem:
     sparse kernels of :mod:`._chain_crf_kernels`.
     """
 
-    def __init__(self, Xcat, offsets, codes, n_classes, alpha, free=None):
+    def __init__(self, Xcat, offsets, codes, n_classes, alpha):
         X = sp.csr_matrix(Xcat, dtype=np.float64)
         X.sum_duplicates()
         self.data = np.ascontiguousarray(X.data, dtype=np.float64)
@@ -45,82 +45,207 @@ class _ChainProblem:
         self.d = X.shape[1]
         self.n_seq = self.offsets.shape[0] - 1
         self.alpha = float(alpha)
-        # bool over the parameter vector: the weights that may be non-zero
-        # (None: all); the others stay 0 (their gradient is cleared)
-        self.fixed = None if free is None else ~free
+        # bool over the parameter vector: the weights held at 0 (their
+        # gradient is cleared); None: none
+        self.fixed = None
         N = X.shape[0]
         self.unary = np.empty((N, self.K))
         self.resid = np.empty((N, self.K))
         self.logz = np.empty(self.n_seq)
         self.n_eval = 0
 
+    @property
+    def n_unigram(self):
+        """Number of unigram weights in the parameter vector."""
+        return self.K * self.d
+
     def split(self, w):
         """Views ``W`` (d, K) (feature-major) and ``T`` (K, K) of a parameter vector."""
-        K, d = self.K, self.d
-        return w[: K * d].reshape(d, K), w[K * d :].reshape(K, K)
+        m = self.n_unigram
+        return w[:m].reshape(self.d, self.K), w[m:].reshape(self.K, self.K)
 
     def pack(self, W, T):
-        """Parameter vector of ``W`` (K, d) and ``T`` (K, K)."""
-        w = np.empty(self.K * self.d + self.K * self.K)
+        """Parameter vector of ``W`` (K, d) and ``T`` (K, K) (None: zeros)."""
+        w = np.zeros(self.n_unigram + self.K * self.K)
         Wd, Tv = self.split(w)
-        Wd[...] = np.asarray(W, dtype=np.float64).T
-        Tv[...] = T
+        if W is not None:
+            Wd[...] = (W.toarray() if sp.issparse(W) else np.asarray(W, dtype=np.float64)).T
+        if T is not None:
+            Tv[...] = T
         if self.fixed is not None:
             w[self.fixed] = 0.0
         return w
 
-    def __call__(self, w, g):
-        """Objective at ``w``; its gradient is written into ``g``."""
-        from ._chain_crf_kernels import chain_nll_grad, finish_gradient
+    def weights(self, w):
+        """``W`` (K, d) as an ndarray, and ``T`` (K, K), of a parameter vector."""
+        W, T = self.split(w)
+        return np.ascontiguousarray(W.T), T.copy()
+
+    def _nll_grad(self, w, g):
+        from ._chain_crf_kernels import chain_nll_grad
 
         Wd, T = self.split(w)
         gW, gT = self.split(g)
-        nll = chain_nll_grad(Wd, T, self.data, self.indices, self.indptr, self.offsets,
-                             self.codes, gW, gT, self.unary, self.resid, self.logz)  # fmt: skip
+        return chain_nll_grad(Wd, T, self.data, self.indices, self.indptr, self.offsets,
+                              self.codes, gW, gT, self.unary, self.resid, self.logz)  # fmt: skip
+
+    def __call__(self, w, g):
+        """Objective at ``w``; its gradient is written into ``g``."""
+        from ._chain_crf_kernels import finish_gradient
+
+        nll = self._nll_grad(w, g)
         self.n_eval += 1
-        n = self.n_seq
-        ww = finish_gradient(g, 1.0 / n, self.alpha, w)
+        ww = finish_gradient(g, 1.0 / self.n_seq, self.alpha, w)
         if self.fixed is not None:
             g[self.fixed] = 0.0
-        return nll / n + 0.5 * self.alpha * ww
+        return nll / self.n_seq + 0.5 * self.alpha * ww
+
+
+class _PairChainProblem(_ChainProblem):
+    """:class:`_ChainProblem` with unigram weights only on listed
+    (feature, label) pairs: the parameter vector is ``[values (P,),
+    T.ravel()]``, feature ``f``'s weights ``values[pair_ptr[f]:pair_ptr[f+1]]``
+    for the labels ``pair_label[...]`` (ascending); all other unigram weights
+    are 0.  Memory and time per evaluation scale with the pairs, not d K.
+    """
+
+    def __init__(self, Xcat, offsets, codes, n_classes, alpha, pair_ptr, pair_label):
+        super().__init__(Xcat, offsets, codes, n_classes, alpha)
+        self.pair_ptr = np.ascontiguousarray(pair_ptr, dtype=np.int64)
+        self.pair_label = np.ascontiguousarray(pair_label, dtype=np.int64)
+
+    @property
+    def n_unigram(self):
+        return self.pair_label.shape[0]
+
+    def split(self, w):
+        """Views ``values`` (P,) and ``T`` (K, K) of a parameter vector."""
+        m = self.n_unigram
+        return w[:m], w[m:].reshape(self.K, self.K)
+
+    def _pair_features(self):
+        return np.repeat(np.arange(self.d, dtype=np.int64), np.diff(self.pair_ptr))
+
+    def pack(self, W, T):
+        """Parameter vector of ``W`` (K, d; dense or sparse) and ``T`` (K, K):
+        ``W``'s entries at the listed pairs (None: zeros)."""
+        w = np.zeros(self.n_unigram + self.K * self.K)
+        values, Tv = self.split(w)
+        if W is not None:
+            feats = self._pair_features()
+            if sp.issparse(W):
+                values[...] = np.asarray(sp.csr_matrix(W)[self.pair_label, feats]).ravel()
+            else:
+                values[...] = np.asarray(W, dtype=np.float64)[self.pair_label, feats]
+        if T is not None:
+            Tv[...] = T
+        if self.fixed is not None:
+            w[self.fixed] = 0.0
+        return w
+
+    def weights(self, w):
+        """``W`` as a CSR matrix (K, d) holding the listed pairs (exact zeros
+        dropped), and ``T`` (K, K)."""
+        values, T = self.split(w)
+        W = sp.csr_matrix((values.copy(), (self.pair_label, self._pair_features())),
+                          shape=(self.K, self.d))
+        W.eliminate_zeros()
+        return W, T.copy()
+
+    def _nll_grad(self, w, g):
+        from ._chain_crf_kernels import sparse_chain_nll_grad
+
+        values, T = self.split(w)
+        gv, gT = self.split(g)
+        return sparse_chain_nll_grad(values, self.pair_ptr, self.pair_label, T, self.data,
+                                     self.indices, self.indptr, self.offsets, self.codes, gv,
+                                     gT, self.unary, self.resid, self.logz)  # fmt: skip
+
+
+def _problem_for(Xcat, offsets, codes, K, alpha, W):
+    """The problem whose parameter layout holds ``W``: pair-stored for a
+    sparse ``W`` (its stored entries), dense otherwise."""
+    if not sp.issparse(W):
+        return _ChainProblem(Xcat, offsets, codes, K, alpha)
+    Wt = sp.csr_matrix(W).T.tocsr()
+    Wt.sort_indices()
+    return _PairChainProblem(Xcat, offsets, codes, K, alpha, Wt.indptr, Wt.indices)
 
 
 def chain_crf_objective(W, T, Xcat, offsets, codes, *, alpha=0.0):
     """Objective and gradient of the chain CRF at (W, T).
 
+    Parameters
+    ----------
+    W : ndarray or sparse matrix (K, d)
+        A sparse ``W`` is read as pair-stored weights: only its stored
+        entries are parameters.
+    T : ndarray (K, K)
+
     Returns
     -------
     f : float
-    grad_W : ndarray (K, d)
+    grad_W : ndarray (K, d), or a CSR matrix (K, d) with ``W``'s pattern
     grad_T : ndarray (K, K)
     """
-    W = np.asarray(W, dtype=np.float64)
-    prob = _ChainProblem(Xcat, offsets, codes, W.shape[0], alpha)
+    W = W if sp.issparse(W) else np.asarray(W, dtype=np.float64)
+    prob = _problem_for(Xcat, offsets, codes, W.shape[0], alpha, W)
     w = prob.pack(W, np.asarray(T, dtype=np.float64))
     g = np.empty_like(w)
     f = prob(w, g)
-    gW, gT = prob.split(g)
-    return f, np.ascontiguousarray(gW.T), gT.copy()
+    gW, gT = prob.weights(g)
+    return f, gW, gT
 
 
-def observed_parameters(prob, all_states, all_transitions):
-    """bool over the parameter vector ``[W (d, K) feature-major, T (K, K)]``:
-    True for the weights that occur in the training data (all of a block
-    when its ``all_*`` flag is set)."""
-    K, d = prob.K, prob.d
-    free = np.ones(K * d + K * K, dtype=bool)
+def observed_pairs(prob):
+    """The (feature, label) pairs of the training data (a token with that
+    label has that feature non-zero), per feature: ``pair_ptr`` (d + 1,) and
+    ``pair_label`` (P,) ascending within a feature."""
+    n = prob.codes.shape[0]
+    X = sp.csr_matrix((np.abs(prob.data), prob.indices, prob.indptr), shape=(n, prob.d))
+    Y = sp.csr_matrix((np.ones(n), (np.arange(n), prob.codes)), shape=(n, prob.K))
+    C = (X.T @ Y).tocsr()  # (d, K)
+    C.eliminate_zeros()
+    C.sort_indices()
+    return C.indptr.astype(np.int64), C.indices.astype(np.int64)
+
+
+def observed_transitions(prob):
+    """bool (K, K): the label bigrams that occur within training sequences."""
+    within = np.ones(max(prob.codes.shape[0] - 1, 0), dtype=bool)
+    within[prob.offsets[1:-1] - 1] = False  # no bigram across sequences
+    seen = np.zeros((prob.K, prob.K), dtype=bool)
+    seen[prob.codes[:-1][within], prob.codes[1:][within]] = True
+    return seen
+
+
+# pair storage is used for all_states=False when at most this fraction of
+# the d K (feature, label) pairs occurs; denser patterns run faster dense
+PAIR_STORAGE_MAX_FILL = 0.5
+
+
+def _training_problem(Xcat, offsets, codes, K, alpha, all_states, all_transitions, storage):
+    """The problem to minimize: dense weights, dense with the unseen pairs
+    held at 0, or pair-stored (``storage``: 'auto', 'dense' or 'pairs')."""
+    prob = _ChainProblem(Xcat, offsets, codes, K, alpha)
+    fixed = None
     if not all_states:
-        n = prob.codes.shape[0]
-        X = sp.csr_matrix((np.abs(prob.data), prob.indices, prob.indptr), shape=(n, d))
-        Y = sp.csr_matrix((np.ones(n), (np.arange(n), prob.codes)), shape=(n, K))
-        free[:K * d] = ((X.T @ Y).toarray() != 0).ravel()  # (d, K), feature-major
+        ptr, lab = observed_pairs(prob)
+        fill = lab.shape[0] / max(prob.d * K, 1)
+        if storage == "pairs" or (storage == "auto" and fill <= PAIR_STORAGE_MAX_FILL):
+            tokens = sp.csr_matrix((prob.data, prob.indices, prob.indptr),
+                                   shape=(prob.codes.shape[0], prob.d))
+            prob = _PairChainProblem(tokens, offsets, codes, K, alpha, ptr, lab)
+        else:
+            free = np.zeros((prob.d, K), dtype=bool)
+            free[np.repeat(np.arange(prob.d), np.diff(ptr)), lab] = True
+            fixed = np.concatenate([~free.ravel(), np.zeros(K * K, dtype=bool)])
     if not all_transitions:
-        within = np.ones(prob.codes.shape[0] - 1, dtype=bool)
-        within[prob.offsets[1:-1] - 1] = False  # no bigram across sequences
-        seen = np.zeros((K, K), dtype=bool)
-        seen[prob.codes[:-1][within], prob.codes[1:][within]] = True
-        free[K * d:] = seen.ravel()
-    return free
+        if fixed is None:
+            fixed = np.zeros(prob.n_unigram + K * K, dtype=bool)
+        fixed[prob.n_unigram:] = ~observed_transitions(prob).ravel()
+    prob.fixed = fixed
+    return prob
 
 
 def _pseudo_gradient(w, g, l1, out):
@@ -149,6 +274,7 @@ def fit_chain_crf_lbfgs(
     memory=6,
     W_init=None,
     T_init=None,
+    storage="auto",
     verbose=0,
 ):
     """Fit a linear-chain CRF by L-BFGS.
@@ -189,12 +315,20 @@ def fit_chain_crf_lbfgs(
     memory : int, default=6
         Number of stored correction pairs.
     W_init, T_init : arrays, optional
-        Warm start.
+        Warm start (``W_init`` dense or sparse; only its entries at the
+        stored weights are used).
+    storage : {"auto", "dense", "pairs"}, default="auto"
+        How the unigram weights are kept when ``all_states`` is False:
+        "pairs" stores and scores only the observed (feature, label) pairs
+        (memory and time per evaluation in the number of pairs; ``W`` comes
+        back as a CSR matrix), "dense" a (d, K) array with the others held
+        at 0; "auto" picks pairs when at most ``PAIR_STORAGE_MAX_FILL`` of
+        the d K pairs are observed.  Ignored when ``all_states`` is True.
     verbose : int, default=0
 
     Returns
     -------
-    W : ndarray (K, d)
+    W : ndarray (K, d), or a CSR matrix (K, d) under pair storage
     T : ndarray (K, K)
     history : list of dict
         Per iteration: ``iter``, ``time``, ``objective``, ``step_norm``,
@@ -204,13 +338,12 @@ def fit_chain_crf_lbfgs(
     """
     from ._chain_crf_kernels import axpy_to, lbfgs_direction, vdot
 
+    if storage not in ("auto", "dense", "pairs"):
+        raise ValueError(f"storage must be 'auto', 'dense' or 'pairs'; got {storage!r}")
     K = int(n_classes)
-    prob = _ChainProblem(Xcat, offsets, codes, K, alpha)
-    if not (all_states and all_transitions):
-        prob.fixed = ~observed_parameters(prob, all_states, all_transitions)
-    d = prob.d
-    w = prob.pack(np.zeros((K, d)) if W_init is None else W_init,
-                  np.zeros((K, K)) if T_init is None else T_init)
+    prob = _training_problem(Xcat, offsets, codes, K, alpha, all_states, all_transitions,
+                             storage)
+    w = prob.pack(W_init, T_init)
     n = w.shape[0]
     m = int(memory)
     # correction pairs in rows of S, Y; one spare row takes the candidate pair
@@ -291,5 +424,5 @@ def fit_chain_crf_lbfgs(
                 break
         if step < 1e-20:
             break
-    W, T = prob.split(w)
-    return np.ascontiguousarray(W.T), T.copy(), history, converged, n_iter
+    W, T = prob.weights(w)
+    return W, T, history, converged, n_iter

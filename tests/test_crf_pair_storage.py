@@ -1,0 +1,139 @@
+"""Chain CRF with weights stored only on observed (feature, label) pairs,
+against the dense storage with the same pairs held at 0 (the same problem)."""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from structlearn.datasets import make_chain_data
+from structlearn.estimators import SequenceCRF
+from structlearn.estimators._validation import check_sequences
+from structlearn.learners import chain_crf
+from structlearn.learners.chain_crf import (chain_crf_objective, fit_chain_crf_lbfgs,
+                                            observed_pairs)
+
+
+def _problem(seed):
+    rng = np.random.default_rng(seed)
+    K = int(rng.integers(2, 7))
+    X, y = make_chain_data(int(rng.integers(5, 30)), length=(1, 7), n_labels=K,
+                           n_features=int(rng.integers(5, 40)), density=0.15,
+                           random_state=seed)
+    Xcat, offsets, ycat = check_sequences(X, y)
+    Xcat = Xcat.multiply(rng.normal(size=Xcat.shape)).tocsr()  # real-valued features
+    classes, codes = np.unique(ycat, return_inverse=True)
+    return Xcat, offsets, codes.astype(np.int64), classes.shape[0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("l1", [0.0, 0.03])
+@pytest.mark.parametrize("all_transitions", [True, False])
+def test_pair_storage_fits_exactly_what_the_dense_masked_storage_fits(seed, l1, all_transitions):
+    Xcat, offsets, codes, K = _problem(seed)
+    kw = dict(alpha=0.05, l1=l1, all_states=False, all_transitions=all_transitions,
+              max_iter=60, tol=1e-9)
+    Wd, Td, hd, _, nd = fit_chain_crf_lbfgs(Xcat, offsets, codes, K, storage="dense", **kw)
+    Wp, Tp, hp, _, n_p = fit_chain_crf_lbfgs(Xcat, offsets, codes, K, storage="pairs", **kw)
+    assert isinstance(Wd, np.ndarray) and sp.isspmatrix_csr(Wp)
+    # the same iterates up to summation order
+    assert abs(nd - n_p) <= 1
+    m = min(nd, n_p)
+    np.testing.assert_allclose([h["objective"] for h in hd][:m],
+                               [h["objective"] for h in hp][:m], rtol=1e-10)
+    np.testing.assert_allclose(Wp.toarray(), Wd, atol=1e-7)
+    np.testing.assert_allclose(Tp, Td, atol=1e-7)
+    # stored entries lie on observed pairs only
+    ptr, lab = observed_pairs(chain_crf._ChainProblem(Xcat, offsets, codes, K, 0.0))
+    observed = np.zeros((K, Xcat.shape[1]), dtype=bool)
+    observed[lab, np.repeat(np.arange(Xcat.shape[1]), np.diff(ptr))] = True
+    rows, cols = Wp.nonzero()
+    assert observed[rows, cols].all()
+
+
+def test_observed_pairs_against_a_token_loop():
+    Xcat, offsets, codes, K = _problem(11)
+    ptr, lab = observed_pairs(chain_crf._ChainProblem(Xcat, offsets, codes, K, 0.0))
+    want = [set() for _ in range(Xcat.shape[1])]
+    for t in range(Xcat.shape[0]):
+        for f in Xcat.indices[Xcat.indptr[t]:Xcat.indptr[t + 1]]:
+            want[f].add(codes[t])
+    got = [list(lab[ptr[f]:ptr[f + 1]]) for f in range(Xcat.shape[1])]
+    assert got == [sorted(s) for s in want]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sparse_weights_objective_is_the_dense_objective_on_their_pattern(seed):
+    Xcat, offsets, codes, K = _problem(seed)
+    rng = np.random.default_rng(seed)
+    W = sp.random(K, Xcat.shape[1], density=0.3, random_state=seed, format="csr")
+    W.data = rng.normal(size=W.nnz)
+    T = rng.normal(size=(K, K))
+    f_sparse, gW_sparse, gT_sparse = chain_crf_objective(W, T, Xcat, offsets, codes, alpha=0.1)
+    f_dense, gW_dense, gT_dense = chain_crf_objective(W.toarray(), T, Xcat, offsets, codes,
+                                                      alpha=0.1)
+    assert f_sparse == pytest.approx(f_dense, rel=1e-12)
+    pattern = W.toarray() != 0
+    np.testing.assert_allclose(gW_sparse.toarray()[pattern], gW_dense[pattern], atol=1e-12)
+    np.testing.assert_allclose(gT_sparse, gT_dense, atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def pair_model():
+    X, y = make_chain_data(40, length=(2, 8), n_labels=5, n_features=60, density=0.05,
+                           random_state=2)
+    model = SequenceCRF(c2=0.3, max_iter=50).fit(X, y)
+    return model, X, y
+
+
+def test_estimator_stores_the_observed_pairs_sparsely(pair_model):
+    model, X, y = pair_model
+    assert sp.issparse(model.coef_) and model.coef_.shape == (5, 60)
+    assert model.coef_.nnz < 0.5 * 5 * 60
+
+
+@pytest.mark.parametrize("as_dense_input", [False, True])
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_sparse_coef_predicts_what_its_dense_copy_predicts(pair_model, as_dense_input, n_jobs):
+    model, X, y = pair_model
+    dense = pickle.loads(pickle.dumps(model))
+    dense.coef_ = model.coef_.toarray()
+    model = pickle.loads(pickle.dumps(model))
+    model.n_jobs = n_jobs
+    if as_dense_input:
+        X = [x.toarray() for x in X]
+    for a, b in zip(model.predict(X), dense.predict(X)):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(model.decision_function(X), dense.decision_function(X)):
+        np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13)
+    for a, b in zip(model.predict_marginals(X), dense.predict_marginals(X)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+    (la, sa), (lb, sb) = model.predict_topk(X[:5], 3), dense.predict_topk(X[:5], 3)
+    for a, b in zip(la, lb):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(np.concatenate(sa), np.concatenate(sb), rtol=1e-12)
+    assert model.score(X, y) == dense.score(X, y)
+    assert model.log_likelihood(X, y) == pytest.approx(dense.log_likelihood(X, y), rel=1e-12)
+
+
+def test_warm_start_from_sparse_coef_continues(pair_model):
+    _, X, y = pair_model
+    model = SequenceCRF(c2=0.3, max_iter=5, warm_start=True)
+    model.fit(X, y)
+    first = model.history_[-1]["objective"]
+    coef = model.coef_.copy()
+    model.fit(X, y)
+    assert sp.issparse(model.coef_)
+    assert model.history_[0]["objective"] <= first
+    assert (model.coef_ != coef).nnz > 0
+
+
+def test_dense_features_keep_dense_storage():
+    """Every (pixel, label) pair occurs: pair storage would only add
+    indirection, so the weights stay a dense array."""
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(2, 6)), 8)) for _ in range(20)]
+    y = [rng.integers(0, 3, size=x.shape[0]) for x in X]
+    model = SequenceCRF(max_iter=10, tol=1e-3).fit(X, y)
+    assert isinstance(model.coef_, np.ndarray)
