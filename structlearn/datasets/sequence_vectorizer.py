@@ -176,27 +176,43 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
 
 def _validated(X):
     """``(sentences, all token dicts)``; errors name the sentence and token."""
+    sentences = [_sentence_list(i, s) for i, s in enumerate(_sentences_of(X))]
+    for i, s in enumerate(sentences):
+        for j, token in enumerate(s):
+            if not isinstance(token, dict):
+                _token_error(i, j, token)
+            for key, value in token.items():
+                if not isinstance(key, str) or not isinstance(value, (str, numbers.Real)):
+                    _token_error(i, j, token, key, value)
+    return sentences, list(itertools.chain.from_iterable(sentences))
+
+
+def _sentences_of(X):
     if isinstance(X, (dict, str)) or not hasattr(X, "__iter__"):
         raise TypeError("X must be a list of sentences, each a list of per-token feature "
                         f"dicts; got {type(X).__name__}")
-    sentences = [s if isinstance(s, list) else list(s) if isinstance(s, tuple) else s
-                 for s in X]
-    for i, s in enumerate(sentences):
-        if not isinstance(s, list):
-            raise TypeError(f"X[{i}] must be a list of per-token feature dicts, got "
-                            f"{type(s).__name__}")
-        for j, token in enumerate(s):
-            if not isinstance(token, dict):
-                raise TypeError(f"X[{i}][{j}] must be a dict of features, got "
-                                f"{type(token).__name__}")
-            for key, value in token.items():
-                if not isinstance(key, str):
-                    raise TypeError(f"X[{i}][{j}] has a feature name that is not a string: "
-                                    f"{key!r}")
-                if not isinstance(value, (str, numbers.Real)):  # bools count as 1 / 0
-                    raise TypeError(f"X[{i}][{j}][{key!r}] must be a number or a string, "
-                                    f"got {type(value).__name__}")
-    return sentences, list(itertools.chain.from_iterable(sentences))
+    return X
+
+
+def _sentence_list(i, sentence):
+    """Sentence ``X[i]`` as a list, or a TypeError."""
+    if isinstance(sentence, tuple):
+        return list(sentence)
+    if not isinstance(sentence, list):
+        raise TypeError(f"X[{i}] must be a list of per-token feature dicts, got "
+                        f"{type(sentence).__name__}")
+    return sentence
+
+
+def _token_error(i, j, token, key=None, value=None):
+    """Raise the TypeError for token ``X[i][j]``: not a dict, a feature name
+    that is not a string, or a value that is neither a number nor a string."""
+    if not isinstance(token, dict):
+        raise TypeError(f"X[{i}][{j}] must be a dict of features, got {type(token).__name__}")
+    if not isinstance(key, str):
+        raise TypeError(f"X[{i}][{j}] has a feature name that is not a string: {key!r}")
+    raise TypeError(f"X[{i}][{j}][{key!r}] must be a number or a string, "
+                    f"got {type(value).__name__}")
 
 
 def _check_finite(Xall, offsets):
@@ -223,9 +239,6 @@ def _encode(X, vocabulary, n_columns, *, grow):
     names : list of str
         The vocabulary's names by column (with ``grow``), else None.
     """
-    if isinstance(X, (dict, str)) or not hasattr(X, "__iter__"):
-        raise TypeError("X must be a list of sentences, each a list of per-token feature "
-                        f"dicts; got {type(X).__name__}")
     names = [] if grow else None
     indices = []
     data = []
@@ -234,20 +247,14 @@ def _encode(X, vocabulary, n_columns, *, grow):
     get = vocabulary.get
     add_index = indices.append
     add_value = data.append
-    for i, sentence in enumerate(X):
-        if isinstance(sentence, tuple):
-            sentence = list(sentence)
-        if not isinstance(sentence, list):
-            raise TypeError(f"X[{i}] must be a list of per-token feature dicts, got "
-                            f"{type(sentence).__name__}")
+    for i, sentence in enumerate(_sentences_of(X)):
+        sentence = _sentence_list(i, sentence)
         for j, token in enumerate(sentence):
-            if not isinstance(token, dict):
-                raise TypeError(f"X[{i}][{j}] must be a dict of features, got "
-                                f"{type(token).__name__}")
+            if type(token) is not dict and not isinstance(token, dict):
+                _token_error(i, j, token)
             for key, value in token.items():
                 if type(key) is not str and not isinstance(key, str):
-                    raise TypeError(f"X[{i}][{j}] has a feature name that is not a string: "
-                                    f"{key!r}")
+                    _token_error(i, j, token, key, value)
                 if type(value) is str or isinstance(value, str):
                     name = key + "=" + value
                     value = 1.0
@@ -256,8 +263,7 @@ def _encode(X, vocabulary, n_columns, *, grow):
                         continue
                     name = key
                 else:
-                    raise TypeError(f"X[{i}][{j}][{key!r}] must be a number or a string, "
-                                    f"got {type(value).__name__}")
+                    _token_error(i, j, token, key, value)
                 col = get(name)
                 if col is None:
                     if not grow:

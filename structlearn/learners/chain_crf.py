@@ -67,14 +67,18 @@ class _ChainProblem:
     def pack(self, W, T):
         """Parameter vector of ``W`` (K, d) and ``T`` (K, K) (None: zeros)."""
         w = np.zeros(self.n_unigram + self.K * self.K)
-        Wd, Tv = self.split(w)
+        unigram, Tv = self.split(w)
         if W is not None:
-            Wd[...] = (W.toarray() if sp.issparse(W) else np.asarray(W, dtype=np.float64)).T
+            self._set_unigram(unigram, W)
         if T is not None:
             Tv[...] = T
         if self.fixed is not None:
             w[self.fixed] = 0.0
         return w
+
+    def _set_unigram(self, Wd, W):
+        """Write ``W`` (K, d; dense or sparse) into the view ``Wd`` (d, K)."""
+        Wd[...] = (W.toarray() if sp.issparse(W) else np.asarray(W, dtype=np.float64)).T
 
     def weights(self, w):
         """``W`` (K, d) as an ndarray, and ``T`` (K, K), of a parameter vector."""
@@ -126,22 +130,13 @@ class _PairChainProblem(_ChainProblem):
     def _pair_features(self):
         return np.repeat(np.arange(self.d, dtype=np.int64), np.diff(self.pair_ptr))
 
-    def pack(self, W, T):
-        """Parameter vector of ``W`` (K, d; dense or sparse) and ``T`` (K, K):
-        ``W``'s entries at the listed pairs (None: zeros)."""
-        w = np.zeros(self.n_unigram + self.K * self.K)
-        values, Tv = self.split(w)
-        if W is not None:
-            feats = self._pair_features()
-            if sp.issparse(W):
-                values[...] = np.asarray(sp.csr_matrix(W)[self.pair_label, feats]).ravel()
-            else:
-                values[...] = np.asarray(W, dtype=np.float64)[self.pair_label, feats]
-        if T is not None:
-            Tv[...] = T
-        if self.fixed is not None:
-            w[self.fixed] = 0.0
-        return w
+    def _set_unigram(self, values, W):
+        """``W``'s (K, d; dense or sparse) entries at the listed pairs."""
+        feats = self._pair_features()
+        if sp.issparse(W):
+            values[...] = np.asarray(sp.csr_matrix(W)[self.pair_label, feats]).ravel()
+        else:
+            values[...] = np.asarray(W, dtype=np.float64)[self.pair_label, feats]
 
     def weights(self, w):
         """``W`` as a CSR matrix (K, d) holding the listed pairs (exact zeros
