@@ -137,3 +137,41 @@ def test_dense_features_keep_dense_storage():
     y = [rng.integers(0, 3, size=x.shape[0]) for x in X]
     model = SequenceCRF(max_iter=10, tol=1e-3).fit(X, y)
     assert isinstance(model.coef_, np.ndarray)
+
+
+@pytest.mark.parametrize("storage", ["dense", "pairs"])
+def test_blocks_and_parts_do_not_change_the_likelihood(monkeypatch, storage):
+    """The likelihood is summed over parts of the sequences processed in
+    blocks; tiny parts and blocks give the one-block value and gradient."""
+    Xcat, offsets, codes, K = _problem(5)
+    rng = np.random.default_rng(1)
+
+    def evaluate():
+        prob = chain_crf._training_problem(Xcat, offsets, codes, K, 0.1, False, True, storage)
+        w = prob.pack(None, None)
+        w[:] = rng.normal(size=w.shape[0])
+        g = np.empty_like(w)
+        return prob(w, g), g, len(prob.parts) - 1
+
+    rng = np.random.default_rng(1)
+    f_one, g_one, parts = evaluate()
+    assert parts == 1
+    monkeypatch.setattr(chain_crf, "PART_MIN_TOKENS", 10)
+    monkeypatch.setattr(chain_crf, "BLOCK_ENTRIES", 1)  # 16-token blocks
+    rng = np.random.default_rng(1)
+    f_many, g_many, parts = evaluate()
+    assert parts == chain_crf.MAX_PARTS
+    assert f_many == pytest.approx(f_one, rel=1e-12)
+    np.testing.assert_allclose(g_many, g_one, rtol=1e-10, atol=1e-12)
+
+
+def test_fit_does_not_depend_on_n_jobs(monkeypatch):
+    monkeypatch.setattr(chain_crf, "PART_MIN_TOKENS", 20)
+    X, y = make_chain_data(60, length=(2, 9), n_labels=6, n_features=200, density=0.02,
+                           random_state=4)
+    one = SequenceCRF(c1=0.05, max_iter=30).fit(X, y)
+    two = SequenceCRF(c1=0.05, max_iter=30, n_jobs=2).fit(X, y)
+    assert sp.issparse(one.coef_)
+    np.testing.assert_array_equal(one.coef_.toarray(), two.coef_.toarray())
+    np.testing.assert_array_equal(one.transition_, two.transition_)
+    assert [h["objective"] for h in one.history_] == [h["objective"] for h in two.history_]

@@ -206,7 +206,8 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
             all_states=_check_bool(self.all_possible_states, "all_possible_states"),
             all_transitions=_check_bool(self.all_possible_transitions,
                                         "all_possible_transitions"),
-            max_iter=max_iter, tol=tol, W_init=W0, T_init=T0, verbose=self.verbose,
+            max_iter=max_iter, tol=tol, W_init=W0, T_init=T0, n_jobs=self.n_jobs,
+            verbose=self.verbose,
         )  # fmt: skip
         self.coef_ = W
         self.transition_ = T

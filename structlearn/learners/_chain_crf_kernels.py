@@ -1,115 +1,131 @@
-"""Numba kernel for the chain-CRF likelihood and its gradient.
+"""Numba kernels for the chain-CRF likelihood and its gradient.
 
 Layout as in :mod:`._ssvm_chain_kernels`: stacked CSR token features
 ``data, indices, indptr`` (float64, int64, int64), sequence ``offsets``
-(int64, ``n_seq + 1``), label codes (int64, ``N``), unigram weights stored
-feature-major ``W[f, k]`` (float64 ``(d, K)``) and the transition table
-``trans[a, b]`` (float64 ``(K, K)``). Every pass over the features costs
-O(nnz K); no (d, K) temporary is built besides the gradient itself.
+(int64, ``n_seq + 1``), label codes (int64, ``N``) and the transition table
+``trans[a, b]`` (float64 ``(K, K)``).  Unigram weights are stored per
+feature: densely (``W[f, k]`` feature-major, ``(d, K)``) or only on listed
+(feature, label) pairs; a pass costs O(nnz K), respectively O(sum over the
+token features of their pair counts).
 
 No validation here; outputs go into caller-allocated arrays.
 """
 
 import numba as nb
+import numpy as np
 
 from ..inference._chain_kernels import forward_backward_batch
-from ._ssvm_chain_kernels import unary_scores
 
 
-@nb.njit(cache=True)
-def chain_nll_grad(W, trans, data, indices, indptr, offsets, codes, grad_W, grad_T, unary, resid,
-                   logz):  # fmt: skip
-    """Summed negative log-likelihood and its gradient (no penalty, no averaging).
+@nb.njit(cache=True, nogil=True)
+def chain_nll_grad(weights, pair_ptr, pair_label, dense, trans, data, indices, indptr, offsets,
+                   codes, seq_lo, seq_hi, block_tokens, grad_weights, grad_T):  # fmt: skip
+    """Summed negative log-likelihood of sequences ``seq_lo:seq_hi`` and its
+    gradient (no penalty, no averaging).
+
+    The sequences are taken in blocks of whole sequences of about
+    ``block_tokens`` tokens: token scores, forward-backward, residuals and
+    the gradient of one block are computed while it is in cache, so no
+    (n_tokens, K) array is ever built.
 
     Parameters
     ----------
-    W : float64 (d, K)
+    weights : float64 (P, 1), or (d, K) when ``dense``
+        Unigram weights: feature ``f`` has ``weights[pair_ptr[f]:pair_ptr[f +
+        1], 0]`` for the labels ``pair_label[pair_ptr[f]:pair_ptr[f + 1]]``;
+        when ``dense``, ``weights[f]`` for all ``K`` labels in order
+        (contiguous inner loops; ``pair_ptr``, ``pair_label`` unused).
+    pair_ptr : int64 (d + 1,)
+    pair_label : int64 (P,)
+    dense : bool
     trans : float64 (K, K)
     data, indices, indptr : CSR arrays of the (N, d) token features
     offsets : int64 (n_seq + 1,)
     codes : int64 (N,)
-    grad_W : float64 (d, K)
-        Receives ``X^T (P - Y)`` (P the token marginals, Y the one-hot labels).
+    seq_lo, seq_hi : int
+    block_tokens : int
+    grad_weights : float64, shaped as ``weights``
+        Receives ``X^T (P - Y)`` at the stored weights (P the token
+        marginals, Y the one-hot labels).
     grad_T : float64 (K, K)
         Receives expected minus observed transition counts.
-    unary, resid : float64 (N, K)
-        Scratch: token scores ``X W`` and ``P - Y``.
-    logz : float64 (n_seq,)
-        Receives the log-partition function of every sequence.
 
     Returns
     -------
     nll : float
-        ``sum_s (log Z_s - score_s(y_s))``.
+        ``sum_s (log Z_s - score_s(y_s))`` over the sequences.
     """
-    N = codes.shape[0]
     K = trans.shape[0]
-    unary_scores(W, data, indices, indptr, 0, N, unary)
-    nll = _nll_residuals(unary, trans, offsets, codes, grad_T, resid, logz)
-    for j in range(grad_W.shape[0]):
-        for k in range(K):
-            grad_W[j, k] = 0.0
-    for t in range(N):
-        r = resid[t]
-        for p in range(indptr[t], indptr[t + 1]):
-            x = data[p]
-            row = grad_W[indices[p]]
-            for k in range(K):
-                row[k] += x * r[k]
-    return nll
-
-
-@nb.njit(cache=True)
-def sparse_chain_nll_grad(values, pair_ptr, pair_label, trans, data, indices, indptr, offsets,
-                          codes, grad_values, grad_T, unary, resid, logz):  # fmt: skip
-    """:func:`chain_nll_grad` for weights stored on (feature, label) pairs.
-
-    Feature ``f`` has weights ``values[pair_ptr[f]:pair_ptr[f + 1]]`` for the
-    labels ``pair_label[pair_ptr[f]:pair_ptr[f + 1]]``; every other
-    (feature, label) weight is 0 and gets no gradient.  One pass costs
-    O(sum over the token features of their pair counts) instead of O(nnz K).
-
-    Parameters
-    ----------
-    values : float64 (P,)
-    pair_ptr : int64 (d + 1,)
-    pair_label : int64 (P,)
-    grad_values : float64 (P,)
-        Receives the gradient of the listed weights.
-    trans, data, indices, indptr, offsets, codes, grad_T, unary, resid, logz
-        As in :func:`chain_nll_grad`.
-
-    Returns
-    -------
-    nll : float
-    """
-    sparse_unary_scores(values, pair_ptr, pair_label, data, indices, indptr, unary)
-    nll = _nll_residuals(unary, trans, offsets, codes, grad_T, resid, logz)
-    for j in range(grad_values.shape[0]):
-        grad_values[j] = 0.0
-    for t in range(codes.shape[0]):
-        r = resid[t]
-        for p in range(indptr[t], indptr[t + 1]):
-            x = data[p]
-            f = indices[p]
-            for j in range(pair_ptr[f], pair_ptr[f + 1]):
-                grad_values[j] += x * r[pair_label[j]]
+    grad_weights[...] = 0.0
+    for a in range(K):
+        for b in range(K):
+            grad_T[a, b] = 0.0
+    block_T = np.empty((K, K))
+    unary = np.empty((max(min(block_tokens, offsets[seq_hi] - offsets[seq_lo]), 1), K))
+    resid = np.empty_like(unary)
+    nll = 0.0
+    s = seq_lo
+    while s < seq_hi:
+        e = s + 1
+        while e < seq_hi and offsets[e + 1] - offsets[s] <= block_tokens:
+            e += 1
+        t0 = offsets[s]
+        n = offsets[e] - t0
+        if n > unary.shape[0]:  # one sequence longer than a block
+            unary = np.empty((n, K))
+            resid = np.empty_like(unary)
+        u = unary[:n]
+        r = resid[:n]
+        for t in range(t0, t0 + n):
+            _token_scores(weights, pair_ptr, pair_label, dense, data, indices, indptr, t,
+                          u[t - t0])  # fmt: skip
+        local = offsets[s:e + 1] - t0
+        logz = np.empty(e - s)
+        nll += _nll_residuals(u, trans, local, codes[t0:t0 + n].copy(), block_T, r, logz)
+        for a in range(K):
+            for b in range(K):
+                grad_T[a, b] += block_T[a, b]
+        for t in range(t0, t0 + n):
+            rt = r[t - t0]
+            for p in range(indptr[t], indptr[t + 1]):
+                x = data[p]
+                f = indices[p]
+                if dense:
+                    row = grad_weights[f]
+                    for k in range(K):
+                        row[k] += x * rt[k]
+                else:
+                    for j in range(pair_ptr[f], pair_ptr[f + 1]):
+                        grad_weights[j, 0] += x * rt[pair_label[j]]
+        s = e
     return nll
 
 
 @nb.njit(cache=True, nogil=True)
 def sparse_unary_scores(values, pair_ptr, pair_label, data, indices, indptr, out):
     """``out[t, k]`` = score of label ``k`` at token ``t`` under pair-stored
-    weights (layout of :func:`sparse_chain_nll_grad`); ``out`` is (N, K)."""
-    K = out.shape[1]
+    weights ``values`` (P,) (layout of :func:`chain_nll_grad`); ``out`` is (N, K)."""
+    weights = values.reshape((values.shape[0], 1))
     for t in range(out.shape[0]):
-        for k in range(K):
-            out[t, k] = 0.0
-        for p in range(indptr[t], indptr[t + 1]):
-            x = data[p]
-            f = indices[p]
+        _token_scores(weights, pair_ptr, pair_label, False, data, indices, indptr, t, out[t])
+
+
+@nb.njit(cache=True, inline="always")
+def _token_scores(weights, pair_ptr, pair_label, dense, data, indices, indptr, t, out):
+    """``out[k]`` = score of label ``k`` at token ``t`` (layout of
+    :func:`chain_nll_grad`)."""
+    for k in range(out.shape[0]):
+        out[k] = 0.0
+    for p in range(indptr[t], indptr[t + 1]):
+        x = data[p]
+        f = indices[p]
+        if dense:
+            row = weights[f]
+            for k in range(out.shape[0]):
+                out[k] += x * row[k]
+        else:
             for j in range(pair_ptr[f], pair_ptr[f + 1]):
-                out[t, pair_label[j]] += x * values[j]
+                out[pair_label[j]] += x * weights[j, 0]
 
 
 @nb.njit(cache=True)

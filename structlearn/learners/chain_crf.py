@@ -20,6 +20,8 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from .._parallel import chunk_bounds, map_chunks
+
 __all__ = ["fit_chain_crf_lbfgs", "chain_crf_objective"]
 
 logger = logging.getLogger(__name__)
@@ -48,11 +50,25 @@ class _ChainProblem:
         # bool over the parameter vector: the weights held at 0 (their
         # gradient is cleared); None: none
         self.fixed = None
-        N = X.shape[0]
-        self.unary = np.empty((N, self.K))
-        self.resid = np.empty((N, self.K))
-        self.logz = np.empty(self.n_seq)
+        self.n_jobs = None
         self.n_eval = 0
+        self._set_layout(np.arange(self.d + 1, dtype=np.int64) * self.K,
+                         np.empty(0, dtype=np.int64), dense=True)
+
+    def _set_layout(self, pair_ptr, pair_label, dense):
+        """Unigram weight layout (see :func:`._chain_crf_kernels.chain_nll_grad`)
+        and the fixed split of the sequences into parts with one gradient
+        buffer each (summed in order, so the result does not depend on how
+        many of them run at once)."""
+        self.pair_ptr = np.ascontiguousarray(pair_ptr, dtype=np.int64)
+        self.pair_label = np.ascontiguousarray(pair_label, dtype=np.int64)
+        self.dense = bool(dense)
+        n_params = int(self.pair_ptr[-1]) + self.K * self.K
+        n_parts = min(MAX_PARTS, max(1, self.codes.shape[0] // PART_MIN_TOKENS),
+                      1 + PART_BUFFER_BYTES // (8 * n_params))
+        self.parts = chunk_bounds(np.diff(self.offsets), n_parts)
+        self.part_grads = [np.empty(n_params) for _ in range(len(self.parts) - 2)]
+        self.block_tokens = max(16, BLOCK_ENTRIES // self.K)
 
     @property
     def n_unigram(self):
@@ -86,12 +102,19 @@ class _ChainProblem:
         return np.ascontiguousarray(W.T), T.copy()
 
     def _nll_grad(self, w, g):
-        from ._chain_crf_kernels import chain_nll_grad
-
-        Wd, T = self.split(w)
-        gW, gT = self.split(g)
-        return chain_nll_grad(Wd, T, self.data, self.indices, self.indptr, self.offsets,
-                              self.codes, gW, gT, self.unary, self.resid, self.logz)  # fmt: skip
+        """Summed negative log-likelihood; its gradient into ``g``."""
+        m, K = self.n_unigram, self.K
+        shape = (self.d, K) if self.dense else (m, 1)
+        outs = [g] + self.part_grads
+        jobs = [(w[:m].reshape(shape), self.pair_ptr, self.pair_label, self.dense,
+                 w[m:].reshape(K, K), self.data, self.indices, self.indptr, self.offsets,
+                 self.codes, int(a), int(b), self.block_tokens, out[:m].reshape(shape),
+                 out[m:].reshape(K, K))
+                for a, b, out in zip(self.parts[:-1], self.parts[1:], outs)]  # fmt: skip
+        nll = map_chunks(_part_nll_grad, jobs, self.n_jobs)
+        for buf in self.part_grads:
+            g += buf
+        return float(sum(nll))
 
     def __call__(self, w, g):
         """Objective at ``w``; its gradient is written into ``g``."""
@@ -115,8 +138,7 @@ class _PairChainProblem(_ChainProblem):
 
     def __init__(self, Xcat, offsets, codes, n_classes, alpha, pair_ptr, pair_label):
         super().__init__(Xcat, offsets, codes, n_classes, alpha)
-        self.pair_ptr = np.ascontiguousarray(pair_ptr, dtype=np.int64)
-        self.pair_label = np.ascontiguousarray(pair_label, dtype=np.int64)
+        self._set_layout(pair_ptr, pair_label, dense=False)
 
     @property
     def n_unigram(self):
@@ -147,14 +169,13 @@ class _PairChainProblem(_ChainProblem):
         W.eliminate_zeros()
         return W, T.copy()
 
-    def _nll_grad(self, w, g):
-        from ._chain_crf_kernels import sparse_chain_nll_grad
 
-        values, T = self.split(w)
-        gv, gT = self.split(g)
-        return sparse_chain_nll_grad(values, self.pair_ptr, self.pair_label, T, self.data,
-                                     self.indices, self.indptr, self.offsets, self.codes, gv,
-                                     gT, self.unary, self.resid, self.logz)  # fmt: skip
+def _part_nll_grad(*args):
+    """One part of :meth:`_ChainProblem._nll_grad` (a picklable function for
+    :func:`map_chunks`)."""
+    from ._chain_crf_kernels import chain_nll_grad
+
+    return chain_nll_grad(*args)
 
 
 def _problem_for(Xcat, offsets, codes, K, alpha, W):
@@ -214,6 +235,15 @@ def observed_transitions(prob):
     return seen
 
 
+# the likelihood's sequences are cut into at most MAX_PARTS parts of at least
+# PART_MIN_TOKENS tokens (with one extra gradient buffer per part beyond the
+# first, within PART_BUFFER_BYTES), evaluated in parallel under n_jobs;
+# each part is processed in blocks of about BLOCK_ENTRIES / K tokens
+MAX_PARTS = 4
+PART_MIN_TOKENS = 4096
+PART_BUFFER_BYTES = 256 * 2**20
+BLOCK_ENTRIES = 2**17
+
 # pair storage is used for all_states=False when at most this fraction of
 # the d K (feature, label) pairs occurs; denser patterns run faster dense
 PAIR_STORAGE_MAX_FILL = 0.5
@@ -270,6 +300,7 @@ def fit_chain_crf_lbfgs(
     W_init=None,
     T_init=None,
     storage="auto",
+    n_jobs=None,
     verbose=0,
 ):
     """Fit a linear-chain CRF by L-BFGS.
@@ -319,6 +350,10 @@ def fit_chain_crf_lbfgs(
         back as a CSR matrix), "dense" a (d, K) array with the others held
         at 0; "auto" picks pairs when at most ``PAIR_STORAGE_MAX_FILL`` of
         the d K pairs are observed.  Ignored when ``all_states`` is True.
+    n_jobs : int or None, default=None
+        Threads for the likelihood: its sequences are cut into a fixed
+        number of parts (set by the data, not by ``n_jobs``) whose gradients
+        are summed in order, so the fit does not depend on ``n_jobs``.
     verbose : int, default=0
 
     Returns
@@ -338,6 +373,7 @@ def fit_chain_crf_lbfgs(
     K = int(n_classes)
     prob = _training_problem(Xcat, offsets, codes, K, alpha, all_states, all_transitions,
                              storage)
+    prob.n_jobs = n_jobs
     w = prob.pack(W_init, T_init)
     n = w.shape[0]
     m = int(memory)
