@@ -13,7 +13,10 @@ from structlearn.inference._chain_kernels import (
     _fb_log_seq,
     _fb_scaled_seq,
     _scaled_tables,
+    GEMM_MIN_LABELS,
+    forward_backward,
     forward_backward_batch,
+    forward_backward_grouped,
 )
 from structlearn.learners._chain_crf_kernels import lbfgs_direction
 
@@ -127,6 +130,65 @@ def test_batch_matches_log_domain(p):
     np.testing.assert_allclose(node, rnode, atol=1e-9)
     np.testing.assert_allclose(tm, rtm, rtol=1e-9, atol=1e-8)
     assert np.all(np.isfinite(node))
+
+
+grouped = st.fixed_dictionaries(
+    {
+        "seed": st.integers(0, 2**32 - 1),
+        "K": st.integers(1, 6),
+        "lengths": st.lists(st.integers(0, 12), min_size=1, max_size=40),
+        "scale": st.sampled_from([1.0, 30.0, 120.0, 1e4]),
+        "integer": st.booleans(),
+        "p_inf": st.sampled_from([0.0, 0.02, 0.3]),
+        "group_entries": st.sampled_from([1, 16, 200, 2**18]),
+    }
+)
+
+
+@SETTINGS
+@given(grouped)
+def test_grouped_matrix_product_recursion_matches_log_domain(p):
+    """The grouped (matrix product) recursion on small K and small groups,
+    with sequences of every length (empty ones too) and scores that send some
+    of them to the per-sequence fallback, against the log-domain recursion."""
+    rng = np.random.default_rng(p["seed"])
+    lengths = np.asarray(p["lengths"], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    K = p["K"]
+    kw = dict(integer=p["integer"], scale=p["scale"], p_inf=p["p_inf"])
+    u = random_scores(rng, (int(offsets[-1]), K), **kw)
+    trans = random_scores(rng, (K, K), **kw)
+    node = np.full(u.shape, np.nan)
+    tm = np.full((K, K), np.nan)
+    logz = np.full(lengths.shape[0], np.nan)
+    forward_backward_grouped(u, offsets, trans, node, tm, logz, p["group_entries"])
+    rlz, rnode, rtm = _log_domain(u, offsets, trans)
+    np.testing.assert_allclose(logz, rlz, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(node, rnode, atol=1e-9)
+    np.testing.assert_allclose(tm, rtm, rtol=1e-9, atol=1e-8)
+
+
+@pytest.mark.parametrize("K", [40, 90])
+def test_grouped_recursion_at_its_label_counts(K):
+    """forward_backward as compiled (groups from K = GEMM_MIN_LABELS) against
+    the per-sequence kernel on CRF-like scores, and with a forbidden score
+    and a too widely spread position (per-sequence fallback) mixed in."""
+    assert K >= GEMM_MIN_LABELS
+    rng = np.random.default_rng(K)
+    lengths = rng.integers(1, 30, size=60)
+    lengths[7] = 0
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    u = rng.normal(size=(int(offsets[-1]), K)) * 4
+    u[offsets[3] + 1, 5] = -np.inf
+    u[offsets[10], 0] = 1e4
+    trans = rng.normal(size=(K, K)) * 2
+    out = []
+    for f in (forward_backward_batch, forward_backward):
+        node, tm, logz = np.empty(u.shape), np.empty((K, K)), np.empty(lengths.shape[0])
+        f(u, offsets, trans, node, tm, logz)
+        out.append((node, tm, logz))
+    for a, b in zip(*out):
+        np.testing.assert_allclose(b, a, rtol=1e-11, atol=1e-12)
 
 
 def test_scaled_recursion_declines_extreme_scores():

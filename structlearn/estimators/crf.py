@@ -251,12 +251,12 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
 
 def _marginals_chunk(rows, coef, offsets, trans):
     """Token marginals (n_tokens, K) of one chunk of sequences."""
-    from ..inference._chain_kernels import forward_backward_batch
+    from ..inference._chain_kernels import forward_backward
 
     unary = chunk_scores(rows, coef)
     K = unary.shape[1]
     node = np.empty_like(unary)
-    forward_backward_batch(unary, offsets, trans, node, np.empty((K, K)),
+    forward_backward(unary, offsets, trans, node, np.empty((K, K)),
                            np.empty(offsets.shape[0] - 1))
     return node
 

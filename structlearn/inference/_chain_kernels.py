@@ -594,3 +594,188 @@ def _lse_row(nxt, trans, a):
     for b in range(K):
         s += np.exp(trans[a, b] + nxt[b] - m)
     return m + np.log(s)
+
+
+# ------------------------------------------------------------------ batched (GEMM) forward-backward
+# From this many labels on, forward_backward runs the scaled recursion of
+# many sequences at once as matrix products (BLAS), instead of one
+# vector-matrix product per token.
+GEMM_MIN_LABELS = 40
+# entries of one group's (length, sequences, K) work arrays
+_GROUP_ENTRIES = 2**18
+
+
+@nb.njit(cache=True, nogil=True)
+def forward_backward(unary, offsets, trans, node_marg, trans_marg, logz):
+    """:func:`forward_backward_batch`, batched over sequences for large K.
+
+    Same arguments, outputs and numerics: with ``K >= GEMM_MIN_LABELS``
+    the sequences go through :func:`_fb_scaled_groups` (matrix products over
+    groups of sequences); the others, and every sequence that the scaled
+    recursion cannot take, through :func:`forward_backward_batch`.
+    """
+    if unary.shape[1] < GEMM_MIN_LABELS:
+        forward_backward_batch(unary, offsets, trans, node_marg, trans_marg, logz)
+    else:
+        forward_backward_grouped(unary, offsets, trans, node_marg, trans_marg, logz,
+                                 _GROUP_ENTRIES)
+
+
+@nb.njit(cache=True, nogil=True)
+def forward_backward_grouped(unary, offsets, trans, node_marg, trans_marg, logz, group_entries):
+    """:func:`forward_backward_batch` through :func:`_fb_scaled_groups` (any
+    K; groups of about ``group_entries`` work entries), the sequences it
+    cannot take one by one."""
+    K = unary.shape[1]
+    E = np.empty((K, K))
+    shift = _exp_table(trans, E)
+    if shift == -np.inf:
+        forward_backward_batch(unary, offsets, trans, node_marg, trans_marg, logz)
+        return
+    n_seq = offsets.shape[0] - 1
+    ok = np.ones(n_seq, dtype=np.bool_)
+    _fb_scaled_groups(unary, offsets, E, shift, node_marg, trans_marg, logz, ok, group_entries)
+    # the sequences the scaled recursion could not take: one by one
+    one = np.empty(2, dtype=np.int64)
+    lz = np.empty(1)
+    tm = np.empty((K, K))
+    for s in range(n_seq):
+        if ok[s]:
+            continue
+        start, stop = offsets[s], offsets[s + 1]
+        one[0] = 0
+        one[1] = stop - start
+        forward_backward_batch(unary[start:stop], one, trans, node_marg[start:stop], tm, lz)
+        logz[s] = lz[0]
+        for a in range(K):
+            for b in range(K):
+                trans_marg[a, b] += tm[a, b]
+
+
+@nb.njit(cache=True, nogil=True)
+def _fb_scaled_groups(unary, offsets, E, shift, node_marg, trans_marg, logz, ok, group_entries):
+    """Scaled forward-backward (the recursion of :func:`_fb_scaled_seq`) of
+    groups of sequences at once.
+
+    Sequences are taken longest first, in groups whose work arrays hold
+    about ``group_entries`` entries; at position ``t`` the sequences of a
+    group still running are a prefix of it, so each step is one matrix
+    product of their stacked vectors with ``E`` (forward) or ``E.T``
+    (backward), and the expected transition counts are ``sum_t
+    ahat_{t-1}^T q_t`` over the group.  Sets ``trans_marg`` (overwritten),
+    ``logz`` and ``node_marg`` of the sequences it completes; ``ok[s]``
+    becomes False for a sequence it cannot take (a forbidden or too widely
+    spread score, a scale out of range), whose outputs are then undefined
+    and which contributes nothing to ``trans_marg``.
+    """
+    K = unary.shape[1]
+    n_seq = offsets.shape[0] - 1
+    lengths = offsets[1:] - offsets[:-1]
+    order = np.argsort(-lengths, kind="mergesort")
+    ET = np.ascontiguousarray(E.T)
+    counts = np.zeros((K, K))
+    part = np.empty((K, K))
+    g0 = 0
+    while g0 < n_seq:
+        L = lengths[order[g0]]
+        if L == 0:
+            for i in range(g0, n_seq):
+                logz[order[i]] = 0.0
+            break
+        B = max(1, min(n_seq - g0, group_entries // (L * K)))
+        seqs = order[g0:g0 + B]
+        # active[t]: sequences of the group longer than t (a prefix)
+        active = np.zeros(L, dtype=np.int64)
+        for i in range(B):
+            for t in range(lengths[seqs[i]]):
+                active[t] += 1
+        A = np.zeros((L, B, K))  # normalized forward vectors
+        Q = np.zeros((L, B, K))  # exp(shifted scores), then the backward q_t
+        scale = np.ones((L, B))
+        good = np.ones(B, dtype=np.bool_)
+        lz = np.zeros(B)
+        for i in range(B):
+            s = seqs[i]
+            n = lengths[s]
+            for t in range(n):
+                m = _shifted_exp(unary[offsets[s] + t], Q[t, i])
+                if m == -np.inf:
+                    good[i] = False
+                    break
+                lz[i] += m
+            if n > 0:
+                lz[i] += (n - 1) * shift
+        # forward
+        for t in range(L):
+            nt = active[t]
+            At = A[t]
+            if t == 0:
+                At[:nt] = Q[0][:nt]
+            else:
+                np.dot(A[t - 1][:nt], E, At[:nt])
+            for i in range(nt):
+                row = At[i]
+                qrow = Q[t, i]
+                st = 0.0
+                for b in range(K):
+                    v = row[b] * qrow[b] if t > 0 else row[b]
+                    row[b] = v
+                    st += v
+                if not (good[i] and st >= _SCALE_MIN):
+                    good[i] = False
+                    row[:] = 0.0
+                    continue
+                inv = 1.0 / st
+                for b in range(K):
+                    row[b] *= inv
+                scale[t, i] = st
+                lz[i] += np.log(st)
+        # backward: bh holds bhat_t of the running sequences
+        bh = np.ones((B, K))
+        nxt = np.empty((B, K))
+        for t in range(L - 1, -1, -1):
+            nt = active[t]
+            for i in range(nt):
+                s = seqs[i]
+                if lengths[s] - 1 == t:
+                    bh[i] = 1.0
+                if not good[i]:
+                    continue
+                tok = offsets[s] + t
+                for b in range(K):
+                    node_marg[tok, b] = A[t, i, b] * bh[i, b]
+            if t == 0:
+                break
+            Qt = Q[t]
+            for i in range(nt):
+                if not good[i]:
+                    Qt[i] = 0.0
+                    continue
+                inv = 1.0 / scale[t, i]
+                qmax = 0.0
+                for b in range(K):
+                    v = Qt[i, b] * bh[i, b] * inv
+                    Qt[i, b] = v
+                    if not v <= qmax:  # NaN propagates
+                        qmax = v
+                if not qmax <= _SCALE_MAX:
+                    good[i] = False
+                    Qt[i] = 0.0
+            np.dot(Qt[:nt], ET, nxt[:nt])
+            bh[:nt] = nxt[:nt]
+        # expected transition counts of the sequences that went through
+        for t in range(1, L):
+            nt = active[t]
+            for i in range(nt):
+                if not good[i]:
+                    A[t - 1, i] = 0.0
+                    Q[t, i] = 0.0
+            np.dot(A[t - 1][:nt].T, Q[t][:nt], part)
+            counts += part
+        for i in range(B):
+            ok[seqs[i]] = good[i]
+            logz[seqs[i]] = lz[i]
+        g0 += B
+    for a in range(K):
+        for b in range(K):
+            trans_marg[a, b] = counts[a, b] * E[a, b]

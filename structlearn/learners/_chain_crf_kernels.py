@@ -14,7 +14,7 @@ No validation here; outputs go into caller-allocated arrays.
 import numba as nb
 import numpy as np
 
-from ..inference._chain_kernels import forward_backward_batch
+from ..inference._chain_kernels import forward_backward
 
 
 @nb.njit(cache=True, nogil=True)
@@ -133,7 +133,7 @@ def _nll_residuals(unary, trans, offsets, codes, grad_T, resid, logz):
     """Forward-backward over all sequences: ``resid = P - Y`` (token
     marginals minus one-hot labels), ``grad_T`` = expected minus observed
     transition counts, ``logz``; returns the summed negative log-likelihood."""
-    forward_backward_batch(unary, offsets, trans, resid, grad_T, logz)
+    forward_backward(unary, offsets, trans, resid, grad_T, logz)
     nll = 0.0
     for s in range(offsets.shape[0] - 1):
         nll += logz[s]

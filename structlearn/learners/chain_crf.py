@@ -6,7 +6,7 @@ Objective (``N`` sequences, weights ``W`` (K, d) and ``T`` (K, K))::
 
 ``score_s(z) = sum_t W[z_t] @ x_t + sum_t T[z_t, z_{t+1}]``. ``log Z`` and
 the marginals come from the numba forward-backward over all sequences at
-once (:func:`structlearn.inference._chain_kernels.forward_backward_batch`,
+once (:func:`structlearn.inference._chain_kernels.forward_backward`,
 scaled recursion with a log-domain fallback); the gradient is (expected -
 observed) feature counts, accumulated over the nonzero features only
 (:mod:`._chain_crf_kernels`). CRFsuite minimizes
@@ -242,7 +242,7 @@ def observed_transitions(prob):
 MAX_PARTS = 4
 PART_MIN_TOKENS = 4096
 PART_BUFFER_BYTES = 256 * 2**20
-BLOCK_ENTRIES = 2**17
+BLOCK_ENTRIES = 2**18
 
 # pair storage is used for all_states=False when at most this fraction of
 # the d K (feature, label) pairs occurs; denser patterns run faster dense
