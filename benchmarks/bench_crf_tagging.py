@@ -9,7 +9,7 @@ building its vocabulary from the dicts.
 Usage::
 
     .venv/bin/python benchmarks/bench_crf_tagging.py [--column upos] [--c1 0.1 --c2 0.1]
-        [--max-iter 100] [--sentences N]
+        [--max-iter 100] [--sentences N] [--n-jobs 1 2]
 """
 
 import argparse
@@ -27,7 +27,7 @@ CORPUS = [os.path.join(ROOT, "..", "shared", "data", "porttinari_pos.conllu.gz")
           os.path.join(ROOT, "tests", "data", "porttinari_pos.conllu.gz")]
 
 
-def worker(lib, column, c1, c2, max_iter, n_sentences):
+def worker(lib, column, c1, c2, max_iter, n_sentences, n_jobs):
     import numpy as np
 
     from structlearn.datasets import read_conllu, token_features
@@ -43,7 +43,7 @@ def worker(lib, column, c1, c2, max_iter, n_sentences):
         from structlearn.estimators import SequenceCRF
 
         SequenceCRF(max_iter=2).fit(D[:3], L[:3])  # kernels compiled / loaded before timing
-        model = SequenceCRF(c1=c1, c2=c2, max_iter=max_iter)
+        model = SequenceCRF(c1=c1, c2=c2, max_iter=max_iter, n_jobs=n_jobs)
     else:
         import sklearn_crfsuite
 
@@ -51,14 +51,16 @@ def worker(lib, column, c1, c2, max_iter, n_sentences):
     reset_peak()
     base = rss_kb()
     t0 = time.perf_counter()
+    c0 = time.process_time()
     model.fit(D[:n_tr], L[:n_tr])
     fit_s = time.perf_counter() - t0
+    cpu_s = time.process_time() - c0
     peak_mb = max(0, peak_kb() - base) / 1024.0
     pred = model.predict(D[n_tr:])
     truth = np.concatenate([np.asarray(t) for t in L[n_tr:]])
     acc = float(np.mean(np.concatenate([np.asarray(p) for p in pred]) == truth))
     n_labels = len({t for s in L for t in s})
-    print(json.dumps({"fit_s": fit_s, "peak_mb": peak_mb, "acc": acc, "n_labels": n_labels,
+    print(json.dumps({"fit_s": fit_s, "cpu_s": cpu_s, "peak_mb": peak_mb, "acc": acc, "n_labels": n_labels,
                       "train": n_tr, "test": len(sents) - n_tr}))
 
 
@@ -69,33 +71,40 @@ def main():
     ap.add_argument("--c2", type=float, default=0.1)
     ap.add_argument("--max-iter", type=int, default=100)
     ap.add_argument("--sentences", type=int, default=0)
+    ap.add_argument("--n-jobs", type=int, nargs="+", default=[1],
+                    help="structlearn's n_jobs; one row per value")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        worker(args.worker, args.column, args.c1, args.c2, args.max_iter, args.sentences)
+        worker(args.worker, args.column, args.c1, args.c2, args.max_iter, args.sentences,
+               args.n_jobs[0])
         return
     rows = {}
-    for lib in ("sklearn-crfsuite", "structlearn"):
+    runs = [("sklearn-crfsuite", 1)] + [("structlearn", j) for j in args.n_jobs]
+    for lib, n_jobs in runs:
         cmd = [sys.executable, __file__, "--worker", lib, "--column", args.column,
                "--c1", str(args.c1), "--c2", str(args.c2), "--max-iter", str(args.max_iter),
-               "--sentences", str(args.sentences)]
+               "--sentences", str(args.sentences), "--n-jobs", str(n_jobs)]
         out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
         if out.returncode or not lines:
             print(f"{lib}: failed: {out.stderr.strip().splitlines()[-1:]}")
             continue
-        rows[lib] = json.loads(lines[-1])
+        rows[lib if lib != "structlearn" else f"structlearn (n_jobs={n_jobs})"] = \
+            json.loads(lines[-1])
     ref = rows.get("sklearn-crfsuite")
     any_row = next(iter(rows.values()))
     print(f"Porttinari {args.column} ({any_row['n_labels']} labels), {any_row['train']} / "
           f"{any_row['test']} sentences, c1 = {args.c1:g}, c2 = {args.c2:g}, "
           f"max_iter = {args.max_iter}")
-    print("| library | token acc | fit s | peak MB during fit | time ratio | memory ratio |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| library | token acc | fit s | CPU s | peak MB during fit | time ratio | "
+          "memory ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for lib, r in rows.items():
         tr = f"{r['fit_s'] / ref['fit_s']:.2f}x" if ref else "-"
         mr = f"{r['peak_mb'] / max(ref['peak_mb'], 1e-3):.2f}x" if ref else "-"
-        print(f"| {lib} | {r['acc']:.4f} | {r['fit_s']:.2f} | {r['peak_mb']:.0f} | {tr} | {mr} |")
+        print(f"| {lib} | {r['acc']:.4f} | {r['fit_s']:.2f} | {r['cpu_s']:.2f} | "
+              f"{r['peak_mb']:.0f} | {tr} | {mr} |")
 
 
 if __name__ == "__main__":

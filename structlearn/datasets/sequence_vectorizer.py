@@ -1,5 +1,6 @@
 """Per-token feature dicts (the input of CRFsuite) to per-sentence sparse matrices."""
 
+import array
 import itertools
 import numbers
 
@@ -82,10 +83,15 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
         -------
         Xt : list of csr_matrix, each of shape (n_tokens_i, n_features_out_)
         """
+        return split_csr_rows(*self.fit_transform_stacked(X))
+
+    def fit_transform_stacked(self, X):
+        """:meth:`fit`, then the training sentences as :meth:`transform_stacked`
+        gives them (one pass over the dicts)."""
         Xall, offsets = self._fit_encode(X)
         if Xall is None:  # hashing: nothing learned, transform does it all
-            return self.transform(X)
-        return split_csr_rows(Xall, offsets)
+            return self.transform_stacked(X)
+        return Xall, offsets
 
     def transform(self, X):
         """One CSR matrix per sentence, shape (n_tokens_i, n_features_out_).
@@ -102,9 +108,10 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
         return split_csr_rows(Xall, offsets)
 
     def transform_stacked(self, X):
-        """All sentences as one CSR matrix (n_tokens, n_features_out_), with
-        the sentence boundaries ``offsets`` (int64, (n_sentences + 1,));
-        what :meth:`transform` splits."""
+        """All sentences as one canonical CSR matrix (n_tokens,
+        n_features_out_; int64 indices), with the sentence boundaries
+        ``offsets`` (int64, (n_sentences + 1,)); what :meth:`transform`
+        splits."""
         check_is_fitted(self, "n_features_out_")
         if self.n_features is None:
             return _encode(X, self._vocabulary, self.n_features_out_, grow=False)[:2]
@@ -115,7 +122,10 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
                                alternate_sign=False, dtype=np.float64)
         Xall = hasher.transform(flat) if flat else hasher.transform([{}])[:0]
         Xall = Xall.tocsr().astype(np.float64, copy=False)
-        Xall.sort_indices()
+        Xall.sum_duplicates()
+        Xall.eliminate_zeros()
+        Xall.indices = Xall.indices.astype(np.int64, copy=False)
+        Xall.indptr = Xall.indptr.astype(np.int64, copy=False)
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         _check_finite(Xall, offsets)
         return Xall, offsets
@@ -240,10 +250,11 @@ def _encode(X, vocabulary, n_columns, *, grow):
         The vocabulary's names by column (with ``grow``), else None.
     """
     names = [] if grow else None
-    indices = []
-    data = []
-    indptr = [0]
-    lengths = []
+    # compact typed buffers (8 bytes an entry, no Python object per entry)
+    indices = array.array("q")
+    data = array.array("d")
+    indptr = array.array("q", [0])
+    lengths = array.array("q")
     get = vocabulary.get
     add_index = indices.append
     add_value = data.append
@@ -276,26 +287,34 @@ def _encode(X, vocabulary, n_columns, *, grow):
             indptr.append(len(indices))
         lengths.append(len(sentence))
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
+    np.cumsum(np.frombuffer(lengths, dtype=np.int64), out=offsets[1:])
     shape = (int(offsets[-1]), len(names) if grow else n_columns)
-    Xall = sp.csr_matrix((np.array(data, dtype=np.float64), np.array(indices, dtype=np.int64),
-                          np.array(indptr, dtype=np.int64)), shape=shape)
-    Xall.sum_duplicates()
+    Xall = _csr((np.frombuffer(data, dtype=np.float64), np.frombuffer(indices, dtype=np.int64),
+                 np.frombuffer(indptr, dtype=np.int64)), shape)
     _check_finite(Xall, offsets)
     return Xall, offsets, names
 
 
+def _csr(arrays, shape):
+    """Canonical CSR matrix (sorted indices, duplicates summed) with int64
+    index arrays, built around ``arrays = (data, indices, indptr)``."""
+    X = sp.csr_matrix(shape, dtype=np.float64)
+    # assigned directly: scipy would copy or downcast int64 index arrays
+    X.data, X.indices, X.indptr = arrays
+    X.has_canonical_format = False
+    X.sum_duplicates()
+    X.indices = X.indices.astype(np.int64, copy=False)
+    X.indptr = X.indptr.astype(np.int64, copy=False)
+    return X
+
+
 def _remap_columns(Xall, column, n_columns):
     """``Xall`` with column ``c`` moved to ``column[c]`` (dropped where -1),
-    canonical CSR."""
+    canonical CSR with int64 indices."""
     new = column[Xall.indices]
     keep = new >= 0
-    counts = np.add.reduceat(keep, Xall.indptr[:-1]) if Xall.nnz else np.zeros(0)
-    indptr = np.zeros(Xall.shape[0] + 1, dtype=np.int64)
-    if Xall.nnz:
-        counts = np.where(np.diff(Xall.indptr) > 0, counts, 0)
-        np.cumsum(counts, out=indptr[1:])
-    out = sp.csr_matrix((Xall.data[keep], new[keep], indptr), shape=(Xall.shape[0], n_columns))
-    out.has_canonical_format = False
-    out.sort_indices()
-    return out
+    if keep.all():
+        return _csr((Xall.data, new, Xall.indptr), (Xall.shape[0], n_columns))
+    kept_before = np.concatenate([[0], np.cumsum(keep)])
+    return _csr((Xall.data[keep], new[keep], kept_before[Xall.indptr]),
+                (Xall.shape[0], n_columns))

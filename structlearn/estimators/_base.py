@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
 from .._parallel import chunk_bounds, map_chunks, n_chunks_for
-from ._validation import check_sequences
+from ._validation import check_sequence_labels, check_sequences
 
 __all__ = ["SequenceEstimatorMixin"]
 
@@ -41,21 +41,27 @@ class SequenceEstimatorMixin:
         tags.target_tags.required = True
         return tags
 
-    def _features_for_fit(self, X):
-        """``X`` as feature matrices.  Sentences of per-token feature dicts
+    def _check_fit_input(self, X, y):
+        """``(Xcat, offsets, ycat)`` of the training data (see
+        :func:`check_sequences`).  Sentences of per-token feature dicts
         (CRFsuite's input) go through a :class:`SequenceVectorizer` fitted
-        here (``vectorizer_``; kept under ``warm_start``), else
-        ``vectorizer_`` is None."""
+        here (``vectorizer_``; kept under ``warm_start``) straight into one
+        stacked matrix, else ``vectorizer_`` is None."""
         from ..datasets.sequence_vectorizer import SequenceVectorizer, is_dict_sequences
 
         if not is_dict_sequences(X):
             self.vectorizer_ = None
-            return X
+            return check_sequences(X, y)
         previous = getattr(self, "vectorizer_", None)
         if getattr(self, "warm_start", False) and previous is not None:
-            return self.vectorizer_.transform(X)
-        self.vectorizer_ = SequenceVectorizer()
-        return self.vectorizer_.fit_transform(X)
+            Xcat, offsets = previous.transform_stacked(X)
+        else:
+            self.vectorizer_ = SequenceVectorizer()
+            Xcat, offsets = self.vectorizer_.fit_transform_stacked(X)
+        empty = np.flatnonzero(offsets[1:] == offsets[:-1])
+        if empty.size:
+            raise ValueError(f"X[{empty[0]}] is an empty sequence (0 tokens)")
+        return Xcat, offsets, check_sequence_labels(y, offsets)
 
     def _check_X(self, X, y=None):
         """Validate ``X`` (and ``y``) against the fitted estimator; feature

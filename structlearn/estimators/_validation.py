@@ -28,11 +28,14 @@ __all__ = [
     "encode_sequence_labels",
     "check_n_classes",
     "check_multilabel",
+    "check_sequence_labels",
     "check_inference_params",
     "csr_arrays",
 ]
 
 _INT32_MAX = np.iinfo(np.int32).max
+# fixed-width string labels wider than this (bytes per label) are kept as objects
+_WIDE_LABEL_BYTES = 64
 
 
 def _as_sequence_list(X, name, items="2-D arrays or sparse matrices"):
@@ -105,8 +108,12 @@ def _labels_1d(yi, name):
                 arr = np.asarray(items)
             except Exception as exc:
                 raise ValueError(f"{name} could not be read as 1-D labels: {exc}") from None
-            if arr.dtype.kind in "US" and not all(isinstance(v, (str, bytes)) for v in items):
-                # a mix such as [1, "a"]: keep the values, do not stringify them
+            if arr.dtype.kind in "US" and (
+                    arr.dtype.itemsize > _WIDE_LABEL_BYTES
+                    or not all(isinstance(v, (str, bytes)) for v in items)):
+                # a mix such as [1, "a"]: keep the values, do not stringify
+                # them; long strings (tags with morphological features): one
+                # pointer per token instead of a fixed-width copy
                 arr = np.empty(len(items), dtype=object)
                 for j, v in enumerate(items):
                     arr[j] = v
@@ -221,22 +228,45 @@ def check_sequences(X, y=None, *, accept_sparse=True, n_features=None):
 
     if y is None:
         return Xcat, offsets, None
+    return Xcat, offsets, check_sequence_labels(y, offsets)
 
+
+def check_sequence_labels(y, offsets):
+    """Validate and concatenate the label sequences of stacked sequences.
+
+    Parameters
+    ----------
+    y : list of array-like, each of shape (n_tokens_i,)
+    offsets : ndarray of int64, shape (n_sequences + 1,)
+        Sequence boundaries of the features (from :func:`check_sequences`).
+
+    Returns
+    -------
+    ycat : ndarray of shape (n_tokens,)
+        Concatenated labels (not encoded); long string labels are kept as
+        an object array of the given strings (one pointer per token).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`check_sequences` for ``y``.
+    """
     labels = _as_sequence_list(y, "y", items="1-D label arrays")
-    if len(labels) != len(seqs):
+    n_seq = offsets.shape[0] - 1
+    if len(labels) != n_seq:
         raise ValueError(
-            f"X has {len(seqs)} sequences but y has {len(labels)}: they must match"
+            f"X has {n_seq} sequences but y has {len(labels)}: they must match"
         )
     yparts = []
     for i, yi in enumerate(labels):
         arr = _labels_1d(yi, f"y[{i}]")
-        if arr.shape[0] != lengths[i]:
+        n_i = offsets[i + 1] - offsets[i]
+        if arr.shape[0] != n_i:
             raise ValueError(
-                f"y[{i}] has {arr.shape[0]} labels but X[{i}] has {lengths[i]} tokens"
+                f"y[{i}] has {arr.shape[0]} labels but X[{i}] has {n_i} tokens"
             )
         yparts.append(arr)
-    ycat = _concat_labels(yparts)
-    return Xcat, offsets, ycat
+    return _concat_labels(yparts)
 
 
 def _stack_csr(parts, offsets, n_features):
@@ -337,6 +367,8 @@ def encode_sequence_labels(y, classes=None):
     try:
         if classes is None:
             classes, codes = np.unique(y, return_inverse=True)
+            if classes.dtype == object and all(type(c) is str for c in classes):
+                classes = classes.astype(str)  # as for short string labels
             return classes, codes.reshape(-1).astype(np.int64, copy=False)
         classes = _labels_1d(classes, "classes")
         if classes.shape[0] == 0:

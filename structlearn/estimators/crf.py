@@ -26,7 +26,6 @@ from ._base import SequenceEstimatorMixin, _equal_labels, chunk_scores
 from ._validation import (
     _check_positive_int,
     check_n_classes,
-    check_sequences,
     encode_sequence_labels,
 )
 
@@ -109,11 +108,12 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
     verbose : int, default=0
         Log every iteration (logger ``structlearn.learners.chain_crf``).
     n_jobs : int or None, default=None
-        Jobs for prediction (``predict``, ``predict_topk``, ``score``,
-        ``predict_marginals`` where it exists): chunks of samples on joblib
-        threads (any joblib back-end through ``joblib.parallel_config``, e.g.
-        ``"dask"``); ``None`` means 1, ``-1`` all CPUs.  Results do not depend
-        on it.
+        Jobs for the likelihood in ``fit`` (a fixed split of the sequences
+        into up to four parts, summed in order) and for prediction
+        (``predict``, ``predict_topk``, ``score``, ``predict_marginals``):
+        chunks of samples on joblib threads (any joblib back-end through
+        ``joblib.parallel_config``, e.g. ``"dask"``); ``None`` means 1, ``-1``
+        all CPUs.  Results do not depend on it.
 
     Attributes
     ----------
@@ -188,7 +188,7 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         max_iter = _check_positive_int(self.max_iter, "max_iter")
         tol = _check_tol(self.tol)
         check_random_state(self.random_state)
-        Xcat, offsets, ycat = check_sequences(self._features_for_fit(X), y)
+        Xcat, offsets, ycat = self._check_fit_input(X, y)
         n_seq = offsets.shape[0] - 1
         alpha = float(self.alpha) if deprecated_alpha else 2.0 * c2 / n_seq
         classes, codes = encode_sequence_labels(ycat)

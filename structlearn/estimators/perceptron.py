@@ -12,7 +12,6 @@ from ._base import SequenceEstimatorMixin
 from ._validation import (
     _check_positive_int,
     check_n_classes,
-    check_sequences,
     csr_arrays,
     encode_sequence_labels,
 )
@@ -123,7 +122,7 @@ class SequencePerceptron(SequenceEstimatorMixin, BaseEstimator):
                 raise TypeError(f"{name} must be a bool; got {getattr(self, name)!r}")
         rng = check_random_state(self.random_state)
 
-        Xcat, offsets, ycat = check_sequences(self._features_for_fit(X), y)
+        Xcat, offsets, ycat = self._check_fit_input(X, y)
         classes, codes = encode_sequence_labels(ycat)
         check_n_classes(classes, minimum=2)
         data, indices, indptr = csr_arrays(Xcat)

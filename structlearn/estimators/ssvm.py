@@ -14,7 +14,6 @@ from ._base import SequenceEstimatorMixin
 from ._validation import (
     _check_positive_int,
     check_n_classes,
-    check_sequences,
     csr_arrays,
     encode_sequence_labels,
 )
@@ -260,7 +259,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
 
         C, rho, eta, tol, max_iter, nu, solver, oracle = self._check_common_params()
         self._check_inference()
-        Xcat, offsets, ycat = check_sequences(self._features_for_fit(X), y)
+        Xcat, offsets, ycat = self._check_fit_input(X, y)
         classes, codes = encode_sequence_labels(ycat)
         check_n_classes(classes, minimum=2)
         data, indices, indptr = csr_arrays(Xcat)
