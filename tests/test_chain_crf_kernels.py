@@ -108,12 +108,10 @@ mixed = st.fixed_dictionaries(
 )
 
 
-@SETTINGS
-@given(mixed)
-def test_batch_matches_log_domain(p):
-    # long chains, scores from small to +-1e4 and forbidden entries: whatever
-    # mix of scaled and log-domain sequences the batch kernel picks, it must
-    # agree with the log-domain recursion
+def _check_against_log_domain(p, run):
+    """Random stacked chains from the hypothesis parameters ``p``; the
+    forward-backward ``run(u, offsets, trans, node, tm, logz)`` must agree
+    with the log-domain recursion."""
     rng = np.random.default_rng(p["seed"])
     lengths = np.asarray(p["lengths"], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -124,12 +122,21 @@ def test_batch_matches_log_domain(p):
     node = np.full(u.shape, np.nan)
     tm = np.full((K, K), np.nan)
     logz = np.full(lengths.shape[0], np.nan)
-    forward_backward_batch(u, offsets, trans, node, tm, logz)
+    run(u, offsets, trans, node, tm, logz)
     rlz, rnode, rtm = _log_domain(u, offsets, trans)
     np.testing.assert_allclose(logz, rlz, rtol=1e-12, atol=1e-9)
     np.testing.assert_allclose(node, rnode, atol=1e-9)
     np.testing.assert_allclose(tm, rtm, rtol=1e-9, atol=1e-8)
     assert np.all(np.isfinite(node))
+
+
+@SETTINGS
+@given(mixed)
+def test_batch_matches_log_domain(p):
+    # long chains, scores from small to +-1e4 and forbidden entries: whatever
+    # mix of scaled and log-domain sequences the batch kernel picks, it must
+    # agree with the log-domain recursion
+    _check_against_log_domain(p, forward_backward_batch)
 
 
 grouped = st.fixed_dictionaries(
@@ -151,21 +158,8 @@ def test_grouped_matrix_product_recursion_matches_log_domain(p):
     """The grouped (matrix product) recursion on small K and small groups,
     with sequences of every length (empty ones too) and scores that send some
     of them to the per-sequence fallback, against the log-domain recursion."""
-    rng = np.random.default_rng(p["seed"])
-    lengths = np.asarray(p["lengths"], dtype=np.int64)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    K = p["K"]
-    kw = dict(integer=p["integer"], scale=p["scale"], p_inf=p["p_inf"])
-    u = random_scores(rng, (int(offsets[-1]), K), **kw)
-    trans = random_scores(rng, (K, K), **kw)
-    node = np.full(u.shape, np.nan)
-    tm = np.full((K, K), np.nan)
-    logz = np.full(lengths.shape[0], np.nan)
-    forward_backward_grouped(u, offsets, trans, node, tm, logz, p["group_entries"])
-    rlz, rnode, rtm = _log_domain(u, offsets, trans)
-    np.testing.assert_allclose(logz, rlz, rtol=1e-12, atol=1e-9)
-    np.testing.assert_allclose(node, rnode, atol=1e-9)
-    np.testing.assert_allclose(tm, rtm, rtol=1e-9, atol=1e-8)
+    _check_against_log_domain(p, lambda *args: forward_backward_grouped(
+        *args, p["group_entries"]))
 
 
 @pytest.mark.parametrize("K", [40, 90])
