@@ -14,6 +14,7 @@ observed) feature counts, accumulated over the nonzero features only
 ``alpha = 2 * c2 / N``.
 """
 
+import functools
 import logging
 import time
 
@@ -111,7 +112,12 @@ class _ChainProblem:
                  self.codes, int(a), int(b), self.block_tokens, out[:m].reshape(shape),
                  out[m:].reshape(K, K))
                 for a, b, out in zip(self.parts[:-1], self.parts[1:], outs)]  # fmt: skip
-        nll = map_chunks(_part_nll_grad, jobs, self.n_jobs)
+        if len(jobs) > 1 and self.n_jobs not in (None, 1):
+            # the parts' threads, not BLAS's own, share the cores
+            with _blas_controller().limit(limits=1, user_api="blas"):
+                nll = map_chunks(_part_nll_grad, jobs, self.n_jobs)
+        else:
+            nll = map_chunks(_part_nll_grad, jobs, self.n_jobs)
         for buf in self.part_grads:
             g += buf
         return float(sum(nll))
@@ -168,6 +174,14 @@ class _PairChainProblem(_ChainProblem):
                           shape=(self.K, self.d))
         W.eliminate_zeros()
         return W, T.copy()
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_controller():
+    """The process's thread pools (BLAS of numpy and scipy), found once."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 def _part_nll_grad(*args):
