@@ -30,7 +30,13 @@ def _problem(seed):
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("l1", [0.0, 0.03])
 @pytest.mark.parametrize("all_transitions", [True, False])
-def test_pair_storage_fits_exactly_what_the_dense_masked_storage_fits(seed, l1, all_transitions):
+@pytest.mark.parametrize("row_fill", [0.0, 0.5, 2.0], ids=["all-rows", "mixed", "all-pairs"])
+def test_pair_storage_fits_exactly_what_the_dense_masked_storage_fits(monkeypatch, seed, l1,
+                                                                      all_transitions, row_fill):
+    """Pair storage (observed features as full rows from ``row_fill * K``
+    labels on, the rest as pairs) against dense storage with the unobserved
+    pairs held at 0: the same problem."""
+    monkeypatch.setattr(chain_crf, "ROW_STORAGE_MIN_FILL", row_fill)
     Xcat, offsets, codes, K = _problem(seed)
     kw = dict(alpha=0.05, l1=l1, all_states=False, all_transitions=all_transitions,
               max_iter=60, tol=1e-9)
@@ -175,3 +181,17 @@ def test_fit_does_not_depend_on_n_jobs(monkeypatch):
     np.testing.assert_array_equal(one.coef_.toarray(), two.coef_.toarray())
     np.testing.assert_array_equal(one.transition_, two.transition_)
     assert [h["objective"] for h in one.history_] == [h["objective"] for h in two.history_]
+
+
+def test_mixed_layout_holds_rows_and_pairs():
+    """Features seen with many labels become full rows, the others pairs;
+    every observed pair is stored exactly once."""
+    Xcat, offsets, codes, K = _problem(3)
+    prob = chain_crf._training_problem(Xcat, offsets, codes, K, 0.1, False, True, "pairs")
+    ptr, lab = observed_pairs(prob)
+    counts = np.diff(ptr)
+    rows = np.flatnonzero(counts >= chain_crf.ROW_STORAGE_MIN_FILL * K)
+    assert 0 < rows.size < np.count_nonzero(counts)
+    np.testing.assert_array_equal(prob.row_features, rows)
+    free_in_rows = ~prob.split(prob.fixed)[1]
+    assert prob.n_pairs + free_in_rows.sum() == lab.size

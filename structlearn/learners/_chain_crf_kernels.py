@@ -18,8 +18,9 @@ from ..inference._chain_kernels import forward_backward
 
 
 @nb.njit(cache=True, nogil=True)
-def chain_nll_grad(weights, pair_ptr, pair_label, dense, trans, data, indices, indptr, offsets,
-                   codes, seq_lo, seq_hi, block_tokens, grad_weights, grad_T):  # fmt: skip
+def chain_nll_grad(values, pair_ptr, pair_label, rows, row_of, trans, data, indices, indptr,
+                   offsets, codes, seq_lo, seq_hi, block_tokens, grad_values, grad_rows,
+                   grad_T):  # fmt: skip
     """Summed negative log-likelihood of sequences ``seq_lo:seq_hi`` and its
     gradient (no penalty, no averaging).
 
@@ -30,22 +31,26 @@ def chain_nll_grad(weights, pair_ptr, pair_label, dense, trans, data, indices, i
 
     Parameters
     ----------
-    weights : float64 (P, 1), or (d, K) when ``dense``
-        Unigram weights: feature ``f`` has ``weights[pair_ptr[f]:pair_ptr[f +
-        1], 0]`` for the labels ``pair_label[pair_ptr[f]:pair_ptr[f + 1]]``;
-        when ``dense``, ``weights[f]`` for all ``K`` labels in order
-        (contiguous inner loops; ``pair_ptr``, ``pair_label`` unused).
+    values : float64 (P,)
+        Pair-stored unigram weights: feature ``f`` has ``values[pair_ptr[f]:
+        pair_ptr[f + 1]]`` for the labels ``pair_label[pair_ptr[f]:pair_ptr[f
+        + 1]]``.
     pair_ptr : int64 (d + 1,)
     pair_label : int64 (P,)
-    dense : bool
+    rows : float64 (R, K)
+        Row-stored unigram weights: feature ``f`` with ``row_of[f] >= 0``
+        also has ``rows[row_of[f]]`` for all ``K`` labels (contiguous inner
+        loops; a dense model is ``rows = W`` (d, K), no pairs).
+    row_of : int64 (d,)
     trans : float64 (K, K)
     data, indices, indptr : CSR arrays of the (N, d) token features
     offsets : int64 (n_seq + 1,)
     codes : int64 (N,)
     seq_lo, seq_hi : int
     block_tokens : int
-    grad_weights : float64, shaped as ``weights``
-        Receives ``X^T (P - Y)`` at the stored weights (P the token
+    grad_values : float64 (P,)
+    grad_rows : float64 (R, K)
+        Receive ``X^T (P - Y)`` at the stored weights (P the token
         marginals, Y the one-hot labels).
     grad_T : float64 (K, K)
         Receives expected minus observed transition counts.
@@ -56,7 +61,8 @@ def chain_nll_grad(weights, pair_ptr, pair_label, dense, trans, data, indices, i
         ``sum_s (log Z_s - score_s(y_s))`` over the sequences.
     """
     K = trans.shape[0]
-    grad_weights[...] = 0.0
+    grad_values[:] = 0.0
+    grad_rows[...] = 0.0
     for a in range(K):
         for b in range(K):
             grad_T[a, b] = 0.0
@@ -77,7 +83,7 @@ def chain_nll_grad(weights, pair_ptr, pair_label, dense, trans, data, indices, i
         u = unary[:n]
         r = resid[:n]
         for t in range(t0, t0 + n):
-            _token_scores(weights, pair_ptr, pair_label, dense, data, indices, indptr, t,
+            _token_scores(values, pair_ptr, pair_label, rows, row_of, data, indices, indptr, t,
                           u[t - t0])  # fmt: skip
         local = offsets[s:e + 1] - t0
         logz = np.empty(e - s)
@@ -90,13 +96,12 @@ def chain_nll_grad(weights, pair_ptr, pair_label, dense, trans, data, indices, i
             for p in range(indptr[t], indptr[t + 1]):
                 x = data[p]
                 f = indices[p]
-                if dense:
-                    row = grad_weights[f]
+                if row_of[f] >= 0:
+                    row = grad_rows[row_of[f]]
                     for k in range(K):
                         row[k] += x * rt[k]
-                else:
-                    for j in range(pair_ptr[f], pair_ptr[f + 1]):
-                        grad_weights[j, 0] += x * rt[pair_label[j]]
+                for j in range(pair_ptr[f], pair_ptr[f + 1]):
+                    grad_values[j] += x * rt[pair_label[j]]
         s = e
     return nll
 
@@ -104,14 +109,16 @@ def chain_nll_grad(weights, pair_ptr, pair_label, dense, trans, data, indices, i
 @nb.njit(cache=True, nogil=True)
 def sparse_unary_scores(values, pair_ptr, pair_label, data, indices, indptr, out):
     """``out[t, k]`` = score of label ``k`` at token ``t`` under pair-stored
-    weights ``values`` (P,) (layout of :func:`chain_nll_grad`); ``out`` is (N, K)."""
-    weights = values.reshape((values.shape[0], 1))
+    weights only (layout of :func:`chain_nll_grad`); ``out`` is (N, K)."""
+    rows = np.empty((0, out.shape[1]))
+    row_of = np.full(pair_ptr.shape[0] - 1, -1, dtype=np.int64)
     for t in range(out.shape[0]):
-        _token_scores(weights, pair_ptr, pair_label, False, data, indices, indptr, t, out[t])
+        _token_scores(values, pair_ptr, pair_label, rows, row_of, data, indices, indptr, t,
+                      out[t])  # fmt: skip
 
 
 @nb.njit(cache=True, inline="always")
-def _token_scores(weights, pair_ptr, pair_label, dense, data, indices, indptr, t, out):
+def _token_scores(values, pair_ptr, pair_label, rows, row_of, data, indices, indptr, t, out):
     """``out[k]`` = score of label ``k`` at token ``t`` (layout of
     :func:`chain_nll_grad`)."""
     for k in range(out.shape[0]):
@@ -119,13 +126,12 @@ def _token_scores(weights, pair_ptr, pair_label, dense, data, indices, indptr, t
     for p in range(indptr[t], indptr[t + 1]):
         x = data[p]
         f = indices[p]
-        if dense:
-            row = weights[f]
+        if row_of[f] >= 0:
+            row = rows[row_of[f]]
             for k in range(out.shape[0]):
                 out[k] += x * row[k]
-        else:
-            for j in range(pair_ptr[f], pair_ptr[f + 1]):
-                out[pair_label[j]] += x * weights[j, 0]
+        for j in range(pair_ptr[f], pair_ptr[f + 1]):
+            out[pair_label[j]] += x * values[j]
 
 
 @nb.njit(cache=True)

@@ -31,12 +31,19 @@ logger = logging.getLogger(__name__)
 class _ChainProblem:
     """Cached arrays for repeated objective/gradient evaluations.
 
-    The parameter vector is ``[W.T.ravel(), T.ravel()]``: unigram weights
-    feature-major (``(d, K)``, one feature's weights contiguous) for the
-    sparse kernels of :mod:`._chain_crf_kernels`.
+    Unigram weights are stored two ways at once (the layout of
+    :func:`._chain_crf_kernels.chain_nll_grad`): *rows* of all ``K`` labels
+    for the features in ``row_features``, and *pairs* (feature, label) for
+    the others.  The parameter vector is ``[values (P,), rows (R, K).ravel(),
+    T.ravel()]``.  Without a pattern every feature is a row (a dense ``W``);
+    with one (``pair_ptr``, ``pair_label``: the labels each feature may
+    have), features listed with at least ``ROW_STORAGE_MIN_FILL * K`` labels
+    become rows (contiguous, fast inner loops; their unlisted labels are
+    held at 0) and the rest stay pairs, so memory and time scale with the
+    pattern, not with ``d K``.
     """
 
-    def __init__(self, Xcat, offsets, codes, n_classes, alpha):
+    def __init__(self, Xcat, offsets, codes, n_classes, alpha, pair_ptr=None, pair_label=None):
         X = sp.csr_matrix(Xcat, dtype=np.float64)
         X.sum_duplicates()
         self.data = np.ascontiguousarray(X.data, dtype=np.float64)
@@ -44,73 +51,115 @@ class _ChainProblem:
         self.indptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self.codes = np.ascontiguousarray(codes, dtype=np.int64)
-        self.K = int(n_classes)
-        self.d = X.shape[1]
+        self.K = K = int(n_classes)
+        self.d = d = X.shape[1]
         self.n_seq = self.offsets.shape[0] - 1
         self.alpha = float(alpha)
+        self.n_jobs = None
+        self.n_eval = 0
+        self.sparse_coef = pair_ptr is not None
+        row_fixed = None
+        if pair_ptr is None:
+            self.row_features = np.arange(d, dtype=np.int64)
+            self.pair_ptr = np.zeros(d + 1, dtype=np.int64)
+            self.pair_label = np.empty(0, dtype=np.int64)
+        else:
+            pair_ptr = np.asarray(pair_ptr, dtype=np.int64)
+            pair_label = np.asarray(pair_label, dtype=np.int64)
+            counts = np.diff(pair_ptr)
+            as_row = counts >= ROW_STORAGE_MIN_FILL * K
+            self.row_features = np.flatnonzero(as_row).astype(np.int64)
+            feats = np.repeat(np.arange(d, dtype=np.int64), counts)
+            in_row = as_row[feats]
+            self.pair_ptr = np.zeros(d + 1, dtype=np.int64)
+            np.cumsum(np.where(as_row, 0, counts), out=self.pair_ptr[1:])
+            self.pair_label = np.ascontiguousarray(pair_label[~in_row])
+            row_index = np.full(d, -1, dtype=np.int64)
+            row_index[self.row_features] = np.arange(self.row_features.shape[0])
+            row_fixed = np.ones((self.row_features.shape[0], K), dtype=bool)
+            row_fixed[row_index[feats[in_row]], pair_label[in_row]] = False
+        self.row_of = np.full(d, -1, dtype=np.int64)
+        self.row_of[self.row_features] = np.arange(self.row_features.shape[0])
+        self.n_pairs = self.pair_label.shape[0]
+        self.n_unigram = self.n_pairs + self.row_features.shape[0] * K
         # bool over the parameter vector: the weights held at 0 (their
         # gradient is cleared); None: none
         self.fixed = None
-        self.n_jobs = None
-        self.n_eval = 0
-        self._set_layout(np.arange(self.d + 1, dtype=np.int64) * self.K,
-                         np.empty(0, dtype=np.int64), dense=True)
-
-    def _set_layout(self, pair_ptr, pair_label, dense):
-        """Unigram weight layout (see :func:`._chain_crf_kernels.chain_nll_grad`)
-        and the fixed split of the sequences into parts with one gradient
-        buffer each (summed in order, so the result does not depend on how
-        many of them run at once)."""
-        self.pair_ptr = np.ascontiguousarray(pair_ptr, dtype=np.int64)
-        self.pair_label = np.ascontiguousarray(pair_label, dtype=np.int64)
-        self.dense = bool(dense)
-        n_params = int(self.pair_ptr[-1]) + self.K * self.K
+        if row_fixed is not None and row_fixed.any():
+            self.fixed = np.zeros(self.n_unigram + K * K, dtype=bool)
+            self.fixed[self.n_pairs:self.n_unigram] = row_fixed.ravel()
+        # a fixed split of the sequences into parts, one gradient buffer each
+        # (summed in order, so the result does not depend on how many of them
+        # run at once)
+        n_params = self.n_unigram + K * K
         n_parts = min(MAX_PARTS, max(1, self.codes.shape[0] // PART_MIN_TOKENS),
                       1 + PART_BUFFER_BYTES // (8 * n_params))
         self.parts = chunk_bounds(np.diff(self.offsets), n_parts)
         self.part_grads = [np.empty(n_params) for _ in range(len(self.parts) - 2)]
-        self.block_tokens = max(16, BLOCK_ENTRIES // self.K)
+        self.block_tokens = max(16, BLOCK_ENTRIES // K)
 
-    @property
-    def n_unigram(self):
-        """Number of unigram weights in the parameter vector."""
-        return self.K * self.d
+    def hold_at_zero(self, unigram=None, transitions=None):
+        """Hold more weights at 0: ``unigram`` bool (K, d) over the labels and
+        features (only the stored ones matter), ``transitions`` bool (K, K)."""
+        if self.fixed is None:
+            self.fixed = np.zeros(self.n_unigram + self.K * self.K, dtype=bool)
+        if unigram is not None:
+            values, rows, _ = self.split(self.fixed)
+            values |= unigram[self.pair_label, self._pair_features()]
+            rows |= unigram[:, self.row_features].T
+        if transitions is not None:
+            self.fixed[self.n_unigram:] |= transitions.ravel()
 
     def split(self, w):
-        """Views ``W`` (d, K) (feature-major) and ``T`` (K, K) of a parameter vector."""
-        m = self.n_unigram
-        return w[:m].reshape(self.d, self.K), w[m:].reshape(self.K, self.K)
+        """Views ``values`` (P,), ``rows`` (R, K) and ``T`` (K, K) of a parameter vector."""
+        P, m, K = self.n_pairs, self.n_unigram, self.K
+        return w[:P], w[P:m].reshape(-1, K), w[m:].reshape(K, K)
+
+    def _pair_features(self):
+        return np.repeat(np.arange(self.d, dtype=np.int64), np.diff(self.pair_ptr))
 
     def pack(self, W, T):
-        """Parameter vector of ``W`` (K, d) and ``T`` (K, K) (None: zeros)."""
+        """Parameter vector of ``W`` (K, d; dense or sparse; only the stored
+        weights are read) and ``T`` (K, K) (None: zeros)."""
         w = np.zeros(self.n_unigram + self.K * self.K)
-        unigram, Tv = self.split(w)
+        values, rows, Tv = self.split(w)
         if W is not None:
-            self._set_unigram(unigram, W)
+            if sp.issparse(W):
+                W = sp.csc_matrix(W)
+                values[...] = np.asarray(W[self.pair_label, self._pair_features()]).ravel()
+                rows[...] = W[:, self.row_features].toarray().T
+            else:
+                W = np.asarray(W, dtype=np.float64)
+                values[...] = W[self.pair_label, self._pair_features()]
+                rows[...] = W[:, self.row_features].T
         if T is not None:
             Tv[...] = T
         if self.fixed is not None:
             w[self.fixed] = 0.0
         return w
 
-    def _set_unigram(self, Wd, W):
-        """Write ``W`` (K, d; dense or sparse) into the view ``Wd`` (d, K)."""
-        Wd[...] = (W.toarray() if sp.issparse(W) else np.asarray(W, dtype=np.float64)).T
-
     def weights(self, w):
-        """``W`` (K, d) as an ndarray, and ``T`` (K, K), of a parameter vector."""
-        W, T = self.split(w)
-        return np.ascontiguousarray(W.T), T.copy()
+        """``W`` (K, d) and ``T`` (K, K) of a parameter vector: ``W`` an
+        ndarray for a dense problem, else a CSR matrix of its stored
+        weights (exact zeros dropped)."""
+        values, rows, T = self.split(w)
+        if not self.sparse_coef:
+            return np.ascontiguousarray(rows.T), T.copy()
+        R = self.row_features.shape[0]
+        labels = np.concatenate([self.pair_label, np.tile(np.arange(self.K), R)])
+        feats = np.concatenate([self._pair_features(), np.repeat(self.row_features, self.K)])
+        W = sp.csr_matrix((np.concatenate([values, rows.ravel()]), (labels, feats)),
+                          shape=(self.K, self.d))
+        W.eliminate_zeros()
+        return W, T.copy()
 
     def _nll_grad(self, w, g):
         """Summed negative log-likelihood; its gradient into ``g``."""
-        m, K = self.n_unigram, self.K
-        shape = (self.d, K) if self.dense else (m, 1)
+        values, rows, T = self.split(w)
         outs = [g] + self.part_grads
-        jobs = [(w[:m].reshape(shape), self.pair_ptr, self.pair_label, self.dense,
-                 w[m:].reshape(K, K), self.data, self.indices, self.indptr, self.offsets,
-                 self.codes, int(a), int(b), self.block_tokens, out[:m].reshape(shape),
-                 out[m:].reshape(K, K))
+        jobs = [(values, self.pair_ptr, self.pair_label, rows, self.row_of, T, self.data,
+                 self.indices, self.indptr, self.offsets, self.codes, int(a), int(b),
+                 self.block_tokens, *self.split(out))
                 for a, b, out in zip(self.parts[:-1], self.parts[1:], outs)]  # fmt: skip
         if len(jobs) > 1 and self.n_jobs not in (None, 1):
             # the parts' threads, not BLAS's own, share the cores
@@ -132,48 +181,6 @@ class _ChainProblem:
         if self.fixed is not None:
             g[self.fixed] = 0.0
         return nll / self.n_seq + 0.5 * self.alpha * ww
-
-
-class _PairChainProblem(_ChainProblem):
-    """:class:`_ChainProblem` with unigram weights only on listed
-    (feature, label) pairs: the parameter vector is ``[values (P,),
-    T.ravel()]``, feature ``f``'s weights ``values[pair_ptr[f]:pair_ptr[f+1]]``
-    for the labels ``pair_label[...]`` (ascending); all other unigram weights
-    are 0.  Memory and time per evaluation scale with the pairs, not d K.
-    """
-
-    def __init__(self, Xcat, offsets, codes, n_classes, alpha, pair_ptr, pair_label):
-        super().__init__(Xcat, offsets, codes, n_classes, alpha)
-        self._set_layout(pair_ptr, pair_label, dense=False)
-
-    @property
-    def n_unigram(self):
-        return self.pair_label.shape[0]
-
-    def split(self, w):
-        """Views ``values`` (P,) and ``T`` (K, K) of a parameter vector."""
-        m = self.n_unigram
-        return w[:m], w[m:].reshape(self.K, self.K)
-
-    def _pair_features(self):
-        return np.repeat(np.arange(self.d, dtype=np.int64), np.diff(self.pair_ptr))
-
-    def _set_unigram(self, values, W):
-        """``W``'s (K, d; dense or sparse) entries at the listed pairs."""
-        feats = self._pair_features()
-        if sp.issparse(W):
-            values[...] = np.asarray(sp.csr_matrix(W)[self.pair_label, feats]).ravel()
-        else:
-            values[...] = np.asarray(W, dtype=np.float64)[self.pair_label, feats]
-
-    def weights(self, w):
-        """``W`` as a CSR matrix (K, d) holding the listed pairs (exact zeros
-        dropped), and ``T`` (K, K)."""
-        values, T = self.split(w)
-        W = sp.csr_matrix((values.copy(), (self.pair_label, self._pair_features())),
-                          shape=(self.K, self.d))
-        W.eliminate_zeros()
-        return W, T.copy()
 
 
 @functools.lru_cache(maxsize=1)
@@ -199,7 +206,7 @@ def _problem_for(Xcat, offsets, codes, K, alpha, W):
         return _ChainProblem(Xcat, offsets, codes, K, alpha)
     Wt = sp.csr_matrix(W).T.tocsr()
     Wt.sort_indices()
-    return _PairChainProblem(Xcat, offsets, codes, K, alpha, Wt.indptr, Wt.indices)
+    return _ChainProblem(Xcat, offsets, codes, K, alpha, Wt.indptr, Wt.indices)
 
 
 def chain_crf_objective(W, T, Xcat, offsets, codes, *, alpha=0.0):
@@ -261,29 +268,29 @@ BLOCK_ENTRIES = 2**18
 # pair storage is used for all_states=False when at most this fraction of
 # the d K (feature, label) pairs occurs; denser patterns run faster dense
 PAIR_STORAGE_MAX_FILL = 0.5
+# under pair storage, a feature seen with at least this fraction of the K
+# labels is stored as a full row (its unseen labels held at 0)
+ROW_STORAGE_MIN_FILL = 0.5
 
 
 def _training_problem(Xcat, offsets, codes, K, alpha, all_states, all_transitions, storage):
     """The problem to minimize: dense weights, dense with the unseen pairs
-    held at 0, or pair-stored (``storage``: 'auto', 'dense' or 'pairs')."""
+    held at 0, or stored on the observed pairs (``storage``: 'auto',
+    'dense' or 'pairs')."""
     prob = _ChainProblem(Xcat, offsets, codes, K, alpha)
-    fixed = None
     if not all_states:
         ptr, lab = observed_pairs(prob)
         fill = lab.shape[0] / max(prob.d * K, 1)
         if storage == "pairs" or (storage == "auto" and fill <= PAIR_STORAGE_MAX_FILL):
             tokens = sp.csr_matrix((prob.data, prob.indices, prob.indptr),
                                    shape=(prob.codes.shape[0], prob.d))
-            prob = _PairChainProblem(tokens, offsets, codes, K, alpha, ptr, lab)
+            prob = _ChainProblem(tokens, offsets, codes, K, alpha, ptr, lab)
         else:
-            free = np.zeros((prob.d, K), dtype=bool)
-            free[np.repeat(np.arange(prob.d), np.diff(ptr)), lab] = True
-            fixed = np.concatenate([~free.ravel(), np.zeros(K * K, dtype=bool)])
+            seen = np.zeros((K, prob.d), dtype=bool)
+            seen[lab, np.repeat(np.arange(prob.d), np.diff(ptr))] = True
+            prob.hold_at_zero(unigram=~seen)
     if not all_transitions:
-        if fixed is None:
-            fixed = np.zeros(prob.n_unigram + K * K, dtype=bool)
-        fixed[prob.n_unigram:] = ~observed_transitions(prob).ravel()
-    prob.fixed = fixed
+        prob.hold_at_zero(transitions=~observed_transitions(prob))
     return prob
 
 
