@@ -308,13 +308,19 @@ def _csr(arrays, shape):
     return X
 
 
+_REMAP_SLICE = 2**16
+
+
 def _remap_columns(Xall, column, n_columns):
     """``Xall`` with column ``c`` moved to ``column[c]`` (dropped where -1),
     canonical CSR with int64 indices."""
+    if column.min(initial=0) >= 0:  # nothing dropped: renumber in place, in slices
+        idx = Xall.indices
+        for lo in range(0, idx.shape[0], _REMAP_SLICE):
+            idx[lo:lo + _REMAP_SLICE] = column[idx[lo:lo + _REMAP_SLICE]]
+        return _csr((Xall.data, idx, Xall.indptr), (Xall.shape[0], n_columns))
     new = column[Xall.indices]
     keep = new >= 0
-    if keep.all():
-        return _csr((Xall.data, new, Xall.indptr), (Xall.shape[0], n_columns))
     kept_before = np.concatenate([[0], np.cumsum(keep)])
     return _csr((Xall.data[keep], new[keep], kept_before[Xall.indptr]),
                 (Xall.shape[0], n_columns))
