@@ -13,11 +13,10 @@ from structlearn.inference._chain_kernels import (
     _fb_log_seq,
     _fb_scaled_seq,
     _scaled_tables,
-    GEMM_MIN_LABELS,
-    forward_backward,
     forward_backward_batch,
     forward_backward_grouped,
 )
+from structlearn.inference.forward_backward import GEMM_MIN_LABELS, forward_backward
 from structlearn.learners._chain_crf_kernels import lbfgs_direction
 
 SETTINGS = settings(max_examples=60, deadline=None)

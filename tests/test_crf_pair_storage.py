@@ -195,3 +195,21 @@ def test_mixed_layout_holds_rows_and_pairs():
     np.testing.assert_array_equal(prob.row_features, rows)
     free_in_rows = ~prob.split(prob.fixed)[1]
     assert prob.n_pairs + free_in_rows.sum() == lab.size
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_blocks_are_the_greedy_cut_into_whole_sequences(seed):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 12, size=int(rng.integers(1, 30)))
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    lo = int(rng.integers(0, lengths.size))
+    hi = int(rng.integers(lo + 1, lengths.size + 1))
+    block = int(rng.integers(1, 40))
+    want, tokens = [lo], 0
+    for s in range(lo, hi):  # add sequences while the block stays within its size
+        if s > want[-1] and tokens + lengths[s] > block:
+            want.append(s)
+            tokens = 0
+        tokens += lengths[s]
+    want.append(hi)
+    assert chain_crf._block_bounds(offsets, lo, hi, block).tolist() == want

@@ -251,7 +251,7 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
 
 def _marginals_chunk(rows, coef, offsets, trans):
     """Token marginals (n_tokens, K) of one chunk of sequences."""
-    from ..inference._chain_kernels import forward_backward
+    from ..inference.forward_backward import forward_backward
 
     unary = chunk_scores(rows, coef)
     K = unary.shape[1]

@@ -597,28 +597,8 @@ def _lse_row(nxt, trans, a):
 
 
 # ------------------------------------------------------------------ batched (GEMM) forward-backward
-# From this many labels on, forward_backward runs the scaled recursion of
-# many sequences at once as matrix products (BLAS), instead of one
-# vector-matrix product per token.
-GEMM_MIN_LABELS = 40
 # entries of one group's (length, sequences, K) work arrays
-_GROUP_ENTRIES = 2**18
-
-
-@nb.njit(cache=True, nogil=True)
-def forward_backward(unary, offsets, trans, node_marg, trans_marg, logz):
-    """:func:`forward_backward_batch`, batched over sequences for large K.
-
-    Same arguments, outputs and numerics: with ``K >= GEMM_MIN_LABELS``
-    the sequences go through :func:`_fb_scaled_groups` (matrix products over
-    groups of sequences); the others, and every sequence that the scaled
-    recursion cannot take, through :func:`forward_backward_batch`.
-    """
-    if unary.shape[1] < GEMM_MIN_LABELS:
-        forward_backward_batch(unary, offsets, trans, node_marg, trans_marg, logz)
-    else:
-        forward_backward_grouped(unary, offsets, trans, node_marg, trans_marg, logz,
-                                 _GROUP_ENTRIES)
+GROUP_ENTRIES = 2**18
 
 
 @nb.njit(cache=True, nogil=True)

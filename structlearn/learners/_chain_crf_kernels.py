@@ -14,20 +14,11 @@ No validation here; outputs go into caller-allocated arrays.
 import numba as nb
 import numpy as np
 
-from ..inference._chain_kernels import forward_backward
 
 
 @nb.njit(cache=True, nogil=True)
-def chain_nll_grad(values, pair_ptr, pair_label, rows, row_of, trans, data, indices, indptr,
-                   offsets, codes, seq_lo, seq_hi, block_tokens, grad_values, grad_rows,
-                   grad_T):  # fmt: skip
-    """Summed negative log-likelihood of sequences ``seq_lo:seq_hi`` and its
-    gradient (no penalty, no averaging).
-
-    The sequences are taken in blocks of whole sequences of about
-    ``block_tokens`` tokens: token scores, forward-backward, residuals and
-    the gradient of one block are computed while it is in cache, so no
-    (n_tokens, K) array is ever built.
+def block_scores(values, pair_ptr, pair_label, rows, row_of, data, indices, indptr, t0, out):
+    """Token scores of tokens ``t0 .. t0 + n`` into ``out`` (n, K).
 
     Parameters
     ----------
@@ -42,67 +33,76 @@ def chain_nll_grad(values, pair_ptr, pair_label, rows, row_of, trans, data, indi
         also has ``rows[row_of[f]]`` for all ``K`` labels (contiguous inner
         loops; a dense model is ``rows = W`` (d, K), no pairs).
     row_of : int64 (d,)
-    trans : float64 (K, K)
     data, indices, indptr : CSR arrays of the (N, d) token features
+    t0 : int
+    out : float64 (n, K)
+    """
+    for i in range(out.shape[0]):
+        _token_scores(values, pair_ptr, pair_label, rows, row_of, data, indices, indptr, t0 + i,
+                      out[i])  # fmt: skip
+
+
+@nb.njit(cache=True, nogil=True)
+def block_nll_grad(marg, unary, offsets, codes, trans, block_T, pair_ptr, pair_label, row_of,
+                   data, indices, indptr, t0, logz, grad_values, grad_rows, grad_T):  # fmt: skip
+    """Negative log-likelihood of a block of whole sequences (tokens ``t0 ..
+    t0 + n``) from its forward-backward, and its gradient added in.
+
+    Parameters
+    ----------
+    marg : float64 (n, K)
+        Token marginals of the block (overwritten by marginals minus the
+        one-hot labels).
+    unary : float64 (n, K)
+        Token scores of the block.
     offsets : int64 (n_seq + 1,)
+        The block's sequences, relative to ``t0``.
     codes : int64 (N,)
-    seq_lo, seq_hi : int
-    block_tokens : int
+        Labels of all tokens.
+    trans : float64 (K, K)
+    block_T : float64 (K, K)
+        Expected transition counts of the block (from the forward-backward).
+    pair_ptr, pair_label, row_of, data, indices, indptr
+        As in :func:`block_scores`.
+    logz : float64 (n_seq,)
     grad_values : float64 (P,)
     grad_rows : float64 (R, K)
-        Receive ``X^T (P - Y)`` at the stored weights (P the token
-        marginals, Y the one-hot labels).
     grad_T : float64 (K, K)
-        Receives expected minus observed transition counts.
+        Receive ``X^T (P - Y)`` at the stored weights and expected minus
+        observed transition counts, added to what they hold.
 
     Returns
     -------
     nll : float
-        ``sum_s (log Z_s - score_s(y_s))`` over the sequences.
+        ``sum_s (log Z_s - score_s(y_s))`` over the block.
     """
     K = trans.shape[0]
-    grad_values[:] = 0.0
-    grad_rows[...] = 0.0
     for a in range(K):
         for b in range(K):
-            grad_T[a, b] = 0.0
-    block_T = np.empty((K, K))
-    unary = np.empty((max(min(block_tokens, offsets[seq_hi] - offsets[seq_lo]), 1), K))
-    resid = np.empty_like(unary)
+            grad_T[a, b] += block_T[a, b]
     nll = 0.0
-    s = seq_lo
-    while s < seq_hi:
-        e = s + 1
-        while e < seq_hi and offsets[e + 1] - offsets[s] <= block_tokens:
-            e += 1
-        t0 = offsets[s]
-        n = offsets[e] - t0
-        if n > unary.shape[0]:  # one sequence longer than a block
-            unary = np.empty((n, K))
-            resid = np.empty_like(unary)
-        u = unary[:n]
-        r = resid[:n]
-        for t in range(t0, t0 + n):
-            _token_scores(values, pair_ptr, pair_label, rows, row_of, data, indices, indptr, t,
-                          u[t - t0])  # fmt: skip
-        local = offsets[s:e + 1] - t0
-        logz = np.empty(e - s)
-        nll += _nll_residuals(u, trans, local, codes[t0:t0 + n].copy(), block_T, r, logz)
-        for a in range(K):
-            for b in range(K):
-                grad_T[a, b] += block_T[a, b]
-        for t in range(t0, t0 + n):
-            rt = r[t - t0]
-            for p in range(indptr[t], indptr[t + 1]):
-                x = data[p]
-                f = indices[p]
-                if row_of[f] >= 0:
-                    row = grad_rows[row_of[f]]
-                    for k in range(K):
-                        row[k] += x * rt[k]
-                for j in range(pair_ptr[f], pair_ptr[f + 1]):
-                    grad_values[j] += x * rt[pair_label[j]]
-        s = e
+    for s in range(offsets.shape[0] - 1):
+        nll += logz[s]
+        stop = offsets[s + 1]
+        for i in range(offsets[s], stop):
+            y = codes[t0 + i]
+            nll -= unary[i, y]
+            marg[i, y] -= 1.0
+            if i + 1 < stop:
+                z = codes[t0 + i + 1]
+                nll -= trans[y, z]
+                grad_T[y, z] -= 1.0
+    for i in range(marg.shape[0]):
+        rt = marg[i]
+        for p in range(indptr[t0 + i], indptr[t0 + i + 1]):
+            x = data[p]
+            f = indices[p]
+            if row_of[f] >= 0:
+                row = grad_rows[row_of[f]]
+                for k in range(K):
+                    row[k] += x * rt[k]
+            for j in range(pair_ptr[f], pair_ptr[f + 1]):
+                grad_values[j] += x * rt[pair_label[j]]
     return nll
 
 
@@ -132,27 +132,6 @@ def _token_scores(values, pair_ptr, pair_label, rows, row_of, data, indices, ind
                 out[k] += x * row[k]
         for j in range(pair_ptr[f], pair_ptr[f + 1]):
             out[pair_label[j]] += x * values[j]
-
-
-@nb.njit(cache=True)
-def _nll_residuals(unary, trans, offsets, codes, grad_T, resid, logz):
-    """Forward-backward over all sequences: ``resid = P - Y`` (token
-    marginals minus one-hot labels), ``grad_T`` = expected minus observed
-    transition counts, ``logz``; returns the summed negative log-likelihood."""
-    forward_backward(unary, offsets, trans, resid, grad_T, logz)
-    nll = 0.0
-    for s in range(offsets.shape[0] - 1):
-        nll += logz[s]
-        stop = offsets[s + 1]
-        for t in range(offsets[s], stop):
-            y = codes[t]
-            nll -= unary[t, y]
-            resid[t, y] -= 1.0
-            if t + 1 < stop:
-                z = codes[t + 1]
-                nll -= trans[y, z]
-                grad_T[y, z] -= 1.0
-    return nll
 
 
 # ------------------------------------------------------------------ L-BFGS

@@ -191,12 +191,59 @@ def _blas_controller():
     return ThreadpoolController()
 
 
-def _part_nll_grad(*args):
-    """One part of :meth:`_ChainProblem._nll_grad` (a picklable function for
-    :func:`map_chunks`)."""
-    from ._chain_crf_kernels import chain_nll_grad
+def _part_nll_grad(values, pair_ptr, pair_label, rows, row_of, trans, data, indices, indptr,
+                   offsets, codes, seq_lo, seq_hi, block_tokens, grad_values, grad_rows,
+                   grad_T):  # fmt: skip
+    """Summed negative log-likelihood of sequences ``seq_lo:seq_hi`` and its
+    gradient (no penalty, no averaging) into ``grad_values``, ``grad_rows``
+    and ``grad_T`` (overwritten); weight layout of
+    :func:`._chain_crf_kernels.block_scores`.
 
-    return chain_nll_grad(*args)
+    The sequences are taken in blocks of whole sequences of about
+    ``block_tokens`` tokens (scores, forward-backward and gradient of a
+    block while it is in cache; no (n_tokens, K) array).  A module-level
+    function, so that :func:`map_chunks` can run parts on any back-end.
+    """
+    from ..inference.forward_backward import forward_backward
+    from ._chain_crf_kernels import block_nll_grad, block_scores
+
+    K = trans.shape[0]
+    grad_values[:] = 0.0
+    grad_rows[...] = 0.0
+    grad_T[...] = 0.0
+    cap = max(1, min(block_tokens, int(offsets[seq_hi] - offsets[seq_lo])))
+    unary, marg, block_T = np.empty((cap, K)), np.empty((cap, K)), np.empty((K, K))
+    nll = 0.0
+    bounds = _block_bounds(offsets, seq_lo, seq_hi, block_tokens)
+    for s, e in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        t0 = int(offsets[s])
+        n = int(offsets[e]) - t0
+        if n > unary.shape[0]:  # one sequence longer than a block
+            unary, marg = np.empty((n, K)), np.empty((n, K))
+        u, m = unary[:n], marg[:n]
+        local = offsets[s:e + 1] - t0
+        logz = np.empty(e - s)
+        block_scores(values, pair_ptr, pair_label, rows, row_of, data, indices, indptr, t0, u)
+        forward_backward(u, local, trans, m, block_T, logz)
+        nll += block_nll_grad(m, u, local, codes, trans, block_T, pair_ptr, pair_label, row_of,
+                              data, indices, indptr, t0, logz, grad_values, grad_rows,
+                              grad_T)  # fmt: skip
+    return nll
+
+
+def _block_bounds(offsets, seq_lo, seq_hi, block_tokens):
+    """Sequence indices cutting ``seq_lo:seq_hi`` into blocks of whole
+    sequences of at most ``block_tokens`` tokens (a longer sequence alone)."""
+    ends = offsets[seq_lo + 1:seq_hi + 1] - offsets[seq_lo]  # end of each sequence
+    bounds = [seq_lo]
+    base = 0
+    while bounds[-1] < seq_hi:
+        # the sequences that end within the block, at least one
+        nxt = seq_lo + int(np.searchsorted(ends, base + block_tokens, side="right"))
+        nxt = min(max(nxt, bounds[-1] + 1), seq_hi)
+        bounds.append(nxt)
+        base = int(offsets[nxt] - offsets[seq_lo])
+    return np.asarray(bounds, dtype=np.int64)
 
 
 def _problem_for(Xcat, offsets, codes, K, alpha, W):
