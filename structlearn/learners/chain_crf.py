@@ -414,8 +414,10 @@ def fit_chain_crf_lbfgs(
     storage : {"auto", "dense", "pairs"}, default="auto"
         How the unigram weights are kept when ``all_states`` is False:
         "pairs" stores and scores only the observed (feature, label) pairs
-        (memory and time per evaluation in the number of pairs; ``W`` comes
-        back as a CSR matrix), "dense" a (d, K) array with the others held
+        (features seen with at least ``ROW_STORAGE_MIN_FILL`` of the labels
+        as full rows, the rest as pairs; memory and time per evaluation in
+        the number of pairs; ``W`` comes back as a CSR matrix), "dense" a
+        (d, K) array with the others held
         at 0; "auto" picks pairs when at most ``PAIR_STORAGE_MAX_FILL`` of
         the d K pairs are observed.  Ignored when ``all_states`` is True.
     n_jobs : int or None, default=None
