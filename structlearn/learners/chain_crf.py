@@ -6,7 +6,7 @@ Objective (``N`` sequences, weights ``W`` (K, d) and ``T`` (K, K))::
 
 ``score_s(z) = sum_t W[z_t] @ x_t + sum_t T[z_t, z_{t+1}]``. ``log Z`` and
 the marginals come from the numba forward-backward over all sequences at
-once (:func:`structlearn.inference._chain_kernels.forward_backward`,
+once (:func:`structlearn.inference.forward_backward.forward_backward`,
 scaled recursion with a log-domain fallback); the gradient is (expected -
 observed) feature counts, accumulated over the nonzero features only
 (:mod:`._chain_crf_kernels`). CRFsuite minimizes
