@@ -242,3 +242,46 @@ def test_lbfgs_direction_matches_dense_update():
             V = np.eye(n) - rho[r] * np.outer(Y[r], S[r])
             H = V.T @ H @ V + rho[r] * np.outer(S[r], S[r])
         np.testing.assert_allclose(out, -H @ g, rtol=1e-10, atol=1e-12)
+
+
+def _pseudo_gradient_reference(w, g, l1):
+    """OWL-QN's pseudo-gradient in numpy (Andrew and Gao 2007, eq. 4)."""
+    out = g + l1 * np.sign(w)
+    zero = w == 0
+    gz = g[zero]
+    out[zero] = np.where(gz + l1 < 0, gz + l1, np.where(gz - l1 > 0, gz - l1, 0.0))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_owlqn_kernels_match_numpy(seed):
+    from structlearn.learners._chain_crf_kernels import (abs_sum, owlqn_orthant,
+                                                         owlqn_pseudo_gradient, owlqn_step_to,
+                                                         secant_products)
+
+    rng = np.random.default_rng(seed)
+    n = 200
+    w = rng.normal(size=n) * (rng.random(n) < 0.6)  # many exact zeros
+    g = rng.normal(size=n)
+    g[:5] = 0.0
+    l1 = 0.4
+    pg = np.empty(n)
+    owlqn_pseudo_gradient(w, g, l1, pg)
+    np.testing.assert_array_equal(pg, _pseudo_gradient_reference(w, g, l1))
+    p = rng.normal(size=n)
+    want_p = np.where(p * pg >= 0, 0.0, p)
+    want_orthant = np.where(w != 0, np.sign(w), -np.sign(pg))
+    orthant = np.empty(n)
+    owlqn_orthant(w, pg, p, orthant)
+    np.testing.assert_array_equal(p, want_p)
+    np.testing.assert_array_equal(orthant, want_orthant)
+    out = np.empty(n)
+    owlqn_step_to(out, w, 0.7, p, orthant)
+    want = w + 0.7 * p
+    want[np.sign(want) != orthant] = 0.0
+    np.testing.assert_array_equal(out, want)
+    assert abs_sum(w) == pytest.approx(np.abs(w).sum(), rel=1e-14)
+    w2, g2 = rng.normal(size=n), rng.normal(size=n)
+    sy, yy = secant_products(w2, w, g2, g)
+    assert sy == pytest.approx((w2 - w) @ (g2 - g), rel=1e-12)
+    assert yy == pytest.approx((g2 - g) @ (g2 - g), rel=1e-12)

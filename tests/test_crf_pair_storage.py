@@ -58,15 +58,74 @@ def test_pair_storage_fits_exactly_what_the_dense_masked_storage_fits(monkeypatc
     assert observed[rows, cols].all()
 
 
-def test_observed_pairs_against_a_token_loop():
-    Xcat, offsets, codes, K = _problem(11)
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("K", [None, 64, 130])
+def test_observed_pairs_against_a_token_loop(seed, K):
+    """Bit-marked pairs (one word per 64 labels) against a set per feature;
+    stored zeros observe nothing."""
+    Xcat, offsets, codes, K0 = _problem(11 + seed)
+    rng = np.random.default_rng(seed)
+    if K is not None:  # more labels than one word of marks holds
+        codes = rng.integers(0, K, size=codes.shape[0]).astype(np.int64)
+    K = K or K0
+    Xcat = Xcat.copy()
+    Xcat.data[rng.random(Xcat.nnz) < 0.2] = 0.0  # explicit zeros, still stored
     ptr, lab = observed_pairs(chain_crf._ChainProblem(Xcat, offsets, codes, K, 0.0))
     want = [set() for _ in range(Xcat.shape[1])]
     for t in range(Xcat.shape[0]):
-        for f in Xcat.indices[Xcat.indptr[t]:Xcat.indptr[t + 1]]:
-            want[f].add(codes[t])
+        for p in range(Xcat.indptr[t], Xcat.indptr[t + 1]):
+            if Xcat.data[p] != 0:
+                want[Xcat.indices[p]].add(codes[t])
     got = [list(lab[ptr[f]:ptr[f + 1]]) for f in range(Xcat.shape[1])]
     assert got == [sorted(s) for s in want]
+
+
+@pytest.mark.parametrize("storage", ["dense", "pairs"])
+@pytest.mark.parametrize("l1", [0.0, 0.02])
+def test_unit_valued_features_fit_what_their_stored_ones_fit(storage, l1):
+    """Indicator features (all values 1) are read through one shared 1
+    instead of a values array: the same fit, bit for bit."""
+    Xcat, offsets, codes, K = _problem(8)
+    Xcat = Xcat.copy()
+    Xcat.data[:] = 1.0
+    unit = chain_crf.unit_valued(Xcat)
+    assert unit.data.strides == (0,) and not unit.data.flags.writeable
+    np.testing.assert_array_equal(unit.toarray(), Xcat.toarray())
+    kw = dict(alpha=0.05, l1=l1, all_states=False, max_iter=40, tol=1e-9, storage=storage)
+    W1, T1, h1, _, _ = fit_chain_crf_lbfgs(Xcat, offsets, codes, K, **kw)
+    W2, T2, h2, _, _ = fit_chain_crf_lbfgs(unit, offsets, codes, K, **kw)
+    assert [h["objective"] for h in h1] == [h["objective"] for h in h2]
+    np.testing.assert_array_equal(sp.csr_matrix(W1).toarray(), sp.csr_matrix(W2).toarray())
+    np.testing.assert_array_equal(T1, T2)
+
+
+def test_unit_valued_keeps_other_matrices():
+    Xcat, _, _, _ = _problem(2)
+    assert chain_crf.unit_valued(Xcat) is Xcat  # real values
+    ones = Xcat.copy()
+    ones.data[:] = 1.0
+    assert isinstance(chain_crf.unit_valued(ones.toarray()), np.ndarray)
+    unsorted = sp.csr_matrix((np.ones(3), np.array([2, 0, 1]), np.array([0, 3])), shape=(1, 3))
+    assert not unsorted.has_canonical_format
+    assert chain_crf.unit_valued(unsorted) is unsorted
+
+
+def test_estimator_fit_on_indicator_dicts_equals_fit_on_stored_ones(monkeypatch):
+    """Dict input (all-1 indicator features, read through the shared 1)
+    and the same features with their stored values fit the same model."""
+    from structlearn.datasets import SequenceVectorizer
+
+    rng = np.random.default_rng(0)
+    X = [[{"w": f"v{rng.integers(12)}", "p": f"s{rng.integers(4)}"}
+          for _ in range(int(rng.integers(1, 7)))] for _ in range(40)]
+    y = [[f"L{rng.integers(3)}" for _ in s] for s in X]
+    a = SequenceCRF(c1=0.01, max_iter=25).fit(X, y)
+    mats = SequenceVectorizer().fit(X).transform(X)
+    monkeypatch.setattr(chain_crf, "unit_valued", lambda Xcat: Xcat)
+    b = SequenceCRF(c1=0.01, max_iter=25).fit(mats, y)
+    dense = [sp.csr_matrix(m.coef_).toarray() for m in (a, b)]
+    np.testing.assert_array_equal(dense[0], dense[1])
+    np.testing.assert_array_equal(a.transition_, b.transition_)
 
 
 @pytest.mark.parametrize("seed", range(4))

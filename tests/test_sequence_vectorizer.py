@@ -49,6 +49,21 @@ def test_vocabulary_matches_dict_vectorizer(seed):
     np.testing.assert_array_equal(sp.vstack(out).toarray(), ref.transform(flat).toarray())
 
 
+def test_a_numeric_key_spelled_like_an_indicator_shares_its_column():
+    # "a=b" as a numeric key and a="b" as an indicator are one feature for
+    # DictVectorizer; the vocabulary keeps them apart internally but must not
+    X = [[{"a=b": 2.0}, {"a": "b"}], [{"a": "b", "a=b": 0.5}, {"a": "c"}, {"a=c": 3.0}]]
+    flat = [t for s in X for t in s]
+    ref = DictVectorizer(dtype=np.float64).fit(flat)
+    vec = SequenceVectorizer().fit(X)
+    assert vec.feature_names_ == list(ref.feature_names_) == ["a=b", "a=c"]
+    np.testing.assert_array_equal(sp.vstack(vec.transform(X)).toarray(),
+                                  ref.transform(flat).toarray())
+    # unseen features are ignored whatever their kind
+    new = [[{"a": "z", "a=z": 1.0, "b": 2.0, "a=b": 1.0}]]
+    np.testing.assert_array_equal(vec.transform(new)[0].toarray(), [[1.0, 0.0]])
+
+
 @pytest.mark.parametrize("min_freq", [2, 3])
 def test_min_freq_keeps_the_features_of_that_many_tokens(min_freq):
     X = _random_dicts(7, n_sent=30)

@@ -3,7 +3,7 @@
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["split_csr_rows"]
+__all__ = ["csr_around", "split_csr_rows"]
 
 
 def split_csr_rows(matrix, offsets):
@@ -34,3 +34,22 @@ def split_csr_rows(matrix, offsets):
             )
         )
     return out
+
+
+def csr_around(data, indices, indptr, shape, *, canonical):
+    """A CSR matrix holding these very arrays (scipy's constructor would copy
+    int64 indices that fit into int32).
+
+    Parameters
+    ----------
+    data : float64 (nnz,)
+    indices, indptr : int64 (nnz,), (n_rows + 1,)
+    shape : (n_rows, n_cols)
+    canonical : bool
+        Whether the rows are known to be sorted without duplicates (then
+        scipy does not check or sort them again).
+    """
+    X = sp.csr_matrix(shape, dtype=np.float64)
+    X.data, X.indices, X.indptr = data, indices, indptr
+    X.has_canonical_format = bool(canonical)
+    return X

@@ -1,6 +1,5 @@
 """Per-token feature dicts (the input of CRFsuite) to per-sentence sparse matrices."""
 
-import array
 import itertools
 import numbers
 
@@ -10,7 +9,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.feature_extraction import FeatureHasher
 from sklearn.utils.validation import check_is_fitted
 
-from ._sparse import split_csr_rows
+from ._sparse import csr_around, split_csr_rows
 
 __all__ = ["SequenceVectorizer", "is_dict_sequences"]
 
@@ -114,7 +113,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
         splits."""
         check_is_fitted(self, "n_features_out_")
         if self.n_features is None:
-            return _encode(X, self._vocabulary, self.n_features_out_, grow=False)[:2]
+            return _encode(X, self._columns, self.n_features_out_, grow=False)[:2]
         sentences, flat = _validated(X)
         lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64,
                               count=len(sentences))
@@ -140,8 +139,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
                 raise ValueError("X holds no tokens: cannot build a vocabulary")
             self.n_features_out_ = int(self.n_features)
             return None, None
-        vocabulary = {}
-        Xall, offsets, names = _encode(X, vocabulary, None, grow=True)
+        columns = _Columns()
+        Xall, offsets, names = _encode(X, columns, None, grow=True)
         if Xall.shape[0] == 0 or not names:
             raise ValueError("X holds no tokens: cannot build a vocabulary")
         keep = np.ones(len(names), dtype=bool)
@@ -155,7 +154,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
         column = np.full(len(names), -1, dtype=np.int64)
         column[order] = np.arange(order.shape[0])
         self.feature_names_ = [names[i] for i in order]
-        self._vocabulary = {name: j for j, name in enumerate(self.feature_names_)}
+        columns.renumber(column)
+        self._columns = columns
         self.n_features_out_ = len(self.feature_names_)
         return _remap_columns(Xall, column, self.n_features_out_), offsets
 
@@ -233,33 +233,77 @@ def _check_finite(Xall, offsets):
         raise ValueError(f"X[{s}][{row - offsets[s]}] has a NaN or infinite value")
 
 
-def _encode(X, vocabulary, n_columns, *, grow):
+class _Columns:
+    """Feature -> column maps of a vocabulary, looked up without building a
+    string per token: ``numeric[key]`` for numeric features,
+    ``indicator[key][value]`` for the indicator ``"key=value"``."""
+
+    def __init__(self):
+        self.numeric = {}
+        self.indicator = {}
+
+    def renumber(self, column):
+        """Move column ``c`` to ``column[c]`` (dropped where -1), in place."""
+        for sub in (self.numeric, *self.indicator.values()):
+            dropped = []
+            for k, c in sub.items():
+                if column[c] >= 0:
+                    sub[k] = int(column[c])  # an existing key: no resize
+                else:
+                    dropped.append(k)
+            for k in dropped:
+                del sub[k]
+        for key in [k for k, sub in self.indicator.items() if not sub]:
+            del self.indicator[key]
+
+    def named(self, key, value=None):
+        """Column of the feature named like ``key`` (numeric) or
+        ``key=value`` (indicator) under either spelling, or None."""
+        name = key if value is None else key + "=" + value
+        col = self.numeric.get(name)
+        if col is not None:
+            return col
+        at = name.find("=")
+        while at >= 0:
+            sub = self.indicator.get(name[:at])
+            if sub is not None and name[at + 1:] in sub:
+                return sub[name[at + 1:]]
+            at = name.find("=", at + 1)
+        return None
+
+
+def _encode(X, columns, n_columns, *, grow):
     """Encode sentences of feature dicts in one pass.
 
     A string value ``v`` of key ``k`` is the feature ``"k=v"`` with value 1;
     a number is the value of feature ``k``; zero values are not stored.
-    Features absent from ``vocabulary`` (name -> column) are skipped, or,
-    with ``grow``, appended to it in order of first appearance.
+    Features absent from ``columns`` (a :class:`_Columns`) are skipped, or,
+    with ``grow``, added to it in order of first appearance (a numeric key
+    and an indicator with the same name share their column, as in
+    :class:`~sklearn.feature_extraction.DictVectorizer`).
 
     Returns
     -------
-    Xall : csr_matrix (n_tokens, n_columns or len(vocabulary))
+    Xall : csr_matrix (n_tokens, n_columns or the number of names)
         Canonical (sorted indices, duplicates summed).
     offsets : int64 (n_sentences + 1,)
     names : list of str
         The vocabulary's names by column (with ``grow``), else None.
     """
+    sentences = [_sentence_list(i, s) for i, s in enumerate(_sentences_of(X))]
+    lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
+    # buffers sized once for every stored entry (a token stores at most one
+    # per key): no growing copies for the allocator to keep
+    bound = sum(len(t) for s in sentences for t in s if type(t) is dict or isinstance(t, dict))
+    indices = np.empty(bound, dtype=np.int64)
+    data = np.empty(bound, dtype=np.float64)
+    indptr = np.empty(int(lengths.sum()) + 1, dtype=np.int64)
     names = [] if grow else None
-    # compact typed buffers (8 bytes an entry, no Python object per entry)
-    indices = array.array("q")
-    data = array.array("d")
-    indptr = array.array("q", [0])
-    lengths = array.array("q")
-    get = vocabulary.get
-    add_index = indices.append
-    add_value = data.append
-    for i, sentence in enumerate(_sentences_of(X)):
-        sentence = _sentence_list(i, sentence)
+    numeric, indicator = columns.numeric, columns.indicator
+    q = 0
+    row = 0
+    indptr[0] = 0
+    for i, sentence in enumerate(sentences):
         for j, token in enumerate(sentence):
             if type(token) is not dict and not isinstance(token, dict):
                 _token_error(i, j, token)
@@ -267,41 +311,55 @@ def _encode(X, vocabulary, n_columns, *, grow):
                 if type(key) is not str and not isinstance(key, str):
                     _token_error(i, j, token, key, value)
                 if type(value) is str or isinstance(value, str):
-                    name = key + "=" + value
+                    sub = indicator.get(key)
+                    col = None if sub is None else sub.get(value)
+                    if col is None:
+                        if not grow:
+                            continue
+                        if sub is None:
+                            sub = indicator[key] = {}
+                        col = sub[value] = _new_column(columns, names, key, value)
                     value = 1.0
                 elif isinstance(value, numbers.Real):  # bools count as 1 / 0
                     if not value:
                         continue
-                    name = key
+                    col = numeric.get(key)
+                    if col is None:
+                        if not grow:
+                            continue
+                        col = numeric[key] = _new_column(columns, names, key)
                 else:
                     _token_error(i, j, token, key, value)
-                col = get(name)
-                if col is None:
-                    if not grow:
-                        continue
-                    col = len(names)
-                    vocabulary[name] = col
-                    names.append(name)
-                add_index(col)
-                add_value(value)
-            indptr.append(len(indices))
-        lengths.append(len(sentence))
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(np.frombuffer(lengths, dtype=np.int64), out=offsets[1:])
+                indices[q] = col
+                data[q] = value
+                q += 1
+            row += 1
+            indptr[row] = q
+    offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if q < 0.9 * bound:  # many unseen features or zeros: do not keep the slack
+        indices, data = indices[:q].copy(), data[:q].copy()
     shape = (int(offsets[-1]), len(names) if grow else n_columns)
-    Xall = _csr((np.frombuffer(data, dtype=np.float64), np.frombuffer(indices, dtype=np.int64),
-                 np.frombuffer(indptr, dtype=np.int64)), shape)
+    Xall = _csr((data[:q], indices[:q], indptr), shape)
     _check_finite(Xall, offsets)
     return Xall, offsets, names
+
+
+def _new_column(columns, names, key, value=None):
+    """Column of a feature first seen: that of the same name spelled the
+    other way (a numeric ``"a=b"`` and the indicator ``a="b"``) if it has
+    one, else a new one."""
+    col = columns.named(key, value)
+    if col is None:
+        col = len(names)
+        names.append(key if value is None else key + "=" + value)
+    return col
 
 
 def _csr(arrays, shape):
     """Canonical CSR matrix (sorted indices, duplicates summed) with int64
     index arrays, built around ``arrays = (data, indices, indptr)``."""
-    X = sp.csr_matrix(shape, dtype=np.float64)
-    # assigned directly: scipy would copy or downcast int64 index arrays
-    X.data, X.indices, X.indptr = arrays
-    X.has_canonical_format = False
+    X = csr_around(*arrays, shape, canonical=False)
     X.sum_duplicates()
     X.indices = X.indices.astype(np.int64, copy=False)
     X.indptr = X.indptr.astype(np.int64, copy=False)

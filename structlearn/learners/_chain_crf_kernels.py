@@ -140,6 +140,39 @@ def _token_scores(values, pair_ptr, pair_label, rows, row_of, data, indices, ind
 
 
 @nb.njit(cache=True)
+def observed_pair_lists(data, indices, indptr, codes, d, K):
+    """The (feature, label) pairs with a non-zero feature value on a token of
+    that label: ``pair_ptr`` (d + 1,) and ``pair_label`` (P,), labels
+    ascending within a feature.  Marks are bits, (d, ceil(K / 64)) words:
+    O(nnz + d K / 64) memory instead of a copy of the features."""
+    n_words = (K + 63) // 64
+    bits = np.zeros(d * n_words, dtype=np.uint64)
+    one = np.uint64(1)
+    for t in range(codes.shape[0]):
+        c = codes[t]
+        word = c >> 6
+        mask = one << np.uint64(c & 63)
+        for p in range(indptr[t], indptr[t + 1]):
+            if data[p] != 0.0:
+                bits[indices[p] * n_words + word] |= mask
+    pair_ptr = np.zeros(d + 1, dtype=np.int64)
+    for f in range(d):
+        count = 0
+        for k in range(K):
+            if bits[f * n_words + (k >> 6)] & (one << np.uint64(k & 63)):
+                count += 1
+        pair_ptr[f + 1] = pair_ptr[f] + count
+    pair_label = np.empty(pair_ptr[d], dtype=np.int64)
+    q = 0
+    for f in range(d):
+        for k in range(K):
+            if bits[f * n_words + (k >> 6)] & (one << np.uint64(k & 63)):
+                pair_label[q] = k
+                q += 1
+    return pair_ptr, pair_label
+
+
+@nb.njit(cache=True)
 def vdot(a, b):
     """``a @ b``."""
     s = 0.0
@@ -164,6 +197,71 @@ def finish_gradient(g, scale, alpha, w):
         g[i] = scale * g[i] + alpha * wi
         ww += wi * wi
     return ww
+
+
+@nb.njit(cache=True)
+def secant_products(x_new, x, g_new, g):
+    """``(s @ y, y @ y)`` of the L-BFGS pair ``s = x_new - x``,
+    ``y = g_new - g``, without storing it."""
+    sy = 0.0
+    yy = 0.0
+    for i in range(x.shape[0]):
+        s = x_new[i] - x[i]
+        y = g_new[i] - g[i]
+        sy += s * y
+        yy += y * y
+    return sy, yy
+
+
+@nb.njit(cache=True)
+def abs_sum(w):
+    """``||w||_1``."""
+    s = 0.0
+    for i in range(w.shape[0]):
+        s += abs(w[i])
+    return s
+
+
+@nb.njit(cache=True)
+def owlqn_pseudo_gradient(w, g, l1, out):
+    """OWL-QN's pseudo-gradient of ``f(w) + l1 ||w||_1`` (``g`` = grad f)
+    into ``out``: the one-sided derivative of least magnitude, 0 where zero
+    is optimal."""
+    for i in range(w.shape[0]):
+        wi = w[i]
+        gi = g[i]
+        if wi > 0.0:
+            out[i] = gi + l1
+        elif wi < 0.0:
+            out[i] = gi - l1
+        elif gi + l1 < 0.0:
+            out[i] = gi + l1
+        elif gi - l1 > 0.0:
+            out[i] = gi - l1
+        else:
+            out[i] = 0.0
+
+
+@nb.njit(cache=True)
+def owlqn_orthant(w, pg, p, orthant):
+    """Keep the direction ``p`` in the descent orthant of the pseudo-gradient
+    ``pg`` (``p_i = 0`` where ``p_i pg_i >= 0``) and write the orthant the
+    step may not leave: ``sign(w_i)``, or ``-sign(pg_i)`` where ``w_i = 0``."""
+    for i in range(w.shape[0]):
+        if p[i] * pg[i] >= 0.0:
+            p[i] = 0.0
+        x = w[i] if w[i] != 0.0 else -pg[i]
+        orthant[i] = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
+
+
+@nb.njit(cache=True)
+def owlqn_step_to(out, w, step, p, orthant):
+    """``out = w + step * p`` projected onto ``orthant`` (entries whose sign
+    differs from it are set to 0)."""
+    for i in range(out.shape[0]):
+        x = w[i] + step * p[i]
+        sign = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
+        out[i] = x if sign == orthant[i] else 0.0
 
 
 @nb.njit(cache=True)

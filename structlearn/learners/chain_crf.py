@@ -22,8 +22,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._parallel import chunk_bounds, map_chunks
+from ..datasets._sparse import csr_around
 
-__all__ = ["fit_chain_crf_lbfgs", "chain_crf_objective"]
+__all__ = ["fit_chain_crf_lbfgs", "chain_crf_objective", "unit_valued"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,15 +45,11 @@ class _ChainProblem:
     """
 
     def __init__(self, Xcat, offsets, codes, n_classes, alpha, pair_ptr=None, pair_label=None):
-        X = sp.csr_matrix(Xcat, dtype=np.float64)
-        X.sum_duplicates()
-        self.data = np.ascontiguousarray(X.data, dtype=np.float64)
-        self.indices = np.ascontiguousarray(X.indices, dtype=np.int64)
-        self.indptr = np.ascontiguousarray(X.indptr, dtype=np.int64)
+        self.data, self.indices, self.indptr, shape = _csr_arrays(Xcat)
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self.codes = np.ascontiguousarray(codes, dtype=np.int64)
         self.K = K = int(n_classes)
-        self.d = d = X.shape[1]
+        self.d = d = shape[1]
         self.n_seq = self.offsets.shape[0] - 1
         self.alpha = float(alpha)
         self.n_jobs = None
@@ -95,8 +92,8 @@ class _ChainProblem:
         n_parts = min(MAX_PARTS, max(1, self.codes.shape[0] // PART_MIN_TOKENS),
                       1 + PART_BUFFER_BYTES // (8 * n_params))
         self.parts = chunk_bounds(np.diff(self.offsets), n_parts)
-        self.part_grads = [np.empty(n_params) for _ in range(len(self.parts) - 2)]
-        self.block_tokens = max(16, BLOCK_ENTRIES // K)
+        self._part_grads = []  # allocated at the first evaluation
+        self.block_tokens = min(BLOCK_MAX_TOKENS, max(16, BLOCK_ENTRIES // K))
 
     def hold_at_zero(self, unigram=None, transitions=None):
         """Hold more weights at 0: ``unigram`` bool (K, d) over the labels and
@@ -153,22 +150,40 @@ class _ChainProblem:
         W.eliminate_zeros()
         return W, T.copy()
 
+    def _part_buffers(self, count):
+        """``count`` gradient buffers for the parts after the first (which
+        writes into the caller's), allocated once."""
+        n_params = self.n_unigram + self.K * self.K
+        while len(self._part_grads) < count:
+            self._part_grads.append(np.empty(n_params))
+        return self._part_grads[:count]
+
     def _nll_grad(self, w, g):
-        """Summed negative log-likelihood; its gradient into ``g``."""
+        """Summed negative log-likelihood; its gradient into ``g``.
+
+        The parts' gradients are added to the first part's in part order,
+        at once after a parallel evaluation or one by one through a single
+        buffer otherwise (the same sums, so the same bits)."""
         values, rows, T = self.split(w)
-        outs = [g] + self.part_grads
+        bounds = list(zip(self.parts[:-1].tolist(), self.parts[1:].tolist()))
+        parallel = len(bounds) > 1 and self.n_jobs not in (None, 1)
+        bufs = self._part_buffers(len(bounds) - 1 if parallel else min(1, len(bounds) - 1))
+        outs = [g] + (bufs if parallel else bufs * (len(bounds) - 1))
         jobs = [(values, self.pair_ptr, self.pair_label, rows, self.row_of, T, self.data,
-                 self.indices, self.indptr, self.offsets, self.codes, int(a), int(b),
+                 self.indices, self.indptr, self.offsets, self.codes, a, b,
                  self.block_tokens, *self.split(out))
-                for a, b, out in zip(self.parts[:-1], self.parts[1:], outs)]  # fmt: skip
-        if len(jobs) > 1 and self.n_jobs not in (None, 1):
+                for (a, b), out in zip(bounds, outs)]  # fmt: skip
+        if parallel:
             # the parts' threads, not BLAS's own, share the cores
             with _blas_controller().limit(limits=1, user_api="blas"):
                 nll = map_chunks(_part_nll_grad, jobs, self.n_jobs)
-        else:
-            nll = map_chunks(_part_nll_grad, jobs, self.n_jobs)
-        for buf in self.part_grads:
-            g += buf
+            for buf in bufs:
+                g += buf
+            return float(sum(nll))
+        nll = [_part_nll_grad(*jobs[0])]
+        for job in jobs[1:]:
+            nll.append(_part_nll_grad(*job))
+            g += bufs[0]
         return float(sum(nll))
 
     def __call__(self, w, g):
@@ -181,6 +196,47 @@ class _ChainProblem:
         if self.fixed is not None:
             g[self.fixed] = 0.0
         return nll / self.n_seq + 0.5 * self.alpha * ww
+
+
+def _csr_arrays(Xcat):
+    """``(data, indices, indptr, shape)`` of ``Xcat`` as canonical CSR
+    (float64, int64, int64; sorted indices, no duplicates).  A canonical
+    CSR matrix of these types is used as it is (no copy: the stacked
+    features are the largest array of a fit); anything else is converted
+    into new arrays, never modified in place."""
+    if sp.issparse(Xcat) and Xcat.format == "csr":
+        X = Xcat
+    else:
+        X = sp.csr_matrix(Xcat, dtype=np.float64)
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    data = X.data
+    if not _is_unit_view(data):
+        data = np.ascontiguousarray(data, dtype=np.float64)
+    # not through scipy's constructor: it may copy the indices to int32
+    return (data, np.ascontiguousarray(X.indices, dtype=np.int64),
+            np.ascontiguousarray(X.indptr, dtype=np.int64), X.shape)
+
+
+def _is_unit_view(data):
+    return data.dtype == np.float64 and data.ndim == 1 and data.strides == (0,) and (
+        data.size == 0 or data[0] == 1.0)
+
+
+def unit_valued(Xcat):
+    """``Xcat`` itself, or, when it is a canonical CSR matrix whose stored
+    values are all 1 (indicator features, the usual CRFsuite input), the
+    same matrix with its values as one read-only 1 seen by every entry
+    (no ``nnz`` array: a third less memory for int64 indices).  The
+    likelihood kernels read either kind."""
+    if not (sp.issparse(Xcat) and Xcat.format == "csr" and Xcat.has_canonical_format
+            and Xcat.data.dtype == np.float64 and Xcat.nnz > 1):
+        return Xcat
+    if _is_unit_view(Xcat.data) or not np.all(Xcat.data == 1.0):
+        return Xcat
+    ones = np.broadcast_to(np.float64(1.0), Xcat.data.shape)
+    return csr_around(ones, Xcat.indices, Xcat.indptr, Xcat.shape, canonical=True)
 
 
 @functools.lru_cache(maxsize=1)
@@ -285,13 +341,9 @@ def observed_pairs(prob):
     """The (feature, label) pairs of the training data (a token with that
     label has that feature non-zero), per feature: ``pair_ptr`` (d + 1,) and
     ``pair_label`` (P,) ascending within a feature."""
-    n = prob.codes.shape[0]
-    X = sp.csr_matrix((np.abs(prob.data), prob.indices, prob.indptr), shape=(n, prob.d))
-    Y = sp.csr_matrix((np.ones(n), (np.arange(n), prob.codes)), shape=(n, prob.K))
-    C = (X.T @ Y).tocsr()  # (d, K)
-    C.eliminate_zeros()
-    C.sort_indices()
-    return C.indptr.astype(np.int64), C.indices.astype(np.int64)
+    from ._chain_crf_kernels import observed_pair_lists
+
+    return observed_pair_lists(prob.data, prob.indices, prob.indptr, prob.codes, prob.d, prob.K)
 
 
 def observed_transitions(prob):
@@ -306,11 +358,14 @@ def observed_transitions(prob):
 # the likelihood's sequences are cut into at most MAX_PARTS parts of at least
 # PART_MIN_TOKENS tokens (with one extra gradient buffer per part beyond the
 # first, within PART_BUFFER_BYTES), evaluated in parallel under n_jobs;
-# each part is processed in blocks of about BLOCK_ENTRIES / K tokens
+# each part is processed in blocks of about BLOCK_ENTRIES / K tokens, at most
+# BLOCK_MAX_TOKENS (few labels gain nothing from longer blocks; many labels
+# need them long for the grouped forward-backward's matrix products)
 MAX_PARTS = 4
 PART_MIN_TOKENS = 4096
 PART_BUFFER_BYTES = 256 * 2**20
 BLOCK_ENTRIES = 2**18
+BLOCK_MAX_TOKENS = 4096
 
 # pair storage is used for all_states=False when at most this fraction of
 # the d K (feature, label) pairs occurs; denser patterns run faster dense
@@ -329,8 +384,8 @@ def _training_problem(Xcat, offsets, codes, K, alpha, all_states, all_transition
         ptr, lab = observed_pairs(prob)
         fill = lab.shape[0] / max(prob.d * K, 1)
         if storage == "pairs" or (storage == "auto" and fill <= PAIR_STORAGE_MAX_FILL):
-            tokens = sp.csr_matrix((prob.data, prob.indices, prob.indptr),
-                                   shape=(prob.codes.shape[0], prob.d))
+            tokens = csr_around(prob.data, prob.indices, prob.indptr,
+                                (prob.codes.shape[0], prob.d), canonical=True)
             prob = _ChainProblem(tokens, offsets, codes, K, alpha, ptr, lab)
         else:
             seen = np.zeros((K, prob.d), dtype=bool)
@@ -339,16 +394,6 @@ def _training_problem(Xcat, offsets, codes, K, alpha, all_states, all_transition
     if not all_transitions:
         prob.hold_at_zero(transitions=~observed_transitions(prob))
     return prob
-
-
-def _pseudo_gradient(w, g, l1, out):
-    """OWL-QN's pseudo-gradient of ``f(w) + l1 * |w|_1`` (``g`` = grad f):
-    the one-sided derivative of least magnitude, 0 where zero is optimal."""
-    out[...] = g + l1 * np.sign(w)
-    zero = w == 0
-    gz = g[zero]
-    out[zero] = np.where(gz + l1 < 0, gz + l1, np.where(gz - l1 > 0, gz - l1, 0.0))
-    return out
 
 
 def fit_chain_crf_lbfgs(
@@ -436,7 +481,16 @@ def fit_chain_crf_lbfgs(
     converged : bool
     n_iter : int
     """
-    from ._chain_crf_kernels import axpy_to, lbfgs_direction, vdot
+    from ._chain_crf_kernels import (
+        abs_sum,
+        axpy_to,
+        lbfgs_direction,
+        owlqn_orthant,
+        owlqn_pseudo_gradient,
+        owlqn_step_to,
+        secant_products,
+        vdot,
+    )
 
     if storage not in ("auto", "dense", "pairs"):
         raise ValueError(f"storage must be 'auto', 'dense' or 'pairs'; got {storage!r}")
@@ -447,11 +501,11 @@ def fit_chain_crf_lbfgs(
     w = prob.pack(W_init, T_init)
     n = w.shape[0]
     m = int(memory)
-    # correction pairs in rows of S, Y; one spare row takes the candidate pair
-    S = np.empty((m + 1, n))
-    Y = np.empty((m + 1, n))
-    rho = np.empty(m + 1)
-    coef = np.empty(m + 1)
+    # correction pairs in rows of S, Y (a pair is tested before it is stored)
+    S = np.empty((m, n))
+    Y = np.empty((m, n))
+    rho = np.empty(m)
+    coef = np.empty(m)
     order = []  # rows in use, oldest first
     g = np.empty(n)
     w_new = np.empty(n)
@@ -460,49 +514,48 @@ def fit_chain_crf_lbfgs(
     history = []
     start = time.perf_counter()
     l1 = float(l1)
-    f = prob(w, g) + l1 * np.abs(w).sum()
-    pg_buf = np.empty(n) if l1 else None
+    f = prob(w, g) + (l1 * abs_sum(w) if l1 else 0.0)
+    pg = np.empty(n) if l1 else g  # the (pseudo-)gradient of the whole objective
+    orthant = np.empty(n) if l1 else None
     converged = False
     n_iter = 0
     for it in range(int(max_iter)):
-        # (pseudo-)gradient of the whole objective
-        pg = _pseudo_gradient(w, g, l1, pg_buf) if l1 else g
+        if l1:
+            owlqn_pseudo_gradient(w, g, l1, pg)
+        else:
+            pg = g
         gnorm = np.sqrt(vdot(pg, pg))
         if gnorm <= tol * max(1.0, np.sqrt(vdot(w, w))):
             converged = True
             break
         lbfgs_direction(pg, S, Y, rho, np.asarray(order, dtype=np.int64), coef, p)
-        if l1:  # OWL-QN: keep the direction in the descent orthant of pg
-            p[p * pg >= 0] = 0.0
+        if l1:  # OWL-QN: the direction and the step stay in pg's descent orthant
+            owlqn_orthant(w, pg, p, orthant)
         slope = vdot(pg, p)
         if slope >= 0:  # not a descent direction: restart from the gradient
             order = []
             np.negative(pg, out=p)
             slope = -gnorm * gnorm
         step = 1.0 if order else 1.0 / gnorm
-        # the orthant the step may not leave (OWL-QN; unused without L1)
-        orthant = np.where(w != 0, np.sign(w), -np.sign(pg)) if l1 else None
         while True:
-            axpy_to(w_new, w, step, p)
             if l1:
-                w_new[np.sign(w_new) != orthant] = 0.0
-                f_new = prob(w_new, g_new) + l1 * np.abs(w_new).sum()
+                owlqn_step_to(w_new, w, step, p, orthant)
+                f_new = prob(w_new, g_new) + l1 * abs_sum(w_new)
                 decrease = vdot(pg, w_new) - vdot(pg, w)
             else:
+                axpy_to(w_new, w, step, p)
                 f_new = prob(w_new, g_new)
                 decrease = step * slope
             if f_new <= f + 1e-4 * decrease or step < 1e-20:
                 break
             step *= 0.5
-        row = next(r for r in range(m + 1) if r not in order)
-        axpy_to(S[row], w_new, -1.0, w)
-        axpy_to(Y[row], g_new, -1.0, g)
-        sy = vdot(S[row], Y[row])
-        if sy > 1e-10 * vdot(Y[row], Y[row]):
+        sy, yy = secant_products(w_new, w, g_new, g)
+        if sy > 1e-10 * yy and m > 0:  # curvature: keep the pair, over the oldest
+            row = order.pop(0) if len(order) == m else next(r for r in range(m) if r not in order)
+            axpy_to(S[row], w_new, -1.0, w)
+            axpy_to(Y[row], g_new, -1.0, g)
             rho[row] = 1.0 / sy
             order.append(row)
-            if len(order) > m:
-                order.pop(0)
         w, w_new = w_new, w
         g, g_new = g_new, g
         f = f_new
