@@ -46,7 +46,8 @@ def _scaled(u, trans):
     shift = _exp_table(trans, E)
     node = np.full((n, K), np.nan)
     m_seq = np.empty((K, K))
-    ok, lz = _fb_scaled_seq(u, 0, n, E, shift, np.empty((n, K)), np.empty((n, K)), np.empty(n),
+    ok, lz = _fb_scaled_seq(u, 0, n, E, np.ascontiguousarray(E.T), shift, np.empty((n, K)),
+                            np.empty((n, K)), np.empty(n),
                             np.empty((3, K)), m_seq, node)  # fmt: skip
     return ok, lz, node, m_seq * E
 

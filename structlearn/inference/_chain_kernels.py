@@ -270,6 +270,7 @@ def forward_backward_batch(unary, offsets, trans, node_marg, trans_marg, logz):
     # scaled recursion: exp(trans - max trans), workspace, outer-product sums
     E = np.empty((K, K))
     shift = _exp_table(trans, E)
+    Et = np.ascontiguousarray(E.T)
     scaled_ok = shift > -np.inf
     ahat = np.empty((max_len, K))
     ev = np.empty((max_len, K))
@@ -292,7 +293,7 @@ def forward_backward_batch(unary, offsets, trans, node_marg, trans_marg, logz):
             logz[s] = 0.0
             continue
         if scaled_ok or n == 1:
-            ok, lz = _fb_scaled_seq(unary, start, n, E, shift, ahat, ev, scale, vec,
+            ok, lz = _fb_scaled_seq(unary, start, n, E, Et, shift, ahat, ev, scale, vec,
                                     m_seq, node_marg)  # fmt: skip
             if ok:
                 logz[s] = lz
@@ -345,7 +346,7 @@ def _exp_table(trans, E):
 
 
 @nb.njit(cache=True)
-def _fb_scaled_seq(unary, start, n, E, shift, ahat, ev, scale, vec, m_seq, node_marg):
+def _fb_scaled_seq(unary, start, n, E, Et, shift, ahat, ev, scale, vec, m_seq, node_marg):
     """Scaled forward-backward of one sequence (probability domain).
 
     With ``ev[t, b] = exp(unary[t, b] - m_t)`` (``m_t`` the maximum of
@@ -363,7 +364,8 @@ def _fb_scaled_seq(unary, start, n, E, shift, ahat, ev, scale, vec, m_seq, node_
     ``_RANGE``, a scale falls below ``_SCALE_MIN`` or a backward quantity
     (q) exceeds ``_SCALE_MAX``; the caller then uses :func:`_fb_log_seq`.
     ``E`` must come from :func:`_exp_table` with a finite ``shift`` when
-    ``n > 1``. ``vec`` is (3, K) scratch.
+    ``n > 1``; ``Et`` is its transpose (C-contiguous). ``vec`` is (3, K)
+    scratch.
     """
     K = unary.shape[1]
     lz = 0.0
@@ -415,11 +417,14 @@ def _fb_scaled_seq(unary, start, n, E, shift, ahat, ev, scale, vec, m_seq, node_
                 qmax = q[b]
         if not qmax <= _SCALE_MAX:
             return False, 0.0
+        # column by column (contiguous rows of E^T): the same sums in the same
+        # order as row-wise dot products, without a serial dependency per label
         for a in range(K):
-            sm = 0.0
-            for b in range(K):
-                sm += E[a, b] * q[b]
-            bhat[a] = sm
+            bhat[a] = 0.0
+        for b in range(K):
+            qb = q[b]
+            for a in range(K):
+                bhat[a] += Et[b, a] * qb
         for a in range(K):
             pa = ahat[t - 1, a]
             for b in range(K):
