@@ -50,7 +50,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
     Attributes
     ----------
     feature_names_ : list of str
-        Column names (vocabulary mode only).
+        Column names (vocabulary mode only; rebuilt from the vocabulary on
+        each access).
     n_features_out_ : int
 
     Examples
@@ -153,11 +154,27 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
         order = kept[np.argsort(np.array(names, dtype=object)[kept], kind="stable")]
         column = np.full(len(names), -1, dtype=np.int64)
         column[order] = np.arange(order.shape[0])
-        self.feature_names_ = [names[i] for i in order]
         columns.renumber(column)
         self._columns = columns
-        self.n_features_out_ = len(self.feature_names_)
+        self.n_features_out_ = int(order.shape[0])
+        del names, order  # the names are rebuilt from the maps when asked for
         return _remap_columns(Xall, column, self.n_features_out_), offsets
+
+    @property
+    def feature_names_(self):
+        """Column names (vocabulary mode only), built from the vocabulary on
+        each access (not kept: as many strings as features)."""
+        columns = getattr(self, "_columns", None)
+        if columns is None or self.n_features is not None:
+            raise AttributeError("feature_names_ exists after fit in vocabulary mode "
+                                 "(n_features=None)")
+        names = [""] * self.n_features_out_
+        for key, col in columns.numeric.items():
+            names[col] = key
+        for key, sub in columns.indicator.items():
+            for value, col in sub.items():
+                names[col] = key + "=" + value
+        return names
 
     def get_feature_names_out(self, input_features=None):
         """Column names (vocabulary mode) as an array of str."""

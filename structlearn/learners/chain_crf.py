@@ -93,6 +93,7 @@ class _ChainProblem:
                       1 + PART_BUFFER_BYTES // (8 * n_params))
         self.parts = chunk_bounds(np.diff(self.offsets), n_parts)
         self._part_grads = []  # allocated at the first evaluation
+        self._scratch = []
         self.block_tokens = min(BLOCK_MAX_TOKENS, max(16, BLOCK_ENTRIES // K))
 
     def hold_at_zero(self, unigram=None, transitions=None):
@@ -158,6 +159,13 @@ class _ChainProblem:
             self._part_grads.append(np.empty(n_params))
         return self._part_grads[:count]
 
+    def _block_scratch(self, count):
+        """``count`` block scratch arrays (2, block_tokens, K), kept."""
+        while len(self._scratch) < count:
+            rows = max(1, min(self.block_tokens, self.codes.shape[0]))
+            self._scratch.append(np.empty((2, rows, self.K)))
+        return self._scratch[:count]
+
     def _nll_grad(self, w, g):
         """Summed negative log-likelihood; its gradient into ``g``.
 
@@ -169,10 +177,13 @@ class _ChainProblem:
         parallel = len(bounds) > 1 and self.n_jobs not in (None, 1)
         bufs = self._part_buffers(len(bounds) - 1 if parallel else min(1, len(bounds) - 1))
         outs = [g] + (bufs if parallel else bufs * (len(bounds) - 1))
+        # block scratch allocated here, once: threads that allocate their
+        # own leave the memory in per-thread heaps
+        scratch = self._block_scratch(len(bounds) if parallel else 1)
         jobs = [(values, self.pair_ptr, self.pair_label, rows, self.row_of, T, self.data,
                  self.indices, self.indptr, self.offsets, self.codes, a, b,
-                 self.block_tokens, *self.split(out))
-                for (a, b), out in zip(bounds, outs)]  # fmt: skip
+                 self.block_tokens, scratch[i % len(scratch)], *self.split(out))
+                for i, ((a, b), out) in enumerate(zip(bounds, outs))]  # fmt: skip
         if parallel:
             # the parts' threads, not BLAS's own, share the cores
             with _blas_controller().limit(limits=1, user_api="blas"):
@@ -248,8 +259,8 @@ def _blas_controller():
 
 
 def _part_nll_grad(values, pair_ptr, pair_label, rows, row_of, trans, data, indices, indptr,
-                   offsets, codes, seq_lo, seq_hi, block_tokens, grad_values, grad_rows,
-                   grad_T):  # fmt: skip
+                   offsets, codes, seq_lo, seq_hi, block_tokens, scratch, grad_values,
+                   grad_rows, grad_T):  # fmt: skip
     """Summed negative log-likelihood of sequences ``seq_lo:seq_hi`` and its
     gradient (no penalty, no averaging) into ``grad_values``, ``grad_rows``
     and ``grad_T`` (overwritten); weight layout of
@@ -257,8 +268,10 @@ def _part_nll_grad(values, pair_ptr, pair_label, rows, row_of, trans, data, indi
 
     The sequences are taken in blocks of whole sequences of about
     ``block_tokens`` tokens (scores, forward-backward and gradient of a
-    block while it is in cache; no (n_tokens, K) array).  A module-level
-    function, so that :func:`map_chunks` can run parts on any back-end.
+    block while it is in cache; no (n_tokens, K) array) in ``scratch``
+    (float64 (2, block_tokens, K): scores and marginals of a block; a
+    longer sequence gets its own).  A module-level function, so that
+    :func:`map_chunks` can run parts on any back-end.
     """
     from ..inference.forward_backward import forward_backward
     from ._chain_crf_kernels import block_nll_grad, block_scores
@@ -267,8 +280,8 @@ def _part_nll_grad(values, pair_ptr, pair_label, rows, row_of, trans, data, indi
     grad_values[:] = 0.0
     grad_rows[...] = 0.0
     grad_T[...] = 0.0
-    cap = max(1, min(block_tokens, int(offsets[seq_hi] - offsets[seq_lo])))
-    unary, marg, block_T = np.empty((cap, K)), np.empty((cap, K)), np.empty((K, K))
+    unary, marg = scratch
+    block_T = np.empty((K, K))
     nll = 0.0
     bounds = _block_bounds(offsets, seq_lo, seq_hi, block_tokens)
     for s, e in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
@@ -365,7 +378,7 @@ MAX_PARTS = 4
 PART_MIN_TOKENS = 4096
 PART_BUFFER_BYTES = 256 * 2**20
 BLOCK_ENTRIES = 2**18
-BLOCK_MAX_TOKENS = 4096
+BLOCK_MAX_TOKENS = 2048
 
 # pair storage is used for all_states=False when at most this fraction of
 # the d K (feature, label) pairs occurs; denser patterns run faster dense
