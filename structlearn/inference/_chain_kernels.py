@@ -219,7 +219,6 @@ def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
         _backtrack(delta, back, start, stop, out)
 
 
-@nb.njit(cache=True, nogil=True)
 def forward_backward_batch(unary, offsets, trans, node_marg, trans_marg, logz):
     """Log-partition functions and marginals of a batch of linear-chain models.
 
@@ -243,30 +242,42 @@ def forward_backward_batch(unary, offsets, trans, node_marg, trans_marg, logz):
     Notes
     -----
     Each sequence first goes through the scaled forward-backward
-    (:func:`_fb_scaled_seq`: about K exponentials per token). A sequence
+    (:func:`fb_scaled_batch`: about K exponentials per token). A sequence
     with a forbidden score or scores spanning too wide a range for that
     recursion (more than ``_RANGE`` within one position or within the
     transition table), or whose scaled quantities leave the safe range
     (``_SCALE_MIN``, ``_SCALE_MAX``), is recomputed by the
-    log-domain recursion (:func:`_fb_log_seq`), which is accurate for scores
+    log-domain recursion (:func:`fb_log_batch`), which is accurate for scores
     of any magnitude that double precision can hold (e.g. +-1e4). A
     sequence whose labelings are all forbidden gets ``logz = -inf``, zero
-    node marginals and no contribution to ``trans_marg``.
+    node marginals and no contribution to ``trans_marg``.  The log-domain
+    kernel is called (and compiled) only when a sequence needs it.
     """
+    refused = np.empty(offsets.shape[0] - 1, dtype=np.bool_)
+    if fb_scaled_batch(unary, offsets, trans, node_marg, trans_marg, logz, refused):
+        fb_log_batch(unary, offsets, trans, node_marg, trans_marg, logz, refused)
+
+
+@nb.njit(cache=True, nogil=True)
+def fb_scaled_batch(unary, offsets, trans, node_marg, trans_marg, logz, refused):
+    """The scaled recursion (:func:`_fb_scaled_seq`) of every sequence of a
+    batch; arguments and outputs of :func:`forward_backward_batch`, for the
+    sequences it takes.  ``refused`` (bool, (n_seq,)) receives True for
+    the others (outputs then unset, no part of ``trans_marg``); returns
+    their number."""
     K = unary.shape[1]
     n_seq = offsets.shape[0] - 1
     for a in range(K):
         for b in range(K):
             trans_marg[a, b] = 0.0
-    max_len = 0
+    max_len = _max_length(offsets)
+    n_refused = 0
     for s in range(n_seq):
-        ln = offsets[s + 1] - offsets[s]
-        if ln > max_len:
-            max_len = ln
+        refused[s] = False
     if max_len == 0:
         for s in range(n_seq):
             logz[s] = 0.0
-        return
+        return 0
     # scaled recursion: exp(trans - max trans), workspace, outer-product sums
     E = np.empty((K, K))
     shift = _exp_table(trans, E)
@@ -278,14 +289,6 @@ def forward_backward_batch(unary, offsets, trans, node_marg, trans_marg, logz):
     vec = np.empty((3, K))
     m_seq = np.empty((K, K))
     m_all = np.zeros((K, K))
-    # log-domain recursion, built on first use
-    have_log = False
-    col_max = np.empty(K)
-    row_max = np.empty(K)
-    e_col = np.empty((K, K))
-    e_row = np.empty((K, K))
-    alpha = np.empty((0, K))
-    beta = np.empty((0, K))
     for s in range(n_seq):
         start = offsets[s]
         n = offsets[s + 1] - start
@@ -301,19 +304,39 @@ def forward_backward_batch(unary, offsets, trans, node_marg, trans_marg, logz):
                     for b in range(K):
                         m_all[a, b] += m_seq[a, b]
                 continue
-        if not have_log:
-            _scaled_tables(trans, col_max, row_max, e_col, e_row)
-            alpha = np.empty((max_len, K))
-            beta = np.empty((max_len, K))
-            have_log = True
-        logz[s] = _fb_log_seq(unary, start, n, trans, col_max, row_max, e_col, e_row,
-                              alpha, beta, vec, node_marg, trans_marg)  # fmt: skip
+        refused[s] = True
+        n_refused += 1
     # edge marginals of the scaled sequences: sum_t ahat_t[a] q_{t+1}[b] times E[a, b]
     # (without a usable E only single-token sequences were scaled: no edges)
     if scaled_ok:
         for a in range(K):
             for b in range(K):
                 trans_marg[a, b] += m_all[a, b] * E[a, b]
+    return n_refused
+
+
+@nb.njit(cache=True, nogil=True)
+def fb_log_batch(unary, offsets, trans, node_marg, trans_marg, logz, todo):
+    """The log-domain recursion (:func:`_fb_log_seq`) of the sequences
+    ``s`` with ``todo[s]``: their ``logz`` and node marginals, their edge
+    marginals added to ``trans_marg``."""
+    K = unary.shape[1]
+    n_seq = offsets.shape[0] - 1
+    max_len = _max_length(offsets)
+    col_max = np.empty(K)
+    row_max = np.empty(K)
+    e_col = np.empty((K, K))
+    e_row = np.empty((K, K))
+    _scaled_tables(trans, col_max, row_max, e_col, e_row)
+    alpha = np.empty((max_len, K))
+    beta = np.empty((max_len, K))
+    vec = np.empty((3, K))
+    for s in range(n_seq):
+        if todo[s]:
+            start = offsets[s]
+            logz[s] = _fb_log_seq(unary, start, offsets[s + 1] - start, trans, col_max,
+                                  row_max, e_col, e_row, alpha, beta, vec, node_marg,
+                                  trans_marg)  # fmt: skip
 
 
 @nb.njit(cache=True)
@@ -606,35 +629,34 @@ def _lse_row(nxt, trans, a):
 GROUP_ENTRIES = 2**18
 
 
-@nb.njit(cache=True, nogil=True)
 def forward_backward_grouped(unary, offsets, trans, node_marg, trans_marg, logz, group_entries):
     """:func:`forward_backward_batch` through :func:`_fb_scaled_groups` (any
-    K; groups of about ``group_entries`` work entries), the sequences it
-    cannot take one by one."""
+    K; groups of about ``group_entries`` work entries); the sequences it
+    cannot take go to :func:`fb_log_batch`."""
+    refused = np.empty(offsets.shape[0] - 1, dtype=np.bool_)
+    if fb_scaled_grouped(unary, offsets, trans, node_marg, trans_marg, logz, refused,
+                         group_entries):
+        fb_log_batch(unary, offsets, trans, node_marg, trans_marg, logz, refused)
+
+
+@nb.njit(cache=True, nogil=True)
+def fb_scaled_grouped(unary, offsets, trans, node_marg, trans_marg, logz, refused,
+                      group_entries):
+    """:func:`fb_scaled_batch` with the recursion of :func:`_fb_scaled_groups`
+    (the same outputs, ``refused`` and count)."""
     K = unary.shape[1]
     E = np.empty((K, K))
     shift = _exp_table(trans, E)
     if shift == -np.inf:
-        forward_backward_batch(unary, offsets, trans, node_marg, trans_marg, logz)
-        return
+        return fb_scaled_batch(unary, offsets, trans, node_marg, trans_marg, logz, refused)
     n_seq = offsets.shape[0] - 1
     ok = np.ones(n_seq, dtype=np.bool_)
     _fb_scaled_groups(unary, offsets, E, shift, node_marg, trans_marg, logz, ok, group_entries)
-    # the sequences the scaled recursion could not take: one by one
-    one = np.empty(2, dtype=np.int64)
-    lz = np.empty(1)
-    tm = np.empty((K, K))
+    n_refused = 0
     for s in range(n_seq):
-        if ok[s]:
-            continue
-        start, stop = offsets[s], offsets[s + 1]
-        one[0] = 0
-        one[1] = stop - start
-        forward_backward_batch(unary[start:stop], one, trans, node_marg[start:stop], tm, lz)
-        logz[s] = lz[0]
-        for a in range(K):
-            for b in range(K):
-                trans_marg[a, b] += tm[a, b]
+        refused[s] = not ok[s]
+        n_refused += 1 if refused[s] else 0
+    return n_refused
 
 
 @nb.njit(cache=True, nogil=True)
