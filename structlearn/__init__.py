@@ -10,6 +10,7 @@ cached on disk) on first use.
 
 __version__ = "0.1.0"
 
+from ._config import config_context, get_config, set_config  # noqa: E402
 from .graphs import FactorGraph  # noqa: E402
 
-__all__ = ["FactorGraph", "__version__"]
+__all__ = ["FactorGraph", "__version__", "config_context", "get_config", "set_config"]

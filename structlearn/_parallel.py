@@ -58,7 +58,7 @@ def chunk_bounds(weights, n_chunks):
     return np.unique(np.concatenate(([0], cuts, [n]))).astype(np.int64)
 
 
-def map_chunks(func, chunks, n_jobs):
+def map_chunks(func, chunks, n_jobs, progress=None):
     """``[func(*args) for args in chunks]``, in parallel when ``n_jobs`` asks
     for more than one job and there is more than one chunk.
 
@@ -70,6 +70,10 @@ def map_chunks(func, chunks, n_jobs):
         Its arguments per chunk.
     n_jobs : int or None
         As in scikit-learn; validated by :func:`check_n_jobs`.
+    progress : (str, sequence of int), optional
+        A description and the number of samples in each chunk: a progress
+        bar advanced as chunks complete, when the configuration draws bars
+        (:func:`structlearn.set_config`).
 
     Returns
     -------
@@ -77,11 +81,42 @@ def map_chunks(func, chunks, n_jobs):
         In the order of ``chunks``.
     """
     n_jobs = check_n_jobs(n_jobs)
-    if len(chunks) <= 1 or n_jobs in (None, 1):
-        return [func(*args) for args in chunks]
-    from joblib import Parallel, delayed
+    bar = None
+    if progress is not None:
+        from ._progress_bar import make_bar
 
-    return Parallel(n_jobs=n_jobs, prefer="threads")(delayed(func)(*args) for args in chunks)
+        desc, sizes = progress
+        bar = make_bar(int(sum(sizes)), desc)
+    if len(chunks) <= 1 or n_jobs in (None, 1):
+        results = (func(*args) for args in chunks)
+    else:
+        from joblib import Parallel, delayed
+
+        results = Parallel(n_jobs=n_jobs, prefer="threads",
+                           return_as="list" if bar is None else "generator")(
+            delayed(func)(*args) for args in chunks)
+    if bar is None:
+        return list(results)
+    out = []
+    try:
+        for size, result in zip(sizes, results):
+            out.append(result)
+            bar.update(int(size))
+    finally:
+        bar.close()
+    return out
+
+
+def progress_chunk_count(n_jobs, n_items):
+    """Chunks to cut ``n_items`` samples into: one per job, or, while progress
+    bars are drawn, enough (up to 100) for the bar to move.  Results never
+    depend on the chunking."""
+    from ._config import get_config
+
+    n = n_chunks_for(n_jobs)
+    if get_config()["progress_bar"] is not False:
+        n = max(n, min(int(n_items), 100))
+    return max(n, 1)
 
 
 def n_chunks_for(n_jobs):

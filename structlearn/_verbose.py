@@ -37,11 +37,17 @@ def verbose_output(verbose):
 
 def verbose_fit(fit):
     """Decorate an estimator's ``fit``: run it under :func:`verbose_output`
-    with the estimator's ``verbose``."""
+    with the estimator's ``verbose``, and with a progress bar of at most
+    ``max_iter`` passes when the configuration draws bars
+    (:func:`structlearn.set_config`)."""
+    from ._progress_bar import fit_progress
 
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
-        with verbose_output(getattr(self, "verbose", 0)):
+        total = getattr(self, "max_iter", None)
+        total = total if isinstance(total, int) and not isinstance(total, bool) else None
+        with verbose_output(getattr(self, "verbose", 0)), \
+                fit_progress(f"{type(self).__name__}.fit", total):
             return fit(self, *args, **kwargs)
 
     return wrapper

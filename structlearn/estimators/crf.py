@@ -19,7 +19,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._parallel import chunk_bounds, map_chunks, n_chunks_for
+from .._parallel import chunk_bounds, map_chunks, progress_chunk_count
 from .._verbose import verbose_fit
 from .._warnings import warn_user
 from ._base import SequenceEstimatorMixin, _equal_labels, chunk_scores
@@ -670,9 +670,11 @@ class GraphCRF(BaseEstimator):
         samples, one chunk per job."""
         samples = list(self._samples(X))
         bounds = chunk_bounds(np.array([u.shape[0] for u, _, _ in samples], dtype=np.float64),
-                              n_chunks_for(self.n_jobs))
+                              progress_chunk_count(self.n_jobs, len(samples)))
         chunks = [(func, self, samples[a:b], args) for a, b in zip(bounds[:-1], bounds[1:])]
-        return [r for part in map_chunks(_each_sample, chunks, self.n_jobs) for r in part]
+        progress = (f"{type(self).__name__} samples", np.diff(bounds))
+        return [r for part in map_chunks(_each_sample, chunks, self.n_jobs, progress)
+                for r in part]
 
     def score(self, X, y):
         """Node accuracy over all samples.

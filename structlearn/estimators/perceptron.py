@@ -7,6 +7,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
+from .._progress_bar import progress_tick
 from .._verbose import verbose_fit
 from ._base import SequenceEstimatorMixin
 from ._validation import (
@@ -163,6 +164,7 @@ class SequencePerceptron(SequenceEstimatorMixin, BaseEstimator):
                 "sequence_errors": int(errors[1]),
             }
             history.append(record)
+            progress_tick(record)
             if self.verbose:
                 logger.info(
                     "epoch %d: %d token errors in %d/%d sequences, %.3f s",

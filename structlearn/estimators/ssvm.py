@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import ClassifierTags, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .._parallel import chunk_bounds, map_chunks, n_chunks_for
+from .._parallel import chunk_bounds, map_chunks, progress_chunk_count
 from .._verbose import verbose_fit
 from ._base import SequenceEstimatorMixin
 from ._validation import (
@@ -634,18 +634,25 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
             Xb = sp.csr_matrix(_append_constant(X, 1.0))
             W = np.ascontiguousarray(np.vstack([self.coef_.T, self.intercept_[None, :]]))
             P = np.triu(self.pairwise_coef_, 1)
-            chunks = [(W, P, E, n_edges, Xb[a:b]) for a, b in self._row_chunks(X.shape[0])]
-            parts = map_chunks(_predict_exact_rows, chunks, self.n_jobs)
+            rows = self._row_chunks(X.shape[0])
+            chunks = [(W, P, E, n_edges, Xb[a:b]) for a, b in rows]
+            parts = map_chunks(_predict_exact_rows, chunks, self.n_jobs, self._progress(rows))
             return np.concatenate(parts) if parts else out
         graphs = list(self._sample_graphs(X))
-        chunks = [(graphs[a:b], method, params) for a, b in self._row_chunks(len(graphs))]
-        parts = map_chunks(_map_labels, chunks, self.n_jobs)
+        rows = self._row_chunks(len(graphs))
+        chunks = [(graphs[a:b], method, params) for a, b in rows]
+        parts = map_chunks(_map_labels, chunks, self.n_jobs, self._progress(rows))
         return np.concatenate(parts) if parts else out
 
     def _row_chunks(self, n):
-        """Contiguous ``(start, stop)`` runs of ``n`` samples, one per job."""
-        bounds = chunk_bounds(np.ones(n), n_chunks_for(self.n_jobs))
+        """Contiguous ``(start, stop)`` runs of ``n`` samples, one per job
+        (more while progress bars are drawn)."""
+        bounds = chunk_bounds(np.ones(n), progress_chunk_count(self.n_jobs, n))
         return list(zip(bounds[:-1], bounds[1:]))
+
+    def _progress(self, rows):
+        """``map_chunks``'s progress argument for these row runs."""
+        return (f"{type(self).__name__} samples", [b - a for a, b in rows])
 
     def _sample_graphs(self, X):
         """One binary pairwise factor graph per sample (validated ``X``):
@@ -692,8 +699,9 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         method = ("kbest_chain" if not self._edges.any() else
                   "brute_force" if L <= 16 else "auto")
         graphs = list(self._sample_graphs(X))
-        chunks = [(graphs[a:b], kk, method) for a, b in self._row_chunks(len(graphs))]
-        parts = map_chunks(_topk_label_sets, chunks, self.n_jobs)
+        rows = self._row_chunks(len(graphs))
+        chunks = [(graphs[a:b], kk, method) for a, b in rows]
+        parts = map_chunks(_topk_label_sets, chunks, self.n_jobs, self._progress(rows))
         if not parts:
             return np.zeros((0, kk, L), dtype=np.int64), np.zeros((0, kk))
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._progress_bar import progress_tick
 from .._warnings import warn_user
 from .._parallel import chunk_bounds, map_chunks, n_chunks_for
 from ._ssvm_chain_kernels import (chain_hinges, chain_primal, primal_from_hinges,
@@ -108,6 +109,7 @@ class HistoryMonitor:
         }
         rec.update(extra)
         self.history.append(rec)
+        progress_tick(rec)
         if self.verbose:
             logger.info(
                 "iter %d: primal %.6g dual %.6g rel. gap %.3g infeas. %.3g |A| %.2f "

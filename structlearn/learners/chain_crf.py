@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._parallel import chunk_bounds, map_chunks
+from .._progress_bar import progress_tick
 from ..datasets._sparse import csr_around
 
 __all__ = ["fit_chain_crf_lbfgs", "chain_crf_objective", "unit_valued"]
@@ -582,6 +583,7 @@ def fit_chain_crf_lbfgs(
             "n_eval": prob.n_eval,
         }
         history.append(rec)
+        progress_tick(rec)
         if verbose:
             logger.info("lbfgs iter %d: objective %.6f time %.2fs", n_iter, f, rec["time"])
         if len(history) > period:

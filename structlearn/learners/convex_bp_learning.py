@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.utils import check_random_state
 
+from .._progress_bar import progress_tick
 from ..inference.convex_bp import incidence_lists, trw_counting_numbers
 
 __all__ = [
@@ -428,6 +429,7 @@ def fit_convex_bp_crf(
             "bp_sweeps": sweep_count,
         }
         history.append(rec)
+        progress_tick(rec)
         if verbose:
             logger.info("%s pass %d: grad %.3e step %.3e time %.2fs", method, it + 1, gnorm,
                         rec["step_norm"], rec["time"])  # fmt: skip
