@@ -82,32 +82,36 @@ def test_observed_pairs_against_a_token_loop(seed, K):
 
 @pytest.mark.parametrize("storage", ["dense", "pairs"])
 @pytest.mark.parametrize("l1", [0.0, 0.02])
-def test_unit_valued_features_fit_what_their_stored_ones_fit(storage, l1):
-    """Indicator features (all values 1) are read through one shared 1
-    instead of a values array: the same fit, bit for bit."""
+@pytest.mark.parametrize("unit", [True, False], ids=["indicators", "real-valued"])
+def test_compact_features_fit_what_the_stored_matrix_fits(storage, l1, unit):
+    """Indicator features (all values 1) read through one shared 1 and int32
+    column indices: the same fit, bit for bit."""
     Xcat, offsets, codes, K = _problem(8)
     Xcat = Xcat.copy()
-    Xcat.data[:] = 1.0
-    unit = chain_crf.unit_valued(Xcat)
-    assert unit.data.strides == (0,) and not unit.data.flags.writeable
-    np.testing.assert_array_equal(unit.toarray(), Xcat.toarray())
+    if unit:
+        Xcat.data[:] = 1.0
+    Xcat.indices = Xcat.indices.astype(np.int64)
+    small = chain_crf.compact_features(Xcat)
+    assert small.indices.dtype == np.int32
+    assert (small.data.strides == (0,) and not small.data.flags.writeable) == unit
+    np.testing.assert_array_equal(small.toarray(), Xcat.toarray())
     kw = dict(alpha=0.05, l1=l1, all_states=False, max_iter=40, tol=1e-9, storage=storage)
     W1, T1, h1, _, _ = fit_chain_crf_lbfgs(Xcat, offsets, codes, K, **kw)
-    W2, T2, h2, _, _ = fit_chain_crf_lbfgs(unit, offsets, codes, K, **kw)
+    W2, T2, h2, _, _ = fit_chain_crf_lbfgs(small, offsets, codes, K, **kw)
     assert [h["objective"] for h in h1] == [h["objective"] for h in h2]
     np.testing.assert_array_equal(sp.csr_matrix(W1).toarray(), sp.csr_matrix(W2).toarray())
     np.testing.assert_array_equal(T1, T2)
 
 
-def test_unit_valued_keeps_other_matrices():
+def test_compact_features_keeps_other_matrices():
     Xcat, _, _, _ = _problem(2)
-    assert chain_crf.unit_valued(Xcat) is Xcat  # real values
-    ones = Xcat.copy()
-    ones.data[:] = 1.0
-    assert isinstance(chain_crf.unit_valued(ones.toarray()), np.ndarray)
+    dense = Xcat.toarray()
+    assert chain_crf.compact_features(dense) is dense
     unsorted = sp.csr_matrix((np.ones(3), np.array([2, 0, 1]), np.array([0, 3])), shape=(1, 3))
     assert not unsorted.has_canonical_format
-    assert chain_crf.unit_valued(unsorted) is unsorted
+    assert chain_crf.compact_features(unsorted) is unsorted
+    small = chain_crf.compact_features(Xcat)
+    assert chain_crf.compact_features(small) is small  # already compact
 
 
 def test_estimator_fit_on_indicator_dicts_equals_fit_on_stored_ones(monkeypatch):
@@ -121,7 +125,7 @@ def test_estimator_fit_on_indicator_dicts_equals_fit_on_stored_ones(monkeypatch)
     y = [[f"L{rng.integers(3)}" for _ in s] for s in X]
     a = SequenceCRF(c1=0.01, max_iter=25).fit(X, y)
     mats = SequenceVectorizer().fit(X).transform(X)
-    monkeypatch.setattr(chain_crf, "unit_valued", lambda Xcat: Xcat)
+    monkeypatch.setattr(chain_crf, "compact_features", lambda Xcat: Xcat)
     b = SequenceCRF(c1=0.01, max_iter=25).fit(mats, y)
     dense = [sp.csr_matrix(m.coef_).toarray() for m in (a, b)]
     np.testing.assert_array_equal(dense[0], dense[1])

@@ -176,7 +176,7 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         -------
         self : SequenceCRF
         """
-        from ..learners.chain_crf import fit_chain_crf_lbfgs, unit_valued
+        from ..learners.chain_crf import compact_features, fit_chain_crf_lbfgs
 
         if self.solver != "lbfgs":
             raise ValueError(f"solver must be 'lbfgs'; got {self.solver!r}")
@@ -192,7 +192,7 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         tol = _check_tol(self.tol)
         check_random_state(self.random_state)
         Xcat, offsets, ycat = self._check_fit_input(X, y)
-        Xcat = unit_valued(Xcat)  # the stacked copy's values freed when all 1
+        Xcat = compact_features(Xcat)  # the stacked copy, in less memory
         n_seq = offsets.shape[0] - 1
         alpha = float(self.alpha) if deprecated_alpha else 2.0 * c2 / n_seq
         classes, codes = encode_sequence_labels(ycat)

@@ -243,25 +243,25 @@ def owlqn_pseudo_gradient(w, g, l1, out):
 
 
 @nb.njit(cache=True)
-def owlqn_orthant(w, pg, p, orthant):
+def owlqn_direction(pg, p):
     """Keep the direction ``p`` in the descent orthant of the pseudo-gradient
-    ``pg`` (``p_i = 0`` where ``p_i pg_i >= 0``) and write the orthant the
-    step may not leave: ``sign(w_i)``, or ``-sign(pg_i)`` where ``w_i = 0``."""
-    for i in range(w.shape[0]):
+    ``pg``: ``p_i = 0`` where ``p_i pg_i >= 0``."""
+    for i in range(p.shape[0]):
         if p[i] * pg[i] >= 0.0:
             p[i] = 0.0
-        x = w[i] if w[i] != 0.0 else -pg[i]
-        orthant[i] = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
 
 
 @nb.njit(cache=True)
-def owlqn_step_to(out, w, step, p, orthant):
-    """``out = w + step * p`` projected onto ``orthant`` (entries whose sign
-    differs from it are set to 0)."""
+def owlqn_step_to(out, w, step, p, pg):
+    """``out = w + step * p`` projected onto the orthant the step may not
+    leave (entries whose sign differs from it are set to 0): ``sign(w_i)``,
+    or ``-sign(pg_i)`` where ``w_i = 0``."""
     for i in range(out.shape[0]):
         x = w[i] + step * p[i]
+        o = w[i] if w[i] != 0.0 else -pg[i]
+        orthant = 1.0 if o > 0.0 else (-1.0 if o < 0.0 else 0.0)
         sign = 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
-        out[i] = x if sign == orthant[i] else 0.0
+        out[i] = x if sign == orthant else 0.0
 
 
 @nb.njit(cache=True)

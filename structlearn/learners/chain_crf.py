@@ -25,7 +25,7 @@ from .._parallel import chunk_bounds, map_chunks
 from .._progress_bar import progress_tick
 from ..datasets._sparse import csr_around
 
-__all__ = ["fit_chain_crf_lbfgs", "chain_crf_objective", "unit_valued"]
+__all__ = ["fit_chain_crf_lbfgs", "chain_crf_objective", "compact_features"]
 
 logger = logging.getLogger(__name__)
 
@@ -226,9 +226,11 @@ def _csr_arrays(Xcat):
     data = X.data
     if not _is_unit_view(data):
         data = np.ascontiguousarray(data, dtype=np.float64)
+    indices = X.indices  # int32 from compact_features is kept
+    if indices.dtype != np.int32 or not indices.flags.c_contiguous:
+        indices = np.ascontiguousarray(indices, dtype=np.int64)
     # not through scipy's constructor: it may copy the indices to int32
-    return (data, np.ascontiguousarray(X.indices, dtype=np.int64),
-            np.ascontiguousarray(X.indptr, dtype=np.int64), X.shape)
+    return data, indices, np.ascontiguousarray(X.indptr, dtype=np.int64), X.shape
 
 
 def _is_unit_view(data):
@@ -236,19 +238,24 @@ def _is_unit_view(data):
         data.size == 0 or data[0] == 1.0)
 
 
-def unit_valued(Xcat):
-    """``Xcat`` itself, or, when it is a canonical CSR matrix whose stored
-    values are all 1 (indicator features, the usual CRFsuite input), the
-    same matrix with its values as one read-only 1 seen by every entry
-    (no ``nnz`` array: a third less memory for int64 indices).  The
-    likelihood kernels read either kind."""
+def compact_features(Xcat):
+    """``Xcat`` itself, or, for a canonical CSR matrix, the same matrix in
+    less memory for the likelihood kernels (which read either form): column
+    indices as int32 (when the columns allow), and, when every stored value
+    is 1 (indicator features, the usual CRFsuite input), the values as one
+    read-only 1 seen by every entry instead of an ``nnz`` array.  For int64
+    indices and indicator values that is a third of the memory."""
     if not (sp.issparse(Xcat) and Xcat.format == "csr" and Xcat.has_canonical_format
             and Xcat.data.dtype == np.float64 and Xcat.nnz > 1):
         return Xcat
-    if _is_unit_view(Xcat.data) or not np.all(Xcat.data == 1.0):
+    data, indices = Xcat.data, Xcat.indices
+    if not _is_unit_view(data) and np.all(data == 1.0):
+        data = np.broadcast_to(np.float64(1.0), data.shape)
+    if indices.dtype != np.int32 and Xcat.shape[1] <= np.iinfo(np.int32).max:
+        indices = indices.astype(np.int32)
+    if data is Xcat.data and indices is Xcat.indices:
         return Xcat
-    ones = np.broadcast_to(np.float64(1.0), Xcat.data.shape)
-    return csr_around(ones, Xcat.indices, Xcat.indptr, Xcat.shape, canonical=True)
+    return csr_around(data, indices, Xcat.indptr, Xcat.shape, canonical=True)
 
 
 @functools.lru_cache(maxsize=1)
@@ -499,7 +506,7 @@ def fit_chain_crf_lbfgs(
         abs_sum,
         axpy_to,
         lbfgs_direction,
-        owlqn_orthant,
+        owlqn_direction,
         owlqn_pseudo_gradient,
         owlqn_step_to,
         secant_products,
@@ -530,7 +537,6 @@ def fit_chain_crf_lbfgs(
     l1 = float(l1)
     f = prob(w, g) + (l1 * abs_sum(w) if l1 else 0.0)
     pg = np.empty(n) if l1 else g  # the (pseudo-)gradient of the whole objective
-    orthant = np.empty(n) if l1 else None
     converged = False
     n_iter = 0
     for it in range(int(max_iter)):
@@ -544,7 +550,7 @@ def fit_chain_crf_lbfgs(
             break
         lbfgs_direction(pg, S, Y, rho, np.asarray(order, dtype=np.int64), coef, p)
         if l1:  # OWL-QN: the direction and the step stay in pg's descent orthant
-            owlqn_orthant(w, pg, p, orthant)
+            owlqn_direction(pg, p)
         slope = vdot(pg, p)
         if slope >= 0:  # not a descent direction: restart from the gradient
             order = []
@@ -553,7 +559,7 @@ def fit_chain_crf_lbfgs(
         step = 1.0 if order else 1.0 / gnorm
         while True:
             if l1:
-                owlqn_step_to(w_new, w, step, p, orthant)
+                owlqn_step_to(w_new, w, step, p, pg)
                 f_new = prob(w_new, g_new) + l1 * abs_sum(w_new)
                 decrease = vdot(pg, w_new) - vdot(pg, w)
             else:
