@@ -212,10 +212,12 @@ class _ChainProblem:
 
 def _csr_arrays(Xcat):
     """``(data, indices, indptr, shape)`` of ``Xcat`` as canonical CSR
-    (float64, int64, int64; sorted indices, no duplicates).  A canonical
-    CSR matrix of these types is used as it is (no copy: the stacked
-    features are the largest array of a fit); anything else is converted
-    into new arrays, never modified in place."""
+    (sorted indices, no duplicates): float64 values (or the shared 1 of
+    :func:`compact_features`), int64 or int32 column indices, int64 row
+    pointers.  A canonical CSR matrix of these types is used as it is (no
+    copy: the stacked features are the largest array of a fit); anything
+    else is converted into new arrays, never modified in place (not through
+    scipy's constructor, which may copy int64 indices to int32)."""
     if sp.issparse(Xcat) and Xcat.format == "csr":
         X = Xcat
     else:
@@ -229,11 +231,11 @@ def _csr_arrays(Xcat):
     indices = X.indices  # int32 from compact_features is kept
     if indices.dtype != np.int32 or not indices.flags.c_contiguous:
         indices = np.ascontiguousarray(indices, dtype=np.int64)
-    # not through scipy's constructor: it may copy the indices to int32
     return data, indices, np.ascontiguousarray(X.indptr, dtype=np.int64), X.shape
 
 
 def _is_unit_view(data):
+    """Whether ``data`` is the read-only shared 1 of :func:`compact_features`."""
     return data.dtype == np.float64 and data.ndim == 1 and data.strides == (0,) and (
         data.size == 0 or data[0] == 1.0)
 
