@@ -209,14 +209,16 @@ def test_dense_features_keep_dense_storage():
 
 
 @pytest.mark.parametrize("storage", ["dense", "pairs"])
-def test_blocks_and_parts_do_not_change_the_likelihood(monkeypatch, storage):
+@pytest.mark.parametrize("all_transitions", [True, False])
+def test_blocks_and_parts_do_not_change_the_likelihood(monkeypatch, storage, all_transitions):
     """The likelihood is summed over parts of the sequences processed in
     blocks; tiny parts and blocks give the one-block value and gradient."""
     Xcat, offsets, codes, K = _problem(5)
     rng = np.random.default_rng(1)
 
     def evaluate():
-        prob = chain_crf._training_problem(Xcat, offsets, codes, K, 0.1, False, True, storage)
+        prob = chain_crf._training_problem(Xcat, offsets, codes, K, 0.1, False,
+                                           all_transitions, storage)
         w = prob.pack(None, None)
         w[:] = rng.normal(size=w.shape[0])
         g = np.empty_like(w)
@@ -276,3 +278,32 @@ def test_blocks_are_the_greedy_cut_into_whole_sequences(seed):
         tokens += lengths[s]
     want.append(hi)
     assert chain_crf._block_bounds(offsets, lo, hi, block).tolist() == want
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("storage", ["dense", "pairs"])
+def test_only_observed_transitions_are_parameters(seed, storage):
+    """all_transitions=False stores the observed label bigrams only: one
+    parameter each, the others 0; objective and their gradient are the
+    dense objective's (all K^2 transitions) at the same weights."""
+    Xcat, offsets, codes, K = _problem(20 + seed)
+    seen = np.zeros((K, K), dtype=bool)
+    for s in range(offsets.shape[0] - 1):
+        c = codes[offsets[s]:offsets[s + 1]]
+        seen[c[:-1], c[1:]] = True
+    prob = chain_crf._training_problem(Xcat, offsets, codes, K, 0.1, False, False, storage)
+    assert prob.n_params == prob.n_unigram + seen.sum()
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=prob.n_params)
+    g = np.empty_like(w)
+    f = prob(w, g)
+    W, T = prob.weights(w)
+    np.testing.assert_array_equal(T != 0, seen)
+    f_ref, _, gT_ref = chain_crf_objective(W, T, Xcat, offsets, codes, alpha=0.1)
+    assert f == pytest.approx(f_ref, rel=1e-12)
+    _, gT = prob.weights(g)
+    np.testing.assert_allclose(gT[seen], gT_ref[seen], rtol=1e-10, atol=1e-12)
+    assert np.all(gT[~seen] == 0)
+    # a warm start keeps the stored transitions and drops the others
+    T0 = rng.normal(size=(K, K))
+    np.testing.assert_array_equal(prob.weights(prob.pack(None, T0))[1], np.where(seen, T0, 0))

@@ -37,7 +37,10 @@ class _ChainProblem:
     :func:`._chain_crf_kernels.chain_nll_grad`): *rows* of all ``K`` labels
     for the features in ``row_features``, and *pairs* (feature, label) for
     the others.  The parameter vector is ``[values (P,), rows (R, K).ravel(),
-    T.ravel()]``.  Without a pattern every feature is a row (a dense ``W``);
+    t]``, ``t`` the transition weights: all of ``T.ravel()``, or, with a
+    transition pattern (``transitions``: bool (K, K), the bigrams that get a
+    weight), only the listed entries (``T.ravel()[trans_index]``; the others
+    are 0).  Without a pattern every feature is a row (a dense ``W``);
     with one (``pair_ptr``, ``pair_label``: the labels each feature may
     have), features listed with at least ``ROW_STORAGE_MIN_FILL * K`` labels
     become rows (contiguous, fast inner loops; their unlisted labels are
@@ -45,7 +48,8 @@ class _ChainProblem:
     pattern, not with ``d K``.
     """
 
-    def __init__(self, Xcat, offsets, codes, n_classes, alpha, pair_ptr=None, pair_label=None):
+    def __init__(self, Xcat, offsets, codes, n_classes, alpha, pair_ptr=None, pair_label=None,
+                 transitions=None):
         self.data, self.indices, self.indptr, shape = _csr_arrays(Xcat)
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self.codes = np.ascontiguousarray(codes, dtype=np.int64)
@@ -80,15 +84,22 @@ class _ChainProblem:
         self.row_of[self.row_features] = np.arange(self.row_features.shape[0])
         self.n_pairs = self.pair_label.shape[0]
         self.n_unigram = self.n_pairs + self.row_features.shape[0] * K
+        # flat indices of the stored transitions (None: all K^2)
+        self.trans_index = None
+        if transitions is not None:
+            self.trans_index = np.flatnonzero(np.asarray(transitions, dtype=bool).ravel())
+        self.n_params = self.n_unigram + (K * K if self.trans_index is None
+                                          else self.trans_index.shape[0])
+        self._T = None  # (K, K) transitions of stored ones, kept
         # bool over the parameter vector: the weights held at 0 (their
         # gradient is cleared); None: none
         self.fixed = None
         if row_fixed is not None and row_fixed.any():
-            self.fixed = np.zeros(self.n_unigram + K * K, dtype=bool)
+            self.fixed = np.zeros(self.n_params, dtype=bool)
             self.fixed[self.n_pairs:self.n_unigram] = row_fixed.ravel()
         # a fixed split of the sequences into parts, one gradient buffer each
         # (summed in order, so the result does not depend on how many of them
-        # run at once)
+        # run at once); set by the data and K alone
         n_params = self.n_unigram + K * K
         n_parts = min(MAX_PARTS, max(1, self.codes.shape[0] // PART_MIN_TOKENS),
                       1 + PART_BUFFER_BYTES // (8 * n_params))
@@ -97,22 +108,32 @@ class _ChainProblem:
         self._scratch = []
         self.block_tokens = min(BLOCK_MAX_TOKENS, max(16, BLOCK_ENTRIES // K))
 
-    def hold_at_zero(self, unigram=None, transitions=None):
-        """Hold more weights at 0: ``unigram`` bool (K, d) over the labels and
-        features (only the stored ones matter), ``transitions`` bool (K, K)."""
+    def hold_at_zero(self, unigram):
+        """Hold more unigram weights at 0: ``unigram`` bool (K, d) over the
+        labels and features (only the stored ones matter)."""
         if self.fixed is None:
-            self.fixed = np.zeros(self.n_unigram + self.K * self.K, dtype=bool)
-        if unigram is not None:
-            values, rows, _ = self.split(self.fixed)
-            values |= unigram[self.pair_label, self._pair_features()]
-            rows |= unigram[:, self.row_features].T
-        if transitions is not None:
-            self.fixed[self.n_unigram:] |= transitions.ravel()
+            self.fixed = np.zeros(self.n_params, dtype=bool)
+        values, rows, _ = self.split(self.fixed)
+        values |= unigram[self.pair_label, self._pair_features()]
+        rows |= unigram[:, self.row_features].T
 
     def split(self, w):
-        """Views ``values`` (P,), ``rows`` (R, K) and ``T`` (K, K) of a parameter vector."""
+        """Views ``values`` (P,), ``rows`` (R, K) and ``t`` of a parameter
+        vector: ``T`` (K, K) itself, or its stored entries (n_t,) under a
+        transition pattern."""
         P, m, K = self.n_pairs, self.n_unigram, self.K
-        return w[:P], w[P:m].reshape(-1, K), w[m:].reshape(K, K)
+        t = w[m:]
+        return w[:P], w[P:m].reshape(-1, K), t.reshape(K, K) if self.trans_index is None else t
+
+    def transitions(self, t):
+        """``T`` (K, K) of the transition part ``t`` of a parameter vector
+        (a view, or a kept array the stored entries are written into)."""
+        if self.trans_index is None:
+            return t
+        if self._T is None:
+            self._T = np.zeros((self.K, self.K))
+        self._T.ravel()[self.trans_index] = t
+        return self._T
 
     def _pair_features(self):
         return np.repeat(np.arange(self.d, dtype=np.int64), np.diff(self.pair_ptr))
@@ -120,8 +141,8 @@ class _ChainProblem:
     def pack(self, W, T):
         """Parameter vector of ``W`` (K, d; dense or sparse; only the stored
         weights are read) and ``T`` (K, K) (None: zeros)."""
-        w = np.zeros(self.n_unigram + self.K * self.K)
-        values, rows, Tv = self.split(w)
+        w = np.zeros(self.n_params)
+        values, rows, t = self.split(w)
         if W is not None:
             if sp.issparse(W):
                 W = sp.csc_matrix(W)
@@ -132,7 +153,8 @@ class _ChainProblem:
                 values[...] = W[self.pair_label, self._pair_features()]
                 rows[...] = W[:, self.row_features].T
         if T is not None:
-            Tv[...] = T
+            T = np.asarray(T, dtype=np.float64)
+            t[...] = T if self.trans_index is None else T.ravel()[self.trans_index]
         if self.fixed is not None:
             w[self.fixed] = 0.0
         return w
@@ -141,23 +163,23 @@ class _ChainProblem:
         """``W`` (K, d) and ``T`` (K, K) of a parameter vector: ``W`` an
         ndarray for a dense problem, else a CSR matrix of its stored
         weights (exact zeros dropped)."""
-        values, rows, T = self.split(w)
+        values, rows, t = self.split(w)
+        T = self.transitions(t).copy()
         if not self.sparse_coef:
-            return np.ascontiguousarray(rows.T), T.copy()
+            return np.ascontiguousarray(rows.T), T
         R = self.row_features.shape[0]
         labels = np.concatenate([self.pair_label, np.tile(np.arange(self.K), R)])
         feats = np.concatenate([self._pair_features(), np.repeat(self.row_features, self.K)])
         W = sp.csr_matrix((np.concatenate([values, rows.ravel()]), (labels, feats)),
                           shape=(self.K, self.d))
         W.eliminate_zeros()
-        return W, T.copy()
+        return W, T
 
     def _part_buffers(self, count):
         """``count`` gradient buffers for the parts after the first (which
         writes into the caller's), allocated once."""
-        n_params = self.n_unigram + self.K * self.K
         while len(self._part_grads) < count:
-            self._part_grads.append(np.empty(n_params))
+            self._part_grads.append(np.empty(self.n_params))
         return self._part_grads[:count]
 
     def _block_scratch(self, count):
@@ -173,7 +195,8 @@ class _ChainProblem:
         The parts' gradients are added to the first part's in part order,
         at once after a parallel evaluation or one by one through a single
         buffer otherwise (the same sums, so the same bits)."""
-        values, rows, T = self.split(w)
+        values, rows, t = self.split(w)
+        T = self.transitions(t)
         bounds = list(zip(self.parts[:-1].tolist(), self.parts[1:].tolist()))
         parallel = len(bounds) > 1 and self.n_jobs not in (None, 1)
         bufs = self._part_buffers(len(bounds) - 1 if parallel else min(1, len(bounds) - 1))
@@ -183,7 +206,8 @@ class _ChainProblem:
         scratch = self._block_scratch(len(bounds) if parallel else 1)
         jobs = [(values, self.pair_ptr, self.pair_label, rows, self.row_of, T, self.data,
                  self.indices, self.indptr, self.offsets, self.codes, a, b,
-                 self.block_tokens, scratch[i % len(scratch)], *self.split(out))
+                 self.block_tokens, scratch[i % len(scratch)], *self.split(out),
+                 self.trans_index)
                 for i, ((a, b), out) in enumerate(zip(bounds, outs))]  # fmt: skip
         if parallel:
             # the parts' threads, not BLAS's own, share the cores
@@ -270,11 +294,12 @@ def _blas_controller():
 
 def _part_nll_grad(values, pair_ptr, pair_label, rows, row_of, trans, data, indices, indptr,
                    offsets, codes, seq_lo, seq_hi, block_tokens, scratch, grad_values,
-                   grad_rows, grad_T):  # fmt: skip
+                   grad_rows, grad_t, trans_index=None):  # fmt: skip
     """Summed negative log-likelihood of sequences ``seq_lo:seq_hi`` and its
     gradient (no penalty, no averaging) into ``grad_values``, ``grad_rows``
-    and ``grad_T`` (overwritten); weight layout of
-    :func:`._chain_crf_kernels.block_scores`.
+    and ``grad_t`` (overwritten); weight layout of
+    :func:`._chain_crf_kernels.block_scores`; ``grad_t`` is (K, K), or the
+    entries ``trans_index`` of the flattened (K, K) gradient.
 
     The sequences are taken in blocks of whole sequences of about
     ``block_tokens`` tokens (scores, forward-backward and gradient of a
@@ -289,6 +314,7 @@ def _part_nll_grad(values, pair_ptr, pair_label, rows, row_of, trans, data, indi
     K = trans.shape[0]
     grad_values[:] = 0.0
     grad_rows[...] = 0.0
+    grad_T = grad_t if trans_index is None else np.empty((K, K))
     grad_T[...] = 0.0
     unary, marg = scratch
     block_T = np.empty((K, K))
@@ -307,6 +333,8 @@ def _part_nll_grad(values, pair_ptr, pair_label, rows, row_of, trans, data, indi
         nll += block_nll_grad(m, u, local, codes, trans, block_T, pair_ptr, pair_label, row_of,
                               data, indices, indptr, t0, logz, grad_values, grad_rows,
                               grad_T)  # fmt: skip
+    if trans_index is not None:
+        np.take(grad_T.ravel(), trans_index, out=grad_t)
     return nll
 
 
@@ -369,12 +397,12 @@ def observed_pairs(prob):
     return observed_pair_lists(prob.data, prob.indices, prob.indptr, prob.codes, prob.d, prob.K)
 
 
-def observed_transitions(prob):
+def observed_transitions(offsets, codes, K):
     """bool (K, K): the label bigrams that occur within training sequences."""
-    within = np.ones(max(prob.codes.shape[0] - 1, 0), dtype=bool)
-    within[prob.offsets[1:-1] - 1] = False  # no bigram across sequences
-    seen = np.zeros((prob.K, prob.K), dtype=bool)
-    seen[prob.codes[:-1][within], prob.codes[1:][within]] = True
+    within = np.ones(max(codes.shape[0] - 1, 0), dtype=bool)
+    within[offsets[1:-1] - 1] = False  # no bigram across sequences
+    seen = np.zeros((K, K), dtype=bool)
+    seen[codes[:-1][within], codes[1:][within]] = True
     return seen
 
 
@@ -401,21 +429,21 @@ ROW_STORAGE_MIN_FILL = 0.5
 def _training_problem(Xcat, offsets, codes, K, alpha, all_states, all_transitions, storage):
     """The problem to minimize: dense weights, dense with the unseen pairs
     held at 0, or stored on the observed pairs (``storage``: 'auto',
-    'dense' or 'pairs')."""
-    prob = _ChainProblem(Xcat, offsets, codes, K, alpha)
+    'dense' or 'pairs'); all transitions, or only the observed ones stored."""
+    trans = None if all_transitions else observed_transitions(
+        np.asarray(offsets, dtype=np.int64), np.asarray(codes, dtype=np.int64), K)
+    prob = _ChainProblem(Xcat, offsets, codes, K, alpha, transitions=trans)
     if not all_states:
         ptr, lab = observed_pairs(prob)
         fill = lab.shape[0] / max(prob.d * K, 1)
         if storage == "pairs" or (storage == "auto" and fill <= PAIR_STORAGE_MAX_FILL):
             tokens = csr_around(prob.data, prob.indices, prob.indptr,
                                 (prob.codes.shape[0], prob.d), canonical=True)
-            prob = _ChainProblem(tokens, offsets, codes, K, alpha, ptr, lab)
+            prob = _ChainProblem(tokens, offsets, codes, K, alpha, ptr, lab, trans)
         else:
             seen = np.zeros((K, prob.d), dtype=bool)
             seen[lab, np.repeat(np.arange(prob.d), np.diff(ptr))] = True
-            prob.hold_at_zero(unigram=~seen)
-    if not all_transitions:
-        prob.hold_at_zero(transitions=~observed_transitions(prob))
+            prob.hold_at_zero(~seen)
     return prob
 
 
@@ -601,5 +629,6 @@ def fit_chain_crf_lbfgs(
                 break
         if step < 1e-20:
             break
+    S = Y = w_new = g_new = p = pg = None  # released before the weights are built
     W, T = prob.weights(w)
     return W, T, history, converged, n_iter
