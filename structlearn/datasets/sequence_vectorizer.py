@@ -327,7 +327,9 @@ def _encode(X, columns, n_columns, *, grow):
             for key, value in token.items():
                 if type(key) is not str and not isinstance(key, str):
                     _token_error(i, j, token, key, value)
-                if type(value) is str or isinstance(value, str):
+                kind = type(value)
+                if kind is str or (kind is not float and kind is not int and kind is not bool
+                                   and isinstance(value, str)):
                     sub = indicator.get(key)
                     col = None if sub is None else sub.get(value)
                     if col is None:
@@ -337,7 +339,8 @@ def _encode(X, columns, n_columns, *, grow):
                             sub = indicator[key] = {}
                         col = sub[value] = _new_column(columns, names, key, value)
                     value = 1.0
-                elif isinstance(value, numbers.Real):  # bools count as 1 / 0
+                elif (kind is float or kind is int or kind is bool
+                      or isinstance(value, numbers.Real)):  # bools count as 1 / 0
                     if not value:
                         continue
                     col = numeric.get(key)
