@@ -118,7 +118,7 @@ def test_sequence_crf_errors():
         SequenceCRF(alpha=-1).fit(X, y)
     for name in ("c1", "c2"):
         for bad in (-1.0, np.nan, np.inf, "1"):
-            with pytest.raises(ValueError, match=f"{name} must be a finite number >= 0"):
+            with pytest.raises(ValueError, match=rf"'{name}' parameter of SequenceCRF must be a float in the range \[0.0, inf\)"):
                 SequenceCRF(**{name: bad}).fit(X, y)
     with pytest.raises(ValueError, match="solver"):
         SequenceCRF(solver="bbpl").fit(X, y)
@@ -307,5 +307,5 @@ def test_only_observed_states_and_transitions_get_weights(monkeypatch, max_fill)
     everything = SequenceCRF(c2=0.5, all_possible_states=True,
                              all_possible_transitions=True).fit(X, y)
     assert np.count_nonzero(everything.coef_) > np.count_nonzero(model.coef_)
-    with pytest.raises(TypeError, match="all_possible_states must be True or False"):
+    with pytest.raises(TypeError, match="'all_possible_states' parameter of SequenceCRF must be an instance of 'bool'"):
         SequenceCRF(all_possible_states="yes").fit(X, y)

@@ -303,9 +303,9 @@ def test_bad_inputs():
         SequencePerceptron().fit(X, [np.r_[y[0], 0]] + y[1:])
     with pytest.raises(ValueError, match="1 distinct class"):
         SequencePerceptron().fit(X, [np.zeros(len(yi)) for yi in y])
-    with pytest.raises(ValueError, match="max_iter must be a positive integer"):
+    with pytest.raises(ValueError, match="'max_iter' parameter of SequencePerceptron must be an int in the range \\[1, inf\\)"):
         SequencePerceptron(max_iter=0).fit(X, y)
-    with pytest.raises(TypeError, match="shuffle must be a bool"):
+    with pytest.raises(TypeError, match="'shuffle' parameter of SequencePerceptron must be an instance of 'bool'"):
         SequencePerceptron(shuffle="yes").fit(X, y)
     model = SequencePerceptron(max_iter=1, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="X has 5 features, but the estimator was fitted with 6"):

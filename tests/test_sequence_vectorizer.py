@@ -131,7 +131,7 @@ def test_bad_input():
         vec.fit_transform([[{"a": 1.0}, {"a": math.nan}]])
     with pytest.raises(ValueError, match="no tokens"):
         vec.fit([[], []])
-    with pytest.raises(ValueError, match="min_freq must be an integer >= 1"):
+    with pytest.raises(ValueError, match="'min_freq' parameter of SequenceVectorizer must be an int in the range \\[1, inf\\)"):
         SequenceVectorizer(min_freq=0).fit([[{"a": 1.0}]])
     with pytest.raises(ValueError, match="min_freq needs a vocabulary"):
         SequenceVectorizer(min_freq=2, n_features=8).fit([[{"a": 1.0}]])

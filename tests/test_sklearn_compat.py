@@ -15,10 +15,12 @@ from sklearn.utils.estimator_checks import (check_estimator_cloneable,
                                             check_get_params_invariance,
                                             check_mixin_order,
                                             check_no_attributes_set_in_init,
+                                            check_param_validation,
                                             check_parameters_default_constructible,
                                             check_set_params, check_valid_tag_types,
                                             estimator_checks_generator)
 
+from structlearn.datasets import SequenceVectorizer
 from structlearn.estimators import (GraphCRF, MultiLabelSSVM, SequenceCRF, SequencePerceptron,
                                     SequenceSSVM)
 
@@ -82,10 +84,13 @@ STRUCTURED = [SequenceSSVM(), SequenceCRF(), SequencePerceptron(), GraphCRF()]
 API_CHECKS = [check_estimator_cloneable, check_estimator_repr, check_no_attributes_set_in_init,
               check_get_params_invariance, check_set_params, check_mixin_order,
               check_valid_tag_types, check_estimator_tags_renamed,
-              check_parameters_default_constructible]
+              check_parameters_default_constructible,
+              # every parameter declared in _parameter_constraints, and a
+              # value outside them refused by fit before the data is read
+              check_param_validation]
 
 
-@pytest.mark.parametrize("estimator", STRUCTURED + [MultiLabelSSVM()],
+@pytest.mark.parametrize("estimator", STRUCTURED + [MultiLabelSSVM(), SequenceVectorizer()],
                          ids=lambda e: type(e).__name__)
 @pytest.mark.parametrize("check", API_CHECKS, ids=lambda c: c.__name__)
 def test_api_checks_that_need_no_2d_input(estimator, check):

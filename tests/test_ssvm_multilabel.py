@@ -358,7 +358,7 @@ def test_bad_input():
         Xb = X.copy()
         Xb[0, 0] = np.nan
         MultiLabelSSVM().fit(Xb, Y)
-    with pytest.raises(ValueError, match="C must be"):
+    with pytest.raises(ValueError, match="'C' parameter of MultiLabelSSVM must be"):
         MultiLabelSSVM(C=0).fit(X, Y)
     with pytest.raises(ValueError, match="pairwise"):
         MultiLabelSSVM(pairwise="some").fit(X, Y)
@@ -368,11 +368,11 @@ def test_bad_input():
         MultiLabelSSVM().fit(X, Y[:-1])
     with pytest.raises(ValueError, match="at most 24 labels"):
         MultiLabelSSVM(solver="bcfw").fit(np.ones((3, 2)), np.zeros((3, 30), dtype=int))
-    with pytest.raises(ValueError, match="solver must be"):
+    with pytest.raises(ValueError, match="'solver' parameter of MultiLabelSSVM must be a str among"):
         MultiLabelSSVM(solver="lp").fit(X, Y)
-    with pytest.raises(ValueError, match="rho must be"):
+    with pytest.raises(ValueError, match="'rho' parameter of MultiLabelSSVM must be"):
         MultiLabelSSVM(rho=-1.0).fit(X, Y)
-    with pytest.raises(ValueError, match="oracle must be"):
+    with pytest.raises(ValueError, match="'oracle' parameter of MultiLabelSSVM must be a str among"):
         MultiLabelSSVM(oracle="heap").fit(X, Y)
 
 

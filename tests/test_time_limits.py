@@ -245,7 +245,7 @@ def test_sequence_ssvm_passes_inference_params_to_its_back_end(monkeypatch):
 @pytest.mark.parametrize("params, error, pattern", [
     ({"bogus": 1}, TypeError, "method 'gdmm' got unexpected parameter"),
     ({"time_limit": -1}, ValueError, r"inference_params\['time_limit'\] must be a positive"),
-    ([("time_limit", 1)], TypeError, "inference_params must be a dict"),
+    ([("time_limit", 1)], TypeError, "'inference_params' parameter of SequenceSSVM must be an instance of 'dict'"),
 ])
 def test_bad_inference_params_are_refused_in_fit(params, error, pattern):
     X, y = _chains()

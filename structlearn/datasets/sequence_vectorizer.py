@@ -2,11 +2,13 @@
 
 import itertools
 import numbers
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.feature_extraction import FeatureHasher
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from ._sparse import csr_around, split_csr_rows
@@ -61,6 +63,11 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
     >>> [m.shape for m in SequenceVectorizer().fit_transform(X)]
     [(2, 3)]
     """
+
+    _parameter_constraints = {
+        "min_freq": [Interval(Integral, 1, None, closed="left")],
+        "n_features": [Interval(Integral, 1, None, closed="left"), None],
+    }
 
     def __init__(self, *, min_freq=1, n_features=None):
         self.min_freq = min_freq
@@ -184,12 +191,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
         return np.array(self.feature_names_, dtype=object)
 
     def _check_params(self):
-        for name, value, allow_none in (("min_freq", self.min_freq, False),
-                                        ("n_features", self.n_features, True)):
-            if value is None and allow_none:
-                continue
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        self._validate_params()  # _parameter_constraints
         if self.n_features is not None and self.min_freq != 1:
             raise ValueError("min_freq needs a vocabulary: use it with n_features=None")
 

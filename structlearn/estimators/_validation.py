@@ -17,7 +17,6 @@ the argument, the offending sequence index where there is one, and the
 problem.
 """
 
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
@@ -474,13 +473,6 @@ def check_multilabel(X, Y=None, *, accept_sparse=True, n_features=None, estimato
         bad = Y[~np.isin(Y, (0, 1))].ravel()[0].item()
         raise ValueError(f"Unknown label type: Y must hold only 0 and 1; found {bad!r}")
     return X, np.ascontiguousarray(Y, dtype=np.int64)
-
-
-def _check_positive_int(value, name):
-    """Shared parameter check: ``value`` is an int >= 1 (not bool)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer; got {value!r}")
-    return int(value)
 
 
 def check_inference_params(inference_params, method, builtin=()):

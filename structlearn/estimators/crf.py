@@ -15,48 +15,28 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._parallel import chunk_bounds, map_chunks, progress_chunk_count
 from .._verbose import verbose_fit
 from .._warnings import warn_user
 from ._base import SequenceEstimatorMixin, _equal_labels, chunk_scores
-from ._validation import (
-    _check_positive_int,
-    check_n_classes,
-    encode_sequence_labels,
+from ._params import (
+    COMMON,
+    NONNEGATIVE,
+    NONNEGATIVE_OR_INF,
+    POSITIVE,
+    POSITIVE_INT,
+    deprecated_option,
 )
+from ._validation import check_n_classes, encode_sequence_labels
 
 __all__ = ["SequenceCRF", "GraphCRF", "image_grid_sample"]
 
 logger = logging.getLogger(__name__)
-
-
-def _check_alpha(alpha):
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not np.isfinite(alpha) or alpha < 0:
-        raise ValueError(f"alpha must be a finite number >= 0; got {alpha!r}")
-    return float(alpha)
-
-
-def _check_bool(value, name):
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False; got {value!r}")
-    return bool(value)
-
-
-def _check_penalty(value, name):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) \
-            or value < 0:
-        raise ValueError(f"{name} must be a finite number >= 0; got {value!r}")
-    return float(value)
-
-
-def _check_tol(tol):
-    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not tol >= 0:
-        raise ValueError(f"tol must be a number >= 0; got {tol!r}")
-    return float(tol)
 
 
 class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
@@ -146,6 +126,19 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
     [['a', 'b'], ['b']]
     """
 
+    _parameter_constraints = {
+        "c1": [NONNEGATIVE],
+        "c2": [NONNEGATIVE],
+        "all_possible_states": ["boolean"],
+        "all_possible_transitions": ["boolean"],
+        "alpha": [NONNEGATIVE, deprecated_option("deprecated")],
+        "solver": [StrOptions({"lbfgs"})],
+        "max_iter": [POSITIVE_INT],
+        "tol": [NONNEGATIVE_OR_INF],
+        "warm_start": ["boolean"],
+        **COMMON,
+    }
+
     def __init__(self, *, c1=0.0, c2=1.0, all_possible_states=False,
                  all_possible_transitions=False, alpha="deprecated", solver="lbfgs", max_iter=1000,
                  tol=1e-5,
@@ -164,6 +157,7 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         self.n_jobs = n_jobs
 
     @verbose_fit
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train on labeled sequences.
 
@@ -178,19 +172,12 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         """
         from ..learners.chain_crf import compact_features, fit_chain_crf_lbfgs
 
-        if self.solver != "lbfgs":
-            raise ValueError(f"solver must be 'lbfgs'; got {self.solver!r}")
-        c1 = _check_penalty(self.c1, "c1")
-        c2 = _check_penalty(self.c2, "c2")
+        c1, c2 = float(self.c1), float(self.c2)
         deprecated_alpha = not (isinstance(self.alpha, str) and self.alpha == "deprecated")
         if deprecated_alpha:
-            _check_alpha(self.alpha)
             warn_user("alpha is deprecated and will be removed; use c2 (CRFsuite's L2 "
                       "penalty of the summed log-likelihood: c2 = alpha * n_sequences / 2)",
                       FutureWarning)
-        max_iter = _check_positive_int(self.max_iter, "max_iter")
-        tol = _check_tol(self.tol)
-        check_random_state(self.random_state)
         Xcat, offsets, ycat = self._check_fit_input(X, y)
         Xcat = compact_features(Xcat)  # the stacked copy, in less memory
         n_seq = offsets.shape[0] - 1
@@ -208,10 +195,10 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
             W0, T0 = self.coef_, self.transition_
         W, T, history, converged, n_iter = fit_chain_crf_lbfgs(
             Xcat, offsets, codes, classes.shape[0], alpha=alpha, l1=c1 / n_seq,
-            all_states=_check_bool(self.all_possible_states, "all_possible_states"),
-            all_transitions=_check_bool(self.all_possible_transitions,
-                                        "all_possible_transitions"),
-            max_iter=max_iter, tol=tol, W_init=W0, T_init=T0, n_jobs=self.n_jobs,
+            all_states=bool(self.all_possible_states),
+            all_transitions=bool(self.all_possible_transitions),
+            max_iter=int(self.max_iter), tol=float(self.tol), W_init=W0, T_init=T0,
+            n_jobs=self.n_jobs,
             verbose=self.verbose,
         )  # fmt: skip
         self.coef_ = W
@@ -467,6 +454,22 @@ class GraphCRF(BaseEstimator):
     learning_rate_ : float
     """
 
+    _parameter_constraints = {
+        "alpha": [NONNEGATIVE],
+        "solver": [StrOptions({"bbpl", "inner_dual", "full_bp"})],
+        "learning_rate": [POSITIVE, StrOptions({"auto"})],
+        "max_iter": [POSITIVE_INT],
+        "tol": [NONNEGATIVE_OR_INF],
+        "blocks": [POSITIVE_INT, "array-like"],
+        "block_order": [StrOptions({"sequential", "random"})],
+        "inner_max_iter": [POSITIVE_INT],
+        "inner_tol": [NONNEGATIVE_OR_INF],
+        "inference": [str],
+        "inference_params": [dict, None],
+        "warm_start": ["boolean"],
+        **COMMON,
+    }
+
     def __init__(self, *, alpha=1e-3, solver="bbpl", learning_rate="auto", max_iter=500,
                  tol=1e-4, blocks=20, block_order="sequential", inner_max_iter=200,
                  inner_tol=1e-6, inference="auto", inference_params=None, warm_start=False,
@@ -493,8 +496,6 @@ class GraphCRF(BaseEstimator):
         sizes = np.diff(sample_ptr)
         blocks = self.blocks
         if isinstance(blocks, numbers.Integral) and not isinstance(blocks, bool):
-            if blocks < 1:
-                raise ValueError(f"blocks must be >= 1; got {blocks}")
             return index_block_labels(sample_ptr, int(blocks))
         if isinstance(blocks, np.ndarray) and blocks.ndim == 1 and blocks.dtype != object:
             if np.any(sizes != blocks.shape[0]):
@@ -516,6 +517,7 @@ class GraphCRF(BaseEstimator):
         return np.concatenate(out)
 
     @verbose_fit
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train on labeled graphs.
 
@@ -530,11 +532,8 @@ class GraphCRF(BaseEstimator):
         """
         from ..learners.convex_bp_learning import fit_convex_bp_crf
 
-        alpha = _check_alpha(self.alpha)
-        max_iter = _check_positive_int(self.max_iter, "max_iter")
-        inner = _check_positive_int(self.inner_max_iter, "inner_max_iter")
-        tol = _check_tol(self.tol)
-        itol = _check_tol(self.inner_tol)
+        alpha, max_iter, tol = float(self.alpha), int(self.max_iter), float(self.tol)
+        inner, itol = int(self.inner_max_iter), float(self.inner_tol)
         rng = check_random_state(self.random_state)
         seed = rng.randint(np.iinfo(np.int32).max)
         self._inference_params()

@@ -4,18 +4,14 @@ import logging
 import time
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils import check_random_state
 
 from .._progress_bar import progress_tick
 from .._verbose import verbose_fit
 from ._base import SequenceEstimatorMixin
-from ._validation import (
-    _check_positive_int,
-    check_n_classes,
-    csr_arrays,
-    encode_sequence_labels,
-)
+from ._params import COMMON, POSITIVE_INT
+from ._validation import check_n_classes, csr_arrays, encode_sequence_labels
 
 __all__ = ["SequencePerceptron"]
 
@@ -91,6 +87,13 @@ class SequencePerceptron(SequenceEstimatorMixin, BaseEstimator):
     [['a', 'b'], ['b']]
     """
 
+    _parameter_constraints = {
+        "max_iter": [POSITIVE_INT],
+        "shuffle": ["boolean"],
+        "average": ["boolean"],
+        **COMMON,
+    }
+
     def __init__(self, *, max_iter=10, shuffle=True, average=True, random_state=None, verbose=0,
                  n_jobs=None):
         self.n_jobs = n_jobs
@@ -101,6 +104,7 @@ class SequencePerceptron(SequenceEstimatorMixin, BaseEstimator):
         self.verbose = verbose
 
     @verbose_fit
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train on labeled sequences.
 
@@ -117,10 +121,7 @@ class SequencePerceptron(SequenceEstimatorMixin, BaseEstimator):
         """
         from ..learners._perceptron_kernels import perceptron_epoch
 
-        max_iter = _check_positive_int(self.max_iter, "max_iter")
-        for name in ("shuffle", "average"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise TypeError(f"{name} must be a bool; got {getattr(self, name)!r}")
+        max_iter = int(self.max_iter)
         rng = check_random_state(self.random_state)
 
         Xcat, offsets, ycat = self._check_fit_input(X, y)

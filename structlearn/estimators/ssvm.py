@@ -1,22 +1,17 @@
 """Structural SVM estimators trained by dual-decomposed GDMM (or BCFW / SSG)."""
 
-import numbers
-
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils import ClassifierTags, check_random_state
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._parallel import chunk_bounds, map_chunks, progress_chunk_count
 from .._verbose import verbose_fit
 from ._base import SequenceEstimatorMixin
-from ._validation import (
-    _check_positive_int,
-    check_n_classes,
-    csr_arrays,
-    encode_sequence_labels,
-)
+from ._params import COMMON, NONNEGATIVE, POSITIVE, POSITIVE_INT
+from ._validation import check_n_classes, csr_arrays, encode_sequence_labels
 
 __all__ = ["SequenceSSVM", "MultiLabelSSVM"]
 
@@ -25,23 +20,6 @@ _SOLVERS = ("gdmm", "bcfw", "ssg")
 _ORACLES = ("sublinear", "dense")
 # largest weight matrix (n_features * n_classes entries) accepted
 _MAX_WEIGHTS = 2**31 - 1
-
-
-def _check_positive_real(value, name, allow_zero=False):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number; got {value!r}")
-    value = float(value)
-    ok = (value >= 0.0 if allow_zero else value > 0.0) and np.isfinite(value)
-    if not ok:
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be a finite number {bound}; got {value!r}")
-    return value
-
-
-def _check_choice(value, name, choices):
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
-    return value
 
 
 def _check_sparse_indices(indices, indptr, n_features, name="X"):
@@ -64,22 +42,31 @@ def _check_weight_size(n_features, n_labels):
 
 
 class _SSVMParamsMixin:
-    """Checks of the parameters shared by the structural SVM estimators."""
+    """The parameters shared by the structural SVM estimators."""
 
-    def _check_common_params(self):
-        C = _check_positive_real(self.C, "C")
-        rho = self.rho if isinstance(self.rho, str) and self.rho == "auto" else _check_positive_real(self.rho, "rho")
-        eta = _check_positive_real(self.eta, "eta")
-        tol = _check_positive_real(self.tol, "tol", allow_zero=True)
-        max_iter = _check_positive_int(self.max_iter, "max_iter")
-        n_partitions = _check_positive_int(self.n_partitions, "n_partitions")
-        solver = _check_choice(self.solver, "solver", _SOLVERS)
-        oracle = _check_choice(self.oracle, "oracle", _ORACLES)
-        if not isinstance(self.warm_start, (bool, np.bool_)):
-            raise TypeError(f"warm_start must be a bool; got {self.warm_start!r}")
-        if self.callback is not None and not callable(self.callback):
-            raise TypeError(f"callback must be callable or None; got {self.callback!r}")
-        return C, rho, eta, tol, max_iter, n_partitions, solver, oracle
+    _parameter_constraints = {
+        "C": [POSITIVE],
+        "solver": [StrOptions(set(_SOLVERS))],
+        "rho": [POSITIVE, StrOptions({"auto"})],
+        "eta": [POSITIVE],
+        "max_iter": [POSITIVE_INT],
+        "tol": [NONNEGATIVE],
+        "oracle": [StrOptions(set(_ORACLES))],
+        "n_partitions": [POSITIVE_INT],
+        "inference": [str],
+        "inference_params": [dict, None],
+        "warm_start": ["boolean"],
+        "callback": [callable, None],
+        **COMMON,
+    }
+
+    def _common_params(self):
+        """The shared parameters as plain numbers (checked by ``fit``'s
+        parameter validation): ``C, rho, eta, tol, max_iter, n_partitions,
+        solver, oracle``."""
+        rho = self.rho if isinstance(self.rho, str) else float(self.rho)
+        return (float(self.C), rho, float(self.eta), float(self.tol), int(self.max_iter),
+                int(self.n_partitions), self.solver, self.oracle)
 
 
 class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
@@ -207,6 +194,11 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
     [['a', 'b'], ['b']]
     """
 
+    _parameter_constraints = {
+        **_SSVMParamsMixin._parameter_constraints,
+        "check_every": [POSITIVE_INT, StrOptions({"auto"})],
+    }
+
     def __init__(self, C=1.0, *, solver="gdmm", rho="auto", eta=1.0, max_iter=100, tol=1e-3,
                  oracle="sublinear", n_partitions=1, inference="viterbi", inference_params=None,
                  random_state=None, verbose=0, warm_start=False, callback=None,
@@ -242,6 +234,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         return check_inference_params(self.inference_params, self.inference)
 
     @verbose_fit
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Train on labeled sequences.
 
@@ -257,7 +250,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         """
         from ..learners._ssvm_common import ChainProblem
 
-        C, rho, eta, tol, max_iter, nu, solver, oracle = self._check_common_params()
+        C, rho, eta, tol, max_iter, nu, solver, oracle = self._common_params()
         self._check_inference()
         Xcat, offsets, ycat = self._check_fit_input(X, y)
         classes, codes = encode_sequence_labels(ycat)
@@ -286,7 +279,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         if self.check_every == "auto":
             check_every = max(1, K // 100)
         else:
-            check_every = _check_positive_int(self.check_every, "check_every")
+            check_every = int(self.check_every)
         if solver != "ssg":
             common["check_every"] = check_every
         if solver == "gdmm":
@@ -477,6 +470,13 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         visited in the pass.
     """
 
+    _parameter_constraints = {
+        **_SSVMParamsMixin._parameter_constraints,
+        "pairwise": [StrOptions({"full", "none"}), "array-like"],
+        "fit_intercept": ["boolean"],
+        "intercept_scaling": [POSITIVE],
+    }
+
     def __init__(self, C=1.0, *, pairwise="full", fit_intercept=True, intercept_scaling=1.0,
                  solver="gdmm", rho="auto", eta=1.0, max_iter=100, tol=1e-3, oracle="sublinear",
                  n_partitions=1, inference="auto", inference_params=None, random_state=None,
@@ -514,12 +514,6 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
             )
         return check_inference_params(self.inference_params, self.inference, builtin)
 
-    def _check_intercept(self):
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise TypeError(f"fit_intercept must be a bool; got {self.fit_intercept!r}")
-        if self.fit_intercept:
-            _check_positive_real(self.intercept_scaling, "intercept_scaling")
-
     def _with_bias(self, X):
         """``X`` with the constant intercept column appended when ``fit_intercept``."""
         return _append_constant(X, self.intercept_scaling) if self.fit_intercept else X
@@ -535,6 +529,7 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         return tags
 
     @verbose_fit
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, Y):
         """Train on ``X`` (n_samples, n_features) and a 0/1 matrix ``Y`` (n_samples, n_labels).
 
@@ -545,9 +540,8 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         from ..learners.multilabel import MAX_ENUM_LABELS, MultilabelProblem, fit_multilabel
         from ._validation import check_multilabel
 
-        C, rho, eta, tol, max_iter, nu, solver, oracle = self._check_common_params()
+        C, rho, eta, tol, max_iter, nu, solver, oracle = self._common_params()
         self._check_inference()
-        self._check_intercept()
         if Y is None:
             raise ValueError("MultiLabelSSVM requires y to be passed, but the target y is None "
                              "(give a 0/1 indicator matrix of shape (n_samples, n_labels))")
