@@ -8,11 +8,12 @@ nothing is copied.  Results are concatenated in sample order, so they do not
 depend on ``n_jobs`` (each sample is computed by the same code either way).
 """
 
+import functools
 import numbers
 
 import numpy as np
 
-__all__ = ["check_n_jobs", "chunk_bounds", "map_chunks"]
+__all__ = ["check_n_jobs", "chunk_bounds", "map_chunks", "single_threaded_blas"]
 
 
 def check_n_jobs(n_jobs):
@@ -125,3 +126,26 @@ def n_chunks_for(n_jobs):
 
     n_jobs = check_n_jobs(n_jobs)
     return 1 if n_jobs is None else max(1, effective_n_jobs(n_jobs))
+
+
+@functools.lru_cache(maxsize=1)
+def _thread_pools():
+    """The process's BLAS thread pools (numpy's, and scipy's that compiled
+    kernels call), found once."""
+    import scipy.linalg.cython_blas  # noqa: F401  (loads scipy's BLAS before the scan)
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def single_threaded_blas():
+    """Context in which BLAS runs on one thread.
+
+    Work whose matrix products are cut by the data (the grouped
+    forward-backward's groups follow the chunks and blocks) gives the same
+    bits for any ``n_jobs`` only on one BLAS thread: a threaded product
+    splits its sums differently.  Entered by the calling thread around the
+    parallel work, so that threads never restore another setting, and by
+    each work unit, which holds it in process workers.
+    """
+    return _thread_pools().limit(limits=1, user_api="blas")

@@ -277,7 +277,7 @@ def test_blocks_are_the_greedy_cut_into_whole_sequences(seed):
             tokens = 0
         tokens += lengths[s]
     want.append(hi)
-    assert chain_crf._block_bounds(offsets, lo, hi, block).tolist() == want
+    assert chain_crf.block_bounds(offsets, lo, hi, block).tolist() == want
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -307,3 +307,29 @@ def test_only_observed_transitions_are_parameters(seed, storage):
     # a warm start keeps the stored transitions and drops the others
     T0 = rng.normal(size=(K, K))
     np.testing.assert_array_equal(prob.weights(prob.pack(None, T0))[1], np.where(seen, T0, 0))
+
+
+def test_many_labels_fit_and_marginals_do_not_depend_on_n_jobs(monkeypatch):
+    """K >= GEMM_MIN_LABELS: the grouped forward-backward's matrix products.
+    Marginals are computed over blocks cut once for the whole input (chunks
+    hold whole blocks) on one BLAS thread, so n_jobs changes no bit; the
+    sequences have different lengths, so the groups' row counts vary."""
+    from structlearn.inference.forward_backward import GEMM_MIN_LABELS
+
+    monkeypatch.setattr(chain_crf, "PART_MIN_TOKENS", 200)
+    monkeypatch.setattr(chain_crf, "BLOCK_ENTRIES", 2**14)  # several blocks per chunk
+    X, y = make_chain_data(300, length=(3, 12), n_labels=45, n_features=80, density=0.1,
+                           random_state=5)
+    one = SequenceCRF(max_iter=8).fit(X, y)
+    assert one.classes_.shape[0] >= GEMM_MIN_LABELS
+    two = SequenceCRF(max_iter=8, n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(sp.csr_matrix(one.coef_).toarray(),
+                                  sp.csr_matrix(two.coef_).toarray())
+    assert [h["objective"] for h in one.history_] == [h["objective"] for h in two.history_]
+    marginals = {}
+    for n_jobs in (1, 2, 3):
+        one.n_jobs = n_jobs
+        marginals[n_jobs] = np.concatenate(one.predict_marginals(X))
+    np.testing.assert_array_equal(marginals[1], marginals[2])
+    np.testing.assert_array_equal(marginals[1], marginals[3])
+    np.testing.assert_allclose(marginals[1].sum(axis=1), 1.0, rtol=1e-12)

@@ -83,18 +83,21 @@ class SequenceEstimatorMixin:
         scores = Xcat @ self.coef_.T  # dense rows: an ndarray, whatever coef_ is
         return np.ascontiguousarray(scores, dtype=np.float64)
 
-    def _chunks(self, Xcat, offsets):
+    def _chunks(self, Xcat, offsets, bounds=None):
         """Work units of whole sequences, about equal in tokens, one per job:
         ``(rows, coef, offsets, trans)``.  ``rows`` are CSR rows of
         ``Xcat`` (their scores are computed in the chunk; sparse products
         are row by row, so identical to the whole product) or, for dense
-        input, the rows of the scores computed at once (``coef`` None)."""
+        input, the rows of the scores computed at once (``coef`` None).
+        ``bounds``: the chunks' first sequences (and the end), when the
+        caller cuts them."""
         trans = np.ascontiguousarray(self.transition_, dtype=np.float64)
         if sp.issparse(Xcat):
             source, coef = Xcat, _scoring_weights(self.coef_)
         else:
             source, coef = self._unary_scores(Xcat), None
-        bounds = chunk_bounds(np.diff(offsets), n_chunks_for(self.n_jobs))
+        if bounds is None:
+            bounds = chunk_bounds(np.diff(offsets), n_chunks_for(self.n_jobs))
         return [(_rows(source, offsets[a], offsets[b]), coef, offsets[a:b + 1] - offsets[a],
                  trans) for a, b in zip(bounds[:-1], bounds[1:])]
 

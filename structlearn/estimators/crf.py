@@ -20,7 +20,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._parallel import chunk_bounds, map_chunks, progress_chunk_count
+from .._parallel import (chunk_bounds, map_chunks, n_chunks_for, progress_chunk_count,
+                         single_threaded_blas)
 from .._verbose import verbose_fit
 from .._warnings import warn_user
 from ._base import SequenceEstimatorMixin, _equal_labels, chunk_scores
@@ -222,8 +223,19 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         marginals : list of ndarray, each of shape (n_tokens_i, n_classes)
             Columns follow ``classes_``.
         """
+        from ..learners.chain_crf import block_bounds, block_tokens_for
+
         Xcat, offsets, _ = self._check_X(X)
-        parts = map_chunks(_marginals_chunk, self._chunks(Xcat, offsets), self.n_jobs)
+        # the forward-backward's matrix products run over blocks of sequences
+        # cut once for the whole input, and each chunk holds whole blocks: the
+        # same products (the same bits) for any n_jobs
+        size = block_tokens_for(self.classes_.shape[0])
+        blocks = block_bounds(offsets, 0, offsets.shape[0] - 1, size)
+        cuts = chunk_bounds(offsets[blocks[1:]] - offsets[blocks[:-1]],
+                            n_chunks_for(self.n_jobs))
+        chunks = [args + (size,) for args in self._chunks(Xcat, offsets, blocks[cuts])]
+        with single_threaded_blas():  # a threaded product splits its sums differently
+            parts = map_chunks(_marginals_chunk, chunks, self.n_jobs)
         return np.split(np.concatenate(parts), offsets[1:-1])
 
     def log_likelihood(self, X, y):
@@ -241,15 +253,23 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         return -f
 
 
-def _marginals_chunk(rows, coef, offsets, trans):
-    """Token marginals (n_tokens, K) of one chunk of sequences."""
+def _marginals_chunk(rows, coef, offsets, trans, block_tokens):
+    """Token marginals (n_tokens, K) of one chunk of sequences, a
+    forward-backward per block of about ``block_tokens`` tokens (the greedy
+    cut from the chunk's first sequence)."""
     from ..inference.forward_backward import forward_backward
+    from ..learners.chain_crf import block_bounds
 
     unary = chunk_scores(rows, coef)
     K = unary.shape[1]
     node = np.empty_like(unary)
-    forward_backward(unary, offsets, trans, node, np.empty((K, K)),
-                           np.empty(offsets.shape[0] - 1))
+    edges = np.empty((K, K))
+    blocks = block_bounds(offsets, 0, offsets.shape[0] - 1, block_tokens).tolist()
+    with single_threaded_blas():  # already so in threads; this holds it in processes
+        for s, e in zip(blocks[:-1], blocks[1:]):
+            a, b = offsets[s], offsets[e]
+            forward_backward(unary[a:b], offsets[s:e + 1] - a, trans, node[a:b], edges,
+                             np.empty(e - s))
     return node
 
 

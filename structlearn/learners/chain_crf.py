@@ -14,14 +14,13 @@ observed) feature counts, accumulated over the nonzero features only
 ``alpha = 2 * c2 / N``.
 """
 
-import functools
 import logging
 import time
 
 import numpy as np
 import scipy.sparse as sp
 
-from .._parallel import chunk_bounds, map_chunks
+from .._parallel import chunk_bounds, map_chunks, single_threaded_blas
 from .._progress_bar import progress_tick
 from ..datasets._sparse import csr_around
 
@@ -106,7 +105,7 @@ class _ChainProblem:
         self.parts = chunk_bounds(np.diff(self.offsets), n_parts)
         self._part_grads = []  # allocated at the first evaluation
         self._scratch = []
-        self.block_tokens = min(BLOCK_MAX_TOKENS, max(16, BLOCK_ENTRIES // K))
+        self.block_tokens = block_tokens_for(K)
 
     def hold_at_zero(self, unigram):
         """Hold more unigram weights at 0: ``unigram`` bool (K, d) over the
@@ -209,18 +208,19 @@ class _ChainProblem:
                  self.block_tokens, scratch[i % len(scratch)], *self.split(out),
                  self.trans_index)
                 for i, ((a, b), out) in enumerate(zip(bounds, outs))]  # fmt: skip
-        if parallel:
-            # the parts' threads, not BLAS's own, share the cores
-            with _blas_controller().limit(limits=1, user_api="blas"):
+        # one BLAS thread: the same bits for any n_jobs, and the parts'
+        # threads, not BLAS's own, share the cores
+        with single_threaded_blas():
+            if parallel:
                 nll = map_chunks(_part_nll_grad, jobs, self.n_jobs)
-            for buf in bufs:
-                g += buf
+                for buf in bufs:
+                    g += buf
+                return float(sum(nll))
+            nll = [_part_nll_grad(*jobs[0])]
+            for job in jobs[1:]:
+                nll.append(_part_nll_grad(*job))
+                g += bufs[0]
             return float(sum(nll))
-        nll = [_part_nll_grad(*jobs[0])]
-        for job in jobs[1:]:
-            nll.append(_part_nll_grad(*job))
-            g += bufs[0]
-        return float(sum(nll))
 
     def __call__(self, w, g):
         """Objective at ``w``; its gradient is written into ``g``."""
@@ -284,14 +284,6 @@ def compact_features(Xcat):
     return csr_around(data, indices, Xcat.indptr, Xcat.shape, canonical=True)
 
 
-@functools.lru_cache(maxsize=1)
-def _blas_controller():
-    """The process's thread pools (BLAS of numpy and scipy), found once."""
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()
-
-
 def _part_nll_grad(values, pair_ptr, pair_label, rows, row_of, trans, data, indices, indptr,
                    offsets, codes, seq_lo, seq_hi, block_tokens, scratch, grad_values,
                    grad_rows, grad_t, trans_index=None):  # fmt: skip
@@ -319,26 +311,32 @@ def _part_nll_grad(values, pair_ptr, pair_label, rows, row_of, trans, data, indi
     unary, marg = scratch
     block_T = np.empty((K, K))
     nll = 0.0
-    bounds = _block_bounds(offsets, seq_lo, seq_hi, block_tokens)
-    for s, e in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        t0 = int(offsets[s])
-        n = int(offsets[e]) - t0
-        if n > unary.shape[0]:  # one sequence longer than a block
-            unary, marg = np.empty((n, K)), np.empty((n, K))
-        u, m = unary[:n], marg[:n]
-        local = offsets[s:e + 1] - t0
-        logz = np.empty(e - s)
-        block_scores(values, pair_ptr, pair_label, rows, row_of, data, indices, indptr, t0, u)
-        forward_backward(u, local, trans, m, block_T, logz)
-        nll += block_nll_grad(m, u, local, codes, trans, block_T, pair_ptr, pair_label, row_of,
-                              data, indices, indptr, t0, logz, grad_values, grad_rows,
-                              grad_T)  # fmt: skip
+    bounds = block_bounds(offsets, seq_lo, seq_hi, block_tokens)
+    with single_threaded_blas():  # already so in threads; this holds it in processes
+        for s, e in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            t0 = int(offsets[s])
+            n = int(offsets[e]) - t0
+            if n > unary.shape[0]:  # one sequence longer than a block
+                unary, marg = np.empty((n, K)), np.empty((n, K))
+            u, m = unary[:n], marg[:n]
+            local = offsets[s:e + 1] - t0
+            logz = np.empty(e - s)
+            block_scores(values, pair_ptr, pair_label, rows, row_of, data, indices, indptr, t0, u)
+            forward_backward(u, local, trans, m, block_T, logz)
+            nll += block_nll_grad(m, u, local, codes, trans, block_T, pair_ptr, pair_label, row_of,
+                                  data, indices, indptr, t0, logz, grad_values, grad_rows,
+                                  grad_T)  # fmt: skip
     if trans_index is not None:
         np.take(grad_T.ravel(), trans_index, out=grad_t)
     return nll
 
 
-def _block_bounds(offsets, seq_lo, seq_hi, block_tokens):
+def block_tokens_for(K):
+    """Tokens per block of the likelihood (and of marginals) at ``K`` labels."""
+    return min(BLOCK_MAX_TOKENS, max(16, BLOCK_ENTRIES // K))
+
+
+def block_bounds(offsets, seq_lo, seq_hi, block_tokens):
     """Sequence indices cutting ``seq_lo:seq_hi`` into blocks of whole
     sequences of at most ``block_tokens`` tokens (a longer sequence alone)."""
     ends = offsets[seq_lo + 1:seq_hi + 1] - offsets[seq_lo]  # end of each sequence
