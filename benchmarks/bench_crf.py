@@ -20,7 +20,9 @@ Run: ``.venv/bin/python benchmarks/bench_crf.py`` (grids 30x30 and 50x50,
 BA 1000 nodes, both sequence tasks); ``--part synthetic`` / ``--part tagging``
 for one part. Larger graphs use a cheaper protocol without a full-BP run to
 convergence (:func:`run_synthetic_large`): ``--part synthetic --grids --ba
---large-grids 100 200 --large-ba 5000 --ref-time 180``.
+--large-grids 100 200 --large-ba 5000 --ref-time 180``. ``--part defaults
+--repeat 3``: both libraries with no parameter set, in alternating rounds
+(median times; a shared machine slows down in phases).
 """
 
 import argparse
@@ -365,25 +367,35 @@ def compare_chain(name, D_tr, L_tr, D_te, L_te, c2, max_iter):
           f"{X_all[0].shape[1]} features) | | | | |")  # fmt: skip
 
 
-def compare_defaults(name, D_tr, L_tr, D_te, L_te):
+def compare_defaults(name, D_tr, L_tr, D_te, L_te, repeat=1):
     """Both libraries with no parameter set, on the same feature dicts (structlearn's
-    fit time includes building its vocabulary from the dicts)."""
+    fit time includes building its vocabulary from the dicts); with ``repeat``,
+    the fits alternate and the median times are compared."""
+    import statistics
+
     import sklearn_crfsuite
 
     from structlearn.estimators import SequenceCRF
 
-    crf = sklearn_crfsuite.CRF()
-    _, t_crf = _timed(lambda: crf.fit(D_tr, L_tr))
+    SequenceCRF(max_iter=2).fit(D_tr[:3], L_tr[:3])  # compile kernels before timing
+    t_crf, t_sl = [], []
+    for _ in range(max(1, repeat)):
+        crf = sklearn_crfsuite.CRF()
+        t_crf.append(_timed(lambda: crf.fit(D_tr, L_tr))[1])
+        model = SequenceCRF()
+        t_sl.append(_timed(lambda: model.fit(D_tr, L_tr))[1])
     truth = np.concatenate([np.asarray(t) for t in L_te])
     acc_crf = float(np.mean(np.concatenate([np.asarray(p) for p in crf.predict(D_te)]) == truth))
-    SequenceCRF(max_iter=2).fit(D_tr[:3], L_tr[:3])  # compile kernels before timing
-    model = SequenceCRF()
-    _, t_sl = _timed(lambda: model.fit(D_tr, L_tr))
     acc_sl = model.score(D_te, L_te)
-    print(f"| {name} | sklearn-crfsuite CRF() | {acc_crf:.4f} | {t_crf:.2f} | "
+    med_crf, med_sl = statistics.median(t_crf), statistics.median(t_sl)
+
+    def each(ts):
+        return f" [{', '.join(f'{t:.2f}' for t in ts)}]" if len(ts) > 1 else ""
+
+    print(f"| {name} | sklearn-crfsuite CRF() | {acc_crf:.4f} | {med_crf:.2f}{each(t_crf)} | "
           f"{crf.training_log_.last_iteration['num']} | 1.00x |")
-    print(f"| {name} | structlearn SequenceCRF() | {acc_sl:.4f} | {t_sl:.2f} | "
-          f"{model.n_iter_} | {t_sl / t_crf:.2f}x |", flush=True)
+    print(f"| {name} | structlearn SequenceCRF() | {acc_sl:.4f} | {med_sl:.2f}{each(t_sl)} | "
+          f"{model.n_iter_} | {med_sl / med_crf:.2f}x |", flush=True)
 
 
 def _tagging_tasks(n_sentences, ocr_bias):
@@ -417,12 +429,14 @@ def _tagging_tasks(n_sentences, ocr_bias):
     return tasks
 
 
-def part_defaults(n_sentences):
+def part_defaults(n_sentences, repeat):
     print("\n## Part 3: defaults against defaults (feature dicts in, no parameter set)\n")
+    if repeat > 1:
+        print(f"{repeat} alternating rounds: median fit times (every round in brackets)\n")
     print("| task | method | token acc | fit s | iterations | fit time ratio |")
     print("|---|---|---:|---:|---:|---:|")
     for task in _tagging_tasks(n_sentences, ocr_bias=False):
-        compare_defaults(*task)
+        compare_defaults(*task, repeat=repeat)
 
 
 def part_tagging(max_iter, n_sentences):
@@ -442,6 +456,8 @@ def main():
                     help="time limit per learning run (s)")
     ap.add_argument("--max-iter", type=int, default=200, help="L-BFGS iteration cap (tagging)")
     ap.add_argument("--sentences", type=int, default=0, help="use only the first N sentences")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="defaults: alternating rounds of both fits, median times compared")
     ap.add_argument("--large-grids", type=int, nargs="*", default=[],
                     help="grid sizes for the capped-run protocol (e.g. 100 200)")
     ap.add_argument("--large-ba", type=int, nargs="*", default=[],
@@ -457,7 +473,7 @@ def main():
     if args.part in ("all", "tagging"):
         part_tagging(args.max_iter, args.sentences)
     if args.part in ("all", "defaults"):
-        part_defaults(args.sentences)
+        part_defaults(args.sentences, args.repeat)
 
 
 if __name__ == "__main__":
