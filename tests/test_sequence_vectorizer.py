@@ -49,6 +49,27 @@ def test_vocabulary_matches_dict_vectorizer(seed):
     np.testing.assert_array_equal(sp.vstack(out).toarray(), ref.transform(flat).toarray())
 
 
+def test_value_types_beyond_the_builtin_ones_match_dict_vectorizer():
+    """numpy scalars and subclasses of str / int take the general checks
+    (built-in float, int, bool and str take a shortcut): the same columns."""
+
+    class Name(str):
+        pass
+
+    class Count(int):
+        pass
+
+    X = [[{"a": np.float32(0.5), "b": np.int64(3), "c": np.str_("x"), "d": True},
+          {"a": Name("y"), "b": Count(2), "c": "x", "d": False, "e": 1.5}],
+         [{"a": 2, "c": np.str_("z"), "f": True}]]
+    flat = [t for s in X for t in s]
+    ref = DictVectorizer(dtype=np.float64).fit(flat)
+    vec = SequenceVectorizer().fit(X)
+    assert vec.feature_names_ == list(ref.feature_names_)
+    np.testing.assert_array_equal(sp.vstack(vec.transform(X)).toarray(),
+                                  ref.transform(flat).toarray())
+
+
 def test_a_numeric_key_spelled_like_an_indicator_shares_its_column():
     # "a=b" as a numeric key and a="b" as an indicator are one feature for
     # DictVectorizer; the vocabulary keeps them apart internally but must not
