@@ -6,6 +6,12 @@ SVM with one factor per label pair (``pairwise="full"``) is compared with the
 same model without interactions (``pairwise="none"``, independent per-label
 SVMs), after standard scaling, in a ``Pipeline``.
 
+``C=0.01`` is what 3-fold ``GridSearchCV`` over C in {0.003, 0.01, 0.03, 0.1,
+1} picks on the training rows for both models (Hamming accuracy 0.7997 at
+0.01 against 0.782 at 1). Both fits stop at a certified 1 % relative duality
+gap (``tol=0.01``). At ``C=1``, a weak regularizer for 1,500 summed hinge
+losses, the dual rises slowly: 100 passes end at an 87 % gap there.
+
 Run: ``python examples/multilabel_pipeline.py [--max-iter N]``
 """
 
@@ -29,7 +35,8 @@ def main(argv=None):
     for pairwise in ("none", "full"):
         model = make_pipeline(
             StandardScaler(),
-            MultiLabelSSVM(C=1.0, pairwise=pairwise, max_iter=args.max_iter, random_state=0),
+            MultiLabelSSVM(C=0.01, pairwise=pairwise, tol=0.01, max_iter=args.max_iter,
+                           random_state=0),
         )
         start = time.perf_counter()
         model.fit(X_train, Y_train)
