@@ -682,7 +682,7 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         scores : ndarray of shape (n_samples, k')
             Their scores (per-label scores plus interaction scores).
         """
-        from ..inference.mbest import check_m, solve_mbest
+        from ..inference.mbest import check_m
         from ._validation import check_multilabel
 
         k = check_m(k)
