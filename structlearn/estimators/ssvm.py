@@ -432,8 +432,9 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         GDMM augmented-Lagrangian penalty. ``"auto"``: a quarter of the mean
         squared norm of the feature vectors, scaled by ``0.01 / C`` when
         ``C`` is above 0.01, and at least 1 (weak regularization needs a
-        smaller penalty: at ``C = 1`` the unscaled value left 77-92 % gaps
-        after 100 passes where this one reaches 3-51 %, see BENCHMARKS.md).
+        smaller penalty: on the benchmark sets at ``C = 1`` the unscaled
+        value left 35-92 % gaps after 100 passes where this one leaves
+        3-63 %, see BENCHMARKS.md, SSVM 3d).
     eta : float, default=1.0
         GDMM multiplier step (scaled multipliers).
     oracle : {"sublinear", "dense"}, default="sublinear"
