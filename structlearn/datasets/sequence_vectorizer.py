@@ -5,7 +5,6 @@ import numbers
 from numbers import Integral
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.feature_extraction import FeatureHasher
 from sklearn.utils._param_validation import Interval

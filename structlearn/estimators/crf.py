@@ -233,7 +233,9 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         blocks = block_bounds(offsets, 0, offsets.shape[0] - 1, size)
         cuts = chunk_bounds(offsets[blocks[1:]] - offsets[blocks[:-1]],
                             n_chunks_for(self.n_jobs))
-        chunks = [args + (size,) for args in self._chunks(Xcat, offsets, blocks[cuts])]
+        chunks = [args + (blocks[a:b + 1] - blocks[a],)  # the chunk's blocks, local
+                  for args, a, b in zip(self._chunks(Xcat, offsets, blocks[cuts]),
+                                        cuts[:-1], cuts[1:])]
         with single_threaded_blas():  # a threaded product splits its sums differently
             parts = map_chunks(_marginals_chunk, chunks, self.n_jobs)
         return np.split(np.concatenate(parts), offsets[1:-1])
@@ -253,18 +255,17 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         return -f
 
 
-def _marginals_chunk(rows, coef, offsets, trans, block_tokens):
+def _marginals_chunk(rows, coef, offsets, trans, blocks):
     """Token marginals (n_tokens, K) of one chunk of sequences, a
-    forward-backward per block of about ``block_tokens`` tokens (the greedy
-    cut from the chunk's first sequence)."""
+    forward-backward per block (``blocks``: int64, the chunk's first
+    sequence of each block and its end, chunk-local)."""
     from ..inference.forward_backward import forward_backward
-    from ..learners.chain_crf import block_bounds
 
     unary = chunk_scores(rows, coef)
     K = unary.shape[1]
     node = np.empty_like(unary)
     edges = np.empty((K, K))
-    blocks = block_bounds(offsets, 0, offsets.shape[0] - 1, block_tokens).tolist()
+    blocks = blocks.tolist()
     with single_threaded_blas():  # already so in threads; this holds it in processes
         for s, e in zip(blocks[:-1], blocks[1:]):
             a, b = offsets[s], offsets[e]
