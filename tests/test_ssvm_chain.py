@@ -316,6 +316,31 @@ def test_sublinear_and_dense_oracles_give_same_iterates(seed):
     assert sum(r["oracle_entries"] for r in b.history_) < sum(r["oracle_entries"] for r in a.history_)
 
 
+@pytest.mark.parametrize("K, n_partitions, expected", [(6, 1, "dense"), (6, 2, "sublinear"),
+                                                       (50, 1, "sublinear")])
+def test_auto_oracle_picks_by_the_number_of_classes(K, n_partitions, expected):
+    """oracle="auto" runs the dense scans below 50 classes and the sorted search
+    from 50 classes or with partition sampling: same iterates and the same
+    oracle entries as the oracle it picks, fewer or more than the other."""
+    X, _ = make_chain_data(10, length=5, n_labels=K, n_features=12, random_state=K)
+    y = [np.arange(5 * i, 5 * i + 5) % K for i in range(10)]  # every class occurs
+    kw = dict(max_iter=4, tol=0.0, random_state=0, n_partitions=n_partitions)
+    other = {"dense": "sublinear", "sublinear": "dense"}[expected]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        auto = SequenceSSVM(**kw).fit(X, y)
+        picked = SequenceSSVM(oracle=expected, **kw).fit(X, y)
+        if n_partitions == 1:
+            not_picked = SequenceSSVM(oracle=other, **kw).fit(X, y)
+    assert auto.get_params()["oracle"] == "auto"
+    np.testing.assert_array_equal(auto.coef_, picked.coef_)
+    entries = [r["oracle_entries"] for r in auto.history_]
+    assert entries == [r["oracle_entries"] for r in picked.history_]
+    if n_partitions == 1:
+        np.testing.assert_array_equal(auto.coef_, not_picked.coef_)
+        assert entries != [r["oracle_entries"] for r in not_picked.history_]
+
+
 def test_partition_sampling_reaches_the_same_optimum():
     X, y = _tiny(5, lengths=(3, 4, 2), K=4, d=4)
     y[1][:] = [0, 1, 2, 3]

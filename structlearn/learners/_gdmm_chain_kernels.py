@@ -87,7 +87,7 @@ def _threshold(g, a, m, C):
 
 
 @nb.njit(cache=True, inline="always")
-def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, nu, part, C, rho,
+def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, nu, parts, C, rho,
                   slab, ns, alpha, margL, margR, lamL, lamR, iws, g, add_val, z, newa, stats):
     K = W.shape[1]
     gt = y[j]
@@ -103,16 +103,17 @@ def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, n
         add_val[s] = -rho * ms
     start = indptr[j]
     end = indptr[j + 1]
-    if nu == 1:
+    if parts is None:
         best, ystar = inner_product_fmo(W, indices, data, start, end, slab[j], add_val, n,
                                         1.0, gt, gt, iws)
         stats[0] += K
     else:
+        part = parts[j]
         best, ystar = inner_product_fmo_sampled(W, indices, data, start, end, np.empty(0, np.int64),
                                                 nu, part, slab[j], add_val, n, 1.0, gt, gt, iws)
         stats[0] += (part + 1) * K // nu - part * K // nu
     scores = iws[0]
-    if nu == 1:
+    if parts is None:
         for s in range(n):
             g[s] = scores[slab[j, s]]  # the exact oracle left all raw scores here
     else:
@@ -133,7 +134,7 @@ def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, n
             if s < 0:
                 stats[1] += 1
             else:
-                if nu == 1:
+                if parts is None:
                     sc = scores[ystar]
                 else:
                     sc = 0.0
@@ -155,12 +156,11 @@ def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, n
 
 
 @nb.njit(cache=True)
-def _bigram_step(j, y, v, vstate, sublinear, C, rho, has_left, has_right,
+def _bigram_step(j, y, v, vt, vstate, C, rho, has_left, has_right,
                  slab, ns, alpha, margL, margR, lamL, lamR,
                  pa, pb, psa, psb, beta, nb_, pws, m1d, m2d, val1, val2, g, z, newb,
                  cnt1, cnt2, stats):
-    vt = vstate[0]
-    K = vstate[1][1]
+    K = m1d.shape[0]
     k = j + 1
     n1 = ns[j]
     n2 = ns[k]
@@ -175,7 +175,7 @@ def _bigram_step(j, y, v, vstate, sublinear, C, rho, has_left, has_right,
     for q in range(m):
         g[q] = (v[pa[j, q] * K + pb[j, q]] + val1[psa[j, q]]) + val2[psb[j, q]]
     thr = _threshold(g, beta[j], m, C)
-    if sublinear:
+    if vstate is not None:
         floor = thr
         for q in range(1, m):  # the active pairs' values in the oracle's table
             gq = (vt[pa[j, q] * K + pb[j, q]] + val1[psa[j, q]]) + val2[psb[j, q]]
@@ -241,10 +241,10 @@ def _bigram_step(j, y, v, vstate, sublinear, C, rho, has_left, has_right,
             a = pa[j, q]
             b = pb[j, q]
             v[a * K + b] += d
-            if sublinear:
-                indicator_add(vstate, a, b, d)
-            else:
+            if vstate is None:
                 vt[a * K + b] += d
+            else:
+                indicator_add(vstate, a, b, d)
             margR[j, psa[j, q]] += d
             margL[k, psb[j, q]] += d
     # drop pairs whose dual is exactly 0 after the step (the truth stays)
@@ -262,20 +262,23 @@ def _bigram_step(j, y, v, vstate, sublinear, C, rho, has_left, has_right,
 
 
 @nb.njit(cache=True)
-def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, v, vstate,
-                    sublinear, nu, parts, order, C, rho,
+def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, v, vt, vstate,
+                    nu, parts, order, C, rho,
                     slab, ns, alpha, margL, margR, lamL, lamR,
                     pa, pb, psa, psb, beta, nb_, iws, pws, stats):
     """One pass of block-coordinate Frank-Wolfe over all factors (Algorithm 4).
 
     ``order`` lists factor ids: ``f < N`` is the unigram factor of token
     ``f``, ``f >= N`` the bigram factor (edge) ``f - N``.  ``parts[j]`` is
-    the partition drawn for token ``j`` when ``nu > 1``.  ``stats`` (int64,
+    the partition drawn for token ``j`` for the sampled unigram search
+    (``nu > 1``); ``parts=None`` searches all labels.  ``stats`` (int64,
     3) accumulates oracle entries visited, slot overflows and pair
-    overflows.  ``v`` is the flat transition table; ``vstate`` the
-    indicator-oracle state over the search table ``v + tau`` (its summaries
-    are used only when ``sublinear``), where ``tau`` is a fixed tie-break
-    of order 1e-12 (see :mod:`.gdmm_chain`).
+    overflows.  ``v`` is the flat transition table and ``vt`` the flat
+    search table ``v + tau``, where ``tau`` is a fixed tie-break of order
+    1e-12 (see :mod:`.gdmm_chain`); ``vstate`` is the indicator-oracle
+    state over ``vt`` (``vstate[0] is vt``) for the sorted bigram search,
+    or None for dense scans.  A None argument is known when the kernel is
+    compiled, so the branch it rules out is not compiled at all.
     """
     N = y.shape[0]
     K = W.shape[1]
@@ -294,11 +297,11 @@ def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, v,
     m2d = np.zeros(K)
     for f in order:
         if f < N:
-            _unigram_step(f, data, indices, indptr, y, xnorm2, has_left, has_right, W, nu, parts[f],
+            _unigram_step(f, data, indices, indptr, y, xnorm2, has_left, has_right, W, nu, parts,
                           C, rho, slab, ns, alpha, margL, margR, lamL, lamR, iws, g, add_val, z,
                           newa, stats)
         else:
-            _bigram_step(f - N, y, v, vstate, sublinear, C, rho, has_left, has_right,
+            _bigram_step(f - N, y, v, vt, vstate, C, rho, has_left, has_right,
                          slab, ns, alpha, margL, margR, lamL, lamR,
                          pa, pb, psa, psb, beta, nb_, pws, m1d, m2d, val1, val2, g, z, newa,
                          cnt1, cnt2, stats)

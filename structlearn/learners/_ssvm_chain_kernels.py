@@ -63,8 +63,34 @@ def _sq_sum(a):
     return s
 
 
+def sparse_columns(vs):
+    """The non-zero columns of a mostly-zero transition table for the
+    certificate's Viterbi, or None when the dense Viterbi is the faster.
+
+    Parameters
+    ----------
+    vs : float64 (K, K)
+
+    Returns
+    -------
+    (col_ptr, col_rows, col_vals) : int64 (K + 1,), int64 (nnz,), float64 (nnz,)
+        As :func:`~structlearn.inference._chain_kernels.transition_columns`;
+        None below ``SPARSE_VITERBI_MIN_LABELS`` labels or above a fill of
+        ``1 / SPARSE_VITERBI_RATIO``.
+    """
+    K = vs.shape[0]
+    if K < SPARSE_VITERBI_MIN_LABELS:
+        return None
+    nnz = int(np.count_nonzero(vs))
+    if nnz * SPARSE_VITERBI_RATIO > K * K:
+        return None
+    cols = (np.empty(K + 1, dtype=np.int64), np.empty(nnz, dtype=np.int64), np.empty(nnz))
+    transition_columns(vs, *cols)
+    return cols
+
+
 @nb.njit(cache=True, nogil=True)
-def chain_hinges(W, vs, data, indices, indptr, offsets, y, scale, s_lo, s_hi, unary, zbuf,
+def chain_hinges(W, vs, cols, data, indices, indptr, offsets, y, scale, s_lo, s_hi, unary, zbuf,
                  hinge):
     """Hinge losses of sequences ``s_lo <= s < s_hi`` at the weights
     ``(scale * W, vs)`` by loss-augmented Viterbi over all ``K`` labels.
@@ -77,6 +103,10 @@ def chain_hinges(W, vs, data, indices, indptr, offsets, y, scale, s_lo, s_hi, un
     ----------
     W : float64 (d, K); vs : float64 (K, K), the transition weights already
         scaled.
+    cols : tuple or None
+        :func:`sparse_columns` of ``vs``: the Viterbi runs over these non-zero
+        columns, O(K log K + nnz) per token instead of O(K^2), same labels;
+        None runs the dense Viterbi (the sparse kernel is then not compiled).
     unary : float64 (N, K); zbuf : int64 (N,); hinge : float64 (n_seq,)
     """
     K = unary.shape[1]
@@ -88,21 +118,10 @@ def chain_hinges(W, vs, data, indices, indptr, offsets, y, scale, s_lo, s_hi, un
             unary[t, k] = unary[t, k] * scale + 1.0
         unary[t, y[t]] -= 1.0
     local = offsets[s_lo:s_hi + 1] - t_lo
-    # a mostly-zero transition table (GDMM keeps v sparse): Viterbi over its
-    # non-zero columns, O(K log K + nnz) per token instead of O(K^2), same labels
-    nnz = 0
-    for a in range(K):
-        for b in range(K):
-            if vs[a, b] != 0.0:
-                nnz += 1
-    if K >= SPARSE_VITERBI_MIN_LABELS and nnz * SPARSE_VITERBI_RATIO <= K * K:
-        col_ptr = np.empty(K + 1, dtype=np.int64)
-        col_rows = np.empty(nnz, dtype=np.int64)
-        col_vals = np.empty(nnz)
-        transition_columns(vs, col_ptr, col_rows, col_vals)
-        viterbi_batch_sparse(rows, local, col_ptr, col_rows, col_vals, zbuf[t_lo:t_hi])
-    else:
+    if cols is None:
         viterbi_batch(rows, local, vs, zbuf[t_lo:t_hi])
+    else:
+        viterbi_batch_sparse(rows, local, cols[0], cols[1], cols[2], zbuf[t_lo:t_hi])
     for s in range(s_lo, s_hi):
         h = 0.0
         for t in range(offsets[s], offsets[s + 1]):
@@ -137,11 +156,12 @@ def primal_from_hinges(W, v, scale, C, hinge):
     return reg + C * total
 
 
-@nb.njit(cache=True)
 def chain_primal(W, v, data, indices, indptr, offsets, y, C, scale, unary, zbuf, hinge):
     """Primal objective of the weights ``(scale * W, scale * v)``.
 
     Runs loss-augmented Viterbi on every sequence (over all ``K`` labels).
+    A Python function over three kernels, so that only the Viterbi kernel
+    the table needs is compiled.
 
     Parameters
     ----------
@@ -157,9 +177,9 @@ def chain_primal(W, v, data, indices, indptr, offsets, y, C, scale, unary, zbuf,
     primal : float
     """
     vs = scaled_transitions(v, scale)
-    chain_hinges(W, vs, data, indices, indptr, offsets, y, scale, 0, offsets.shape[0] - 1,
-                 unary, zbuf, hinge)
-    return primal_from_hinges(W, v, scale, C, hinge)
+    chain_hinges(W, vs, sparse_columns(vs), data, indices, indptr, offsets, y, scale, 0,
+                 offsets.shape[0] - 1, unary, zbuf, hinge)
+    return float(primal_from_hinges(W, v, scale, C, hinge))
 
 
 @nb.njit(cache=True)

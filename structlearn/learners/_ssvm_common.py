@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from .._progress_bar import progress_tick
 from .._warnings import warn_user
 from .._parallel import chunk_bounds, map_chunks, n_chunks_for
-from ._ssvm_chain_kernels import (chain_hinges, chain_primal, primal_from_hinges,
+from ._ssvm_chain_kernels import (chain_hinges, chain_primal, primal_from_hinges, sparse_columns,
                                   scaled_transitions, token_sq_norms)
 
 __all__ = ["ChainProblem", "ChainMonitor", "HistoryMonitor", "chain_edges", "warn_not_converged"]
@@ -149,7 +149,8 @@ class ChainMonitor(HistoryMonitor):
                                       self.C, float(scale), self._unary, self._z, self._hinge))
         vs = scaled_transitions(v, float(scale))
         bounds = chunk_bounds(np.diff(p.offsets), n_chunks)
-        map_chunks(chain_hinges, [(W, vs, p.data, p.indices, p.indptr, p.offsets, p.y,
+        cols = sparse_columns(vs)
+        map_chunks(chain_hinges, [(W, vs, cols, p.data, p.indices, p.indptr, p.offsets, p.y,
                                    float(scale), a, b, self._unary, self._z, self._hinge)
                                   for a, b in zip(bounds[:-1], bounds[1:])], self.n_jobs)
         return float(primal_from_hinges(W, v, float(scale), self.C, self._hinge))

@@ -89,18 +89,18 @@ class GDMMChainState:
 _TIE = 1e-12
 
 
-def _vstate(v, sublinear):
-    """Indicator-oracle state over the search table ``v + tau`` (summaries empty in dense mode)."""
+def _search_table(v, sublinear):
+    """The flat search table ``v + tau`` and, when ``sublinear``, the
+    indicator-oracle state over it (``state[0]`` is the table); else None."""
     from ..oracles.indicator import make_indicator_oracle
 
     K = v.shape[0]
     tau = -_TIE * (np.arange(K * K, dtype=np.float64) + 1.0) / (K * K)
     vt = v.ravel() + tau
-    if sublinear:
-        return make_indicator_oracle(vt.reshape(K, K))
-    e_f = np.empty(0)
-    e_i = np.empty(0, dtype=np.int32)
-    return (vt, np.array([K, K], dtype=np.int64), e_f, e_i, e_i, e_f, e_f, e_i, e_f, e_f, e_i, e_f)
+    if not sublinear:
+        return vt, None
+    vstate = make_indicator_oracle(vt.reshape(K, K))
+    return vstate[0], vstate
 
 
 def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitions, rng,
@@ -150,7 +150,7 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
     factors = np.concatenate([np.arange(N, dtype=np.int64), N + edges])
     nu = int(n_partitions) if sublinear else 1
     state.v = np.ascontiguousarray(state.v)
-    vstate = _vstate(state.v, sublinear)
+    vt, vstate = _search_table(state.v, sublinear)
     iws = make_inner_workspace(K)
     pws = make_pair_workspace(K, K)
     vfeas = np.empty(K * K)
@@ -161,10 +161,10 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
     for it in range(max_iter):
         t0 = time.perf_counter()
         order = rng.permutation(factors)
-        parts = rng.randint(nu, size=N).astype(np.int64) if nu > 1 else np.zeros(N, dtype=np.int64)
+        parts = rng.randint(nu, size=N).astype(np.int64) if nu > 1 else None
         stats[:] = 0
         gdmm_chain_pass(problem.data, problem.indices, problem.indptr, problem.y, xnorm2,
-                        has_left, has_right, state.W, state.v.ravel(), vstate, sublinear, nu, parts, order,
+                        has_left, has_right, state.W, state.v.ravel(), vt, vstate, nu, parts, order,
                         float(C), float(rho), state.slab, state.ns, state.alpha, state.margL,
                         state.margR, state.lamL, state.lamR, state.pa, state.pb, state.psa,
                         state.psb, state.beta, state.nb, iws, pws, stats)
