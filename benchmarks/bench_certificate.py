@@ -50,7 +50,7 @@ def main():
         mask = rng.random((K, K)) < args.density
         v[mask] = rng.normal(size=mask.sum())
         dense_v = np.where(v == 0.0, 1e-300, v)  # no exact zero: the dense kernel
-        bufs = (np.empty((N, K)), np.empty(N, dtype=np.int64), np.empty(n_seq))
+        bufs = (np.empty(N, dtype=np.int64), np.empty(n_seq))
 
         def run(table):
             return chain_primal(W, table, data, indices, indptr, offsets, y, 1.0, 1.0, *bufs)

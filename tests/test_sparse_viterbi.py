@@ -2,13 +2,16 @@
 fast path) against the dense Viterbi: identical labelings, ties included."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from structlearn.inference._chain_kernels import (transition_columns, viterbi_batch,
                                                   viterbi_batch_sparse)
-from structlearn.learners._ssvm_chain_kernels import (SPARSE_VITERBI_MIN_LABELS, chain_primal,
-                                                      primal_from_hinges)
+from structlearn.learners._ssvm_chain_kernels import (HINGE_BLOCK_ENTRIES,
+                                                      SPARSE_VITERBI_MIN_LABELS, chain_hinges,
+                                                      chain_primal, primal_from_hinges,
+                                                      sparse_columns)
 
 
 def _columns(T):
@@ -57,7 +60,7 @@ def test_certificate_uses_the_sparse_path_and_keeps_its_value():
     mask = rng.random((K, K)) < 0.02
     v[mask] = rng.normal(size=mask.sum())
     hinge = np.empty(offsets.shape[0] - 1)
-    value = chain_primal(W, v, data, indices, indptr, offsets, y, 0.5, 1.0, np.empty((N, K)),
+    value = chain_primal(W, v, data, indices, indptr, offsets, y, 0.5, 1.0,
                          np.empty(N, dtype=np.int64), hinge)
     # reference: dense Viterbi on the loss-augmented scores
     unary = X @ W + 1.0
@@ -72,3 +75,44 @@ def test_certificate_uses_the_sparse_path_and_keeps_its_value():
         ref[s] = max(h, 0.0)
     np.testing.assert_allclose(hinge, ref, rtol=1e-10, atol=1e-10)
     assert value == primal_from_hinges(W, v, 1.0, 0.5, hinge)
+
+
+@pytest.mark.parametrize("n_chunks", [1, 3])
+@pytest.mark.parametrize("sparse_table", [False, True])
+def test_certificate_blocks_give_the_whole_batch_hinges(sparse_table, n_chunks):
+    """The certificate scores blocks of whole sequences (at most
+    HINGE_BLOCK_ENTRIES scores at once): with N K several times that, over one
+    range or several, the hinges and labelings equal a loss-augmented Viterbi
+    over all tokens at once."""
+    rng = np.random.default_rng(1)
+    K, d = 200, 20
+    lens = rng.integers(1, 30, size=250)
+    lens[7] = 1400  # one sequence longer than a block
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    N = int(offsets[-1])
+    assert N * K > 3 * HINGE_BLOCK_ENTRIES and lens[7] * K > HINGE_BLOCK_ENTRIES
+    X = (rng.random((N, d)) < 0.3) * rng.normal(size=(N, d))
+    indptr = np.concatenate([[0], np.cumsum((X != 0).sum(1))]).astype(np.int64)
+    indices = np.nonzero(X)[1].astype(np.int64)
+    data = X[X != 0]
+    y = rng.integers(0, K, size=N).astype(np.int64)
+    W = rng.normal(size=(d, K))
+    v = rng.normal(size=(K, K))
+    if sparse_table:
+        v[rng.random((K, K)) >= 0.02] = 0.0
+    cols = sparse_columns(v)
+    assert (cols is not None) == sparse_table
+    z, hinge = np.empty(N, dtype=np.int64), np.empty(lens.shape[0])
+    bounds = np.linspace(0, lens.shape[0], n_chunks + 1).astype(int)
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        chain_hinges(W, v, cols, data, indices, indptr, offsets, y, 1.0, a, b, z, hinge)
+    unary = X @ W + 1.0
+    unary[np.arange(N), y] -= 1.0
+    zref = np.empty(N, dtype=np.int64)
+    viterbi_batch(unary, offsets, v, zref)
+    np.testing.assert_array_equal(z, zref)
+    for s in range(lens.shape[0]):
+        a, b = offsets[s], offsets[s + 1]
+        h = unary[np.arange(a, b), z[a:b]].sum() - unary[np.arange(a, b), y[a:b]].sum()
+        h += v[z[a:b - 1], z[a + 1:b]].sum() - v[y[a:b - 1], y[a + 1:b]].sum()
+        assert hinge[s] == pytest.approx(max(h, 0.0), rel=1e-10, abs=1e-10)

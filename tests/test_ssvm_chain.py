@@ -519,3 +519,31 @@ def test_gdmm_weights_equal_those_rebuilt_from_the_duals(oracle, n_partitions, K
     np.testing.assert_allclose(st.W, Xc.T @ A, rtol=0, atol=1e-10 * scale)
     np.testing.assert_allclose(st.v, B, rtol=0, atol=1e-10 * max(1.0, np.abs(st.v).max()))
     assert np.abs(st.W).max() > 0.1  # a real fit, not the zero start
+
+
+@pytest.mark.parametrize("solver", ["gdmm", "bcfw", "ssg"])
+def test_coef_is_the_weights_view_and_predicts_as_a_contiguous_copy(solver):
+    """coef_ is the transposed (F-ordered) view of the solver's weights, not a
+    second copy; predictions and scores equal those of a C-ordered copy, and
+    a warm-startable model's coef_ is its own (a later fit leaves it alone)."""
+    X, y = make_chain_data(20, length=(2, 6), n_labels=5, n_features=12, random_state=3)
+    Xd = [x.toarray() for x in X]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m = SequenceSSVM(solver=solver, max_iter=5, random_state=0).fit(X, y)
+    assert m.coef_.flags.f_contiguous and not m.coef_.flags.owndata
+    c = clone(m).set_params()
+    c.__dict__.update(m.__dict__)
+    c.coef_ = np.ascontiguousarray(m.coef_)
+    for a, b in zip(m.predict(X), c.predict(X)):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(m.decision_function(Xd), c.decision_function(Xd)):
+        np.testing.assert_array_equal(a, b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        w = SequenceSSVM(solver=solver, max_iter=3, random_state=0, warm_start=True).fit(X, y)
+        first = w.coef_
+        kept = first.copy()
+        w.fit(X, y)
+    np.testing.assert_array_equal(first, kept)
+    assert w.coef_ is not first

@@ -201,11 +201,14 @@ def _rows(X, lo, hi):
 
 
 def _scoring_weights(coef):
-    """``coef_`` in the form :func:`chunk_scores` takes: a C-contiguous
-    float64 (K, d) array, or, for a sparse ``coef_`` (pair-stored weights),
-    its transpose as a CSR matrix (d, K) with int64 indices."""
+    """``coef_`` in the form :func:`chunk_scores` takes: an F-ordered
+    float64 (K, d) array, whose transpose is the C-ordered (d, K) array that
+    sparse products read in place (an SSVM's ``coef_`` is one already; a
+    C-ordered ``coef_`` is copied once here instead of inside every product),
+    or, for a sparse ``coef_`` (pair-stored weights), its transpose as a CSR
+    matrix (d, K) with int64 indices."""
     if not sp.issparse(coef):
-        return np.ascontiguousarray(coef, dtype=np.float64)
+        return np.asfortranarray(coef, dtype=np.float64)
     by_feature = sp.csr_matrix(coef, dtype=np.float64).T.tocsr()
     by_feature.sort_indices()
     by_feature.indices = by_feature.indices.astype(np.int64)

@@ -184,6 +184,8 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
     Attributes
     ----------
     coef_ : ndarray of shape (n_classes, n_features)
+        Fortran-ordered: the transposed view of the solver's feature-major
+        weights (no second copy of a large weight matrix).
     transition_ : ndarray of shape (n_classes, n_classes)
         ``transition_[a, b]`` scores label ``a`` followed by ``b``.
     classes_ : ndarray of shape (n_classes,)
@@ -325,7 +327,9 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
 
             W, v, history, state, converged = fit_ssg_chain(problem, **common)
 
-        self.coef_ = np.ascontiguousarray(W.T, dtype=np.float64)
+        # the (K, d) view of the solver's (d, K) weights, no copy (F-ordered); a
+        # solver state kept for a warm start goes on changing W: then a copy
+        self.coef_ = W.T.copy(order="F") if self.warm_start else W.T
         self.transition_ = np.array(v, dtype=np.float64, copy=True)
         self.classes_ = classes
         self.n_features_in_ = n_features

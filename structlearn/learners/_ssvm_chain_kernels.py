@@ -28,6 +28,9 @@ from ..inference._chain_kernels import transition_columns, viterbi_batch, viterb
 # when at most 1 / SPARSE_VITERBI_RATIO of the transition table is non-zero
 SPARSE_VITERBI_MIN_LABELS = 32
 SPARSE_VITERBI_RATIO = 8
+# token scores held at once by the certificate's loss-augmented Viterbi
+# (per chunk of sequences; 2 MiB of float64)
+HINGE_BLOCK_ENTRIES = 1 << 18
 
 
 @nb.njit(cache=True)
@@ -90,14 +93,16 @@ def sparse_columns(vs):
 
 
 @nb.njit(cache=True, nogil=True)
-def chain_hinges(W, vs, cols, data, indices, indptr, offsets, y, scale, s_lo, s_hi, unary, zbuf,
-                 hinge):
+def chain_hinges(W, vs, cols, data, indices, indptr, offsets, y, scale, s_lo, s_hi, zbuf, hinge):
     """Hinge losses of sequences ``s_lo <= s < s_hi`` at the weights
     ``(scale * W, vs)`` by loss-augmented Viterbi over all ``K`` labels.
 
-    Writes rows ``offsets[s_lo]:offsets[s_hi]`` of ``unary`` (scratch) and
-    ``zbuf`` (the loss-augmented labelings) and ``hinge[s_lo:s_hi]``; runs
-    on disjoint ranges in parallel (no shared writes).
+    Writes ``zbuf[offsets[s_lo]:offsets[s_hi]]`` (the loss-augmented
+    labelings) and ``hinge[s_lo:s_hi]``; runs on disjoint ranges in parallel
+    (no shared writes).  The token scores are computed for blocks of whole
+    sequences in a scratch of at most ``HINGE_BLOCK_ENTRIES`` scores (or one
+    sequence), never for all tokens at once: O(K) memory per block instead
+    of O(N K).
 
     Parameters
     ----------
@@ -107,30 +112,48 @@ def chain_hinges(W, vs, cols, data, indices, indptr, offsets, y, scale, s_lo, s_
         :func:`sparse_columns` of ``vs``: the Viterbi runs over these non-zero
         columns, O(K log K + nnz) per token instead of O(K^2), same labels;
         None runs the dense Viterbi (the sparse kernel is then not compiled).
-    unary : float64 (N, K); zbuf : int64 (N,); hinge : float64 (n_seq,)
+    zbuf : int64 (N,); hinge : float64 (n_seq,)
     """
-    K = unary.shape[1]
-    t_lo, t_hi = offsets[s_lo], offsets[s_hi]
-    rows = unary[t_lo:t_hi]
-    unary_scores(W, data, indices, indptr, t_lo, t_hi, rows)
-    for t in range(t_lo, t_hi):
-        for k in range(K):
-            unary[t, k] = unary[t, k] * scale + 1.0
-        unary[t, y[t]] -= 1.0
-    local = offsets[s_lo:s_hi + 1] - t_lo
-    if cols is None:
-        viterbi_batch(rows, local, vs, zbuf[t_lo:t_hi])
-    else:
-        viterbi_batch_sparse(rows, local, cols[0], cols[1], cols[2], zbuf[t_lo:t_hi])
+    K = W.shape[1]
+    if s_hi <= s_lo:
+        return
+    longest = 0
     for s in range(s_lo, s_hi):
-        h = 0.0
-        for t in range(offsets[s], offsets[s + 1]):
-            h += unary[t, zbuf[t]] - unary[t, y[t]]
-            if t > offsets[s]:
-                h += vs[zbuf[t - 1], zbuf[t]] - vs[y[t - 1], y[t]]
-        if h < 0.0:
+        longest = max(longest, offsets[s + 1] - offsets[s])
+    cap = min(max(longest, HINGE_BLOCK_ENTRIES // max(K, 1)), offsets[s_hi] - offsets[s_lo])
+    unary = np.empty((cap, K))
+    local = np.empty(s_hi - s_lo + 1, dtype=np.int64)
+    s = s_lo
+    while s < s_hi:
+        t_lo = offsets[s]
+        e = s + 1
+        while e < s_hi and offsets[e + 1] - t_lo <= cap:
+            e += 1
+        t_hi = offsets[e]
+        rows = unary[:t_hi - t_lo]
+        unary_scores(W, data, indices, indptr, t_lo, t_hi, rows)
+        for t in range(t_lo, t_hi):
+            r = t - t_lo
+            for k in range(K):
+                rows[r, k] = rows[r, k] * scale + 1.0
+            rows[r, y[t]] -= 1.0
+        for q in range(s, e + 1):
+            local[q - s] = offsets[q] - t_lo
+        seg = local[:e - s + 1]
+        if cols is None:
+            viterbi_batch(rows, seg, vs, zbuf[t_lo:t_hi])
+        else:
+            viterbi_batch_sparse(rows, seg, cols[0], cols[1], cols[2], zbuf[t_lo:t_hi])
+        for q in range(s, e):
             h = 0.0
-        hinge[s] = h
+            for t in range(offsets[q], offsets[q + 1]):
+                h += rows[t - t_lo, zbuf[t]] - rows[t - t_lo, y[t]]
+                if t > offsets[q]:
+                    h += vs[zbuf[t - 1], zbuf[t]] - vs[y[t - 1], y[t]]
+            if h < 0.0:
+                h = 0.0
+            hinge[q] = h
+        s = e
 
 
 @nb.njit(cache=True)
@@ -156,7 +179,7 @@ def primal_from_hinges(W, v, scale, C, hinge):
     return reg + C * total
 
 
-def chain_primal(W, v, data, indices, indptr, offsets, y, C, scale, unary, zbuf, hinge):
+def chain_primal(W, v, data, indices, indptr, offsets, y, C, scale, zbuf, hinge):
     """Primal objective of the weights ``(scale * W, scale * v)``.
 
     Runs loss-augmented Viterbi on every sequence (over all ``K`` labels).
@@ -168,9 +191,8 @@ def chain_primal(W, v, data, indices, indptr, offsets, y, C, scale, unary, zbuf,
     W : float64 (d, K); v : float64 (K, K)
     scale : float
         The weights are ``scale * W`` and ``scale * v`` (1.0 for most callers).
-    unary : float64 (N, K) scratch; zbuf : int64 (N,) receives the
-        loss-augmented labelings; hinge : float64 (n_seq,) receives each
-        sequence's hinge loss.
+    zbuf : int64 (N,) receives the loss-augmented labelings; hinge :
+        float64 (n_seq,) receives each sequence's hinge loss.
 
     Returns
     -------
@@ -178,7 +200,7 @@ def chain_primal(W, v, data, indices, indptr, offsets, y, C, scale, unary, zbuf,
     """
     vs = scaled_transitions(v, scale)
     chain_hinges(W, vs, sparse_columns(vs), data, indices, indptr, offsets, y, scale, 0,
-                 offsets.shape[0] - 1, unary, zbuf, hinge)
+                 offsets.shape[0] - 1, zbuf, hinge)
     return float(primal_from_hinges(W, v, scale, C, hinge))
 
 

@@ -133,7 +133,6 @@ class ChainMonitor(HistoryMonitor):
         self.problem = problem
         self.C = float(C)
         self.n_jobs = n_jobs
-        self._unary = np.empty((problem.n_tokens, problem.n_labels))
         self._z = np.empty(problem.n_tokens, dtype=np.int64)
         self._hinge = np.empty(problem.n_sequences)
         super().__init__(verbose, callback)
@@ -146,12 +145,12 @@ class ChainMonitor(HistoryMonitor):
         n_chunks = n_chunks_for(self.n_jobs)
         if n_chunks == 1:
             return float(chain_primal(W, v, p.data, p.indices, p.indptr, p.offsets, p.y,
-                                      self.C, float(scale), self._unary, self._z, self._hinge))
+                                      self.C, float(scale), self._z, self._hinge))
         vs = scaled_transitions(v, float(scale))
         bounds = chunk_bounds(np.diff(p.offsets), n_chunks)
         cols = sparse_columns(vs)
         map_chunks(chain_hinges, [(W, vs, cols, p.data, p.indices, p.indptr, p.offsets, p.y,
-                                   float(scale), a, b, self._unary, self._z, self._hinge)
+                                   float(scale), a, b, self._z, self._hinge)
                                   for a, b in zip(bounds[:-1], bounds[1:])], self.n_jobs)
         return float(primal_from_hinges(W, v, float(scale), self.C, self._hinge))
 
