@@ -53,7 +53,7 @@ def main():
         bufs = (np.empty(N, dtype=np.int64), np.empty(n_seq))
 
         def run(table):
-            return chain_primal(W, table, data, indices, indptr, offsets, y, 1.0, 1.0, *bufs)
+            return chain_primal(W, None, table, data, indices, indptr, offsets, y, 1.0, 1.0, *bufs)
 
         run(v), run(dense_v)  # compile / load
         ts, ps = best_of(lambda: run(v), args.repeat)

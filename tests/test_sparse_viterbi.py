@@ -60,7 +60,7 @@ def test_certificate_uses_the_sparse_path_and_keeps_its_value():
     mask = rng.random((K, K)) < 0.02
     v[mask] = rng.normal(size=mask.sum())
     hinge = np.empty(offsets.shape[0] - 1)
-    value = chain_primal(W, v, data, indices, indptr, offsets, y, 0.5, 1.0,
+    value = chain_primal(W, None, v, data, indices, indptr, offsets, y, 0.5, 1.0,
                          np.empty(N, dtype=np.int64), hinge)
     # reference: dense Viterbi on the loss-augmented scores
     unary = X @ W + 1.0
@@ -74,7 +74,7 @@ def test_certificate_uses_the_sparse_path_and_keeps_its_value():
         h += v[z[a:b - 1], z[a + 1:b]].sum() - v[y[a:b - 1], y[a + 1:b]].sum()
         ref[s] = max(h, 0.0)
     np.testing.assert_allclose(hinge, ref, rtol=1e-10, atol=1e-10)
-    assert value == primal_from_hinges(W, v, 1.0, 0.5, hinge)
+    assert value == primal_from_hinges(W, None, v, 1.0, 0.5, hinge)
 
 
 @pytest.mark.parametrize("n_chunks", [1, 3])
@@ -105,7 +105,7 @@ def test_certificate_blocks_give_the_whole_batch_hinges(sparse_table, n_chunks):
     z, hinge = np.empty(N, dtype=np.int64), np.empty(lens.shape[0])
     bounds = np.linspace(0, lens.shape[0], n_chunks + 1).astype(int)
     for a, b in zip(bounds[:-1], bounds[1:]):
-        chain_hinges(W, v, cols, data, indices, indptr, offsets, y, 1.0, a, b, z, hinge)
+        chain_hinges(W, None, v, cols, data, indices, indptr, offsets, y, 1.0, a, b, z, hinge)
     unary = X @ W + 1.0
     unary[np.arange(N), y] -= 1.0
     zref = np.empty(N, dtype=np.int64)

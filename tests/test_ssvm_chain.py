@@ -229,8 +229,8 @@ def _dual_point(X, y, K, C, rng, perturb):
     v = np.zeros(K * K)
     np.add.at(v, pa * K + pb, np.where(np.arange(K * K)[None, :] < nb_[:, None], beta, 0.0))
     ns = np.full(N, K, dtype=np.int64)
-    args = (W, v, yc, C, chain_edges(prob.offsets, N)[1], slab, ns, alpha, pa, pb, psa, psb,
-            beta, nb_, np.empty(K * K))
+    args = (W, None, K, v, yc, C, chain_edges(prob.offsets, N)[1], slab, ns,
+            alpha, pa, pb, psa, psb, beta, nb_, np.empty(K * K))
     raw = -(0.5 * (W.ravel() @ W.ravel() + v @ v) + alpha[:, 1:].sum())
     return args, raw
 
@@ -493,20 +493,29 @@ def test_predict_before_fit_raises():
         SequenceSSVM().predict(X)
 
 
-@pytest.mark.parametrize("oracle, n_partitions, K", [("sublinear", 1, 8), ("dense", 1, 8),
-                                                     ("sublinear", 2, 40)])
-def test_gdmm_weights_equal_those_rebuilt_from_the_duals(oracle, n_partitions, K):
+@pytest.mark.parametrize("oracle, n_partitions, K, sparse_rows", [
+    ("sublinear", 1, 8, False), ("dense", 1, 8, False), ("sublinear", 2, 40, False),
+    ("sublinear", 1, 8, True)])
+def test_gdmm_weights_equal_those_rebuilt_from_the_duals(oracle, n_partitions, K, sparse_rows,
+                                                         monkeypatch):
     """The certificate rests on the incrementally kept W and v: after a real
     multi-pass fit they equal W = X^T A (A[t, k]: the duals of token t's slots
     with label k) and v = sum of the pair duals, to rounding."""
     import scipy.sparse as sp
 
+    import structlearn.estimators.ssvm as ssvm_module
+    from structlearn.oracles.sparse_rows import sparse_rows_to_csr
+
+    if sparse_rows:
+        monkeypatch.setattr(ssvm_module, "SPARSE_WEIGHTS_MIN_ENTRIES", 1)
     X, y = make_chain_data(60, length=6, n_labels=K, n_features=30, random_state=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = SequenceSSVM(max_iter=60, warm_start=True, oracle=oracle,
                              n_partitions=n_partitions, random_state=0).fit(X, y)
     st = model._solver_state
+    assert st.sparse_weights == sparse_rows
+    W = sparse_rows_to_csr(st.Wsp, K).toarray() if sparse_rows else st.W
     Xc = sp.vstack([sp.csr_matrix(x) for x in X]).tocsr()
     N, K = Xc.shape[0], model.classes_.shape[0]
     A = np.zeros((N, K))
@@ -515,10 +524,10 @@ def test_gdmm_weights_equal_those_rebuilt_from_the_duals(oracle, n_partitions, K
     B = np.zeros((K, K))
     for t in range(N):
         np.add.at(B, (st.pa[t, :st.nb[t]], st.pb[t, :st.nb[t]]), st.beta[t, :st.nb[t]])
-    scale = max(1.0, np.abs(st.W).max())
-    np.testing.assert_allclose(st.W, Xc.T @ A, rtol=0, atol=1e-10 * scale)
+    scale = max(1.0, np.abs(W).max())
+    np.testing.assert_allclose(W, Xc.T @ A, rtol=0, atol=1e-10 * scale)
     np.testing.assert_allclose(st.v, B, rtol=0, atol=1e-10 * max(1.0, np.abs(st.v).max()))
-    assert np.abs(st.W).max() > 0.1  # a real fit, not the zero start
+    assert np.abs(W).max() > 0.1  # a real fit, not the zero start
 
 
 @pytest.mark.parametrize("solver", ["gdmm", "bcfw", "ssg"])
@@ -547,3 +556,38 @@ def test_coef_is_the_weights_view_and_predicts_as_a_contiguous_copy(solver):
         w.fit(X, y)
     np.testing.assert_array_equal(first, kept)
     assert w.coef_ is not first
+
+
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_sparse_weight_rows_give_the_dense_iterates(monkeypatch, n_jobs):
+    """Where the dense weights would be large, GDMM keeps sparse rows: the same
+    iterates, certificate values, coef_ (as CSR), predictions and warm start
+    as the dense array; the model pickles and refits from its state."""
+    import structlearn.estimators.ssvm as ssvm_module
+
+    X, _ = make_chain_data(40, length=(2, 8), n_labels=60, n_features=25, random_state=4)
+    y = [np.arange(3 * i, 3 * i + x.shape[0]) % 60 for i, x in enumerate(X)]  # all 60 occur
+    kw = dict(max_iter=8, tol=0.0, random_state=0, n_jobs=n_jobs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        dense = SequenceSSVM(**kw).fit(X, y)
+        monkeypatch.setattr(ssvm_module, "SPARSE_WEIGHTS_MIN_ENTRIES", 25 * 60)
+        rows = SequenceSSVM(**kw).fit(X, y)
+        warm = SequenceSSVM(**dict(kw, max_iter=4, warm_start=True)).fit(X, y)
+        warm.fit(X, y)
+        restored = pickle.loads(pickle.dumps(warm))
+        restored.fit(X, y)
+        warm.fit(X, y)
+    assert isinstance(dense.coef_, np.ndarray) and sp.issparse(rows.coef_)
+    np.testing.assert_array_equal(rows.coef_.toarray(), dense.coef_)
+    np.testing.assert_array_equal(rows.transition_, dense.transition_)
+    for key in ("primal", "dual", "active_set_size"):
+        assert [r[key] for r in rows.history_] == [r[key] for r in dense.history_]
+    for a, b in zip(rows.predict(X), dense.predict(X)):
+        np.testing.assert_array_equal(a, b)
+    assert rows.score(X, y) == dense.score(X, y)
+    # warm starts continue from the kept rows, also after a pickle round trip
+    assert sp.issparse(warm.coef_) and warm.n_iter_ == 12
+    assert [r["primal"] for r in rows.history_[:4]] == [r["primal"] for r in warm.history_[:4]]
+    np.testing.assert_array_equal(warm.coef_.toarray(), restored.coef_.toarray())
+    assert warm.history_[-1]["primal"] < warm.history_[3]["primal"]

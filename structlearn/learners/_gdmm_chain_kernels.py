@@ -45,6 +45,8 @@ from ..oracles._indicator_kernels import (
     indicator_fmo_above,
 )
 from ..oracles._inner_kernels import inner_product_fmo, inner_product_fmo_sampled
+from ..oracles._sparse_rows_kernels import (sparse_rows_fmo, sparse_rows_sq_sum,
+                                            sparse_rows_update)
 from ._ssvm_chain_kernels import projected_block_step
 
 
@@ -87,9 +89,14 @@ def _threshold(g, a, m, C):
 
 
 @nb.njit(cache=True, inline="always")
-def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, nu, parts, C, rho,
-                  slab, ns, alpha, margL, margR, lamL, lamR, iws, g, add_val, z, newa, stats):
-    K = W.shape[1]
+def _unigram_step(j, K, data, indices, indptr, y, xnorm2, has_left, has_right, W, Wsp, nu, parts,
+                  C, rho, slab, ns, alpha, margL, margR, lamL, lamR, iws, posmap, ulab, g, add_val,
+                  z, newa, stats):
+    """One unigram factor's block step; returns the sparse rows (a new tuple
+    when their pool grew).  ``Wsp`` None: the weights are the dense ``W``;
+    else they are the sparse rows ``Wsp`` (exact search only) and ``W`` a
+    placeholder."""
+    rows = Wsp  # as the pool grows (Wsp stays the argument: None is seen when compiling)
     gt = y[j]
     n = ns[j]
     hl = has_left[j] != 0
@@ -103,16 +110,22 @@ def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, n
         add_val[s] = -rho * ms
     start = indptr[j]
     end = indptr[j + 1]
-    if parts is None:
+    if Wsp is not None:
+        best, ystar = sparse_rows_fmo(Wsp, indices, data, start, end, slab[j], add_val, n,
+                                      1.0, gt, gt, iws)
+        stats[0] += K
+        scores = iws[0]
+    elif parts is None:
         best, ystar = inner_product_fmo(W, indices, data, start, end, slab[j], add_val, n,
                                         1.0, gt, gt, iws)
         stats[0] += K
+        scores = iws[0]
     else:
         part = parts[j]
         best, ystar = inner_product_fmo_sampled(W, indices, data, start, end, np.empty(0, np.int64),
                                                 nu, part, slab[j], add_val, n, 1.0, gt, gt, iws)
         stats[0] += (part + 1) * K // nu - part * K // nu
-    scores = iws[0]
+        scores = iws[0]
     if parts is None:
         for s in range(n):
             g[s] = scores[slab[j, s]]  # the exact oracle left all raw scores here
@@ -146,13 +159,22 @@ def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, n
     if Q < 1e-12:
         Q = 1e-12
     projected_block_step(alpha[j], g, n, Q, C, z, newa)
+    m = 0  # changed slots: labels in ulab, steps in g (no longer needed)
     for s in range(n):
         d = newa[s] - alpha[j, s]
         if d != 0.0:
             alpha[j, s] = newa[s]
             lab = slab[j, s]
-            for p in range(start, end):
-                W[indices[p], lab] += data[p] * d
+            if Wsp is None:
+                for p in range(start, end):
+                    W[indices[p], lab] += data[p] * d
+            else:
+                ulab[m] = lab
+                g[m] = d
+                m += 1
+    if Wsp is not None and m > 0:
+        rows = sparse_rows_update(rows, indices, data, start, end, ulab, g, m, posmap)
+    return rows
 
 
 @nb.njit(cache=True)
@@ -262,11 +284,19 @@ def _bigram_step(j, y, v, vt, vstate, C, rho, has_left, has_right,
 
 
 @nb.njit(cache=True)
-def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, v, vt, vstate,
+def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, Wsp, v, vt, vstate,
                     nu, parts, order, C, rho,
                     slab, ns, alpha, margL, margR, lamL, lamR,
-                    pa, pb, psa, psb, beta, nb_, iws, pws, stats):
+                    pa, pb, psa, psb, beta, nb_, iws, posmap, pws, stats):
     """One pass of block-coordinate Frank-Wolfe over all factors (Algorithm 4).
+
+    ``W`` is the dense (d, K) weight matrix and ``Wsp`` None, or the
+    weights are the sparse rows ``Wsp`` (:mod:`structlearn.oracles.sparse_rows`;
+    exact unigram search, ``parts`` None; scratch ``posmap``: int64 (K,),
+    all -1) and ``W`` a
+    placeholder; returns the sparse rows (a new tuple when their pool grew).
+    A None ``Wsp`` (or ``vstate``, ``parts``) is known when the kernel is
+    compiled, and the code it rules out is not compiled.
 
     ``order`` lists factor ids: ``f < N`` is the unigram factor of token
     ``f``, ``f >= N`` the bigram factor (edge) ``f - N``.  ``parts[j]`` is
@@ -281,7 +311,7 @@ def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, v,
     compiled, so the branch it rules out is not compiled at all.
     """
     N = y.shape[0]
-    K = W.shape[1]
+    K = iws[0].shape[0]
     A = slab.shape[1]
     B = pa.shape[1]
     L = max(A, B)
@@ -293,18 +323,26 @@ def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, v,
     val2 = np.empty(A)
     cnt1 = np.empty(A, dtype=np.int64)
     cnt2 = np.empty(A, dtype=np.int64)
+    ulab = np.empty(A, dtype=np.int64)
     m1d = np.zeros(K)
     m2d = np.zeros(K)
-    for f in order:
+    rows = Wsp  # the sparse rows as their pool grows (Wsp itself stays the argument,
+    for f in order:  # so that a None is seen when compiling)
         if f < N:
-            _unigram_step(f, data, indices, indptr, y, xnorm2, has_left, has_right, W, nu, parts,
-                          C, rho, slab, ns, alpha, margL, margR, lamL, lamR, iws, g, add_val, z,
-                          newa, stats)
+            if Wsp is None:
+                _unigram_step(f, K, data, indices, indptr, y, xnorm2, has_left, has_right, W,
+                              Wsp, nu, parts, C, rho, slab, ns, alpha, margL, margR, lamL, lamR,
+                              iws, posmap, ulab, g, add_val, z, newa, stats)
+            else:
+                rows = _unigram_step(f, K, data, indices, indptr, y, xnorm2, has_left, has_right,
+                                     W, rows, nu, parts, C, rho, slab, ns, alpha, margL, margR,
+                                     lamL, lamR, iws, posmap, ulab, g, add_val, z, newa, stats)
         else:
             _bigram_step(f - N, y, v, vt, vstate, C, rho, has_left, has_right,
                          slab, ns, alpha, margL, margR, lamL, lamR,
                          pa, pb, psa, psb, beta, nb_, pws, m1d, m2d, val1, val2, g, z, newa,
                          cnt1, cnt2, stats)
+    return rows
 
 
 @nb.njit(cache=True)
@@ -327,7 +365,8 @@ def gdmm_chain_multipliers(has_left, has_right, ns, alpha, margL, margR, lamL, l
 
 
 @nb.njit(cache=True)
-def gdmm_chain_dual(W, v, y, C, has_right, slab, ns, alpha, pa, pb, psa, psb, beta, nb_, vfeas):
+def gdmm_chain_dual(W, Wsp, K, v, y, C, has_right, slab, ns, alpha, pa, pb, psa, psb, beta, nb_,
+                    vfeas):
     """Dual objective ``-D`` at a *feasible* point built from the iterate.
 
     The unigram duals are kept; each edge's ``beta`` is repaired to be
@@ -343,9 +382,9 @@ def gdmm_chain_dual(W, v, y, C, has_right, slab, ns, alpha, pa, pb, psa, psb, be
     iterate's infeasibility; the table moves by ``O(C ||M beta - alpha||_1)``
     per edge, so the bound tightens as the consistency residual vanishes.
 
+    ``W`` : the dense weights (``Wsp`` None), or a placeholder for the sparse rows ``Wsp``.
     ``vfeas`` : float64 (K * K,) scratch (receives the repaired table).
     """
-    K = W.shape[1]
     N = y.shape[0]
     A = slab.shape[1]
     for i in range(K * K):
@@ -407,10 +446,13 @@ def gdmm_chain_dual(W, v, y, C, has_right, slab, ns, alpha, pa, pb, psa, psb, be
                     F += r1[s1] * (r2[s2] / tot2)
                 bf = C * ((1.0 if (s1 == 0 and s2 == 0) else 0.0) - F)
                 vfeas[a * K + slab[k, s2]] += bf
-    reg = 0.0
-    for f in range(W.shape[0]):
-        for c in range(K):
-            reg += W[f, c] * W[f, c]
+    if Wsp is None:
+        reg = 0.0
+        for f in range(W.shape[0]):
+            for c in range(K):
+                reg += W[f, c] * W[f, c]
+    else:
+        reg = sparse_rows_sq_sum(Wsp)  # the dense loop's value
     for i in range(K * K):
         reg += vfeas[i] * vfeas[i]
     lin = 0.0

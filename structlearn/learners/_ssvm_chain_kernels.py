@@ -23,6 +23,7 @@ import numba as nb
 import numpy as np
 
 from ..inference._chain_kernels import transition_columns, viterbi_batch, viterbi_batch_sparse
+from ..oracles._sparse_rows_kernels import sparse_rows_sq_sum, sparse_rows_unary_scores
 
 # the certificate's Viterbi uses the sparse-table kernel from this many labels
 # when at most 1 / SPARSE_VITERBI_RATIO of the transition table is non-zero
@@ -93,7 +94,8 @@ def sparse_columns(vs):
 
 
 @nb.njit(cache=True, nogil=True)
-def chain_hinges(W, vs, cols, data, indices, indptr, offsets, y, scale, s_lo, s_hi, zbuf, hinge):
+def chain_hinges(W, Wsp, vs, cols, data, indices, indptr, offsets, y, scale, s_lo, s_hi, zbuf,
+                 hinge):
     """Hinge losses of sequences ``s_lo <= s < s_hi`` at the weights
     ``(scale * W, vs)`` by loss-augmented Viterbi over all ``K`` labels.
 
@@ -106,15 +108,16 @@ def chain_hinges(W, vs, cols, data, indices, indptr, offsets, y, scale, s_lo, s_
 
     Parameters
     ----------
-    W : float64 (d, K); vs : float64 (K, K), the transition weights already
-        scaled.
+    W, Wsp : float64 (d, K) and None, or a placeholder and the sparse rows
+        of the weights (:mod:`structlearn.oracles.sparse_rows`).
+    vs : float64 (K, K), the transition weights already scaled.
     cols : tuple or None
         :func:`sparse_columns` of ``vs``: the Viterbi runs over these non-zero
         columns, O(K log K + nnz) per token instead of O(K^2), same labels;
         None runs the dense Viterbi (the sparse kernel is then not compiled).
     zbuf : int64 (N,); hinge : float64 (n_seq,)
     """
-    K = W.shape[1]
+    K = vs.shape[0]
     if s_hi <= s_lo:
         return
     longest = 0
@@ -131,7 +134,10 @@ def chain_hinges(W, vs, cols, data, indices, indptr, offsets, y, scale, s_lo, s_
             e += 1
         t_hi = offsets[e]
         rows = unary[:t_hi - t_lo]
-        unary_scores(W, data, indices, indptr, t_lo, t_hi, rows)
+        if Wsp is None:
+            unary_scores(W, data, indices, indptr, t_lo, t_hi, rows)
+        else:
+            sparse_rows_unary_scores(Wsp, data, indices, indptr, t_lo, t_hi, rows)
         for t in range(t_lo, t_hi):
             r = t - t_lo
             for k in range(K):
@@ -168,18 +174,22 @@ def scaled_transitions(v, scale):
 
 
 @nb.njit(cache=True)
-def primal_from_hinges(W, v, scale, C, hinge):
+def primal_from_hinges(W, Wsp, v, scale, C, hinge):
     """``0.5 scale^2 (||W||^2 + ||v||^2) + C sum(hinge)``, the hinges summed
     in sequence order (so the value does not depend on how they were
-    computed)."""
+    computed); ``W`` dense (``Wsp`` None), or the sparse rows ``Wsp``."""
     total = 0.0
     for s in range(hinge.shape[0]):
         total += hinge[s]
-    reg = 0.5 * scale * scale * (_sq_sum(W.ravel()) + _sq_sum(v.ravel()))
+    if Wsp is None:
+        wsq = _sq_sum(W.ravel())
+    else:
+        wsq = sparse_rows_sq_sum(Wsp)
+    reg = 0.5 * scale * scale * (wsq + _sq_sum(v.ravel()))
     return reg + C * total
 
 
-def chain_primal(W, v, data, indices, indptr, offsets, y, C, scale, zbuf, hinge):
+def chain_primal(W, Wsp, v, data, indices, indptr, offsets, y, C, scale, zbuf, hinge):
     """Primal objective of the weights ``(scale * W, scale * v)``.
 
     Runs loss-augmented Viterbi on every sequence (over all ``K`` labels).
@@ -188,7 +198,8 @@ def chain_primal(W, v, data, indices, indptr, offsets, y, C, scale, zbuf, hinge)
 
     Parameters
     ----------
-    W : float64 (d, K); v : float64 (K, K)
+    W, Wsp : float64 (d, K) and None, or a placeholder and sparse rows
+    v : float64 (K, K)
     scale : float
         The weights are ``scale * W`` and ``scale * v`` (1.0 for most callers).
     zbuf : int64 (N,) receives the loss-augmented labelings; hinge :
@@ -199,9 +210,9 @@ def chain_primal(W, v, data, indices, indptr, offsets, y, C, scale, zbuf, hinge)
     primal : float
     """
     vs = scaled_transitions(v, scale)
-    chain_hinges(W, vs, sparse_columns(vs), data, indices, indptr, offsets, y, scale, 0,
+    chain_hinges(W, Wsp, vs, sparse_columns(vs), data, indices, indptr, offsets, y, scale, 0,
                  offsets.shape[0] - 1, zbuf, hinge)
-    return float(primal_from_hinges(W, v, scale, C, hinge))
+    return float(primal_from_hinges(W, Wsp, v, scale, C, hinge))
 
 
 @nb.njit(cache=True)

@@ -140,19 +140,22 @@ class ChainMonitor(HistoryMonitor):
     def primal(self, W, v, scale=1.0):
         """Primal objective; with ``n_jobs`` the loss-augmented Viterbi runs
         on chunks of sequences in threads (the hinges are summed in sequence
-        order either way, so the value does not depend on ``n_jobs``)."""
+        order either way, so the value does not depend on ``n_jobs``).
+        ``W``: the dense (d, K) weights or sparse rows
+        (:mod:`structlearn.oracles.sparse_rows`)."""
         p = self.problem
+        W, Wsp = (np.empty((0, v.shape[0])), W) if isinstance(W, tuple) else (W, None)
         n_chunks = n_chunks_for(self.n_jobs)
         if n_chunks == 1:
-            return float(chain_primal(W, v, p.data, p.indices, p.indptr, p.offsets, p.y,
+            return float(chain_primal(W, Wsp, v, p.data, p.indices, p.indptr, p.offsets, p.y,
                                       self.C, float(scale), self._z, self._hinge))
         vs = scaled_transitions(v, float(scale))
         bounds = chunk_bounds(np.diff(p.offsets), n_chunks)
         cols = sparse_columns(vs)
-        map_chunks(chain_hinges, [(W, vs, cols, p.data, p.indices, p.indptr, p.offsets, p.y,
+        map_chunks(chain_hinges, [(W, Wsp, vs, cols, p.data, p.indices, p.indptr, p.offsets, p.y,
                                    float(scale), a, b, self._z, self._hinge)
                                   for a, b in zip(bounds[:-1], bounds[1:])], self.n_jobs)
-        return float(primal_from_hinges(W, v, float(scale), self.C, self._hinge))
+        return float(primal_from_hinges(W, Wsp, v, float(scale), self.C, self._hinge))
 
 
 def warn_not_converged(solver, max_iter, gap):

@@ -35,7 +35,9 @@ _INITIAL_SLOTS = 8
 class GDMMChainState:
     """Dual variables, multipliers and weights of a GDMM chain run (warm starts)."""
 
-    def __init__(self, problem, sublinear):
+    def __init__(self, problem, sublinear, sparse_weights=False):
+        from ..oracles.sparse_rows import make_sparse_rows
+
         N = problem.n_tokens
         K = problem.n_labels
         A = min(K, _INITIAL_SLOTS)
@@ -58,9 +60,17 @@ class GDMMChainState:
         self.psb = np.zeros((N, B), dtype=np.int64)
         self.beta = np.zeros((N, B))
         self.nb = np.ones(N, dtype=np.int64)
-        self.W = np.zeros((problem.n_features, K))
+        # the weights: a dense (d, K) array W (Wsp None), or sparse rows Wsp
+        # (W an empty placeholder the kernels take but never read)
+        self.sparse_weights = bool(sparse_weights)
+        self.W = np.zeros((0 if sparse_weights else problem.n_features, K))
+        self.Wsp = make_sparse_rows(problem.n_features) if sparse_weights else None
         self.v = np.zeros((K, K))
         self.n_iter = 0
+
+    def weights(self):
+        """``W``: the dense array, or the sparse rows."""
+        return self.Wsp if self.sparse_weights else self.W
 
     _slot_arrays = ("slab", "alpha", "margL", "margR", "lamL", "lamR")
     _pair_arrays = ("pa", "pb", "psa", "psb", "beta")
@@ -104,7 +114,8 @@ def _search_table(v, sublinear):
 
 
 def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitions, rng,
-                   state=None, verbose=0, callback=None, check_every=1, n_jobs=None):
+                   state=None, verbose=0, callback=None, check_every=1, n_jobs=None,
+                   sparse_weights=False):
     """Train with GDMM; returns ``(W, v, history, state, converged)``.
 
     Parameters
@@ -131,27 +142,36 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
     n_jobs : int or None
         Threads for the primal evaluation (loss-augmented Viterbi over
         chunks of sequences; the value does not depend on it).
+    sparse_weights : bool
+        Keep ``W`` as sparse rows (:mod:`structlearn.oracles.sparse_rows`):
+        memory and unigram search in proportion to its non-zeros; the same
+        iterates as the dense array.  Needs ``n_partitions=1``; a warm start
+        keeps its state's storage.
 
     Returns
     -------
-    W : ndarray (n_features, K), v : ndarray (K, K), history : list of dict,
-    state : GDMMChainState, converged : bool
+    W : ndarray (n_features, K) or sparse-rows tuple, v : ndarray (K, K),
+    history : list of dict, state : GDMMChainState, converged : bool
     """
     from ..oracles.sorted_tables import make_pair_workspace
     from ..oracles.inner_product import make_inner_workspace
+    from ..oracles.sparse_rows import make_sparse_rows_workspace
 
     K = problem.n_labels
     N = problem.n_tokens
     if state is None:
-        state = GDMMChainState(problem, sublinear)
+        state = GDMMChainState(problem, sublinear, sparse_weights)
     xnorm2 = problem.sq_norms()
     has_left, has_right = chain_edges(problem.offsets, N)
     edges = np.flatnonzero(has_right).astype(np.int64)
     factors = np.concatenate([np.arange(N, dtype=np.int64), N + edges])
     nu = int(n_partitions) if sublinear else 1
+    if state.sparse_weights and nu > 1:
+        raise ValueError("sparse weights need the exact unigram search (n_partitions=1)")
     state.v = np.ascontiguousarray(state.v)
     vt, vstate = _search_table(state.v, sublinear)
     iws = make_inner_workspace(K)
+    posmap = make_sparse_rows_workspace(K if state.sparse_weights else 0)  # scratch
     pws = make_pair_workspace(K, K)
     vfeas = np.empty(K * K)
     stats = np.zeros(3, dtype=np.int64)
@@ -163,21 +183,22 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
         order = rng.permutation(factors)
         parts = rng.randint(nu, size=N).astype(np.int64) if nu > 1 else None
         stats[:] = 0
-        gdmm_chain_pass(problem.data, problem.indices, problem.indptr, problem.y, xnorm2,
-                        has_left, has_right, state.W, state.v.ravel(), vt, vstate, nu, parts, order,
-                        float(C), float(rho), state.slab, state.ns, state.alpha, state.margL,
-                        state.margR, state.lamL, state.lamR, state.pa, state.pb, state.psa,
-                        state.psb, state.beta, state.nb, iws, pws, stats)
+        state.Wsp = gdmm_chain_pass(
+            problem.data, problem.indices, problem.indptr, problem.y, xnorm2, has_left,
+            has_right, state.W, state.Wsp, state.v.ravel(), vt, vstate, nu, parts, order,
+            float(C), float(rho), state.slab, state.ns, state.alpha, state.margL, state.margR,
+            state.lamL, state.lamR, state.pa, state.pb, state.psa, state.psb, state.beta,
+            state.nb, iws, posmap, pws, stats)
         res2 = gdmm_chain_multipliers(has_left, has_right, state.ns, state.alpha, state.margL,
                                       state.margR, state.lamL, state.lamR, float(eta))
         pass_time = time.perf_counter() - t0
         state.n_iter += 1
         primal = dual = np.nan
         if (it + 1) % check_every == 0 or it == max_iter - 1:
-            primal = monitor.primal(state.W, state.v)
-            dual = gdmm_chain_dual(state.W, state.v.ravel(), problem.y, float(C), has_right,
-                                   state.slab, state.ns, state.alpha, state.pa, state.pb,
-                                   state.psa, state.psb, state.beta, state.nb, vfeas)
+            primal = monitor.primal(state.weights(), state.v)
+            dual = gdmm_chain_dual(state.W, state.Wsp, K, state.v.ravel(), problem.y, float(C),
+                                   has_right, state.slab, state.ns, state.alpha, state.pa,
+                                   state.pb, state.psa, state.psb, state.beta, state.nb, vfeas)
         active = (state.ns.sum() + state.nb[edges].sum()) / max(N + edges.size, 1)
         stop = monitor.record(state.n_iter, primal, dual, float(np.sqrt(res2)), float(active),
                               stats[0], pass_time, overflow=int(stats[1] + stats[2]))
@@ -194,4 +215,4 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
             break
     if not converged and len(monitor.history) == max_iter:
         warn_not_converged("GDMM", max_iter, rel_gap)
-    return state.W, state.v, monitor.history, state, converged
+    return state.weights(), state.v, monitor.history, state, converged

@@ -52,13 +52,21 @@ def inner_product_fmo(W, indices, data, start, end, add_idx, add_val, n_add,
     Returns ``(best, y)`` (the smallest maximizing label); ``(-inf, -1)``
     when nothing is above -inf.  The listed labels, ``gt`` and ``ex`` are
     set aside during the scan of all ``K`` scores (which then adds only the
-    loss) and compared afterwards.
+    loss) and compared afterwards; every raw score is left in
+    ``workspace[0]``.
     """
+    inner_product_scores(W, indices, data, start, end, workspace[0])
+    return fmo_from_scores(W.shape[1], add_idx, add_val, n_add, loss, gt, ex, workspace)
+
+
+@nb.njit(cache=True, inline="always")
+def fmo_from_scores(K, add_idx, add_val, n_add, loss, gt, ex, workspace):
+    """The selection of :func:`inner_product_fmo` from the raw scores of all
+    ``K`` labels in ``workspace[0]`` (left unchanged); ``workspace[1]``
+    zero scratch.  Shared by every storage of the weights."""
     scores, extra = workspace[0], workspace[1]
-    K = W.shape[1]
     if gt < 0:
         loss = 0.0
-    inner_product_scores(W, indices, data, start, end, scores)
     sg = scores[gt] if gt >= 0 else 0.0
     se = scores[ex] if ex >= 0 else 0.0
     for k in range(n_add):
