@@ -41,7 +41,7 @@ def main():
                               for _ in range(N)]).astype(np.int64)
     indptr = np.arange(0, N * per_token + 1, per_token).astype(np.int64)
     data = np.ones(N * per_token)
-    print(f"| K | non-zero transitions | sparse-table Viterbi s | dense Viterbi s | ratio | same primal |")
+    print("| K | non-zero transitions | sparse-table Viterbi s | dense Viterbi s | ratio | same primal |")
     print("|---|---:|---:|---:|---:|---|")
     for K in (int(k) for k in args.Ks.split(",")):
         y = rng.integers(0, K, size=N).astype(np.int64)

@@ -118,7 +118,7 @@ def main():
             print(f"  done: {name} [{fset}] acc {acc:.4f} fit {fit_time:.3f} s", flush=True)
 
     print()
-    header = f"| method | features | letter acc | fit s | fit time / perceptron | predict s | note |"
+    header = "| method | features | letter acc | fit s | fit time / perceptron | predict s | note |"
     print(header)
     print("|---|---|---|---|---|---|---|")
     for fset in ("pixels+bias", "pixels+bias+first/last"):

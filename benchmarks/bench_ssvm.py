@@ -33,11 +33,16 @@ standardized yeast, scene and synthetic pairwise features for several C, each
 to a 1 % certified gap within 100 passes, with ``rho="auto"`` and with the
 earlier automatic penalty: passes needed, final gap, Hamming accuracy.
 
+Section ``oracle-k`` (not run by default): GDMM pass time with dense scans against
+the sorted bigram search for K = 8-128 and OCR letters (the choice of
+``oracle="auto"``).
+
 Usage::
 
     .venv/bin/python benchmarks/bench_ssvm.py [--quick] [--sections ocr,large,porttinari,multilabel]
     .venv/bin/python benchmarks/bench_ssvm.py --sections eta   # multiplier-step study (about 6 min)
     .venv/bin/python benchmarks/bench_ssvm.py --sections multilabel-c   # about 2 min
+    .venv/bin/python benchmarks/bench_ssvm.py --sections oracle-k       # about 1 min
 """
 
 import argparse
@@ -465,6 +470,40 @@ def _bench_multilabel_predict(models, n_registry):
               f"{cert:.2f} | {np.mean(pred == Y):.4f} |", flush=True)
 
 
+def bench_oracle_by_K(Ks, passes=30, rounds=2):
+    """GDMM solver time of ``passes`` passes with the dense scans and with the
+    sorted bigram search (the same iterates) on synthetic chains of K labels
+    and on OCR letters (C = 0.1); best of ``rounds`` alternating rounds."""
+    from structlearn._demo import ocr_features
+    from structlearn.datasets import load_ocr_letters, make_chain_data
+
+    data = load_ocr_letters()
+    folds = np.asarray(data.folds)
+    X = ocr_features(data.X)
+    tr = np.flatnonzero(folds == 1)
+    sets = [("OCR letters (K = 26), C = 0.1", [X[i] for i in tr], [data.y[i] for i in tr], 0.1)]
+    for K in Ks:
+        Xk, yk = make_chain_data(300, length=10, n_labels=K, n_features=2000, density=0.005,
+                                 random_state=0)
+        sets.append((f"synthetic K = {K}, C = 1", Xk, yk, 1.0))
+    print(f"\n## 2d. Oracle by number of classes: {passes} passes, solver s (best of {rounds} "
+          "alternating rounds)\n")
+    print("| data | dense scans s | sorted search s | sorted / dense | same iterates |")
+    print("|---|---:|---:|---:|---|")
+    for name, Xs, ys, C in sets:
+        best, last = {}, {}
+        for _ in range(rounds):
+            for oracle in ("dense", "sublinear"):
+                m = SequenceSSVM(C=C, oracle=oracle, max_iter=passes, tol=0.0, random_state=0,
+                                 check_every=passes).fit(Xs, ys)
+                t = sum(r["pass_time"] for r in m.history_)
+                best[oracle] = min(best.get(oracle, np.inf), t)
+                last[oracle] = m.history_[-1]["primal"]
+        same = last["dense"] == last["sublinear"]
+        print(f"| {name} | {best['dense']:.3f} | {best['sublinear']:.3f} | "
+              f"{best['sublinear'] / best['dense']:.2f}x | {same} |", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="smaller sizes")
@@ -510,6 +549,8 @@ def main():
                                  5 if q else 20)
     if "multilabel-c" in sections:
         bench_multilabel_C((0.01, 0.1, 1.0))
+    if "oracle-k" in sections:
+        bench_oracle_by_K((8, 16, 32, 40, 48, 56, 64, 128))
     print(f"\ntotal wall time: {time.perf_counter() - t0:.0f} s")
 
 

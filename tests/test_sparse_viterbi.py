@@ -14,6 +14,18 @@ from structlearn.learners._ssvm_chain_kernels import (HINGE_BLOCK_ENTRIES,
                                                       sparse_columns)
 
 
+def _random_chains(rng, lens, d, K, density):
+    """Sequences of the given lengths: offsets, dense features X and their CSR
+    arrays (data, indices, indptr), labels y and weights W (d, K)."""
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    N = int(offsets[-1])
+    X = (rng.random((N, d)) < density) * rng.normal(size=(N, d))
+    indptr = np.concatenate([[0], np.cumsum((X != 0).sum(1))]).astype(np.int64)
+    indices = np.nonzero(X)[1].astype(np.int64)
+    y = rng.integers(0, K, size=N).astype(np.int64)
+    return offsets, X, X[X != 0], indices, indptr, y, rng.normal(size=(d, K))
+
+
 def _columns(T):
     K = T.shape[0]
     ptr, rows, vals = np.empty(K + 1, dtype=np.int64), np.empty(K * K, dtype=np.int64), np.empty(K * K)
@@ -48,14 +60,8 @@ def test_certificate_uses_the_sparse_path_and_keeps_its_value():
     rng = np.random.default_rng(0)
     K, d = SPARSE_VITERBI_MIN_LABELS * 2, 30
     lens = rng.integers(1, 8, size=40)
-    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    offsets, X, data, indices, indptr, y, W = _random_chains(rng, lens, d, K, 0.2)
     N = int(offsets[-1])
-    X = (rng.random((N, d)) < 0.2) * rng.normal(size=(N, d))
-    indptr = np.concatenate([[0], np.cumsum((X != 0).sum(1))]).astype(np.int64)
-    indices = np.nonzero(X)[1].astype(np.int64)
-    data = X[X != 0]
-    y = rng.integers(0, K, size=N).astype(np.int64)
-    W = rng.normal(size=(d, K))
     v = np.zeros((K, K))
     mask = rng.random((K, K)) < 0.02
     v[mask] = rng.normal(size=mask.sum())
@@ -88,15 +94,9 @@ def test_certificate_blocks_give_the_whole_batch_hinges(sparse_table, n_chunks):
     K, d = 200, 20
     lens = rng.integers(1, 30, size=250)
     lens[7] = 1400  # one sequence longer than a block
-    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    offsets, X, data, indices, indptr, y, W = _random_chains(rng, lens, d, K, 0.3)
     N = int(offsets[-1])
     assert N * K > 3 * HINGE_BLOCK_ENTRIES and lens[7] * K > HINGE_BLOCK_ENTRIES
-    X = (rng.random((N, d)) < 0.3) * rng.normal(size=(N, d))
-    indptr = np.concatenate([[0], np.cumsum((X != 0).sum(1))]).astype(np.int64)
-    indices = np.nonzero(X)[1].astype(np.int64)
-    data = X[X != 0]
-    y = rng.integers(0, K, size=N).astype(np.int64)
-    W = rng.normal(size=(d, K))
     v = rng.normal(size=(K, K))
     if sparse_table:
         v[rng.random((K, K)) >= 0.02] = 0.0

@@ -1,7 +1,6 @@
 """Numba kernels over the flat arrays of a FactorGraph (no validation here)."""
 
 import numba as nb
-import numpy as np
 
 
 @nb.njit(cache=True)

@@ -121,7 +121,6 @@ def _dominates(v, b, a, n_states, scope_indptr, scope_vars, table_ids, table_off
     work = 0
     for j in range(var_indptr[v], var_indptr[v + 1]):
         f = var_factors[j]
-        lo = scope_indptr[f]
         hi = scope_indptr[f + 1]
         # tables are row-major over the scope: v's stride is the product of
         # the domain sizes of the variables after it

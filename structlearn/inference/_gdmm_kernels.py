@@ -270,7 +270,6 @@ def gdmm_iteration(prob, rho, eta, n_pass, var_ptr, var_edges, edge_factor, uord
     newv = np.empty(capf)
     cfg = np.empty((capf, max_s), dtype=np.int64)
     added = 0
-    kmax = nacc.shape[0]
     exv = np.empty(capn)
     dres = 0.0
     for _ in range(n_pass):

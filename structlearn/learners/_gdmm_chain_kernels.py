@@ -293,8 +293,8 @@ def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, Ws
     ``W`` is the dense (d, K) weight matrix and ``Wsp`` None, or the
     weights are the sparse rows ``Wsp`` (:mod:`structlearn.oracles.sparse_rows`;
     exact unigram search, ``parts`` None; scratch ``posmap``: int64 (K,),
-    all -1) and ``W`` a
-    placeholder; returns the sparse rows (a new tuple when their pool grew).
+    all -1) and ``W`` a placeholder; returns the sparse rows (a new tuple
+    when their pool grew).
     A None ``Wsp`` (or ``vstate``, ``parts``) is known when the kernel is
     compiled, and the code it rules out is not compiled.
 
@@ -326,8 +326,10 @@ def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, Ws
     ulab = np.empty(A, dtype=np.int64)
     m1d = np.zeros(K)
     m2d = np.zeros(K)
-    rows = Wsp  # the sparse rows as their pool grows (Wsp itself stays the argument,
-    for f in order:  # so that a None is seen when compiling)
+    # the sparse rows as their pool grows; Wsp itself stays the argument, so
+    # that a None is seen when compiling and the sparse code left out
+    rows = Wsp
+    for f in order:
         if f < N:
             if Wsp is None:
                 _unigram_step(f, K, data, indices, indptr, y, xnorm2, has_left, has_right, W,

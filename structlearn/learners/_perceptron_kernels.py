@@ -21,7 +21,6 @@ Weights are stored feature-major, ``W[j, k]`` for feature ``j`` and label
 """
 
 import numba as nb
-import numpy as np
 
 from ..inference._chain_kernels import viterbi_batch
 

@@ -144,7 +144,7 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
         chunks of sequences; the value does not depend on it).
     sparse_weights : bool
         Keep ``W`` as sparse rows (:mod:`structlearn.oracles.sparse_rows`):
-        memory and unigram search in proportion to its non-zeros; the same
+        memory in proportion to its non-zeros; the same
         iterates as the dense array.  Needs ``n_partitions=1``; a warm start
         keeps its state's storage.
 
