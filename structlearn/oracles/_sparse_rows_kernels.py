@@ -4,8 +4,9 @@ Layout (see :mod:`structlearn.oracles.sparse_rows`): a tuple
 ``(start, length, cap, lab, val, meta)``; row ``f`` holds its stored labels
 ``lab[start[f]:start[f] + length[f]]`` (int32, increasing) and their weights
 ``val[...]`` (float64) in a slot of ``cap[f]`` entries of one shared pool;
-``meta[0]`` is the pool's used size, ``meta[1]`` the entries left behind by
-rows that moved.  A label a row does not store has weight 0.
+``meta[0]`` is the pool's used size (a row that outgrows its slot moves to
+the end; the pool is repacked when full).  A label a row does not store has
+weight 0.
 
 Every sum runs over a row's labels in increasing order, and a weight that
 is not stored would only add an exact zero, so scores, squared norms and
@@ -19,7 +20,6 @@ import numpy as np
 
 from ._inner_kernels import fmo_from_scores
 
-NEG_INF = -np.inf
 _MIN_ROW_CAP = 4
 
 
@@ -64,7 +64,6 @@ def _repack(rows, need):
         cap[f] = c
         used += c
     meta[0] = used
-    meta[1] = 0
     return start, length, cap, nlab, nval, meta
 
 
@@ -93,7 +92,6 @@ def sparse_rows_add(rows, f, k, delta):
             for i in range(n):
                 lab[e + i] = lab[s + i]
                 val[e + i] = val[s + i]
-            meta[1] += cap[f]
             start[f] = e
             cap[f] = c
             meta[0] = e + c

@@ -26,13 +26,14 @@ def make_sparse_rows(n_rows, capacity=1024):
     Returns
     -------
     rows : tuple (start int64 (n_rows,), length int64 (n_rows,), cap int64
-        (n_rows,), lab int32 (capacity,), val float64 (capacity,), meta int64 (2,))
+        (n_rows,), lab int32 (capacity,), val float64 (capacity,), meta int64 (1,):
+        the pool's used size)
     """
     n = int(n_rows)
     capacity = max(int(capacity), 16)
     return (np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
             np.zeros(n, dtype=np.int64), np.zeros(capacity, dtype=np.int32),
-            np.zeros(capacity), np.zeros(2, dtype=np.int64))
+            np.zeros(capacity), np.zeros(1, dtype=np.int64))
 
 
 def make_sparse_rows_workspace(n_labels):
