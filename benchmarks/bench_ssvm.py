@@ -33,6 +33,9 @@ standardized yeast, scene and synthetic pairwise features for several C, each
 to a 1 % certified gap within 100 passes, with ``rho="auto"`` and with the
 earlier automatic penalty: passes needed, final gap, Hamming accuracy.
 
+Section ``ocr-defaults`` (not run by default): OCR with ``SequenceSSVM(C=0.1)``
+and every other parameter at its default against sklearn-crfsuite.
+
 Section ``oracle-k`` (not run by default): GDMM pass time with dense scans against
 the sorted bigram search for K = 8-128 and OCR letters (the choice of
 ``oracle="auto"``).
@@ -43,6 +46,7 @@ Usage::
     .venv/bin/python benchmarks/bench_ssvm.py --sections eta   # multiplier-step study (about 6 min)
     .venv/bin/python benchmarks/bench_ssvm.py --sections multilabel-c   # about 2 min
     .venv/bin/python benchmarks/bench_ssvm.py --sections oracle-k       # about 1 min
+    .venv/bin/python benchmarks/bench_ssvm.py --sections ocr-defaults   # about 30 s
 """
 
 import argparse
@@ -470,6 +474,46 @@ def _bench_multilabel_predict(models, n_registry):
               f"{cert:.2f} | {np.mean(pred == Y):.4f} |", flush=True)
 
 
+def bench_ocr_defaults(rounds=2):
+    """OCR letters (train fold 1, test the rest): ``SequenceSSVM(C=0.1)`` with
+    every other parameter at its default against sklearn-crfsuite (L-BFGS,
+    c2 = 1, the non-zero features as the token's dict), alternating rounds."""
+    import sklearn_crfsuite
+
+    from structlearn._demo import ocr_features
+    from structlearn.datasets import load_ocr_letters
+
+    data = load_ocr_letters()
+    folds = np.asarray(data.folds)
+    X = ocr_features(data.X)
+    tr, te = np.flatnonzero(folds == 1), np.flatnonzero(folds != 1)
+    Xtr, ytr = [X[i] for i in tr], [data.y[i] for i in tr]
+    Xte, yte = [X[i] for i in te], [data.y[i] for i in te]
+
+    def feats(x):
+        return [{str(j): float(v) for j, v in enumerate(row) if v != 0} for row in x]
+
+    Ftr, Fte = [feats(x) for x in Xtr], [feats(x) for x in Xte]
+    ytr_s = [list(map(str, y)) for y in ytr]
+    print("\n## 1-ter. OCR letters, SequenceSSVM(C=0.1) defaults against sklearn-crfsuite "
+          f"(c2 = 1), {rounds} alternating rounds\n")
+    print("| round | ssvm fit s | passes | final rel. gap | ssvm acc | crfsuite fit s | "
+          "crfsuite acc | time ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in range(rounds):
+        t0 = time.perf_counter()
+        m = SequenceSSVM(C=0.1, random_state=0).fit(Xtr, ytr)
+        ts = time.perf_counter() - t0
+        crf = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.0, c2=1.0, max_iterations=200)
+        t0 = time.perf_counter()
+        crf.fit(Ftr, ytr_s)
+        tc = time.perf_counter() - t0
+        acc_c = np.mean(np.concatenate([np.array(p) == np.array(list(map(str, y)))
+                                        for p, y in zip(crf.predict(Fte), yte)]))
+        print(f"| {r + 1} | {ts:.2f} | {m.n_iter_} | {m.history_[-1]['relative_gap']:.4f} | "
+              f"{m.score(Xte, yte):.4f} | {tc:.2f} | {acc_c:.4f} | {ts / tc:.2f}x |", flush=True)
+
+
 def bench_oracle_by_K(Ks, passes=30, rounds=2):
     """GDMM solver time of ``passes`` passes with the dense scans and with the
     sorted bigram search (the same iterates) on synthetic chains of K labels
@@ -549,6 +593,8 @@ def main():
                                  5 if q else 20)
     if "multilabel-c" in sections:
         bench_multilabel_C((0.01, 0.1, 1.0))
+    if "ocr-defaults" in sections:
+        bench_ocr_defaults()
     if "oracle-k" in sections:
         bench_oracle_by_K((8, 16, 32, 40, 48, 56, 64, 128))
     print(f"\ntotal wall time: {time.perf_counter() - t0:.0f} s")
