@@ -213,3 +213,18 @@ def test_check_multilabel_errors(X, Y, match):
 def test_check_multilabel_n_features():
     with pytest.raises(ValueError, match="fitted with 5 features"):
         check_multilabel(np.ones((2, 3)), n_features=5)
+
+
+@settings(max_examples=100, deadline=None)
+@given(lengths=st.lists(st.integers(0, 6), min_size=1, max_size=12), width=st.integers(0, 3))
+def test_split_sequences_equals_np_split(lengths, width):
+    """Views of the same rows, shapes and dtype as np.split (zero-length pieces included)."""
+    from structlearn.estimators._validation import split_sequences
+
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    stacked = np.arange(offsets[-1] * 3).reshape(offsets[-1], 3)[:, :width]
+    ours, ref = split_sequences(stacked, offsets), np.split(stacked, offsets[1:-1])
+    assert len(ours) == len(ref) == len(lengths)
+    for a, b in zip(ours, ref):
+        assert a.shape == b.shape and a.dtype == b.dtype and np.shares_memory(a, stacked) == (a.size > 0)
+        np.testing.assert_array_equal(a, b)

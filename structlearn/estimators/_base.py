@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
 from .._parallel import chunk_bounds, map_chunks, n_chunks_for
-from ._validation import check_sequence_labels, check_sequences
+from ._validation import check_sequence_labels, check_sequences, split_sequences
 
 __all__ = ["SequenceEstimatorMixin"]
 
@@ -120,7 +120,7 @@ class SequenceEstimatorMixin:
             tokens to score a whole labeling.
         """
         Xcat, offsets, _ = self._check_X(X)
-        return np.split(self._unary_scores(Xcat), offsets[1:-1])
+        return split_sequences(self._unary_scores(Xcat), offsets)
 
     def predict(self, X):
         """Most likely label sequence of each input sequence (Viterbi).
@@ -136,7 +136,7 @@ class SequenceEstimatorMixin:
         """
         Xcat, offsets, _ = self._check_X(X)
         labels = self.classes_[self._decode(Xcat, offsets)]
-        return np.split(labels, offsets[1:-1])
+        return split_sequences(labels, offsets)
 
     def predict_topk(self, X, k=5):
         """The ``k`` highest-scoring label sequences of each input sequence.

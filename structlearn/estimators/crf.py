@@ -33,7 +33,7 @@ from ._params import (
     POSITIVE_INT,
     deprecated_option,
 )
-from ._validation import check_n_classes, encode_sequence_labels
+from ._validation import check_n_classes, encode_sequence_labels, split_sequences
 
 __all__ = ["SequenceCRF", "GraphCRF", "image_grid_sample"]
 
@@ -238,7 +238,7 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
                                         cuts[:-1], cuts[1:])]
         with single_threaded_blas():  # a threaded product splits its sums differently
             parts = map_chunks(_marginals_chunk, chunks, self.n_jobs)
-        return np.split(np.concatenate(parts), offsets[1:-1])
+        return split_sequences(np.concatenate(parts), offsets)
 
     def log_likelihood(self, X, y):
         """Mean conditional log-likelihood of the labeled sequences (no penalty).
