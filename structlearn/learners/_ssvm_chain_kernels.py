@@ -103,8 +103,8 @@ def chain_hinges(W, Wsp, vs, cols, data, indices, indptr, offsets, y, scale, s_l
     labelings) and ``hinge[s_lo:s_hi]``; runs on disjoint ranges in parallel
     (no shared writes).  The token scores are computed for blocks of whole
     sequences in a scratch of at most ``HINGE_BLOCK_ENTRIES`` scores (or one
-    sequence), never for all tokens at once: O(K) memory per block instead
-    of O(N K).
+    sequence), never for all tokens at once: bounded memory instead of an
+    (N, K) array.
 
     Parameters
     ----------

@@ -62,11 +62,15 @@ class GDMMChainState:
         self.nb = np.ones(N, dtype=np.int64)
         # the weights: a dense (d, K) array W (Wsp None), or sparse rows Wsp
         # (W an empty placeholder the kernels take but never read)
-        self.sparse_weights = bool(sparse_weights)
         self.W = np.zeros((0 if sparse_weights else problem.n_features, K))
         self.Wsp = make_sparse_rows(problem.n_features) if sparse_weights else None
         self.v = np.zeros((K, K))
         self.n_iter = 0
+
+    @property
+    def sparse_weights(self):
+        """Whether the weights are sparse rows."""
+        return self.Wsp is not None
 
     def weights(self):
         """``W``: the dense array, or the sparse rows."""
