@@ -224,3 +224,122 @@ def test_lp_back_ends_stop_at_the_cutoff(method):
     assert cut.upper_bound <= free.upper_bound + 100.0
     with pytest.raises(ValueError, match="cutoff must be a number"):
         solve_map(graph, method, cutoff="high")
+
+
+@pytest.mark.parametrize("bound_method", ["psdd", "gdmm"])
+def test_back_ends_without_beliefs_branch_on_the_strongest_variable(bound_method):
+    """psdd and gdmm return no node beliefs nor warm state: the search falls
+    back to the interaction order and cold node solves, and stays exact."""
+    for seed in range(3):
+        graph = spin_glass(4, seed=seed)
+        res = solve_map(graph, "exact", tighten=0, enumeration_limit=0,
+                        bound_method=bound_method,
+                        bound_params={"polish": 0.0, "local_search": False, "max_iter": 30})
+        best = enumerated_optimum(graph)
+        assert res.status == "exact"
+        assert res.score == pytest.approx(best, abs=1e-9)
+
+
+def test_children_start_cold_once_the_state_budget_is_spent(monkeypatch):
+    """With no room for solver states every child solves from zero; the
+    search is as exact as with warm starts."""
+    import structlearn.inference.branch_and_bound as bb
+
+    graph = spin_glass(5, seed=3)
+    kw = dict(tighten=0, enumeration_limit=0,
+              bound_params={"polish": 0.0, "local_search": False, "max_iter": 30})
+    warm = solve_map(graph, "exact", **kw)
+    monkeypatch.setattr(bb, "STATE_BYTES", 0)
+    cold = solve_map(graph, "exact", **kw)
+    best = solve_map(graph, "ilp").score
+    for res in (warm, cold):
+        assert res.status == "exact" and res.n_iter > 1
+        assert res.score == pytest.approx(best, abs=1e-9)
+
+
+def test_potts_grid_certified_like_the_ilp():
+    """A frustrated 8 x 8 Potts grid with 3 labels (3^64 labelings): the
+    search (tightened, warm-started, branching on fractional beliefs)
+    certifies HiGHS' optimum."""
+    from structlearn.graphs import grid_graph
+
+    rng = np.random.default_rng(11)
+    graph = grid_graph(rng.normal(size=(8, 8, 3)),
+                       rng.uniform(-1.0, 1.0, size=(112, 1, 1)) * np.eye(3))
+    res = solve_map(graph, "exact", bound_params={"polish": 0.0})
+    ilp = solve_map(graph, "ilp")
+    assert ilp.status == "exact" and res.status == "exact"
+    assert res.score == pytest.approx(ilp.score, abs=1e-7)
+    assert res.upper_bound <= res.score + 1e-6 * max(1.0, abs(res.score))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10**6))
+def test_ad3_from_a_parent_state_bounds_the_constrained_optimum(seed):
+    """A child solve (one variable fixed) started from the parent's AD3 state
+    reports a certified bound of the child's optimum and a labeling scored
+    on the child's graph."""
+    graph = random_loopy(seed, p_inf=0.0)
+    parent = solve_map(graph, "ad3", max_iter=15, polish=0.0)
+    assert parent.state is not None
+    rng = np.random.default_rng(seed)
+    v = int(rng.integers(graph.n_vars))
+    lab = int(rng.integers(graph.n_states[v]))
+    unary = graph.unary.copy()
+    lo, hi = graph.unary_offsets[v], graph.unary_offsets[v + 1]
+    keep = unary[lo + lab]
+    unary[lo:hi] = -np.inf
+    unary[lo + lab] = keep
+    child_graph = graph.with_unary(unary)
+    child = solve_map(child_graph, "ad3", max_iter=5, polish=0.0, init_state=parent.state)
+    best = enumerated_optimum(child_graph)
+    assert child.upper_bound >= best - 1e-9
+    assert child.labels[v] == lab or child.score == -np.inf
+    assert child.score == child_graph.score(child.labels)
+
+
+def test_ad3_state_and_beliefs():
+    from structlearn.graphs import grid_graph
+
+    rng = np.random.default_rng(0)
+    graph = grid_graph(rng.normal(size=(5, 5, 3)),
+                       rng.uniform(-1.0, 1.0, size=(40, 1, 1)) * np.eye(3))
+    cold = solve_map(graph, "ad3", max_iter=400, polish=0.0, cycles=50)
+    assert cold.status == "gap" and cold.n_iter > 5
+    # the beliefs are distributions over each variable's states
+    b = cold.beliefs
+    assert b.shape == graph.unary.shape and np.all(b >= -1e-9)
+    sums = np.add.reduceat(b, graph.unary_offsets[:-1])
+    assert np.allclose(sums, 1.0, atol=1e-6)
+    # the same graph from its own converged state: certified again at once
+    again = solve_map(graph, "ad3", max_iter=400, polish=0.0, cycles=50,
+                      init_state=cold.state)
+    assert again.status == "gap" and again.n_iter < cold.n_iter
+    assert again.score == pytest.approx(cold.score, abs=1e-9)
+
+
+def test_ad3_init_state_errors():
+    graph = spin_glass(3)
+    other = solve_map(spin_glass(4), "ad3", max_iter=3)
+    with pytest.raises(TypeError, match="init_state must be an AD3State"):
+        solve_map(graph, "ad3", init_state={"multipliers": []})
+    with pytest.raises(ValueError, match="other variables or factors"):
+        solve_map(graph, "ad3", init_state=other.state)
+    with pytest.raises(TypeError, match="may not set 'init_state'"):
+        solve_map(graph, "exact", bound_params={"init_state": other.state})
+
+
+def test_bound_stall_iter():
+    graph = spin_glass(12, seed=1)
+    res = solve_map(graph, "ad3", max_iter=1000, polish=0.0, bound_stall_iter=3)
+    assert res.status == "stall" and res.n_iter < 1000
+    bounds = [h["upper_bound"] for h in res.history]
+    last = bounds[-1]
+    # the bound last fell (by 1e-6 relative) 3 iterations before the end
+    assert bounds[-3] - last <= 1e-6 * max(1.0, abs(last))
+    assert bounds[-4] - bounds[-3] > 1e-6 * max(1.0, abs(last))
+    longer = solve_map(graph, "ad3", max_iter=len(bounds) + 5, polish=0.0)
+    assert longer.n_iter == len(bounds) + 5
+    for name in ("bound_stall_iter", "stall_iter"):
+        with pytest.raises(ValueError, match=f"{name} must be an integer >= 0"):
+            solve_map(graph, "ad3", **{name: -1})

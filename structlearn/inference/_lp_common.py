@@ -61,6 +61,9 @@ def check_params(method, params, defaults):
     out["time_limit"] = check_time_limit(out["time_limit"])
     out["max_iter"] = resolve_max_iter(out["max_iter"], out["time_limit"])
     integer(out, "max_iter")
+    for name in ("stall_iter", "bound_stall_iter"):
+        if name in out:
+            out[name] = integer(out, name, minimum=0)
     nonnegative(out, "tol")
     cutoff = out.get("cutoff")
     if cutoff is not None and (isinstance(cutoff, bool) or not isinstance(cutoff, numbers.Real)
@@ -191,6 +194,7 @@ class Tracker:
         cutoff = params.get("cutoff")
         self.cutoff = -np.inf if cutoff is None else float(cutoff)
         self.stall_iter = int(params.get("stall_iter", 0) or 0)
+        self.bound_stall_iter = int(params.get("bound_stall_iter", 0) or 0)
         self.local = bool(params.get("local_search", True))
         self.verbose = int(params.get("verbose", 0))
         self.t0 = params.get("start_time", time.perf_counter())
@@ -263,12 +267,20 @@ class Tracker:
             self.ub = ub
         return ub
 
+    def count_iteration(self, upper_bound):
+        """One outer iteration of a caller that runs no LP solver through this
+        tracker (branch and bound polishing its incumbent), with its best
+        certified bound in the graph's units: drives the polish shares."""
+        if np.isfinite(upper_bound):
+            self.bound(upper_bound / self.problem.scale)
+        self.n_iter += 1
+
     def rel_gap(self):
         if not (np.isfinite(self.ub) and np.isfinite(self.score)):
             return np.inf
         return (self.ub - self.score) / max(1.0, abs(self.ub))
 
-    def _polish(self):
+    def polish_incumbent(self, reserve=None, stalled=False):
         """Iterated local search: perturb a random ball of variables of a
         walking labeling (initially the incumbent), re-optimize locally, move
         when the result is not worse; after 2000 steps without gain the walk
@@ -277,13 +289,16 @@ class Tracker:
         (4x that once the bound has not improved by 1e-6 for 50 iterations;
         halved for each of up to 4 rounds in a row that did not improve the
         incumbent while the bound still moves, so that an instance the LP
-        certifies does not pay for a search that finds nothing)."""
+        certifies does not pay for a search that finds nothing).  With a time
+        limit it ends ``reserve`` seconds before the deadline (default: the
+        last solver iteration's time); ``stalled``: the caller knows that its
+        bound has stalled (4x share)."""
         if not self.polish or not np.isfinite(self.score) or self.problem.graph.n_vars < 2:
             return
         now = time.perf_counter()
         elapsed = now - self.t0
         share = self.polish
-        if self.n_iter - self._last_ub_gain >= 50:
+        if stalled or self.n_iter - self._last_ub_gain >= 50:
             # the bound has stalled: the solver adds little, search gets more time
             share *= 4.0
         else:
@@ -291,7 +306,8 @@ class Tracker:
         budget = share * (elapsed - self._polish_time) - self._polish_time
         if self.time_limit is not None:
             # leave room for one more solver iteration before the limit
-            budget = min(budget, self.deadline - elapsed - self._iter_time)
+            reserve = self._iter_time if reserve is None else reserve
+            budget = min(budget, self.deadline - elapsed - reserve)
         if budget <= 0:
             return
         end = now + budget
@@ -329,7 +345,7 @@ class Tracker:
         if self.n_iter:  # the first iteration holds set-up and compilation: no guide
             self._iter_time = time.perf_counter() - self.t0 - self._step_end
         if self.rel_gap() > self.tol:
-            self._polish()
+            self.polish_incumbent()
         self.n_iter += 1
         gap = self.rel_gap()
         rec = {"iter": self.n_iter, "time": time.perf_counter() - self.t0, "score": self.score,
@@ -355,6 +371,9 @@ class Tracker:
             self.status = "time_limit"
             return True
         if self.stall_iter and self.n_iter - self._last_gain >= self.stall_iter:
+            self.status = "stall"
+            return True
+        if self.bound_stall_iter and self.n_iter - self._last_ub_gain >= self.bound_stall_iter:
             self.status = "stall"
             return True
         return False
@@ -393,6 +412,7 @@ COMMON_DEFAULTS = {
     "time_limit": None,
     "tol": 1e-6,
     "stall_iter": 0,
+    "bound_stall_iter": 0,
     "local_search": True,
     "polish": 1.0,
     "verbose": 0,

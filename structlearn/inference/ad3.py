@@ -14,7 +14,16 @@ dual ``U(delta)`` is evaluated exactly (it equals the AD3 dual
 ``sum_f max_x [theta_f + sum_i (theta_i / N_i + lam_fi)]`` whenever the
 multipliers of each variable sum to zero, and stays valid when rounding
 breaks that).  Decoding: argmax of each node belief.
+
+The result carries the node beliefs (``MapResult.beliefs``) and the solver's
+state (``MapResult.state``, an :class:`AD3State`); passing that state as
+``init_state`` to a solve of a graph with the same variables and factors
+(other scores, e.g. a branch-and-bound child with a label fixed) starts from
+it instead of from zero.  Every bound stays certified whatever the start: the
+clique dual is valid for any multipliers.
 """
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,9 +32,56 @@ from ._lp_common import COMMON_DEFAULTS, Problem, Tracker, check_graph, check_pa
 from ._lp_kernels import argmax_segments, clique_dual
 from .registry import register_method
 
-__all__ = ["ad3_map"]
+__all__ = ["AD3State", "ad3_map"]
 
-DEFAULTS = dict(COMMON_DEFAULTS, rho=0.1, adapt_rho=True, max_active=64, max_inner=10)
+DEFAULTS = dict(COMMON_DEFAULTS, rho=0.1, adapt_rho=True, max_active=64, max_inner=10,
+                init_state=None)
+
+
+@dataclass
+class AD3State:
+    """Where an AD3 solve stopped, in the graph's own score units.
+
+    Attributes
+    ----------
+    multipliers : float64 (n_msg,)
+        ``lam`` per (factor, scope position, state), in score units.
+    beliefs : float64 (n_unary,)
+        Node beliefs (flat, the graph's unary layout).
+    active_idx : int64 (n_factors, m)
+        Active configurations of each factor (flat C-order indices).
+    active_val : float64 (n_factors, m)
+        Their weights.
+    active_n : int64 (n_factors,)
+        Active set sizes.
+    rho : float
+        Penalty, in score units.
+    """
+
+    multipliers: np.ndarray
+    beliefs: np.ndarray
+    active_idx: np.ndarray
+    active_val: np.ndarray
+    active_n: np.ndarray
+    rho: float
+
+    @property
+    def nbytes(self):
+        return sum(a.nbytes for a in (self.multipliers, self.beliefs, self.active_idx,
+                                       self.active_val, self.active_n))
+
+
+def _check_state(state, graph, n_msg):
+    if not isinstance(state, AD3State):
+        raise TypeError(f"init_state must be an AD3State (a previous result's state), "
+                        f"got {type(state).__name__}")
+    nf = graph.n_factors
+    if (state.multipliers.shape != (n_msg,) or state.beliefs.shape != graph.unary.shape
+            or state.active_n.shape != (nf,) or state.active_idx.shape[0] != nf
+            or state.active_val.shape != state.active_idx.shape):
+        raise ValueError("init_state was saved from a graph with other variables or factors "
+                         f"({state.multipliers.shape[0]} multipliers, {state.active_n.shape[0]} "
+                         f"factors; this graph has {n_msg} and {nf})")
 
 
 def ad3_map(graph, **params):
@@ -45,10 +101,15 @@ def ad3_map(graph, **params):
         domain size).
     max_inner : int, default=10
         Active-set iterations per factor and ADMM iteration.
+    init_state : AD3State or None, default=None
+        Start from this state (``MapResult.state`` of an earlier solve on a
+        graph with the same variables and factors) instead of from zero.
 
     Returns
     -------
     result : MapResult
+        With ``beliefs`` (the node beliefs) and ``state`` (an
+        :class:`AD3State`) set.
     """
     check_graph(graph)
     p = check_params("ad3", params, DEFAULTS)
@@ -78,6 +139,18 @@ def ad3_map(graph, **params):
     start = np.zeros(graph.n_vars, dtype=np.int64)
     argmax_segments(prob.unary, graph.unary_offsets, start)
     pbel[graph.unary_offsets[:-1] + start] = 1.0
+    init = p["init_state"]
+    if init is not None:
+        _check_state(init, graph, prob.n_msg)
+        m = min(cap, init.active_idx.shape[1])
+        act_idx[:, :m] = init.active_idx[:, :m]
+        act_val[:, :m] = init.active_val[:, :m]
+        np.minimum(init.active_n, m, out=act_n)
+        lam[:] = init.multipliers / prob.scale
+        pbel[:] = init.beliefs
+        rho = float(init.rho) / prob.scale
+        if not (rho > 0 and np.isfinite(rho)):
+            raise ValueError(f"init_state has a bad penalty rho={init.rho!r}")
     theta_hat = np.empty(prob.unary.shape[0])
     labels = np.zeros(graph.n_vars, dtype=np.int64)
     while True:
@@ -98,7 +171,13 @@ def ad3_map(graph, **params):
                 rho *= 2.0
             elif dr > 10.0 * pr:
                 rho *= 0.5
-    return tr.result()
+    res = tr.result()
+    res.beliefs = pbel
+    used = max(int(act_n.max()), 1)
+    res.state = AD3State(multipliers=lam * prob.scale, beliefs=pbel.copy(),
+                         active_idx=act_idx[:, :used].copy(), active_val=act_val[:, :used].copy(),
+                         active_n=act_n, rho=rho * prob.scale)
+    return res
 
 
 register_method("ad3", ad3_map, params=DEFAULTS, tightening=True)

@@ -16,10 +16,14 @@ frustrated short cycles (:mod:`.tightening`), then a search tree is explored
 best bound first.  A node is a subspace given by label constraints (``-inf``
 unary scores on a copy of the unary vector; the tables are shared); its bound
 is the certified upper bound of an LP back-end run on it, and the back-end's
-decoded labeling (after its local search) is offered as incumbent.  A node is
-split on the variable with the strongest interactions among those with two or
-more allowed labels: one child fixes it to the label of the node's decoded
-labeling, the other forbids that label.  Nodes whose bound is within the
+decoded labeling (after its local search) is offered as incumbent.  A back-end
+that returns node beliefs (``ad3``) is branched on its most fractional free
+variable and label, and each child starts from its parent's solver state
+(multipliers, active sets; :attr:`MapResult.state`), so it re-converges in a
+few iterations instead of solving from zero.  Otherwise a node is split on the
+variable with the strongest interactions among those with two or more allowed
+labels, around the label of the node's decoded labeling.  One child fixes the
+variable to that label, the other forbids it.  Nodes whose bound is within the
 tolerance of the incumbent are pruned (the back-end stops early with status
 ``"cutoff"`` once its bound falls there).  The search ends with a certified
 optimum when no node is left, or at the time limit / node cap with the best
@@ -35,9 +39,11 @@ from ..graphs import (component_subgraphs, is_forest, merge_parallel_factors,
                       propagate_forbidden_labels, prune_dominated_labels)
 from ..graphs.factor_graph import FactorGraph
 from ._budget import check_time_limit
+from ._lp_common import COMMON_DEFAULTS, Problem, Tracker
 from ._progress import quiet, report
 from .exact import labelings_at_most
-from .registry import AUTO_CYCLES, AUTO_LARGE_DOMAIN, check_method_params, get_method, register_method, solve_map
+from .registry import (AUTO_CYCLES, AUTO_LARGE_DOMAIN, check_method_params, get_method,
+                       method_parameters, register_method, solve_map)
 from .result import MapResult
 
 __all__ = ["branch_and_bound_map"]
@@ -45,7 +51,12 @@ __all__ = ["branch_and_bound_map"]
 ENUMERATION_LIMIT = 4096  # components with at most this many labelings are enumerated
 ROOT_MAX_ITER = 1000      # LP iterations at the root of a search tree
 NODE_MAX_ITER = 200       # and at every other node
+STALL_ITER = 25           # a node's LP stops once its bound fell < 1e-6 (relative) for this long
+CHILD_STALL_ITER = 5      # the same for a child started from its parent's state
 DEFAULT_MAX_NODES = 1000  # node cap without a time limit
+FRACTIONAL = 1e-3         # a variable whose largest belief is below 1 - this is fractional
+WIDE_GAP = 1e-2           # a relative gap this wide is left to the LP and the local search
+STATE_BYTES = 256 << 20   # solver states kept for open nodes at most (then children start cold)
 
 
 def _interaction_strength(graph):
@@ -105,6 +116,8 @@ class _Search:
         self.params = dict(params)
         self.root_iter = self.params.pop("max_iter", ROOT_MAX_ITER)
         self.root_polish = self.params.pop("polish", 1.0)
+        if "bound_stall_iter" in method_parameters(method):
+            self.params.setdefault("bound_stall_iter", STALL_ITER)
         self.deadline = deadline
         self.tol = tol
         self.max_nodes = max_nodes
@@ -115,57 +128,102 @@ class _Search:
         self.score = -np.inf
         self.n_nodes = 0
         self.last_eval = 0.0  # seconds the last node evaluation took
-        self.heap = []  # open nodes: (-bound, -depth, counter, node, (var, label))
+        self.heap = []  # open nodes: (-bound, -depth, counter, node, (var, label), state)
+        self.warm = "init_state" in method_parameters(method)
+        self.state_bytes = 0  # held by the open nodes' states
+        self.polisher = None
 
     def _cutoff(self):
         if not np.isfinite(self.score):
             return None
         return self.score + self.tol * max(1.0, abs(self.score))
 
-    def _evaluate(self, node, max_iter, polish):
-        """Solve the LP on ``node``; offer its labeling; return its bound and
-        the variable and label to branch on (``None`` for a leaf)."""
+    def _evaluate(self, node, max_iter, polish, state=None, stall=None):
+        """Solve the LP on ``node`` (from ``state`` where given); offer its
+        labeling; return its bound, the ``(variable, label)`` to branch on
+        (``None`` for a leaf) and the back-end's final state.
+
+        ``stall``: the node's ``bound_stall_iter`` (default: the search's).
+        The root (``node.parent is None``) whose bound stalls with a wide
+        gap goes on from its state without the stall rule: a tree cannot
+        close such a gap, and the root's solve polishes its labeling.
+        """
         started = time.perf_counter()
         unary = node.unary(self.graph)
         g = self.graph
         sub = g.with_unary(unary)
-        left = self.deadline - time.perf_counter() if self.deadline is not None else None
-        with quiet():
-            res = solve_map(sub, self.method,
-                            time_limit=None if left is None else max(left, 1e-3),
-                            max_iter=max_iter, cutoff=self._cutoff(), polish=polish,
-                            **self.params)
+        res = self._solve(sub, max_iter, polish, state, stall)
+        if (node.parent is None and res.status == "stall" and res.state is not None
+                and res.n_iter < max_iter and self._wide(res.upper_bound, res.score)):
+            self._offer(res)
+            res = self._solve(sub, max_iter - res.n_iter, polish, res.state, 0)
         self.n_nodes += 1
         self.last_eval = time.perf_counter() - started
         if res.status == "infeasible":
-            return -np.inf, None
+            return -np.inf, None, None
+        self._offer(res)
+        allowed = np.add.reduceat(np.isfinite(unary).astype(np.int64), g.unary_offsets[:-1])
+        free = self.order[allowed[self.order] >= 2]
+        if not free.size:
+            # every variable fixed: the decoded labeling is the subspace's only one
+            return (res.upper_bound if np.isfinite(res.score) else -np.inf), None, None
+        return res.upper_bound, self._branch(res, unary, free), res.state
+
+    def _offer(self, res):
+        """Adopt the labeling of a node's solve if it beats the incumbent."""
         if np.isfinite(res.score):
             s = float(self.score_graph.score(res.labels))
             if s > self.score:
                 self.score, self.labels = s, res.labels.copy()
                 self._record()
-        allowed = np.add.reduceat(np.isfinite(unary).astype(np.int64), g.unary_offsets[:-1])
-        free = self.order[allowed[self.order] >= 2]
-        if not free.size or not np.isfinite(res.score):
-            # every variable fixed (the decoded labeling is the subspace's
-            # only one), or no labeling to branch around: split the first
-            # free variable on its first allowed label
-            if not free.size:
-                return (res.upper_bound if np.isfinite(res.score) else -np.inf), None
-            v = int(free[0])
-            lab = int(np.flatnonzero(np.isfinite(unary[g.unary_offsets[v]:
-                                                        g.unary_offsets[v + 1]]))[0])
-            return res.upper_bound, (v, lab)
+
+    def _solve(self, sub, max_iter, polish, state, stall):
+        left = self.deadline - time.perf_counter() if self.deadline is not None else None
+        extra = {"init_state": state} if self.warm else {}
+        if stall is not None and "bound_stall_iter" in self.params:
+            extra["bound_stall_iter"] = stall
+        with quiet():
+            return solve_map(sub, self.method,
+                             time_limit=None if left is None else max(left, 1e-3),
+                             max_iter=max_iter, cutoff=self._cutoff(), polish=polish,
+                             **{**self.params, **extra})
+
+    @staticmethod
+    def _wide(ub, score):
+        """Whether the gap between ``ub`` and ``score`` is one a tree search
+        is unlikely to close (relative :data:`WIDE_GAP`)."""
+        return not np.isfinite(score) or ub - score > WIDE_GAP * max(1.0, abs(ub))
+
+    def _branch(self, res, unary, free):
+        """The ``(variable, label)`` to split a node on.
+
+        The most fractional free variable of the node beliefs and its most
+        believed allowed label (ties: stronger interactions first); without
+        beliefs or a fractional variable, the strongest free variable and its
+        decoded label (its first allowed label when nothing was decoded).
+        """
+        g = self.graph
+        offsets = g.unary_offsets
+        if res.beliefs is not None:
+            belief = np.where(np.isfinite(unary), res.beliefs, -np.inf)
+            top = np.maximum.reduceat(belief, offsets[:-1])[free]
+            pick = int(np.argmin(top))  # first of the ties in strength order
+            if top[pick] < 1.0 - FRACTIONAL:
+                v = int(free[pick])
+                return v, int(np.argmax(belief[offsets[v]:offsets[v + 1]]))
         v = int(free[0])
-        return res.upper_bound, (v, int(res.labels[v]))
+        if np.isfinite(res.score):
+            return v, int(res.labels[v])
+        return v, int(np.flatnonzero(np.isfinite(unary[offsets[v]:offsets[v + 1]]))[0])
 
     def run(self):
         """Search; returns ``(labels, score, upper_bound, status)``."""
         root = _Node(None, -1, -1, False)
-        ub, branch = self._evaluate(root, self.root_iter, self.root_polish)
+        ub, branch, state = self._evaluate(root, self.root_iter, self.root_polish)
         heap, counter = self.heap, 0
         if branch is not None and self._open(ub):
-            heapq.heappush(heap, (-ub, 0, counter, root, branch))
+            self._push(ub, root, branch, state, counter)
+            self.polisher = self._polisher()
         status = "exact"
         while heap:
             if self._out_of_time():
@@ -174,21 +232,24 @@ class _Search:
             if self.n_nodes >= self.max_nodes:
                 status = "node_limit"
                 break
-            neg_ub, _, _, node, (v, lab) = heapq.heappop(heap)
+            neg_ub, _, _, node, (v, lab), state = heapq.heappop(heap)
+            if state is not None:
+                self.state_bytes -= state.nbytes
             if not self._open(-neg_ub):
                 continue
             for fix in (True, False):
                 child = _Node(node, v, lab, fix)
+                counter += 1
                 if self._out_of_time():
                     # not evaluated: its subspace stays open under the parent's bound
-                    counter += 1
-                    heapq.heappush(heap, (neg_ub, -child.depth, counter, child, None))
+                    heapq.heappush(heap, (neg_ub, -child.depth, counter, child, None, None))
                     continue
-                cub, cbranch = self._evaluate(child, NODE_MAX_ITER, 0.0)
+                cub, cbranch, cstate = self._evaluate(child, NODE_MAX_ITER, 0.0, state,
+                                                      CHILD_STALL_ITER if state is not None else None)
                 cub = min(cub, -neg_ub)
                 if cbranch is not None and self._open(cub):
-                    counter += 1
-                    heapq.heappush(heap, (-cub, -child.depth, counter, child, cbranch))
+                    self._push(cub, child, cbranch, cstate, counter)
+            self._polish()
             self._record()
         open_bound = max((-e[0] for e in heap if self._open(-e[0])), default=-np.inf)
         if status == "exact" or not np.isfinite(open_bound):
@@ -198,6 +259,45 @@ class _Search:
         if self.labels is None:  # no finite labeling found (nor proved absent)
             self.labels = np.zeros(self.graph.n_vars, dtype=np.int64)
         return self.labels, self.score, max(open_bound, self.score), status
+
+    def _polisher(self):
+        """A tracker that runs the iterated local search of the LP back-ends
+        on the incumbent between node expansions (``polish`` times the
+        search's own time at most, less after rounds without a gain)."""
+        if (not self.root_polish or self.labels is None
+                or not self.params.get("local_search", True)):
+            return None
+        now = time.perf_counter()
+        left = None if self.deadline is None else max(self.deadline - now, 1e-3)
+        params = dict(COMMON_DEFAULTS, max_iter=1, time_limit=left, tol=self.tol,
+                      polish=self.root_polish, start_time=now)
+        tracker = Tracker(Problem(self.score_graph), "exact", params)
+        tracker.offer(self.labels)
+        return tracker
+
+    def _polish(self):
+        """Polish the incumbent for the time the search leaves it; adopt a
+        better labeling."""
+        tracker = self.polisher
+        if tracker is None:
+            return
+        if self.score > tracker.score:
+            tracker.offer(self.labels)
+        ub = max((-e[0] for e in self.heap), default=self.score)
+        tracker.count_iteration(ub)
+        tracker.polish_incumbent(reserve=self.last_eval, stalled=self._wide(ub, self.score))
+        if tracker.score > self.score:
+            self.score, self.labels = tracker.score, tracker.labels.copy()
+
+    def _push(self, ub, node, branch, state, counter):
+        """Open ``node``; its solver state is kept while the open nodes'
+        states fit in :data:`STATE_BYTES` (its children start cold otherwise)."""
+        if state is not None:
+            if self.state_bytes + state.nbytes > STATE_BYTES:
+                state = None
+            else:
+                self.state_bytes += state.nbytes
+        heapq.heappush(self.heap, (-ub, -node.depth, counter, node, branch, state))
 
     def _out_of_time(self):
         """Whether another node evaluation (as long as the last one) would
@@ -278,7 +378,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
     if not isinstance(bound_method, str) or bound_method == "exact":
         raise ValueError(f"bound_method must name an LP back-end, got {bound_method!r}")
     get_method(bound_method)
-    for name in ("time_limit", "cutoff", "cycles"):
+    for name in ("time_limit", "cutoff", "cycles", "init_state"):
         if name in params:
             raise TypeError(f"bound_params may not set {name!r} (branch and bound sets it)")
     check_method_params(bound_method, dict(params, cutoff=None))

@@ -36,6 +36,10 @@ def psdd_map(graph, **params):
     stall_iter : int, default=0
         Stop after this many iterations without a better bound or labeling
         (0 = never).
+    bound_stall_iter : int, default=0
+        Stop (status ``"stall"``) after this many iterations in which the
+        bound did not fall by a relative 1e-6 (0 = never); branch and bound
+        uses it to start branching once the relaxation has converged.
     step : float, default=1.0
         Step scale, in units of the largest absolute score.
     local_search : bool, default=True

@@ -105,6 +105,10 @@ def gdmm_map(graph, **params):
     stall_iter : int, default=0
         Stop after this many iterations without a better bound or labeling
         (0 = never).
+    bound_stall_iter : int, default=0
+        Stop (status ``"stall"``) after this many iterations in which the
+        bound did not fall by a relative 1e-6 (0 = never); branch and bound
+        uses it to start branching once the relaxation has converged.
     rho : float, default=0.03
         Augmented-Lagrangian weight, in units of the largest absolute score.
         (rho = 1 is the authors' default and is much slower to converge.)

@@ -49,6 +49,13 @@ class MapResult:
         Why ``method="auto"`` chose ``method`` (empty when it was named).
     n_clusters : int
         Cycle clusters added to tighten the relaxation (``cycles=``).
+    beliefs : ndarray of float64, shape (n_unary,), or None
+        Node beliefs of the relaxation's last primal point (flat, in the
+        graph's unary layout), where the back-end keeps them (``ad3``).
+    state : object or None
+        The back-end's state, to warm-start a later solve of a graph with the
+        same variables and factors (``ad3``: an ``AD3State``, passed back as
+        ``init_state``).
     """
 
     labels: np.ndarray
@@ -64,6 +71,8 @@ class MapResult:
     time_limit: Optional[float] = None
     reason: str = ""
     n_clusters: int = 0
+    beliefs: Optional[np.ndarray] = field(default=None, repr=False)
+    state: Optional[object] = field(default=None, repr=False)
 
     @property
     def over_time_limit(self):
