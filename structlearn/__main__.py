@@ -82,7 +82,7 @@ def _parser():
         default="auto",
         help=(f"MAP method, one of {', '.join(available_methods())} (default: auto: exact "
               "on chains, forests and up to 4096 labelings, gdmm when a variable has 100 "
-              "states or more, else branch and bound (exact) up to 100 variables and ad3 "
+              "states or more, else branch and bound (exact) up to 5000 variables and ad3 "
               "above; the JSON's reason field says which)"),
     )
     m.add_argument(

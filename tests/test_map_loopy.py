@@ -182,7 +182,6 @@ def test_gdmm_large_shared_domain_without_dense_factor_arrays():
 @pytest.mark.parametrize("n, k, expected", [
     (4, 3, "brute_force"),   # 81 labelings
     (8, 3, "exact"),         # 6561 labelings, small domains, few variables
-    (101, 2, "ad3"),         # more variables
     (3, 100, "gdmm"),        # a domain of 100 states
 ])
 def test_auto_chooses_by_size_on_loopy_graphs_and_says_why(n, k, expected):
@@ -195,6 +194,20 @@ def test_auto_chooses_by_size_on_loopy_graphs_and_says_why(n, k, expected):
     if expected == "brute_force":
         labs = np.array(np.unravel_index(np.arange(k ** n), (k,) * n)).T
         assert res.status == "exact" and res.score == g.score_many(labs).max()
+
+
+def test_auto_runs_ad3_above_the_search_size():
+    from structlearn.graphs import grid_graph
+    from structlearn.inference.registry import AUTO_SEARCH_VARS, auto_choice
+
+    rng = np.random.default_rng(3)
+    side = int(np.ceil(np.sqrt(AUTO_SEARCH_VARS + 1)))
+    g = grid_graph(rng.normal(size=(side, side, 2)),
+                   rng.uniform(-1.0, 1.0, size=(2 * side * (side - 1), 1, 1)) * np.eye(2))
+    method, reason = auto_choice(g)
+    assert method == "ad3" and f"{side * side} variables" in reason
+    small = grid_graph(rng.normal(size=(10, 10, 2)), np.eye(2))
+    assert auto_choice(small)[0] == "exact"
 
 
 def test_auto_is_exact_on_trees_and_chains():

@@ -53,6 +53,7 @@ ROOT_MAX_ITER = 1000      # LP iterations at the root of a search tree
 NODE_MAX_ITER = 200       # and at every other node
 STALL_ITER = 25           # a node's LP stops once its bound fell < 1e-6 (relative) for this long
 CHILD_STALL_ITER = 5      # the same for a child started from its parent's state
+WIDE_STALL_ITER = 100     # the same for a root whose gap is wide (WIDE_GAP)
 DEFAULT_MAX_NODES = 1000  # node cap without a time limit
 FRACTIONAL = 1e-3         # a variable whose largest belief is below 1 - this is fractional
 WIDE_GAP = 1e-2           # a relative gap this wide is left to the LP and the local search
@@ -145,8 +146,10 @@ class _Search:
 
         ``stall``: the node's ``bound_stall_iter`` (default: the search's).
         The root (``node.parent is None``) whose bound stalls with a wide
-        gap goes on from its state without the stall rule: a tree cannot
-        close such a gap, and the root's solve polishes its labeling.
+        gap goes on from its state until the bound stalls for
+        :data:`WIDE_STALL_ITER` iterations (under a time limit, past
+        ``max_iter``): a tree cannot close such a gap, while the LP still
+        tightens it and the root's solve polishes the labeling.
         """
         started = time.perf_counter()
         unary = node.unary(self.graph)
@@ -156,7 +159,9 @@ class _Search:
         if (node.parent is None and res.status == "stall" and res.state is not None
                 and res.n_iter < max_iter and self._wide(res.upper_bound, res.score)):
             self._offer(res)
-            res = self._solve(sub, max_iter - res.n_iter, polish, res.state, 0)
+            # under a time limit the iteration cap of the root is lifted
+            more = 10**9 if self.deadline is not None else max_iter - res.n_iter
+            res = self._solve(sub, more, polish, res.state, WIDE_STALL_ITER)
         self.n_nodes += 1
         self.last_eval = time.perf_counter() - started
         if res.status == "infeasible":

@@ -96,7 +96,7 @@ AUTO_LARGE_DOMAIN = 100
 # loopy graphs of at most this many variables get the exact branch and bound
 # (whose root is that tightened AD3 solve)
 AUTO_CYCLES = 1000
-AUTO_SEARCH_VARS = 100
+AUTO_SEARCH_VARS = 5000
 
 
 def auto_choice(graph):
@@ -161,7 +161,7 @@ def solve_map(graph, method="auto", *, time_limit=None, **params):
         ``(graph, **params) -> MapResult``. ``"auto"``: exact max-product on
         chains and forests, enumeration up to 4096 labelings, ``"gdmm"``
         when a variable has 100 states or more, else branch and bound
-        (``"exact"``) up to 100 variables and ``"ad3"`` above
+        (``"exact"``) up to 5000 variables and ``"ad3"`` above
         (:func:`auto_choice`; the result's ``reason`` says which applied).
     time_limit : float or None, default=None
         Seconds, counted from this call (numba compilation on a first call
