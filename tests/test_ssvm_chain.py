@@ -165,7 +165,8 @@ def test_dual_below_primal_and_gap_shrinks(solver):
     y[1][0] = 1
     y[2][0] = 2
     tol = 1e-4 if solver == "gdmm" else 1e-2  # BCFW: O(1/t) gap, no away steps
-    m = SequenceSSVM(C=1.0, solver=solver, max_iter=3000, tol=tol, random_state=0).fit(X, y)
+    m = SequenceSSVM(C=1.0, solver=solver, max_iter=3000, tol=tol, random_state=0,
+                     check_every=1).fit(X, y)
     h = m.history_
     assert m.converged_
     best_primal = min(r["primal"] for r in h)
@@ -567,7 +568,7 @@ def test_sparse_weight_rows_give_the_dense_iterates(monkeypatch, n_jobs):
 
     X, _ = make_chain_data(40, length=(2, 8), n_labels=60, n_features=25, random_state=4)
     y = [np.arange(3 * i, 3 * i + x.shape[0]) % 60 for i, x in enumerate(X)]  # all 60 occur
-    kw = dict(max_iter=8, tol=0.0, random_state=0, n_jobs=n_jobs)
+    kw = dict(max_iter=8, tol=0.0, random_state=0, n_jobs=n_jobs, check_every=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         dense = SequenceSSVM(**kw).fit(X, y)
@@ -591,3 +592,70 @@ def test_sparse_weight_rows_give_the_dense_iterates(monkeypatch, n_jobs):
     assert [r["primal"] for r in rows.history_[:4]] == [r["primal"] for r in warm.history_[:4]]
     np.testing.assert_array_equal(warm.coef_.toarray(), restored.coef_.toarray())
     assert warm.history_[-1]["primal"] < warm.history_[3]["primal"]
+
+
+def test_check_schedule_spaces_checks_while_the_gap_is_far_from_tol():
+    from structlearn.learners._ssvm_common import CheckSchedule
+
+    fixed = CheckSchedule(3, tol=1e-3)
+    seen = []
+    for p in range(1, 11):
+        if fixed.due(p, 10):
+            seen.append(p)
+            fixed.checked(p, 0.5)  # a fixed interval whatever the gap
+    assert seen == [3, 6, 9, 10]
+    sched = CheckSchedule(1, adaptive=True, tol=1e-3)
+    assert sched.due(1, 100)
+    sched.checked(1, 0.9)       # far: the longest interval
+    assert sched.next == 11
+    sched.checked(11, 1.5e-3)   # 0.1 * 11 * 0.5 = 0.55 -> the base interval
+    assert sched.next == 12
+    sched.checked(60, 3e-3)     # 0.1 * 60 * 2 = 12 -> 10
+    assert sched.next == 70
+    sched.checked(40, 2e-3)     # 0.1 * 40 * 1 = 4
+    assert sched.next == 44
+    sched.checked(50, 5e-4)     # met (the solver stops): the base interval
+    assert sched.next == 51
+    big = CheckSchedule(12, adaptive=True, tol=1e-3)
+    big.checked(1, 0.5)
+    assert big.next == 13       # never below the base interval, which may exceed 10
+    zero = CheckSchedule(1, adaptive=True, tol=0.0)
+    zero.checked(5, 0.01)
+    assert zero.next == 15
+    assert zero.due(7, 7)       # the last pass is always checked
+
+
+@pytest.mark.parametrize("solver", ["gdmm", "bcfw"])
+def test_auto_check_schedule_leaves_the_iterates_alone(solver):
+    """check_every="auto" skips certificates far from tol; the iterates are
+    those of checking every pass, the checked passes follow the schedule and
+    a converged fit stops at its first check below tol."""
+    from structlearn.learners._ssvm_common import CheckSchedule
+
+    X, y = make_chain_data(30, length=(3, 8), n_labels=5, n_features=20, random_state=2)
+    kw = dict(C=1.0, solver=solver, max_iter=40, tol=0.0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        every = SequenceSSVM(check_every=1, **kw).fit(X, y)
+        auto = SequenceSSVM(**kw).fit(X, y)
+    np.testing.assert_array_equal(auto.coef_, every.coef_)
+    np.testing.assert_array_equal(auto.transition_, every.transition_)
+    checked = [r["iter"] for r in auto.history_ if not np.isnan(r["primal"])]
+    assert checked == [1, 11, 21, 31, 40]
+    for r in auto.history_:
+        if r["iter"] in checked:
+            ref = every.history_[r["iter"] - 1]
+            assert r["primal"] == ref["primal"] and r["dual"] == ref["dual"]
+    # with a reachable tol: the checks follow CheckSchedule on the certified gaps
+    tol = 0.05
+    fit = SequenceSSVM(**dict(kw, tol=tol, max_iter=200)).fit(X, y)
+    assert fit.converged_
+    sched = CheckSchedule(1, adaptive=True, tol=tol)
+    expected = []
+    for r in fit.history_:
+        if sched.due(r["iter"], 200):
+            expected.append(r["iter"])
+            sched.checked(r["iter"], r["relative_gap"])
+    assert [r["iter"] for r in fit.history_ if not np.isnan(r["primal"])] == expected
+    assert fit.history_[-1]["relative_gap"] <= tol
+    assert all(r["relative_gap"] > tol for r in fit.history_[:-1] if not np.isnan(r["primal"]))

@@ -185,7 +185,13 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         last one (the other history records hold NaN there).  The primal
         value needs loss-augmented Viterbi over all labels, ``O(n_tokens
         K^2)``, which for large ``K`` costs more than a GDMM pass.
-        ``"auto"``: 1 for ``K <= 100`` classes, else ``K // 100``.
+        ``"auto"``: every ``max(1, K // 100)``-th pass, spaced out (up to 10
+        passes apart) while the last certified gap is far above ``tol``:
+        after a check at pass ``p`` with relative gap ``g`` the next comes
+        ``0.1 p (g / tol - 1)`` passes later.  The gap falls roughly like
+        ``1 / p``, so ``fit`` stops at most about 10 % of its passes after
+        the gap first met ``tol``; the schedule depends only on the gaps,
+        not on timing.
 
     Attributes
     ----------
@@ -317,7 +323,9 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         common = dict(C=C, max_iter=max_iter, tol=tol, rng=rng, state=state,
                       verbose=self.verbose, callback=self.callback, n_jobs=self.n_jobs)
         if self.check_every == "auto":
-            check_every = max(1, K // 100)
+            from ..learners._ssvm_common import CheckSchedule
+
+            check_every = CheckSchedule(max(1, K // 100), adaptive=True, tol=tol)
         else:
             check_every = int(self.check_every)
         if solver != "ssg":

@@ -13,7 +13,8 @@ from .._parallel import chunk_bounds, map_chunks, n_chunks_for
 from ._ssvm_chain_kernels import (chain_hinges, chain_primal, primal_from_hinges, sparse_columns,
                                   scaled_transitions, token_sq_norms)
 
-__all__ = ["ChainProblem", "ChainMonitor", "HistoryMonitor", "chain_edges", "warn_not_converged"]
+__all__ = ["ChainProblem", "ChainMonitor", "CheckSchedule", "HistoryMonitor", "chain_edges",
+           "warn_not_converged"]
 
 logger = logging.getLogger(__name__)
 
@@ -156,6 +157,59 @@ class ChainMonitor(HistoryMonitor):
                                    float(scale), a, b, self._z, self._hinge)
                                   for a, b in zip(bounds[:-1], bounds[1:])], self.n_jobs)
         return float(primal_from_hinges(W, Wsp, v, float(scale), self.C, self._hinge))
+
+
+class CheckSchedule:
+    """Passes after which a solver evaluates its certificate (primal, dual, gap).
+
+    Parameters
+    ----------
+    every : int
+        Fixed interval: after every ``every``-th pass.
+    adaptive : bool, default=False
+        Also space the checks out while the last certified gap is far above
+        ``tol``: after a check at pass ``p`` with relative gap ``g`` the next
+        one comes ``LOOKAHEAD * p * (g / tol - 1)`` passes later, at least
+        ``every`` and at most ``max(every, MAX_INTERVAL)`` passes.  The
+        certified gaps of GDMM and BCFW fall roughly like ``1 / p``, so the
+        stopping rule fires at most about ``LOOKAHEAD`` of the passes run
+        after the gap first met ``tol``.  Deterministic (no timing), so a fit
+        does not depend on the machine.
+    tol : float
+        The solver's relative-gap tolerance.
+
+    The last pass (``max_iter``) is always checked.
+    """
+
+    LOOKAHEAD = 0.1
+    MAX_INTERVAL = 10
+
+    def __init__(self, every, adaptive=False, tol=0.0):
+        self.every = int(every)
+        self.adaptive = bool(adaptive)
+        self.tol = float(tol)
+        self.next = self.every  # 1-based pass of the next check
+
+    def due(self, n_pass, max_pass):
+        """Whether pass ``n_pass`` (1-based) of ``max_pass`` ends with a check."""
+        return n_pass >= self.next or n_pass == max_pass
+
+    def checked(self, n_pass, rel_gap):
+        """Record a check after pass ``n_pass`` that certified ``rel_gap``."""
+        step = self.every
+        if self.adaptive and rel_gap > self.tol:
+            ratio = rel_gap / self.tol if self.tol > 0 else np.inf
+            far = self.LOOKAHEAD * n_pass * (ratio - 1.0)  # inf for a NaN-free inf gap
+            top = max(self.every, self.MAX_INTERVAL)
+            step = int(min(max(far, self.every), top)) if far == far else self.every
+        self.next = n_pass + step
+
+
+def check_schedule(check_every, tol):
+    """A :class:`CheckSchedule` from an int (fixed interval) or a schedule."""
+    if isinstance(check_every, CheckSchedule):
+        return check_every
+    return CheckSchedule(check_every, tol=tol)
 
 
 def warn_not_converged(solver, max_iter, gap):

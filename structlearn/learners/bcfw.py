@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from ._bcfw_chain_kernels import bcfw_chain_pass
-from ._ssvm_common import ChainMonitor, warn_not_converged
+from ._ssvm_common import ChainMonitor, check_schedule, warn_not_converged
 
 __all__ = ["BCFWChainState", "fit_bcfw_chain"]
 
@@ -86,8 +86,9 @@ def fit_bcfw_chain(problem, *, C, max_iter, tol, rng, state=None, verbose=0, cal
     """Train with BCFW; returns ``(W, v, history, state, converged)``.
 
     Stops when ``(primal - dual) / |primal| <= tol`` (measured after every
-    ``check_every``-th pass and the last one; NaN in the other records) or
-    after ``max_iter`` passes (ConvergenceWarning).
+    ``check_every``-th pass and the last one, or when ``check_every``, a
+    :class:`~._ssvm_common.CheckSchedule`, says; NaN in the other records)
+    or after ``max_iter`` passes (ConvergenceWarning).
     """
     if state is None:
         state = BCFWChainState(problem)
@@ -99,6 +100,7 @@ def fit_bcfw_chain(problem, *, C, max_iter, tol, rng, state=None, verbose=0, cal
     monitor = ChainMonitor(problem, C, verbose, callback, n_jobs=n_jobs)
     converged = False
     rel_gap = np.inf
+    schedule = check_schedule(check_every, tol)
     for it in range(max_iter):
         t0 = time.perf_counter()
         order = rng.permutation(problem.n_sequences).astype(np.int64)
@@ -110,12 +112,15 @@ def fit_bcfw_chain(problem, *, C, max_iter, tol, rng, state=None, verbose=0, cal
         pass_time = time.perf_counter() - t0
         state.n_iter += 1
         primal = dual = np.nan
-        if (it + 1) % check_every == 0 or it == max_iter - 1:
+        checking = schedule.due(it + 1, max_iter)
+        if checking:
             primal = monitor.primal(state.W, state.v)
             dual = -0.5 * (np.vdot(state.W, state.W) + np.vdot(state.v, state.v)) + state.loss.sum()
         stop = monitor.record(state.n_iter, primal, float(dual), 0.0, 1.0, stats[1], pass_time,
                               block_gap_sum=float(stats[0]))
         rel_gap = monitor.history[-1]["relative_gap"]
+        if checking:
+            schedule.checked(it + 1, rel_gap)
         if rel_gap <= tol:
             converged = True
             break

@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 from ._gdmm_chain_kernels import gdmm_chain_dual, gdmm_chain_multipliers, gdmm_chain_pass
-from ._ssvm_common import ChainMonitor, chain_edges, warn_not_converged
+from ._ssvm_common import ChainMonitor, chain_edges, check_schedule, warn_not_converged
 
 __all__ = ["GDMMChainState", "fit_gdmm_chain"]
 
@@ -139,10 +139,11 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
         Draws the factor orders and partitions.
     state : GDMMChainState or None
         Continue from this state (warm start).
-    check_every : int
+    check_every : int or CheckSchedule
         Evaluate the primal and dual values (and the stopping rule) after
-        every ``check_every``-th pass and after the last one; other history
-        records hold NaN there.
+        every ``check_every``-th pass and after the last one, or when the
+        :class:`~._ssvm_common.CheckSchedule` says; other history records
+        hold NaN there.
     n_jobs : int or None
         Threads for the primal evaluation (loss-augmented Viterbi over
         chunks of sequences; the value does not depend on it).
@@ -182,6 +183,7 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
     monitor = ChainMonitor(problem, C, verbose, callback, n_jobs=n_jobs)
     converged = False
     rel_gap = np.inf
+    schedule = check_schedule(check_every, tol)
     for it in range(max_iter):
         t0 = time.perf_counter()
         order = rng.permutation(factors)
@@ -198,7 +200,8 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
         pass_time = time.perf_counter() - t0
         state.n_iter += 1
         primal = dual = np.nan
-        if (it + 1) % check_every == 0 or it == max_iter - 1:
+        checking = schedule.due(it + 1, max_iter)
+        if checking:
             primal = monitor.primal(state.weights(), state.v)
             dual = gdmm_chain_dual(state.W, state.Wsp, K, state.v.ravel(), problem.y, float(C),
                                    has_right, state.slab, state.ns, state.alpha, state.pa,
@@ -207,6 +210,8 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
         stop = monitor.record(state.n_iter, primal, dual, float(np.sqrt(res2)), float(active),
                               stats[0], pass_time, overflow=int(stats[1] + stats[2]))
         rel_gap = monitor.history[-1]["relative_gap"]
+        if checking:
+            schedule.checked(it + 1, rel_gap)
         # grow capacities when full (a search result was dropped or a list is at capacity)
         full_slots = stats[1] > 0 or state.ns.max() >= state.slab.shape[1]
         full_pairs = stats[2] > 0 or state.nb.max() >= state.pa.shape[1]
