@@ -90,7 +90,7 @@ def ad3_map(graph, **params):
     Parameters
     ----------
     graph : FactorGraph
-    max_iter, time_limit, tol, stall_iter, local_search, verbose
+    max_iter, time_limit, tol, stall_iter, bound_stall_iter, local_search, verbose
         As for :func:`structlearn.inference.dual_decomposition.psdd_map`.
     rho : float, default=0.1
         Initial augmented-Lagrangian penalty (normalized units).

@@ -345,7 +345,10 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         oracle is sublinear in the domain), else ``ad3``.
     bound_params : dict or None
         Its parameters (``max_iter`` applies to the root; other nodes run
-        at most 200 iterations).
+        at most 200 iterations; ``bound_stall_iter`` defaults to 25 at the
+        root and at cold nodes, 5 at nodes started from their parent's
+        ``ad3`` state; ``polish`` applies to the root and, between node
+        expansions, to the incumbent).
     tighten : int, default=1000
         Frustrated short cycles added as clusters to each component before
         the search (0: none).

@@ -46,7 +46,7 @@ def gdmm_binary_map(graph, **params):
     ----------
     graph : FactorGraph
         Every variable binary, every factor pairwise.
-    max_iter, time_limit, tol, stall_iter, local_search, verbose
+    max_iter, time_limit, tol, stall_iter, bound_stall_iter, local_search, verbose
         As for :func:`structlearn.inference.gdmm.gdmm_map`; one iteration runs
         ``inner`` GDMM iterations, then decodes.
     rho : float, default=0.1

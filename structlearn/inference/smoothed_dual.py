@@ -65,7 +65,7 @@ def fista_map(graph, **params):
     Parameters
     ----------
     graph : FactorGraph
-    max_iter, time_limit, tol, stall_iter, local_search, verbose
+    max_iter, time_limit, tol, stall_iter, bound_stall_iter, local_search, verbose
         As for :func:`structlearn.inference.dual_decomposition.psdd_map`.
     tau : float, default=8.0
         Initial inverse temperature (normalized units).
@@ -137,7 +137,7 @@ def scm_map(graph, **params):
     Parameters
     ----------
     graph : FactorGraph
-    max_iter, time_limit, tol, stall_iter, local_search, verbose
+    max_iter, time_limit, tol, stall_iter, bound_stall_iter, local_search, verbose
         As for :func:`structlearn.inference.dual_decomposition.psdd_map`
         (one iteration = one sweep over all variables).
     tau, tau_max, anneal_factor, anneal_beta, grad_tol

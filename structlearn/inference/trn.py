@@ -147,7 +147,7 @@ def trn_map(graph, **params):
     Parameters
     ----------
     graph : FactorGraph
-    max_iter, time_limit, tol, stall_iter, local_search, verbose
+    max_iter, time_limit, tol, stall_iter, bound_stall_iter, local_search, verbose
         As for :func:`structlearn.inference.dual_decomposition.psdd_map`
         (one iteration = one Newton step).
     tau, tau_max, anneal_factor, anneal_beta, grad_tol
