@@ -344,3 +344,29 @@ def test_bound_stall_iter():
     for name in ("bound_stall_iter", "stall_iter"):
         with pytest.raises(ValueError, match=f"{name} must be an integer >= 0"):
             solve_map(graph, "ad3", **{name: -1})
+
+
+def test_node_stall_rule_defaults_and_a_callers_value(monkeypatch):
+    """Without a caller's value: 25 at the root, 5 at warm children; a
+    caller's ``bound_stall_iter`` applies at every node."""
+    import structlearn.inference.branch_and_bound as bb
+
+    seen = []
+    real = bb.solve_map
+
+    def spy(graph, method, **kw):
+        seen.append((kw.get("init_state") is not None, kw.get("bound_stall_iter")))
+        return real(graph, method, **kw)
+
+    monkeypatch.setattr(bb, "solve_map", spy)
+    graph = spin_glass(5, seed=3)
+    kw = dict(tighten=0, enumeration_limit=0)
+    res = solve_map(graph, "exact", bound_params={"polish": 0.0, "local_search": False}, **kw)
+    assert res.status == "exact" and len(seen) > 1
+    assert seen[0] == (False, bb.STALL_ITER)
+    assert all(stall == bb.CHILD_STALL_ITER for warm, stall in seen[1:] if warm)
+    seen.clear()
+    res = solve_map(graph, "exact", bound_params={"polish": 0.0, "local_search": False,
+                                                  "bound_stall_iter": 0}, **kw)
+    assert res.status == "exact" and len(seen) > 1
+    assert all(stall == 0 for _, stall in seen)

@@ -117,6 +117,8 @@ class _Search:
         self.params = dict(params)
         self.root_iter = self.params.pop("max_iter", ROOT_MAX_ITER)
         self.root_polish = self.params.pop("polish", 1.0)
+        # a caller's bound_stall_iter applies at every node
+        self.child_stall = None if "bound_stall_iter" in self.params else CHILD_STALL_ITER
         if "bound_stall_iter" in method_parameters(method):
             self.params.setdefault("bound_stall_iter", STALL_ITER)
         self.deadline = deadline
@@ -250,7 +252,7 @@ class _Search:
                     heapq.heappush(heap, (neg_ub, -child.depth, counter, child, None, None))
                     continue
                 cub, cbranch, cstate = self._evaluate(child, NODE_MAX_ITER, 0.0, state,
-                                                      CHILD_STALL_ITER if state is not None else None)
+                                                      self.child_stall if state is not None else None)
                 cub = min(cub, -neg_ub)
                 if cbranch is not None and self._open(cub):
                     self._push(cub, child, cbranch, cstate, counter)
@@ -345,8 +347,8 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         oracle is sublinear in the domain), else ``ad3``.
     bound_params : dict or None
         Its parameters (``max_iter`` applies to the root; other nodes run
-        at most 200 iterations; ``bound_stall_iter`` defaults to 25 at the
-        root and at cold nodes, 5 at nodes started from their parent's
+        at most 200 iterations; ``bound_stall_iter``, unless given, is 25 at
+        the root and at cold nodes, 5 at nodes started from their parent's
         ``ad3`` state; ``polish`` applies to the root and, between node
         expansions, to the incumbent).
     tighten : int, default=1000
