@@ -163,7 +163,8 @@ class _Search:
             self._offer(res)
             # under a time limit the iteration cap of the root is lifted
             more = 10**9 if self.deadline is not None else max_iter - res.n_iter
-            res = self._solve(sub, more, polish, res.state, WIDE_STALL_ITER)
+            wide_stall = WIDE_STALL_ITER if self.child_stall is not None else None
+            res = self._solve(sub, more, polish, res.state, wide_stall)
         self.n_nodes += 1
         self.last_eval = time.perf_counter() - started
         if res.status == "infeasible":
