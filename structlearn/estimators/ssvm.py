@@ -7,6 +7,7 @@ from sklearn.utils import ClassifierTags, check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._memory import check_memory
 from .._parallel import chunk_bounds, map_chunks, progress_chunk_count
 from .._verbose import verbose_fit
 from ._base import SequenceEstimatorMixin
@@ -311,6 +312,13 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
 
         sparse_weights = (solver == "gdmm" and oracle == "sublinear" and nu == 1
                           and n_features * K >= SPARSE_WEIGHTS_MIN_ENTRIES)
+        if not sparse_weights:
+            # dense (n_features, K) arrays: gdmm keeps W, bcfw W and its
+            # step direction, ssg W and two averages
+            copies = {"gdmm": 1, "bcfw": 2, "ssg": 3}[solver]
+            check_memory(8 * copies * n_features * K,
+                         f"SequenceSSVM(solver={solver!r}) weights over {n_features} features "
+                         f"and {K} classes", "reduce the feature space")
         state = getattr(self, "_solver_state", None) if self.warm_start else None
         if state is not None and (
             getattr(self, "_solver_name", None) != (solver, oracle, sparse_weights)

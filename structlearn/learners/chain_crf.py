@@ -20,6 +20,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from .._memory import check_memory
 from .._parallel import chunk_bounds, map_chunks, single_threaded_blas
 from .._progress_bar import progress_tick
 from ..datasets._sparse import csr_around
@@ -27,6 +28,9 @@ from ..datasets._sparse import csr_around
 __all__ = ["fit_chain_crf_lbfgs", "chain_crf_objective", "compact_features"]
 
 logger = logging.getLogger(__name__)
+
+
+_FEWER_FEATURES = "reduce the feature space (SequenceVectorizer's min_freq or n_features)"
 
 
 class _ChainProblem:
@@ -54,6 +58,9 @@ class _ChainProblem:
         self.codes = np.ascontiguousarray(codes, dtype=np.int64)
         self.K = K = int(n_classes)
         self.d = d = shape[1]
+        # the per-feature index arrays (three of int64), twice: training
+        # builds the pair layout while the first layout is still alive
+        check_memory(6 * 8 * d, f"A CRF over {d} features and {K} labels", _FEWER_FEATURES)
         self.n_seq = self.offsets.shape[0] - 1
         self.alpha = float(alpha)
         self.n_jobs = None
@@ -106,6 +113,14 @@ class _ChainProblem:
         self._part_grads = []  # allocated at the first evaluation
         self._scratch = []
         self.block_tokens = block_tokens_for(K)
+
+    def check_dense_memory(self):
+        """``MemoryError`` unless the machine holds a dense (d, K) layout's
+        parameter vector, its gradient and the optimizer's work copies."""
+        if not self.sparse_coef:
+            check_memory(4 * 8 * self.n_params,
+                         f"A CRF with dense weights over {self.d} features and {self.K} labels",
+                         _FEWER_FEATURES)
 
     def hold_at_zero(self, unigram):
         """Hold more unigram weights at 0: ``unigram`` bool (K, d) over the
@@ -355,7 +370,9 @@ def _problem_for(Xcat, offsets, codes, K, alpha, W):
     """The problem whose parameter layout holds ``W``: pair-stored for a
     sparse ``W`` (its stored entries), dense otherwise."""
     if not sp.issparse(W):
-        return _ChainProblem(Xcat, offsets, codes, K, alpha)
+        prob = _ChainProblem(Xcat, offsets, codes, K, alpha)
+        prob.check_dense_memory()
+        return prob
     Wt = sp.csr_matrix(W).T.tocsr()
     Wt.sort_indices()
     return _ChainProblem(Xcat, offsets, codes, K, alpha, Wt.indptr, Wt.indices)
@@ -439,9 +456,12 @@ def _training_problem(Xcat, offsets, codes, K, alpha, all_states, all_transition
                                 (prob.codes.shape[0], prob.d), canonical=True)
             prob = _ChainProblem(tokens, offsets, codes, K, alpha, ptr, lab, trans)
         else:
+            prob.check_dense_memory()
             seen = np.zeros((K, prob.d), dtype=bool)
             seen[lab, np.repeat(np.arange(prob.d), np.diff(ptr))] = True
             prob.hold_at_zero(~seen)
+    else:
+        prob.check_dense_memory()
     return prob
 
 

@@ -1,0 +1,71 @@
+"""Allocations the machine cannot hold: a MemoryError naming the sizes
+before the arrays are made (Linux would otherwise overcommit and kill the
+process when the pages are touched)."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+
+import structlearn._memory as memory
+from structlearn.estimators import SequenceCRF, SequenceSSVM
+
+
+def _wide_data(d):
+    """Three short sequences over ``d`` features, a handful of them used."""
+    def seq(i):
+        return sp.csr_matrix((np.ones(4), (np.arange(4), (np.arange(4) * 7 + i) % d)),
+                             shape=(4, d))
+    X = [seq(i) for i in range(3)]
+    y = [np.array([0, 1, 2, 1]), np.array([1, 1, 0, 2]), np.array([2, 0, 1, 1])]
+    return X, y
+
+
+def test_available_bytes_reads_the_machine():
+    avail = memory.available_bytes()
+    assert avail is None or avail > 0
+
+
+def test_check_memory_message_names_the_sizes(monkeypatch):
+    monkeypatch.setattr(memory, "available_bytes", lambda: 2 * 2**30)
+    memory.check_memory(2**30, "one GiB")  # fits: nothing raised
+    with pytest.raises(MemoryError, match=r"weights would take about 3\.0 GiB, more than the "
+                                          r"2\.0 GiB of memory available; use less"):
+        memory.check_memory(3 * 2**30, "weights", "use less")
+    monkeypatch.setattr(memory, "available_bytes", lambda: None)
+    memory.check_memory(10**15, "unknown platform")  # no reading: no guess
+
+
+@pytest.mark.parametrize("solver, copies", [("gdmm", 1), ("bcfw", 2), ("ssg", 3)])
+def test_ssvm_refuses_dense_weights_beyond_memory(monkeypatch, solver, copies):
+    d = 1_000_000
+    X, y = _wide_data(d)
+    need = 8 * copies * d * 3
+    monkeypatch.setattr(memory, "available_bytes", lambda: need - 1)
+    model = SequenceSSVM(solver=solver, max_iter=2)
+    with pytest.raises(MemoryError, match=rf"SequenceSSVM\(solver='{solver}'\) weights over "
+                                          rf"{d} features and 3 classes"):
+        model.fit(X, y)
+    assert not hasattr(model, "coef_")
+    monkeypatch.setattr(memory, "available_bytes", lambda: need)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # max_iter=2
+        model.fit(X, y)
+    assert model.coef_.shape == (3, d)
+
+
+def test_crf_refuses_index_arrays_and_dense_weights_beyond_memory(monkeypatch):
+    d = 2_000_000
+    X, y = _wide_data(d)
+    monkeypatch.setattr(memory, "available_bytes", lambda: 6 * 8 * d - 1)
+    with pytest.raises(MemoryError, match=f"A CRF over {d} features and 3 labels"):
+        SequenceCRF(max_iter=2).fit(X, y)
+    # room for the index arrays, not for dense weights (all_possible_states)
+    monkeypatch.setattr(memory, "available_bytes", lambda: 6 * 8 * d + 8 * d)
+    with pytest.raises(MemoryError, match=f"dense weights over {d} features"):
+        SequenceCRF(max_iter=2, all_possible_states=True).fit(X, y)
+    # the observed pairs need no dense layout: it fits
+    model = SequenceCRF(max_iter=2).fit(X, y)
+    assert sp.issparse(model.coef_) and model.coef_.shape == (3, d)
