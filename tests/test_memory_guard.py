@@ -69,3 +69,20 @@ def test_crf_refuses_index_arrays_and_dense_weights_beyond_memory(monkeypatch):
     # the observed pairs need no dense layout: it fits
     model = SequenceCRF(max_iter=2).fit(X, y)
     assert sp.issparse(model.coef_) and model.coef_.shape == (3, d)
+
+
+def test_perceptron_and_multilabel_refuse_weights_beyond_memory(monkeypatch):
+    from structlearn.estimators import MultiLabelSSVM, SequencePerceptron
+
+    d = 1_000_000
+    X, y = _wide_data(d)
+    monkeypatch.setattr(memory, "available_bytes", lambda: 8 * 2 * d * 3 - 1)
+    with pytest.raises(MemoryError, match=f"SequencePerceptron weights .* over {d} features"):
+        SequencePerceptron(max_iter=1).fit(X, y)
+    Xm = sp.random(20, d, density=1e-6, format="csr", random_state=0)
+    Ym = (np.arange(20 * 4).reshape(20, 4) % 3 == 0).astype(int)
+    monkeypatch.setattr(memory, "available_bytes", lambda: 2**20)
+    for solver in ("gdmm", "bcfw", "ssg"):
+        with pytest.raises(MemoryError, match=rf"MultiLabelSSVM\(solver='{solver}'\) over "
+                                              rf"{d + 1} features, 4 labels and 20 samples"):
+            MultiLabelSSVM(solver=solver, max_iter=1).fit(Xm, Ym)

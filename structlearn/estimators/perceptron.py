@@ -7,6 +7,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils import check_random_state
 
+from .._memory import check_memory
 from .._progress_bar import progress_tick
 from .._verbose import verbose_fit
 from ._base import SequenceEstimatorMixin
@@ -133,6 +134,9 @@ class SequencePerceptron(SequenceEstimatorMixin, BaseEstimator):
         n_seq = offsets.shape[0] - 1
         max_len = int(np.max(np.diff(offsets)))
 
+        check_memory(8 * 2 * n_features * n_labels,
+                     f"SequencePerceptron weights (and their average) over {n_features} "
+                     f"features and {n_labels} classes", "reduce the feature space")
         W = np.zeros((n_features, n_labels))
         trans = np.zeros((n_labels, n_labels))
         W_acc = np.zeros_like(W)

@@ -627,6 +627,11 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         d = X.shape[1]
         _check_sparse_indices(indices, indptr, d)
         _check_weight_size(d, L)
+        # W (d, L) and coef_; ssg also its average; bcfw an (n, L, L) table
+        dense = 8 * d * L * (3 if solver == "ssg" else 2)
+        check_memory(dense + (8 * n * L * L if solver == "bcfw" else 0),
+                     f"MultiLabelSSVM(solver={solver!r}) over {d} features, {L} labels and "
+                     f"{n} samples", "reduce the feature space or the number of samples")
         rng = check_random_state(self.random_state)
         problem = MultilabelProblem(data, indices, indptr, Y, E, d)
         if isinstance(rho, str):
