@@ -373,3 +373,27 @@ def test_node_stall_rule_defaults_and_a_callers_value(monkeypatch):
                                                   "bound_stall_iter": 0}, **kw)
     assert res.status == "exact" and len(seen) > 1
     assert all(stall == 0 for _, stall in seen)
+
+
+def test_root_moves_to_the_larger_clusters_when_the_cheap_ones_leave_a_wide_gap(monkeypatch):
+    """Cycle clusters above CHEAP_CLUSTER_ENTRIES join only when the root's
+    gap on the cheaper relaxation stays wide; the search stays exact."""
+    import structlearn.inference.branch_and_bound as bb
+
+    monkeypatch.setattr(bb, "CHEAP_CLUSTER_ENTRIES", 8)  # no 4-cycle of spins is cheap
+    sizes = []
+    real = bb.solve_map
+
+    def spy(graph, method, **kw):
+        sizes.append(graph.n_factors)
+        return real(graph, method, **kw)
+
+    monkeypatch.setattr(bb, "solve_map", spy)
+    graph = spin_glass(6, seed=2)
+    res = solve_map(graph, "exact", enumeration_limit=0, bound_params={"polish": 0.0})
+    ilp = solve_map(graph, "ilp")
+    assert res.status == "exact"
+    assert res.score == pytest.approx(ilp.score, abs=1e-9)
+    # first the plain grid (no cheap cluster), then the grid with 4-cycle clusters
+    assert sizes[0] == graph.n_factors and len(set(sizes)) == 2
+    assert res.upper_bound <= res.score + 1e-6 * max(1.0, abs(res.score))

@@ -12,8 +12,10 @@ Preprocessing (each step keeps a maximum-score labeling):
    components of at most :data:`ENUMERATION_LIMIT` labelings by enumeration).
 
 On every other component the relaxation is tightened once with its most
-frustrated short cycles (:mod:`.tightening`), then a search tree is explored
-best bound first.  A node is a subspace given by label constraints (``-inf``
+frustrated short cycles (:mod:`.tightening`) whose joint tables have at most
+:data:`CHEAP_CLUSTER_ENTRIES` entries; where the root's gap on that
+relaxation stays wide (:data:`WIDE_GAP`), the root starts again with the
+larger cycle clusters too.  Then a search tree is explored best bound first.  A node is a subspace given by label constraints (``-inf``
 unary scores on a copy of the unary vector; the tables are shared); its bound
 is the certified upper bound of an LP back-end run on it, and the back-end's
 decoded labeling (after its local search) is offered as incumbent.  A back-end
@@ -57,6 +59,7 @@ WIDE_STALL_ITER = 100     # the same for a root whose gap is wide (WIDE_GAP)
 DEFAULT_MAX_NODES = 1000  # node cap without a time limit
 FRACTIONAL = 1e-3         # a variable whose largest belief is below 1 - this is fractional
 WIDE_GAP = 1e-2           # a relative gap this wide is left to the LP and the local search
+CHEAP_CLUSTER_ENTRIES = 1024  # clusters up to this size first; larger ones for a wide root gap
 STATE_BYTES = 256 << 20   # solver states kept for open nodes at most (then children start cold)
 
 
@@ -110,8 +113,9 @@ class _Search:
     """Branch and bound on one connected component."""
 
     def __init__(self, graph, score_graph, method, params, deadline, tol, max_nodes, t0,
-                 history):
+                 history, richer=None):
         self.graph = graph              # tightened, with dominated labels forbidden
+        self.richer = richer            # tightened with larger clusters too (or None)
         self.score_graph = score_graph  # the component as given (scores labelings)
         self.method = method
         self.params = dict(params)
@@ -147,8 +151,9 @@ class _Search:
         (``None`` for a leaf) and the back-end's final state.
 
         ``stall``: the node's ``bound_stall_iter`` (default: the search's).
-        The root (``node.parent is None``) whose bound stalls with a wide
-        gap goes on from its state until the bound stalls for
+        A root whose bound stalls with a wide gap on the cheap clusters
+        starts again on the relaxation with the larger ones (``richer``);
+        a root whose bound stalls with a wide gap then goes on from its state until the bound stalls for
         :data:`WIDE_STALL_ITER` iterations (under a time limit, past
         ``max_iter``): a tree cannot close such a gap, while the LP still
         tightens it and the root's solve polishes the labeling.
@@ -157,7 +162,20 @@ class _Search:
         unary = node.unary(self.graph)
         g = self.graph
         sub = g.with_unary(unary)
+        bound = np.inf  # a certified bound of an earlier solve of this node
         res = self._solve(sub, max_iter, polish, state, stall)
+        if (node.parent is None and res.status == "stall" and self.richer is not None
+                and self._wide(res.upper_bound, res.score)):
+            # the cheap clusters leave a wide gap: the root starts again on
+            # the relaxation with the larger clusters too (cold)
+            self._offer(res)
+            bound = res.upper_bound
+            self.graph, self.richer = self.richer, None
+            self.order = np.argsort(-_interaction_strength(self.graph), kind="stable")
+            g = self.graph
+            unary = node.unary(g)
+            sub = g.with_unary(unary)
+            res = self._solve(sub, max_iter, polish, None, stall)
         if (node.parent is None and res.status == "stall" and res.state is not None
                 and res.n_iter < max_iter and self._wide(res.upper_bound, res.score)):
             self._offer(res)
@@ -174,8 +192,8 @@ class _Search:
         free = self.order[allowed[self.order] >= 2]
         if not free.size:
             # every variable fixed: the decoded labeling is the subspace's only one
-            return (res.upper_bound if np.isfinite(res.score) else -np.inf), None, None
-        return res.upper_bound, self._branch(res, unary, free), res.state
+            return (min(res.upper_bound, bound) if np.isfinite(res.score) else -np.inf), None, None
+        return min(res.upper_bound, bound), self._branch(res, unary, free), res.state
 
     def _offer(self, res):
         """Adopt the labeling of a node's solve if it beats the incumbent."""
@@ -330,6 +348,23 @@ class _Search:
         report("exact", self.n_nodes, rec["time"], self.score, ub, open=len(heap))
 
 
+def _tightened(graph, n_cycles):
+    """The graph with up to ``n_cycles`` frustrated short cycles as clusters
+    of at most :data:`CHEAP_CLUSTER_ENTRIES` entries, and the one with
+    clusters up to :data:`~.tightening.MAX_CLUSTER_ENTRIES` entries where
+    that adds cycles (else None)."""
+    from .tightening import cluster_graph, frustrated_cycles
+
+    if not n_cycles:
+        return graph, None
+    cheap, _ = frustrated_cycles(graph, n_cycles, max_entries=CHEAP_CLUSTER_ENTRIES)
+    rich, _ = frustrated_cycles(graph, n_cycles)
+    tight = cluster_graph(graph, cheap) if cheap.shape[0] else graph
+    same = (rich.shape == cheap.shape and
+            np.array_equal(np.sort(rich, axis=0), np.sort(cheap, axis=0)))
+    return tight, (None if same or not rich.shape[0] else cluster_graph(graph, rich))
+
+
 def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_params=None,
                          tighten=AUTO_CYCLES, max_nodes=None, dominance=True, tol=1e-6,
                          enumeration_limit=ENUMERATION_LIMIT):
@@ -374,8 +409,6 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         ``n_iter`` counts the evaluated nodes, ``history`` holds one record
         per expanded node (``open``: nodes left).
     """
-    from .tightening import cluster_graph, frustrated_cycles
-
     if not isinstance(graph, FactorGraph):
         raise TypeError(f"graph must be a FactorGraph, got {type(graph).__name__}")
     time_limit = check_time_limit(time_limit)
@@ -432,13 +465,12 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
             labels[variables] = res.labels
             n_nodes += 1
             continue
-        chosen, _ = frustrated_cycles(sub, int(tighten)) if tighten else (None, None)
-        tight = cluster_graph(sub, chosen) if chosen is not None and chosen.shape[0] else sub
+        tight, richer = _tightened(sub, int(tighten))
         left = len(parts) - rank  # components not yet solved, this one included
         share = None if deadline is None else time.perf_counter() + \
             (deadline - time.perf_counter()) / left
         search = _Search(tight, score_graph, bound_method, params, share, tol,
-                         int(max_nodes), t0, history)
+                         int(max_nodes), t0, history, richer=richer)
         lab, score, ub, status = search.run()
         n_nodes += search.n_nodes
         statuses.append(status)
