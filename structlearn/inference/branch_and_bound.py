@@ -15,8 +15,9 @@ On every other component the relaxation is tightened once with its most
 frustrated short cycles (:mod:`.tightening`) whose joint tables have at most
 :data:`CHEAP_CLUSTER_ENTRIES` entries; where the root's gap on that
 relaxation stays wide (:data:`WIDE_GAP`), the root starts again with the
-larger cycle clusters too.  Then a search tree is explored best bound first.  A node is a subspace given by label constraints (``-inf``
-unary scores on a copy of the unary vector; the tables are shared); its bound
+larger cycle clusters too.  Then a search tree is explored best bound first.
+A node is a subspace given by label constraints (``-inf`` unary scores on a
+copy of the unary vector; the tables are shared); its bound
 is the certified upper bound of an LP back-end run on it, and the back-end's
 decoded labeling (after its local search) is offered as incumbent.  A back-end
 that returns node beliefs (``ad3``) is branched on its most fractional free
@@ -146,43 +147,18 @@ class _Search:
         return self.score + self.tol * max(1.0, abs(self.score))
 
     def _evaluate(self, node, max_iter, polish, state=None, stall=None):
-        """Solve the LP on ``node`` (from ``state`` where given); offer its
-        labeling; return its bound, the ``(variable, label)`` to branch on
-        (``None`` for a leaf) and the back-end's final state.
-
-        ``stall``: the node's ``bound_stall_iter`` (default: the search's).
-        A root whose bound stalls with a wide gap on the cheap clusters
-        starts again on the relaxation with the larger ones (``richer``);
-        a root whose bound stalls with a wide gap then goes on from its state until the bound stalls for
-        :data:`WIDE_STALL_ITER` iterations (under a time limit, past
-        ``max_iter``): a tree cannot close such a gap, while the LP still
-        tightens it and the root's solve polishes the labeling.
-        """
+        """Solve the LP on ``node`` (from ``state`` where given; ``stall``: its
+        ``bound_stall_iter``, default the search's); offer its labeling;
+        return its bound, the ``(variable, label)`` to branch on (``None``
+        for a leaf) and the back-end's final state."""
         started = time.perf_counter()
-        unary = node.unary(self.graph)
+        if node.parent is None:
+            res, bound = self._solve_root(node, max_iter, polish)
+        else:
+            res = self._solve(node.unary(self.graph), max_iter, polish, state, stall)
+            bound = np.inf
         g = self.graph
-        sub = g.with_unary(unary)
-        bound = np.inf  # a certified bound of an earlier solve of this node
-        res = self._solve(sub, max_iter, polish, state, stall)
-        if (node.parent is None and res.status == "stall" and self.richer is not None
-                and self._wide(res.upper_bound, res.score)):
-            # the cheap clusters leave a wide gap: the root starts again on
-            # the relaxation with the larger clusters too (cold)
-            self._offer(res)
-            bound = res.upper_bound
-            self.graph, self.richer = self.richer, None
-            self.order = np.argsort(-_interaction_strength(self.graph), kind="stable")
-            g = self.graph
-            unary = node.unary(g)
-            sub = g.with_unary(unary)
-            res = self._solve(sub, max_iter, polish, None, stall)
-        if (node.parent is None and res.status == "stall" and res.state is not None
-                and res.n_iter < max_iter and self._wide(res.upper_bound, res.score)):
-            self._offer(res)
-            # under a time limit the iteration cap of the root is lifted
-            more = 10**9 if self.deadline is not None else max_iter - res.n_iter
-            wide_stall = WIDE_STALL_ITER if self.child_stall is not None else None
-            res = self._solve(sub, more, polish, res.state, wide_stall)
+        unary = node.unary(g)
         self.n_nodes += 1
         self.last_eval = time.perf_counter() - started
         if res.status == "infeasible":
@@ -190,10 +166,11 @@ class _Search:
         self._offer(res)
         allowed = np.add.reduceat(np.isfinite(unary).astype(np.int64), g.unary_offsets[:-1])
         free = self.order[allowed[self.order] >= 2]
+        ub = min(res.upper_bound, bound)
         if not free.size:
             # every variable fixed: the decoded labeling is the subspace's only one
-            return (min(res.upper_bound, bound) if np.isfinite(res.score) else -np.inf), None, None
-        return min(res.upper_bound, bound), self._branch(res, unary, free), res.state
+            return (ub if np.isfinite(res.score) else -np.inf), None, None
+        return ub, self._branch(res, unary, free), res.state
 
     def _offer(self, res):
         """Adopt the labeling of a node's solve if it beats the incumbent."""
@@ -203,7 +180,39 @@ class _Search:
                 self.score, self.labels = s, res.labels.copy()
                 self._record()
 
-    def _solve(self, sub, max_iter, polish, state, stall):
+    def _solve_root(self, node, max_iter, polish):
+        """The root's solve and a certified bound of an earlier solve of it.
+
+        A root whose bound stalls with a wide gap (:data:`WIDE_GAP`) on the
+        cheap clusters starts again, cold, on the relaxation with the larger
+        ones (``richer``).  A root whose bound then stalls with a wide gap
+        goes on from its state until the bound stalls for
+        :data:`WIDE_STALL_ITER` iterations (under a time limit, past
+        ``max_iter``): a tree cannot close such a gap, while the LP still
+        tightens it and the root's solve polishes the labeling.
+        """
+        bound = np.inf
+        res = self._solve(node.unary(self.graph), max_iter, polish, None, None)
+        if (res.status == "stall" and self.richer is not None
+                and self._wide(res.upper_bound, res.score)):
+            self._offer(res)
+            bound = res.upper_bound
+            self.graph, self.richer = self.richer, None
+            self.order = np.argsort(-_interaction_strength(self.graph), kind="stable")
+            res = self._solve(node.unary(self.graph), max_iter, polish, None, None)
+        if (res.status == "stall" and res.state is not None and res.n_iter < max_iter
+                and self._wide(res.upper_bound, res.score)):
+            self._offer(res)
+            more = 10**9 if self.deadline is not None else max_iter - res.n_iter
+            wide_stall = WIDE_STALL_ITER if self.child_stall is not None else None
+            res = self._solve(node.unary(self.graph), more, polish, res.state, wide_stall)
+        return res, bound
+
+    def _solve(self, unary, max_iter, polish, state, stall):
+        """The back-end's solve of the component with ``unary`` (constraints
+        as ``-inf``), from ``state``, with ``stall`` as ``bound_stall_iter``
+        (None: the search's)."""
+        sub = self.graph.with_unary(unary)
         left = self.deadline - time.perf_counter() if self.deadline is not None else None
         extra = {"init_state": state} if self.warm else {}
         if stall is not None and "bound_stall_iter" in self.params:
@@ -270,8 +279,8 @@ class _Search:
                     # not evaluated: its subspace stays open under the parent's bound
                     heapq.heappush(heap, (neg_ub, -child.depth, counter, child, None, None))
                     continue
-                cub, cbranch, cstate = self._evaluate(child, NODE_MAX_ITER, 0.0, state,
-                                                      self.child_stall if state is not None else None)
+                stall = self.child_stall if state is not None else None
+                cub, cbranch, cstate = self._evaluate(child, NODE_MAX_ITER, 0.0, state, stall)
                 cub = min(cub, -neg_ub)
                 if cbranch is not None and self._open(cub):
                     self._push(cub, child, cbranch, cstate, counter)
