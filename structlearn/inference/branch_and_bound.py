@@ -367,8 +367,10 @@ def _tightened(graph, n_cycles):
     if not n_cycles:
         return graph, None
     cheap, _ = frustrated_cycles(graph, n_cycles, max_entries=CHEAP_CLUSTER_ENTRIES)
-    rich, _ = frustrated_cycles(graph, n_cycles)
     tight = cluster_graph(graph, cheap) if cheap.shape[0] else graph
+    if int(graph.n_states.max()) ** 4 <= CHEAP_CLUSTER_ENTRIES:
+        return tight, None  # every short cycle is cheap
+    rich, _ = frustrated_cycles(graph, n_cycles)
     same = (rich.shape == cheap.shape and
             np.array_equal(np.sort(rich, axis=0), np.sort(cheap, axis=0)))
     return tight, (None if same or not rich.shape[0] else cluster_graph(graph, rich))
