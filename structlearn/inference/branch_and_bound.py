@@ -357,7 +357,7 @@ class _Search:
         report("exact", self.n_nodes, rec["time"], self.score, ub, open=len(heap))
 
 
-def _tightened(graph, n_cycles):
+def _cycle_relaxations(graph, n_cycles):
     """The graph with up to ``n_cycles`` frustrated short cycles as clusters
     of at most :data:`CHEAP_CLUSTER_ENTRIES` entries, and the one with
     clusters up to :data:`~.tightening.MAX_CLUSTER_ENTRIES` entries where
@@ -476,7 +476,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
             labels[variables] = res.labels
             n_nodes += 1
             continue
-        tight, richer = _tightened(sub, int(tighten))
+        tight, richer = _cycle_relaxations(sub, int(tighten))
         left = len(parts) - rank  # components not yet solved, this one included
         share = None if deadline is None else time.perf_counter() + \
             (deadline - time.perf_counter()) / left

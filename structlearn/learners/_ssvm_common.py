@@ -197,11 +197,10 @@ class CheckSchedule:
     def checked(self, n_pass, rel_gap):
         """Record a check after pass ``n_pass`` that certified ``rel_gap``."""
         step = self.every
-        if self.adaptive and rel_gap > self.tol:
+        if self.adaptive and rel_gap > self.tol:  # False for a NaN gap
             ratio = rel_gap / self.tol if self.tol > 0 else np.inf
-            far = self.LOOKAHEAD * n_pass * (ratio - 1.0)  # inf for a NaN-free inf gap
-            top = max(self.every, self.MAX_INTERVAL)
-            step = int(min(max(far, self.every), top)) if far == far else self.every
+            far = self.LOOKAHEAD * n_pass * (ratio - 1.0)
+            step = int(min(max(far, self.every), max(self.every, self.MAX_INTERVAL)))
         self.next = n_pass + step
 
 
