@@ -26,9 +26,8 @@ from ..inference._chain_kernels import transition_columns, viterbi_batch, viterb
 from ..oracles._sparse_rows_kernels import sparse_rows_sq_sum, sparse_rows_unary_scores
 
 # the certificate's Viterbi uses the sparse-table kernel from this many labels
-# when at most 1 / SPARSE_VITERBI_RATIO of the transition table is non-zero
+# where its cost model is below the dense one's (see sparse_columns)
 SPARSE_VITERBI_MIN_LABELS = 32
-SPARSE_VITERBI_RATIO = 8
 # token scores held at once by the certificate's loss-augmented Viterbi
 # (per chunk of sequences; 2 MiB of float64)
 HINGE_BLOCK_ENTRIES = 1 << 18
@@ -79,14 +78,21 @@ def sparse_columns(vs):
     -------
     (col_ptr, col_rows, col_vals) : int64 (K + 1,), int64 (nnz,), float64 (nnz,)
         As :func:`~structlearn.inference._chain_kernels.transition_columns`;
-        None below ``SPARSE_VITERBI_MIN_LABELS`` labels or above a fill of
-        ``1 / SPARSE_VITERBI_RATIO``.
+        None below ``SPARSE_VITERBI_MIN_LABELS`` labels or where the dense
+        Viterbi is expected to be the faster.
+
+    Per position the sparse kernel costs about 3 ns per stored entry plus
+    9 ns per ``K log2 K`` (its sort), the dense one about 1.1 ns per ``K^2``
+    entry (``benchmarks/bench_certificate.py --density``, K = 50-300, fills
+    2-25 %): the sparse kernel is chosen where ``3 nnz + 9 K log2 K <
+    1.1 K^2``, e.g. below 2.8 % fill at K = 50, 17 % at K = 100, 26 % at
+    K = 212.
     """
     K = vs.shape[0]
     if K < SPARSE_VITERBI_MIN_LABELS:
         return None
     nnz = int(np.count_nonzero(vs))
-    if nnz * SPARSE_VITERBI_RATIO > K * K:
+    if 3.0 * nnz + 9.0 * K * np.log2(K) >= 1.1 * K * K:
         return None
     cols = (np.empty(K + 1, dtype=np.int64), np.empty(nnz, dtype=np.int64), np.empty(nnz))
     transition_columns(vs, *cols)
