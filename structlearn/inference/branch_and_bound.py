@@ -153,12 +153,13 @@ class _Search:
         for a leaf) and the back-end's final state."""
         started = time.perf_counter()
         if node.parent is None:
-            res, bound = self._solve_root(node, max_iter, polish)
+            res, bound = self._solve_root(max_iter, polish)
+            unary = self.graph.unary  # the root constrains nothing
         else:
-            res = self._solve(node.unary(self.graph), max_iter, polish, state, stall)
+            unary = node.unary(self.graph)
+            res = self._solve(unary, max_iter, polish, state, stall)
             bound = np.inf
         g = self.graph
-        unary = node.unary(g)
         self.n_nodes += 1
         self.last_eval = time.perf_counter() - started
         if res.status == "infeasible":
@@ -180,7 +181,7 @@ class _Search:
                 self.score, self.labels = s, res.labels.copy()
                 self._record()
 
-    def _solve_root(self, node, max_iter, polish):
+    def _solve_root(self, max_iter, polish):
         """The root's solve and a certified bound of an earlier solve of it.
 
         A root whose bound stalls with a wide gap (:data:`WIDE_GAP`) on the
@@ -192,20 +193,20 @@ class _Search:
         tightens it and the root's solve polishes the labeling.
         """
         bound = np.inf
-        res = self._solve(node.unary(self.graph), max_iter, polish, None, None)
+        res = self._solve(self.graph.unary, max_iter, polish, None, None)
         if (res.status == "stall" and self.richer is not None
                 and self._wide(res.upper_bound, res.score)):
             self._offer(res)
             bound = res.upper_bound
             self.graph, self.richer = self.richer, None
             self.order = np.argsort(-_interaction_strength(self.graph), kind="stable")
-            res = self._solve(node.unary(self.graph), max_iter, polish, None, None)
+            res = self._solve(self.graph.unary, max_iter, polish, None, None)
         if (res.status == "stall" and res.state is not None and res.n_iter < max_iter
                 and self._wide(res.upper_bound, res.score)):
             self._offer(res)
             more = 10**9 if self.deadline is not None else max_iter - res.n_iter
             wide_stall = WIDE_STALL_ITER if self.child_stall is not None else None
-            res = self._solve(node.unary(self.graph), more, polish, res.state, wide_stall)
+            res = self._solve(self.graph.unary, more, polish, res.state, wide_stall)
         return res, bound
 
     def _solve(self, unary, max_iter, polish, state, stall):
