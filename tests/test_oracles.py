@@ -422,15 +422,17 @@ from structlearn.oracles.binary import (  # noqa: E402
 )
 
 
+@pytest.mark.parametrize("partner_heaps", [True, False])
 @pytest.mark.parametrize("L", [2, 3, 17, 100])
-def test_binary_pair_fmo_matches_dense(L):
+def test_binary_pair_fmo_matches_dense(L, partner_heaps):
     rng = np.random.default_rng(200 + L)
     P = L * (L - 1) // 2
     kinds = ["none", "one", "several", "all"]
     for trial in range(6):
         ties = trial % 2 == 0
         s = random_table(rng, 1, P, ties, neg_inf=trial % 3 == 0).ravel()
-        state = make_binary_oracle(s)
+        state = make_binary_oracle(s, partner_heaps=partner_heaps)
+        assert (state[7].shape[0] > 0) == partner_heaps
         ws = make_binary_workspace(L)
         for rnd in range(3):
             for q in range(8):

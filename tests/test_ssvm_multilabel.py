@@ -406,3 +406,17 @@ def test_intercept_parameters_are_checked():
         MultiLabelSSVM(fit_intercept="yes").fit(X, Y)
     with pytest.raises(ValueError, match="intercept_scaling"):
         MultiLabelSSVM(intercept_scaling=0.0).fit(X, Y)
+
+
+def test_auto_oracle_scans_pairs_below_90_labels():
+    from structlearn.estimators.ssvm import SORTED_PAIR_ORACLE_MIN_LABELS
+
+    rng = np.random.RandomState(0)
+    for L, sorted_search in ((5, False), (SORTED_PAIR_ORACLE_MIN_LABELS, True)):
+        X = rng.randn(6, 3)
+        Y = (rng.rand(6, L) < 0.2).astype(int)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            m = MultiLabelSSVM(max_iter=2, warm_start=True, random_state=0).fit(X, Y)
+        assert m.oracle == "auto"
+        assert m._solver_state.sublinear is sorted_search

@@ -23,6 +23,11 @@ _ORACLES = ("sublinear", "dense")
 # (below it a dense scan of the K^2 pairs is as fast or faster: measured at
 # K = 8-56 on synthetic chains and OCR letters; crossover near K = 50)
 SORTED_ORACLE_MIN_LABELS = 50
+# MultiLabelSSVM(oracle="auto") searches the label pairs through the sorted
+# pair scores from this many labels; below, a scan of all L (L - 1) / 2
+# pairs is the faster (passes 0.66x of the sorted search's time at 14
+# labels, 0.85x at 50; 1.07x at 100, 1.47x at 200: BENCHMARKS.md, SSVM 3e)
+SORTED_PAIR_ORACLE_MIN_LABELS = 90
 # GDMM keeps the unigram weights as sparse rows (with the sorted oracle and no
 # partition sampling) when a dense (n_features, K) array would hold this many
 # entries (64 MiB): coef_ is then a CSR matrix.  Per pass the rows cost 1.1x
@@ -488,9 +493,11 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         3-63 %, see BENCHMARKS.md, SSVM 3d).
     eta : float, default=1.0
         GDMM multiplier step (scaled multipliers).
-    oracle : {"sublinear", "dense"}, default="sublinear"
+    oracle : {"auto", "sublinear", "dense"}, default="auto"
         GDMM joint pair oracle: sorted pair scores (heaps) or a scan of all
         pairs; both return the same factor, so the iterates are identical.
+        ``"auto"``: the sorted search from 90 labels, where it is the
+        faster, dense scans below (its kernels are then not compiled).
     n_partitions : int, default=1
         Accepted for interface symmetry with :class:`SequenceSSVM`, unused.
     max_iter : int, default=100
@@ -540,12 +547,13 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
     _parameter_constraints = {
         **_SSVMParamsMixin._parameter_constraints,
         "pairwise": [StrOptions({"full", "none"}), "array-like"],
+        "oracle": [StrOptions({"auto", *_ORACLES})],
         "fit_intercept": ["boolean"],
         "intercept_scaling": [POSITIVE],
     }
 
     def __init__(self, C=1.0, *, pairwise="full", fit_intercept=True, intercept_scaling=1.0,
-                 solver="gdmm", rho="auto", eta=1.0, max_iter=100, tol=1e-3, oracle="sublinear",
+                 solver="gdmm", rho="auto", eta=1.0, max_iter=100, tol=1e-3, oracle="auto",
                  n_partitions=1, inference="auto", inference_params=None, random_state=None,
                  verbose=0, warm_start=False, callback=None, n_jobs=None):  # fmt: skip
         self.C = C
@@ -634,6 +642,8 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
                      f"{n} samples", "reduce the feature space or the number of samples")
         rng = check_random_state(self.random_state)
         problem = MultilabelProblem(data, indices, indptr, Y, E, d)
+        if oracle == "auto":
+            oracle = "sublinear" if L >= SORTED_PAIR_ORACLE_MIN_LABELS else "dense"
         if isinstance(rho, str):
             rho = _multilabel_auto_rho(float(problem.sq_norms().mean()), C)
         state = getattr(self, "_solver_state", None) if self.warm_start else None

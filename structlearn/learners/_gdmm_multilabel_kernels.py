@@ -47,7 +47,7 @@ from ..oracles._binary_kernels import (
 from ._multilabel_kernels import sample_scores
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _constraints(i, q, Y, A, C, fa, fb, fv):
     a = fa[i, q]
     b = fb[i, q]
@@ -61,27 +61,56 @@ def _constraints(i, q, Y, A, C, fa, fb, fv):
     return h1, h2, h3
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _clip(v, lo, hi):
     return lo if v < lo else (hi if v > hi else v)
 
 
 @nb.njit(cache=True)
-def _label_penalty(i, j, Y, A, C, fa, fb, fv, fnu, m):
-    """Penalty part of dA_j and the number of active factors touching ``j``."""
+def _adjacency_build(i, fa, fb, m, head, tail, nxa, nxb):
+    """Lists of the active pairs of sample ``i`` by label, in pair order.
+
+    ``head[j]``/``tail[j]`` first/last pair touching label ``j`` (-1: none);
+    the pair after ``q`` in the list of ``fa[i, q]`` is ``nxa[q]``, in the
+    list of ``fb[i, q]`` it is ``nxb[q]``.  O(L + m)."""
+    head[:] = -1
+    tail[:] = -1
+    for q in range(m):
+        _adjacency_append(i, q, fa, fb, head, tail, nxa, nxb)
+
+
+@nb.njit(cache=True, inline="always")
+def _adjacency_append(i, q, fa, fb, head, tail, nxa, nxb):
+    """Add pair ``q`` (the largest index so far) to both of its labels' lists."""
+    nxa[q] = -1
+    nxb[q] = -1
+    for lab in (fa[i, q], fb[i, q]):
+        t = tail[lab]
+        if t < 0:
+            head[lab] = q
+        elif fa[i, t] == lab:
+            nxa[t] = q
+        else:
+            nxb[t] = q
+        tail[lab] = q
+
+
+@nb.njit(cache=True, inline="always")
+def _label_penalty(i, j, Y, A, C, fa, fb, fv, fnu, head, nxa, nxb):
+    """Penalty part of dA_j and the number of active factors touching ``j``
+    (summed over its pairs in pair order: O(its pairs))."""
     pen = 0.0
     k = 0
-    for q in range(m):
-        a = fa[i, q]
-        b = fb[i, q]
-        if a != j and b != j:
-            continue
+    q = head[j]
+    while q >= 0:
         h1, h2, h3 = _constraints(i, q, Y, A, C, fa, fb, fv)
         p3 = max(0.0, h3 + fnu[i, q, 2])
-        if a == j:
+        if fa[i, q] == j:
             pen += max(0.0, h1 + fnu[i, q, 0]) - p3
+            q = nxa[q]
         else:
             pen += max(0.0, h2 + fnu[i, q, 1]) - p3
+            q = nxb[q]
         k += 1
     return pen, k
 
@@ -94,8 +123,8 @@ def _find_pair(i, a, b, fa, fb, m):
     return -1
 
 
-@nb.njit(cache=True)
-def _append_pair(i, a, b, fa, fb, fv, fnu, nf):
+@nb.njit(cache=True, inline="always")
+def _append_pair(i, a, b, fa, fb, fv, fnu, nf, head, tail, nxa, nxb):
     q = nf[i]
     fa[i, q] = a
     fb[i, q] = b
@@ -104,27 +133,41 @@ def _append_pair(i, a, b, fa, fb, fv, fnu, nf):
     fnu[i, q, 1] = 0.0
     fnu[i, q, 2] = 0.0
     nf[i] = q + 1
+    _adjacency_append(i, q, fa, fb, head, tail, nxa, nxb)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _x(i, j, Y, A, C):
     return Y[i, j] - A[i, j] / C
 
 
-@nb.njit(cache=True)
-def _activate_violated(i, j, Y, A, C, E, tmask, fa, fb, fv, fnu, nf, mark):
+@nb.njit(cache=True, inline="always")
+def _activate_violated(i, j, Y, A, C, E, tmask, fa, fb, fv, fnu, nf, mark, head, tail, nxa,
+                       nxb, positives, n_pos, xneg_max):
     """Activate every inactive edge of label ``j`` whose constraints its new
-    marginal violates (only partners with ``x > 0`` can be: marked or positive).
-    ``mark`` uint8 (L,) scratch of zeros (restored)."""
+    marginal violates (only partners with ``x > 0`` can be: marked or positive),
+    in increasing partner order.
+
+    ``positives[:n_pos]``: the sample's positive labels, increasing;
+    ``xneg_max`` bounds ``x`` of every negative label: a negative partner
+    ``k`` violates only if ``x_j + x_k > 1``, so when ``x_j + xneg_max <= 1``
+    only the positive partners are examined (the scan of all ``L`` labels
+    is skipped, with the same result).  ``mark`` uint8 (L,) scratch of
+    zeros (restored)."""
     L = Y.shape[1]
-    m = nf[i]
-    for q in range(m):
+    q = head[j]
+    while q >= 0:  # partners of j's active pairs
         if fa[i, q] == j:
             mark[fb[i, q]] = 1
-        elif fb[i, q] == j:
+            q = nxa[q]
+        else:
             mark[fa[i, q]] = 1
+            q = nxb[q]
     xj = _x(i, j, Y, A, C)
-    for k in range(L):
+    scan_all = xj + xneg_max > 1.0
+    n_k = L if scan_all else n_pos
+    for t in range(n_k):
+        k = t if scan_all else positives[t]
         if k == j or mark[k] != 0 or E[min(j, k), max(j, k)] == 0:
             continue
         if tmask[i, k] == 0 and Y[i, k] == 0:
@@ -135,23 +178,18 @@ def _activate_violated(i, j, Y, A, C, E, tmask, fa, fb, fv, fnu, nf, mark):
         else:
             bad = xj + xk > 1.0  # inactive z = 0
         if bad:
-            _append_pair(i, min(j, k), max(j, k), fa, fb, fv, fnu, nf)
-    for q in range(m):
+            _append_pair(i, min(j, k), max(j, k), fa, fb, fv, fnu, nf, head, tail, nxa, nxb)
+    q = head[j]
+    while q >= 0:
         mark[fa[i, q]] = 0
         mark[fb[i, q]] = 0
+        q = nxa[q] if fa[i, q] == j else nxb[q]
 
 
-@nb.njit(cache=True)
-def _set_pair_score(ostate, sublinear, L, a, b, delta):
-    if sublinear:
-        binary_add(ostate, a, b, delta)
-    else:
-        ostate[0][pair_id(a, b, L)] += delta
-
-
-@nb.njit(cache=True)
-def _unigram_step(i, j, u, Y, A, C, rho, xnorm2, W, data, indices, start, end, fa, fb, fv, fnu, m):
-    pen, k = _label_penalty(i, j, Y, A, C, fa, fb, fv, fnu, m)
+@nb.njit(cache=True, inline="always")
+def _unigram_step(i, j, u, Y, A, C, rho, xnorm2, W, data, indices, start, end, fa, fb, fv, fnu,
+                  head, nxa, nxb):
+    pen, k = _label_penalty(i, j, Y, A, C, fa, fb, fv, fnu, head, nxa, nxb)
     g = u[j] + (1.0 - 2.0 * Y[i, j]) + rho * pen
     Q = xnorm2[i] + 2.0 * rho * k
     if Q < 1e-12:
@@ -170,7 +208,7 @@ def _unigram_step(i, j, u, Y, A, C, rho, xnorm2, W, data, indices, start, end, f
 
 @nb.njit(cache=True)
 def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, order, C, rho, W, Pw,
-                         ostate, sublinear, A, tmask, fa, fb, fv, fnu, nf, ows, stats):
+                         s, ostate, A, tmask, fa, fb, fv, fnu, nf, ows, stats):
     """One pass of block-greedy coordinate descent (Algorithm 3) over the samples in ``order``.
 
     Per sample: scores of all labels; every unigram factor whose projected
@@ -180,8 +218,15 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, order, C,
     ``P_f``) joins it; then one exact-curvature projected coordinate step
     (19) on every active factor, activating the edges whose constraints a
     unigram step violates.  ``Pw`` float64 (L (L-1)/2,) pair weights (0 off
-    the edges); ``ows`` the oracle workspace.  ``stats`` int64 (2,): +=
+    the edges); ``s`` the pair scores the oracle searches (``Pw``, ``-inf``
+    off the edges); ``ostate`` the joint oracle's state over ``s``
+    (``ostate[0] is s``) or None for dense scans (the oracle's kernels are
+    then not compiled); ``ows`` the oracle workspace.  ``stats`` int64 (2,): +=
     oracle entries visited, += factors not added for lack of capacity.
+
+    A label's penalty reads only its own active pairs (per-label lists),
+    so a sample costs O(L + active pairs) besides the oracle and the
+    edges its steps activate, not O(L x active pairs).
     """
     n, L = Y.shape
     cap = fa.shape[1]
@@ -193,18 +238,23 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, order, C,
     exj = np.empty(cap + L * L // 2, dtype=np.int64)
     zc = np.zeros(L)
     npairs = L * (L - 1) // 2
-    exmask = np.zeros(npairs if not sublinear else 0, dtype=np.uint8)
-    s = ostate[0]
+    exmask = np.zeros(npairs if ostate is None else 0, dtype=np.uint8)
+    head = np.empty(L, dtype=np.int64)
+    tail = np.empty(L, dtype=np.int64)
+    nxa = np.empty(cap, dtype=np.int64)
+    nxb = np.empty(cap, dtype=np.int64)
+    positives = np.empty(L, dtype=np.int64)
     Qp = 1.0 + 3.0 * rho
     for i in order:
         start = indptr[i]
         end = indptr[i + 1]
         sample_scores(W, data, indices, indptr, i, u)
         m = nf[i]
+        _adjacency_build(i, fa, fb, m, head, tail, nxa, nxb)
         # unigram factors: untouched labels sit at A = 0 (x = ybar)
         for j in range(L):
             if tmask[i, j] == 0:
-                pen, k = _label_penalty(i, j, Y, A, C, fa, fb, fv, fnu, m)
+                pen, k = _label_penalty(i, j, Y, A, C, fa, fb, fv, fnu, head, nxa, nxb)
                 g = u[j] + (1.0 - 2.0 * Y[i, j]) + rho * pen
                 if (g > 0.0 and Y[i, j] == 0) or (g < 0.0 and Y[i, j] != 0):
                     tmask[i, j] = 1
@@ -233,7 +283,7 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, order, C,
                         pbest = -Pw[pair_id(a, b, L)]
                         pa = a
                         pb = b
-            if sublinear:
+            if ostate is not None:
                 best, ga, gb, nv = binary_pair_fmo(ostate, act, actv, 0, exi, exj, nex, ows)
                 stats[0] += nv
             else:
@@ -249,15 +299,30 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, order, C,
                 pb = gb
             if pa >= 0:
                 if m < cap:
-                    _append_pair(i, pa, pb, fa, fb, fv, fnu, nf)
+                    _append_pair(i, pa, pb, fa, fb, fv, fnu, nf, head, tail, nxa, nxb)
                     m += 1
                 else:
                     stats[1] += 1
+        # labels whose x may be positive (the only partners a step can
+        # violate), the positive ones listed, and a bound on x of the others
+        n_cand = 0
+        n_pos = 0
+        xneg_max = 0.0
+        for k in range(L):
+            if Y[i, k] != 0:
+                positives[n_pos] = k
+                n_pos += 1
+                n_cand += 1
+            elif tmask[i, k] != 0:
+                n_cand += 1
+                xk = _x(i, k, Y, A, C)
+                if xk > xneg_max:
+                    xneg_max = xk
         # coordinate steps on the active unigram factors
         for j in range(L):
             if tmask[i, j] == 0:
                 continue
-            if 0 < n_edges and cap < n_edges:
+            if 0 < n_edges and cap < n_edges and nf[i] + n_cand > cap:
                 # room for the edges this step might activate (conservative)
                 room = 0
                 for k in range(L):
@@ -267,9 +332,14 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, order, C,
                     stats[1] += 1
                     continue
             d = _unigram_step(i, j, u, Y, A, C, rho, xnorm2, W, data, indices, start, end,
-                              fa, fb, fv, fnu, nf[i])
+                              fa, fb, fv, fnu, head, nxa, nxb)
             if d != 0.0 and n_edges > 0:
-                _activate_violated(i, j, Y, A, C, E, tmask, fa, fb, fv, fnu, nf, mark)
+                if Y[i, j] == 0:
+                    xj = _x(i, j, Y, A, C)
+                    if xj > xneg_max:
+                        xneg_max = xj
+                _activate_violated(i, j, Y, A, C, E, tmask, fa, fb, fv, fnu, nf, mark, head,
+                                   tail, nxa, nxb, positives, n_pos, xneg_max)
         m = nf[i]
         # coordinate steps on the active pair factors
         for q in range(m):
@@ -287,7 +357,10 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, order, C,
             if d != 0.0:
                 fv[i, q] = new
                 Pw[pid] += d
-                _set_pair_score(ostate, sublinear, L, a, b, d)
+                if ostate is None:
+                    s[pid] += d
+                else:
+                    binary_add(ostate, a, b, d)
 
 
 @nb.njit(cache=True)

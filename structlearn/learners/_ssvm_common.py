@@ -10,11 +10,11 @@ from sklearn.exceptions import ConvergenceWarning
 from .._progress_bar import progress_tick
 from .._warnings import warn_user
 from .._parallel import chunk_bounds, map_chunks, n_chunks_for
-from ._ssvm_chain_kernels import (chain_hinges, chain_primal, primal_from_hinges, sparse_columns,
-                                  scaled_transitions, token_sq_norms)
+from ._ssvm_chain_kernels import (_sq_sum, chain_hinges, chain_primal, primal_from_hinges,
+                                  sparse_columns, scaled_transitions, token_sq_norms)
 
 __all__ = ["ChainProblem", "ChainMonitor", "CheckSchedule", "HistoryMonitor", "chain_edges",
-           "warn_not_converged"]
+           "sq_norm", "warn_not_converged"]
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +70,17 @@ def chain_edges(offsets, n_tokens):
     has_left[starts] = 0
     has_right[stops - 1] = 0
     return has_left, has_right
+
+
+def sq_norm(*arrays):
+    """Sum of the squared entries of all ``arrays``, on one thread.
+
+    ``np.vdot`` hands arrays of 10,000 entries and more to BLAS threads,
+    which keep spinning for a while after the call and take a core from
+    the next pass's kernels on a small machine.
+    """
+    return float(sum(_sq_sum(np.ascontiguousarray(a, dtype=np.float64).ravel())
+                     for a in arrays))
 
 
 class HistoryMonitor:

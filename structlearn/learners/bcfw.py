@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from ._bcfw_chain_kernels import bcfw_chain_pass
-from ._ssvm_common import ChainMonitor, check_schedule, warn_not_converged
+from ._ssvm_common import ChainMonitor, check_schedule, sq_norm, warn_not_converged
 
 __all__ = ["BCFWChainState", "fit_bcfw_chain"]
 
@@ -115,7 +115,7 @@ def fit_bcfw_chain(problem, *, C, max_iter, tol, rng, state=None, verbose=0, cal
         checking = schedule.due(it + 1, max_iter)
         if checking:
             primal = monitor.primal(state.W, state.v)
-            dual = -0.5 * (np.vdot(state.W, state.W) + np.vdot(state.v, state.v)) + state.loss.sum()
+            dual = -0.5 * sq_norm(state.W, state.v) + state.loss.sum()
         stop = monitor.record(state.n_iter, primal, float(dual), 0.0, 1.0, stats[1], pass_time,
                               block_gap_sum=float(stats[0]))
         rel_gap = monitor.history[-1]["relative_gap"]

@@ -52,7 +52,7 @@ from ._gdmm_multilabel_kernels import (
     lp_hinge_bound,
 )
 from ._multilabel_kernels import multilabel_primal
-from ._ssvm_common import HistoryMonitor, warn_not_converged
+from ._ssvm_common import HistoryMonitor, sq_norm, warn_not_converged
 
 __all__ = ["GDMMMultilabelState", "fit_gdmm_multilabel", "is_forest_mask"]
 
@@ -126,16 +126,17 @@ class GDMMMultilabelState:
 
 
 def _oracle_state(Pw, E, sublinear):
-    """Joint binary-interaction oracle over the pair weights (``-inf`` off the edges)."""
+    """The pair scores the oracle searches (the pair weights, ``-inf`` off the
+    edges) and the joint binary-interaction oracle over them (None: dense scans)."""
     from ..oracles.binary import make_binary_oracle
 
     L = E.shape[0]
     s = np.where(E[np.triu_indices(L, 1)] != 0, Pw, -np.inf)
     if sublinear and L >= 2:
-        return make_binary_oracle(s)
-    e_f = np.empty(0)
-    e_i = np.empty(0, dtype=np.int32)
-    return (s, np.array([L], dtype=np.int64), e_i, e_i, e_f, e_i, e_i, e_f, e_i, e_i)
+        # the pass searches with no active label (case (i)): no partner heaps to keep
+        state = make_binary_oracle(s, partner_heaps=False)
+        return state[0], state
+    return s, None
 
 
 def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, state=None,
@@ -174,7 +175,7 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
     if state is None:
         state = GDMMMultilabelState(problem, sublinear)
     xnorm2 = problem.sq_norms()
-    ostate = _oracle_state(state.Pw, E, sublinear)
+    scores, ostate = _oracle_state(state.Pw, E, sublinear)
     ows = make_binary_workspace(L)
     forest = is_forest_mask(E)
     enum_ok = ne == 0 or n * (2.0 ** L) * L <= _ENUM_BUDGET
@@ -189,7 +190,7 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         order = rng.permutation(n).astype(np.int64)
         stats[:] = 0
         gdmm_multilabel_pass(problem.data, problem.indices, problem.indptr, Y, xnorm2, E, ne,
-                             order, float(C), float(rho), state.W, state.Pw, ostate, sublinear,
+                             order, float(C), float(rho), state.W, state.Pw, scores, ostate,
                              state.A, state.tmask, state.fa, state.fb, state.fv, state.fnu,
                              state.nf, ows, stats)
         res2 = gdmm_multilabel_multipliers(Y, state.A, float(C), float(eta), state.fa, state.fb,
@@ -201,7 +202,7 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
                                           state.fv, state.nf, Pfeas))
         lp_hinge_bound(W, state.Pw, E, problem.data, problem.indices, problem.indptr, Y,
                        float(rho), state.fa, state.fb, state.fnu, state.nf, hinge)
-        reg = 0.5 * (np.vdot(W, W) + state.Pw @ state.Pw)
+        reg = 0.5 * sq_norm(W, state.Pw)
         primal = float(reg + C * hinge.sum())
         exact = np.nan
         if enum_ok:

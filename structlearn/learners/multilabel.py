@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._multilabel_kernels import multilabel_bcfw_pass, multilabel_primal, multilabel_ssg_pass
-from ._ssvm_common import HistoryMonitor, warn_not_converged
+from ._ssvm_common import HistoryMonitor, sq_norm, warn_not_converged
 
 __all__ = ["MultilabelProblem", "fit_multilabel", "MAX_ENUM_LABELS"]
 
@@ -123,7 +123,7 @@ def fit_multilabel(problem, *, solver, C, max_iter, tol, rng, state=None, verbos
                                          problem.indptr, problem.Y, float(C)))
         if solver == "bcfw":
             Pu = P[E.astype(bool)]
-            dual = float(-0.5 * (np.vdot(W, W) + Pu @ Pu) + state.loss.sum())
+            dual = float(-0.5 * sq_norm(W, Pu) + state.loss.sum())
         else:
             dual = np.nan
         stop = monitor.record(state.n_iter, primal, dual, 0.0, 1.0, stats[1], pass_time)

@@ -22,7 +22,8 @@ def pair_id(i, j, n_labels):
 
 @nb.njit(cache=True)
 def binary_build(state):
-    """(Re)build the heaps of ``state`` from its pair scores ``state[0]``."""
+    """(Re)build the heaps of ``state`` from its pair scores ``state[0]``
+    (the partner heaps only where the state has them)."""
     s, meta, pi, pj, gk, gi, gp, rk, ri, rp = state
     L = meta[0]
     P = s.shape[0]
@@ -33,6 +34,8 @@ def binary_build(state):
             pj[p] = j
             p += 1
     heap_fill_sorted(gk, gi, gp, 0, s, P)
+    if rk.shape[0] == 0:
+        return
     row = np.empty(L, dtype=np.float64)
     for i in range(L):
         for j in range(L):
@@ -48,6 +51,8 @@ def binary_update(state, i, j, value):
     p = pair_id(i, j, L)
     s[p] = value
     heap_set_key(gk, gi, gp, 0, s.shape[0], p, value)
+    if rk.shape[0] == 0:
+        return
     heap_set_key(rk, ri, rp, i * L, L, j, value)
     heap_set_key(rk, ri, rp, j * L, L, i, value)
 
@@ -100,6 +105,28 @@ def _walk_pairs(keys, items, base, size, row, L, pi, pj, pos, excl, cadd, best, 
 
 
 @nb.njit(cache=True)
+def _scan_partners(s, a, L, pos, excl, cadd, best):
+    """Case (ii) without partner heaps: every inactive, non-excluded partner
+    of label ``a``, value ``s + cadd``.  Returns (found, value, i, j, visited)."""
+    found = False
+    bi = -1
+    bj = -1
+    for b in range(L):
+        if b == a or pos[b] >= 0:
+            continue
+        p = pair_id(a, b, L)
+        if excl[p] != 0:
+            continue
+        val = s[p] + cadd
+        if val > best:
+            found = True
+            best = val
+            bi = min(a, b)
+            bj = max(a, b)
+    return found, best, bi, bj, L
+
+
+@nb.njit(cache=True)
 def binary_pair_fmo(state, act_idx, act_val, n_act, excl_i, excl_j, n_excl, workspace):
     """argmax over unordered pairs {i, j} not excluded of s[i, j] + c[i] + c[j].
 
@@ -139,8 +166,12 @@ def binary_pair_fmo(state, act_idx, act_val, n_act, excl_i, excl_j, n_excl, work
     if n_act < L:
         for k1 in range(n_act):
             a = act_idx[k1]
-            found, val, i, j, nv, fr_key, fr_slot = _walk_pairs(
-                rk, ri, a * L, L, a, L, pi, pj, pos, excl, act_val[k1], best, fr_key, fr_slot)
+            if rk.shape[0] == 0:  # a state without partner heaps: scan a's partners
+                found, val, i, j, nv = _scan_partners(s, a, L, pos, excl, act_val[k1], best)
+            else:
+                found, val, i, j, nv, fr_key, fr_slot = _walk_pairs(
+                    rk, ri, a * L, L, a, L, pi, pj, pos, excl, act_val[k1], best, fr_key,
+                    fr_slot)
             v2 += nv
             if found:
                 best = val

@@ -42,7 +42,8 @@ g_keys, g_items, g_pos, r_keys, r_items, r_pos)``: ``s`` float64
 (``pair_id(i, j, L)``; read freely, change only through the kernels),
 ``meta = [L]``, ``pair_i/pair_j`` decode pair ids, then the global heap and
 the per-label heaps (label ``i``'s heap at ``i * L``, its own slot holds
-``-inf``).  Memory: about 40 bytes per pair.  Kernels
+``-inf``; empty arrays in a state built with ``partner_heaps=False``).
+Memory: about 64 bytes per pair (32 without the partner heaps).  Kernels
 (``structlearn.oracles._binary_kernels``)::
 
     best, i, j, n_visited = binary_pair_fmo(
@@ -87,7 +88,7 @@ __all__ = [
 ]
 
 
-def make_binary_oracle(pair_scores):
+def make_binary_oracle(pair_scores, *, partner_heaps=True):
     """Build the joint oracle state.
 
     Parameters
@@ -95,6 +96,12 @@ def make_binary_oracle(pair_scores):
     pair_scores : array-like of float, shape (L, L) or (L * (L - 1) // 2,)
         A square matrix (its strict upper triangle is used) or the pair
         scores in upper-triangle order. No NaN or +inf.
+    partner_heaps : bool, default=True
+        Keep one heap per label over its partners (case (ii)).  Without
+        them an update costs one heap operation instead of three and case
+        (ii) scans the active label's ``L - 1`` partners: the choice for
+        callers that search with no active label (case (i) only), such as
+        multilabel training.
 
     Returns
     -------
@@ -130,9 +137,9 @@ def make_binary_oracle(pair_scores):
         np.empty(P, dtype=np.float64),
         np.empty(P, dtype=np.int32),
         np.empty(P, dtype=np.int32),
-        np.empty(L * L, dtype=np.float64),
-        np.empty(L * L, dtype=np.int32),
-        np.empty(L * L, dtype=np.int32),
+        np.empty(L * L if partner_heaps else 0, dtype=np.float64),
+        np.empty(L * L if partner_heaps else 0, dtype=np.int32),
+        np.empty(L * L if partner_heaps else 0, dtype=np.int32),
     )
     binary_build(state)
     return state
