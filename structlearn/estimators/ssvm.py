@@ -495,9 +495,12 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         GDMM multiplier step (scaled multipliers).
     oracle : {"auto", "sublinear", "dense"}, default="auto"
         GDMM joint pair oracle: sorted pair scores (heaps) or a scan of all
-        pairs; both return the same factor, so the iterates are identical.
-        ``"auto"``: the sorted search from 90 labels, where it is the
-        faster, dense scans below (its kernels are then not compiled).
+        pairs.  Both return a pair of the largest score; where several
+        pairs share it exactly (pair weights moved by identical steps), the
+        scan takes the first and the heaps may take another, so the
+        iterates can differ between the two.  ``"auto"``: the sorted search
+        from 90 labels, where it is the faster, dense scans below (its
+        kernels are then not compiled).
     n_partitions : int, default=1
         Accepted for interface symmetry with :class:`SequenceSSVM`, unused.
     max_iter : int, default=100
