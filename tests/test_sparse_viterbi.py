@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from structlearn.inference._chain_kernels import (transition_columns, viterbi_batch,
+from structlearn.inference._chain_kernels import (_ranked_labels, _top_labels,
+                                                  transition_columns, viterbi_batch,
                                                   viterbi_batch_sparse)
 from structlearn.learners._ssvm_chain_kernels import (HINGE_BLOCK_ENTRIES,
                                                       SPARSE_VITERBI_MIN_LABELS, chain_hinges,
@@ -52,6 +53,68 @@ def test_sparse_viterbi_equals_dense(seed, K, integer, density, forbid):
     viterbi_batch(U, offsets, T, dense)
     viterbi_batch_sparse(U, offsets, *_columns(T), sparse)
     np.testing.assert_array_equal(sparse, dense)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), K=st.integers(20, 150), integer=st.booleans(),
+       n_wide=st.integers(0, 3), forbid=st.booleans())
+def test_sparse_viterbi_with_ranked_labels_equals_dense(seed, K, integer, n_wide, forbid):
+    """Tens to a hundred and fifty labels, some columns full: sparse columns
+    walk the ranked labels, wide ones may scan all rows."""
+    rng = np.random.default_rng(seed)
+    lens = rng.integers(1, 6, size=int(rng.integers(1, 4)))
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    N = int(offsets[-1])
+    draw = (lambda *shape: rng.integers(-2, 3, size=shape).astype(float)) if integer \
+        else (lambda *shape: rng.normal(size=shape))
+    U, T = draw(N, K), draw(K, K)
+    T[rng.random((K, K)) >= rng.choice([0.02, 0.1, 0.3])] = 0.0
+    for b in rng.choice(K, size=n_wide, replace=False):  # wide columns
+        T[:, b] = draw(K)
+    if forbid:
+        U[rng.random((N, K)) < 0.3] = -np.inf
+        T[rng.random((K, K)) < 0.05] = -np.inf
+    dense, sparse = np.empty(N, dtype=np.int64), np.empty(N, dtype=np.int64)
+    viterbi_batch(U, offsets, T, dense)
+    viterbi_batch_sparse(U, offsets, *_columns(T), sparse)
+    np.testing.assert_array_equal(sparse, dense)
+
+
+def test_sparse_viterbi_wide_columns_break_ties_like_dense():
+    """A few nearly full columns among sparse ones: those scan all rows for
+    their best outside row (the others walk the ranked labels); many tied
+    scores: the lowest row wins, as in the dense Viterbi."""
+    rng = np.random.default_rng(11)
+    K = 120
+    for _ in range(20):
+        lens = rng.integers(2, 8, size=6)
+        offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        N = int(offsets[-1])
+        U = rng.integers(-1, 2, size=(N, K)).astype(float)
+        T = rng.choice([-1.0, 1.0], size=(K, K)) * (rng.random((K, K)) < 0.02)
+        wide = rng.choice(K, size=3, replace=False)
+        for b in wide:
+            rows = rng.choice(K, size=100, replace=False)
+            T[rows, b] = rng.choice([-2.0, -1.0], size=rows.size)  # outside rows win
+        U[:, wide] += 3.0  # and the best paths pass through the wide columns
+        cols = _columns(T)
+        assert _ranked_labels(cols[0], K) <= 100  # the wide columns scan
+        dense, sparse = np.empty(N, dtype=np.int64), np.empty(N, dtype=np.int64)
+        viterbi_batch(U, offsets, T, dense)
+        viterbi_batch_sparse(U, offsets, *cols, sparse)
+        np.testing.assert_array_equal(sparse, dense)
+
+
+def test_top_labels_is_a_stable_descending_sort_prefix():
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        K = int(rng.integers(1, 40))
+        delta = rng.integers(-3, 3, size=K).astype(float)
+        delta[rng.random(K) < 0.2] = -np.inf
+        T = int(rng.integers(1, K + 1))
+        keys, top = np.empty(T), np.empty(T, dtype=np.int64)
+        _top_labels(delta, T, keys, top)
+        np.testing.assert_array_equal(top, np.argsort(-delta, kind="stable")[:T])
 
 
 def test_certificate_uses_the_sparse_path_and_keeps_its_value():

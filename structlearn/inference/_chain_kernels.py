@@ -153,6 +153,84 @@ def transition_columns(trans, col_ptr, col_rows, col_vals):
     return nnz
 
 
+@nb.njit(cache=True, inline="always")
+def _worse(keys, idx, i, j):
+    """Entry ``i`` ranks below entry ``j``: smaller key, or equal key and larger label."""
+    return keys[i] < keys[j] or (keys[i] == keys[j] and idx[i] > idx[j])
+
+
+@nb.njit(cache=True, inline="always")
+def _sift_down(keys, idx, i, n):
+    """Restore the heap (worst entry at the root) below ``i`` in ``[0, n)``."""
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            return
+        if c + 1 < n and _worse(keys, idx, c + 1, c):
+            c += 1
+        if not _worse(keys, idx, c, i):
+            return
+        keys[i], keys[c] = keys[c], keys[i]
+        idx[i], idx[c] = idx[c], idx[i]
+        i = c
+
+
+@nb.njit(cache=True)
+def _top_labels(delta, T, keys, idx):
+    """The ``T`` best labels by ``delta`` (ties: lowest label first), best
+    first, into ``idx[:T]``: the first ``T`` of a stable descending sort.
+    A heap of the ``T`` best so far (worst at the root); O(K log T)."""
+    K = delta.shape[0]
+    n = 0
+    for a in range(K):
+        x = delta[a]
+        if n < T:
+            keys[n] = x
+            idx[n] = a
+            i = n
+            n += 1
+            while i > 0:  # sift up
+                parent = (i - 1) // 2
+                if not _worse(keys, idx, i, parent):
+                    break
+                keys[i], keys[parent] = keys[parent], keys[i]
+                idx[i], idx[parent] = idx[parent], idx[i]
+                i = parent
+        elif x > keys[0]:  # beats the worst kept (a tie loses: a larger label)
+            keys[0] = x
+            idx[0] = a
+            _sift_down(keys, idx, 0, n)
+    for end in range(n - 1, 0, -1):  # heap sort: the worst go to the end
+        keys[0], keys[end] = keys[end], keys[0]
+        idx[0], idx[end] = idx[end], idx[0]
+        _sift_down(keys, idx, 0, end)
+
+
+@nb.njit(cache=True)
+def _ranked_labels(col_ptr, K):
+    """How many labels :func:`viterbi_batch_sparse` ranks per position: the
+    ``T`` minimizing ``K log2(T + 1)`` (ranking) plus ``K`` per column with
+    ``T`` non-zeros or more (those scan all rows), over ``T`` = 1 + a
+    column's non-zero count.  A few dense columns then scan instead of
+    making every position rank all labels."""
+    sizes = np.empty(K, dtype=np.int64)
+    for b in range(K):
+        sizes[b] = col_ptr[b + 1] - col_ptr[b]
+    sizes = np.sort(sizes)[::-1]  # widest first
+    best_T = 1
+    best_cost = np.inf
+    for w in range(K + 1):
+        # the w widest columns scan; the others fit in T = 1 + sizes[w]
+        T = 1 if w == K else min(K, sizes[w] + 1)
+        if w < K and w > 0 and sizes[w] == sizes[w - 1]:
+            continue  # a column as wide as a scanning one would scan too
+        cost = K * np.log2(T + 1.0) + K * w
+        if cost < best_cost:
+            best_cost = cost
+            best_T = T
+    return best_T
+
+
 @nb.njit(cache=True, nogil=True)
 def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
     """:func:`viterbi_batch` for a transition table that is mostly zero,
@@ -161,9 +239,12 @@ def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
     For each label ``b``, ``max_a delta[a] + trans[a, b]`` is the larger of
     the best ``delta[a]`` over the rows ``a`` outside column ``b``'s
     non-zeros (their transition is 0) and the best ``delta[a] + trans[a, b]``
-    over its non-zeros; the first comes from the labels sorted by ``delta``
-    once per position.  Cost O(K log K + nnz) per position instead of
-    O(K^2).  Same values and the same tie rule (lowest ``a``, lowest final
+    over its non-zeros.  The first is the best label, by ``delta``, that is
+    not among the column's rows: with ``T`` more than the column's
+    non-zeros it is among the ``T`` best labels, ranked once per position;
+    a column with ``T`` non-zeros or more scans all rows
+    (:func:`_ranked_labels` picks ``T``).  Cost O(K log T + nnz + K x wide
+    columns) per position instead of O(K^2).  Same values and the same tie rule (lowest ``a``, lowest final
     label), so the output equals :func:`viterbi_batch`'s.
     """
     K = unary.shape[1]
@@ -171,10 +252,12 @@ def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
     max_len = _max_length(offsets)
     if max_len == 0:
         return
+    T = _ranked_labels(col_ptr, K)
     back = np.zeros((max_len, K), dtype=np.int32)
     delta = np.empty(K)
     best = np.empty(K)
-    neg = np.empty(K)
+    keys = np.empty(T)
+    top = np.empty(T, dtype=np.int64)
     # stamp[a] == b: row a is a non-zero of column b (only column b's own rows
     # ever get b, so stale stamps from earlier columns never match)
     stamp = np.full(K, -1, dtype=np.int64)
@@ -187,9 +270,7 @@ def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
             delta[b] = unary[start, b]
         for t in range(start + 1, stop):
             row = t - start
-            for a in range(K):
-                neg[a] = -delta[a]
-            order = np.argsort(neg, kind="mergesort")  # best first, ties by label
+            _top_labels(delta, T, keys, top)
             for b in range(K):
                 val = -np.inf
                 arg = 0
@@ -202,60 +283,28 @@ def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
                     if cand > val:  # rows increase: the first maximum is the lowest a
                         val = cand
                         arg = a
-                for q in range(K):
-                    a = order[q]
-                    if stamp[a] == b:
-                        continue
-                    if delta[a] != -np.inf:
-                        cand = delta[a] + 0.0
-                        if cand > val or (cand == val and a < arg):
-                            val = cand
-                            arg = a
-                    break
+                # best row outside the column (transition 0): the first
+                # unstamped label in delta order, lowest label on ties
+                out_a = -1
+                if col_ptr[b + 1] - col_ptr[b] < T:
+                    for q in range(T):
+                        if stamp[top[q]] != b:
+                            out_a = top[q]
+                            break
+                else:
+                    for a in range(K):
+                        if stamp[a] != b and (out_a < 0 or delta[a] > delta[out_a]):
+                            out_a = a
+                if out_a >= 0 and delta[out_a] != -np.inf:
+                    cand = delta[out_a] + 0.0
+                    if cand > val or (cand == val and out_a < arg):
+                        val = cand
+                        arg = out_a
                 best[b] = val
                 back[row, b] = arg
             for b in range(K):
                 delta[b] = best[b] + unary[t, b]
         _backtrack(delta, back, start, stop, out)
-
-
-def forward_backward_batch(unary, offsets, trans, node_marg, trans_marg, logz):
-    """Log-partition functions and marginals of a batch of linear-chain models.
-
-    Parameters
-    ----------
-    unary : float64 (N, K)
-        Token scores of all sequences, concatenated.
-    offsets : int64 (n_seq + 1,)
-        Sequence ``s`` is ``unary[offsets[s]:offsets[s + 1]]``.
-    trans : float64 (K, K)
-        Transition scores, ``trans[a, b]`` for ``y_t = a, y_{t+1} = b``.
-    node_marg : float64 (N, K)
-        Receives ``P(y_t = k)`` for every token.
-    trans_marg : float64 (K, K)
-        Receives the sum over all sequences and positions of the edge
-        marginals ``P(y_t = a, y_{t+1} = b)`` (expected transition counts).
-        Overwritten, not accumulated into.
-    logz : float64 (n_seq,)
-        Receives the log-partition function of each sequence.
-
-    Notes
-    -----
-    Each sequence first goes through the scaled forward-backward
-    (:func:`fb_scaled_batch`: about K exponentials per token). A sequence
-    with a forbidden score or scores spanning too wide a range for that
-    recursion (more than ``_RANGE`` within one position or within the
-    transition table), or whose scaled quantities leave the safe range
-    (``_SCALE_MIN``, ``_SCALE_MAX``), is recomputed by the
-    log-domain recursion (:func:`fb_log_batch`), which is accurate for scores
-    of any magnitude that double precision can hold (e.g. +-1e4). A
-    sequence whose labelings are all forbidden gets ``logz = -inf``, zero
-    node marginals and no contribution to ``trans_marg``.  The log-domain
-    kernel is called (and compiled) only when a sequence needs it.
-    """
-    refused = np.empty(offsets.shape[0] - 1, dtype=np.bool_)
-    if fb_scaled_batch(unary, offsets, trans, node_marg, trans_marg, logz, refused):
-        fb_log_batch(unary, offsets, trans, node_marg, trans_marg, logz, refused)
 
 
 @nb.njit(cache=True, nogil=True)
