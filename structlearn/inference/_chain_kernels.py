@@ -307,6 +307,45 @@ def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
         _backtrack(delta, back, start, stop, out)
 
 
+def forward_backward_batch(unary, offsets, trans, node_marg, trans_marg, logz):
+    """Log-partition functions and marginals of a batch of linear-chain models.
+
+    Parameters
+    ----------
+    unary : float64 (N, K)
+        Token scores of all sequences, concatenated.
+    offsets : int64 (n_seq + 1,)
+        Sequence ``s`` is ``unary[offsets[s]:offsets[s + 1]]``.
+    trans : float64 (K, K)
+        Transition scores, ``trans[a, b]`` for ``y_t = a, y_{t+1} = b``.
+    node_marg : float64 (N, K)
+        Receives ``P(y_t = k)`` for every token.
+    trans_marg : float64 (K, K)
+        Receives the sum over all sequences and positions of the edge
+        marginals ``P(y_t = a, y_{t+1} = b)`` (expected transition counts).
+        Overwritten, not accumulated into.
+    logz : float64 (n_seq,)
+        Receives the log-partition function of each sequence.
+
+    Notes
+    -----
+    Each sequence first goes through the scaled forward-backward
+    (:func:`fb_scaled_batch`: about K exponentials per token). A sequence
+    with a forbidden score or scores spanning too wide a range for that
+    recursion (more than ``_RANGE`` within one position or within the
+    transition table), or whose scaled quantities leave the safe range
+    (``_SCALE_MIN``, ``_SCALE_MAX``), is recomputed by the
+    log-domain recursion (:func:`fb_log_batch`), which is accurate for scores
+    of any magnitude that double precision can hold (e.g. +-1e4). A
+    sequence whose labelings are all forbidden gets ``logz = -inf``, zero
+    node marginals and no contribution to ``trans_marg``.  The log-domain
+    kernel is called (and compiled) only when a sequence needs it.
+    """
+    refused = np.empty(offsets.shape[0] - 1, dtype=np.bool_)
+    if fb_scaled_batch(unary, offsets, trans, node_marg, trans_marg, logz, refused):
+        fb_log_batch(unary, offsets, trans, node_marg, trans_marg, logz, refused)
+
+
 @nb.njit(cache=True, nogil=True)
 def fb_scaled_batch(unary, offsets, trans, node_marg, trans_marg, logz, refused):
     """The scaled recursion (:func:`_fb_scaled_seq`) of every sequence of a
