@@ -259,6 +259,96 @@ def test_gdmm_dual_certificate_is_a_lower_bound_and_exact_when_consistent(seed):
         prev = abs(dual - raw)
 
 
+def _reference_repaired_dual(st, K, y, C, has_right):
+    """The dual certificate's repair written over all listed slots of each
+    edge (clear, scale rows, scale columns, add the product of the deficits),
+    summed in the kernel's order."""
+    vfeas = st.v.ravel().copy()
+    for j in range(y.shape[0] - 1):
+        if not has_right[j]:
+            continue
+        k = j + 1
+        n1, n2 = st.ns[j], st.ns[k]
+        mu1 = [max((1.0 if s == 0 else 0.0) - st.alpha[j, s] / C, 0.0) for s in range(n1)]
+        mu2 = [max((1.0 if s == 0 else 0.0) - st.alpha[k, s] / C, 0.0) for s in range(n2)]
+        Mu = np.zeros((n1, n2))
+        for q in range(st.nb[j]):
+            Mu[st.psa[j, q], st.psb[j, q]] += (1.0 if q == 0 else 0.0) - st.beta[j, q] / C
+            vfeas[st.pa[j, q] * K + st.pb[j, q]] -= st.beta[j, q]
+        for s1 in range(n1):
+            rs = 0.0
+            for s2 in range(n2):
+                if Mu[s1, s2] < 0.0 or mu1[s1] <= 0.0 or mu2[s2] <= 0.0:
+                    Mu[s1, s2] = 0.0
+                rs += Mu[s1, s2]
+            if rs > mu1[s1]:
+                Mu[s1] *= mu1[s1] / rs
+        r2 = np.zeros(n2)
+        for s2 in range(n2):
+            cs = 0.0
+            for s1 in range(n1):
+                cs += Mu[s1, s2]
+            if cs > mu2[s2]:
+                Mu[:, s2] *= mu2[s2] / cs
+                cs = mu2[s2]
+            r2[s2] = mu2[s2] - cs
+        tot2 = 0.0
+        for s2 in range(n2):
+            tot2 += r2[s2]
+        r1 = np.zeros(n1)
+        for s1 in range(n1):
+            rs = 0.0
+            for s2 in range(n2):
+                rs += Mu[s1, s2]
+            r1[s1] = max(mu1[s1] - rs, 0.0)
+        for s1 in range(n1):
+            for s2 in range(n2):
+                F = Mu[s1, s2] + (r1[s1] * (r2[s2] / tot2) if tot2 > 0.0 else 0.0)
+                vfeas[st.slab[j, s1] * K + st.slab[k, s2]] += C * (
+                    (1.0 if s1 == 0 and s2 == 0 else 0.0) - F)
+    reg = 0.0
+    for x in st.W.ravel():
+        reg += x * x
+    for x in vfeas:
+        reg += x * x
+    lin = 0.0
+    for j in range(y.shape[0]):
+        for s in range(1, st.ns[j]):
+            lin += st.alpha[j, s]
+    return -(0.5 * reg + lin)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("K, C", [(4, 1.0), (12, 0.1), (25, 10.0)])
+def test_gdmm_dual_repair_on_the_support_matches_the_plain_repair(K, C):
+    """The kernel repairs each edge on the slots of positive marginal only;
+    the certificate equals the repair over all listed slots, bit for bit,
+    at the iterates of a run (inconsistent early, nearly consistent late)."""
+    from structlearn.learners._gdmm_chain_kernels import gdmm_chain_dual
+    from structlearn.learners.gdmm_chain import fit_gdmm_chain
+
+    X, y = make_chain_data(25, length=6, n_labels=K, n_features=30, density=0.2,
+                           random_state=K)
+    Xc, offsets, yc = check_sequences(X, y)
+    classes, codes = encode_sequence_labels(yc)
+    prob = ChainProblem(*csr_arrays(Xc), offsets, codes, Xc.shape[1], len(classes))
+    has_right = chain_edges(offsets, prob.n_tokens)[1]
+    st = None
+    for it in range(5):
+        _, _, _, st, _ = fit_gdmm_chain(prob, C=C, rho=1.0, eta=1.0, max_iter=2, tol=0.0,
+                                        sublinear=False, n_partitions=1,
+                                        rng=np.random.RandomState(it), state=st,
+                                        check_every=10**6)
+        Kc = prob.n_labels
+        got = gdmm_chain_dual(st.W, None, Kc, st.v.ravel(), prob.y, C, has_right, st.slab,
+                              st.ns, st.alpha, st.pa, st.pb, st.psa, st.psb, st.beta, st.nb,
+                              np.empty(Kc * Kc))
+        assert got == _reference_repaired_dual(st, Kc, prob.y, C, has_right)
+    # the run moved slots off the support (zero duals on listed labels)
+    listed = np.arange(st.slab.shape[1])[None, :] < st.ns[:, None]
+    assert np.any(listed & (st.alpha == 0.0) & (np.arange(st.slab.shape[1]) > 0)[None, :])
+
+
 def test_gdmm_history_records():
     X, y = _tiny(4)
     m = SequenceSSVM(max_iter=5, tol=0.0, random_state=0)

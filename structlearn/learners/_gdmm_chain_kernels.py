@@ -384,6 +384,10 @@ def gdmm_chain_dual(W, Wsp, K, v, y, C, has_right, slab, ns, alpha, pa, pb, psa,
     iterate's infeasibility; the table moves by ``O(C ||M beta - alpha||_1)``
     per edge, so the bound tightens as the consistency residual vanishes.
 
+    Each edge is repaired on its support (the slots of positive marginal,
+    about the dual's non-zeros): O(support^2) per edge, not O(slots^2);
+    the value equals the repair over all listed slots bit for bit.
+
     ``W`` : the dense weights (``Wsp`` None), or a placeholder for the sparse rows ``Wsp``.
     ``vfeas`` : float64 (K * K,) scratch (receives the repaired table).
     """
@@ -395,59 +399,89 @@ def gdmm_chain_dual(W, Wsp, K, v, y, C, has_right, slab, ns, alpha, pa, pb, psa,
     mu2 = np.empty(A)
     r1 = np.empty(A)
     r2 = np.empty(A)
+    sup1 = np.empty(A, dtype=np.int64)
+    sup2 = np.empty(A, dtype=np.int64)
+    pos1 = np.full(A, -1, dtype=np.int64)
+    pos2 = np.full(A, -1, dtype=np.int64)
     Mu = np.empty((A, A))
     for j in range(N - 1):
         if has_right[j] == 0:
             continue
         k = j + 1
-        n1 = ns[j]
-        n2 = ns[k]
-        for s in range(n1):
-            mu1[s] = max((1.0 if s == 0 else 0.0) - alpha[j, s] / C, 0.0)
-        for s in range(n2):
-            mu2[s] = max((1.0 if s == 0 else 0.0) - alpha[k, s] / C, 0.0)
-        for s1 in range(n1):
-            for s2 in range(n2):
-                Mu[s1, s2] = 0.0
+        # the repair works on the slots of positive endpoint marginal (the
+        # support): every other entry of the coupling is cleared, so its
+        # table entry moves by 0 (the true pair's by C when a marginal on
+        # it is 0)
+        n1 = 0
+        for s in range(ns[j]):
+            m = max((1.0 if s == 0 else 0.0) - alpha[j, s] / C, 0.0)
+            if m > 0.0:
+                mu1[n1] = m
+                sup1[n1] = s
+                pos1[s] = n1
+                n1 += 1
+        n2 = 0
+        for s in range(ns[k]):
+            m = max((1.0 if s == 0 else 0.0) - alpha[k, s] / C, 0.0)
+            if m > 0.0:
+                mu2[n2] = m
+                sup2[n2] = s
+                pos2[s] = n2
+                n2 += 1
+        for i1 in range(n1):
+            for i2 in range(n2):
+                Mu[i1, i2] = 0.0
+        true_pair_in_support = n1 > 0 and n2 > 0 and sup1[0] == 0 and sup2[0] == 0
         for q in range(nb_[j]):
-            Mu[psa[j, q], psb[j, q]] += (1.0 if q == 0 else 0.0) - beta[j, q] / C
             vfeas[pa[j, q] * K + pb[j, q]] -= beta[j, q]
-        for s1 in range(n1):
+            i1 = pos1[psa[j, q]]
+            i2 = pos2[psb[j, q]]
+            if i1 >= 0 and i2 >= 0:
+                Mu[i1, i2] += (1.0 if q == 0 else 0.0) - beta[j, q] / C
+        if not true_pair_in_support:  # its coupling entry is 0: bf = C
+            vfeas[slab[j, 0] * K + slab[k, 0]] += C
+        for i1 in range(n1):
             rs = 0.0
-            for s2 in range(n2):
-                if Mu[s1, s2] < 0.0 or mu1[s1] <= 0.0 or mu2[s2] <= 0.0:
-                    Mu[s1, s2] = 0.0
-                rs += Mu[s1, s2]
-            if rs > mu1[s1]:
-                f = mu1[s1] / rs
-                for s2 in range(n2):
-                    Mu[s1, s2] *= f
-        for s2 in range(n2):
+            for i2 in range(n2):
+                if Mu[i1, i2] < 0.0:
+                    Mu[i1, i2] = 0.0
+                rs += Mu[i1, i2]
+            if rs > mu1[i1]:
+                f = mu1[i1] / rs
+                for i2 in range(n2):
+                    Mu[i1, i2] *= f
+        for i2 in range(n2):
             cs = 0.0
-            for s1 in range(n1):
-                cs += Mu[s1, s2]
-            if cs > mu2[s2]:
-                f = mu2[s2] / cs
-                for s1 in range(n1):
-                    Mu[s1, s2] *= f
-                cs = mu2[s2]
-            r2[s2] = mu2[s2] - cs
+            for i1 in range(n1):
+                cs += Mu[i1, i2]
+            if cs > mu2[i2]:
+                f = mu2[i2] / cs
+                for i1 in range(n1):
+                    Mu[i1, i2] *= f
+                cs = mu2[i2]
+            r2[i2] = mu2[i2] - cs
         tot2 = 0.0
-        for s2 in range(n2):
-            tot2 += r2[s2]
-        for s1 in range(n1):
+        for i2 in range(n2):
+            tot2 += r2[i2]
+        for i1 in range(n1):
             rs = 0.0
-            for s2 in range(n2):
-                rs += Mu[s1, s2]
-            r1[s1] = max(mu1[s1] - rs, 0.0)
-        for s1 in range(n1):
+            for i2 in range(n2):
+                rs += Mu[i1, i2]
+            r1[i1] = max(mu1[i1] - rs, 0.0)
+        for i1 in range(n1):
+            s1 = sup1[i1]
             a = slab[j, s1]
-            for s2 in range(n2):
-                F = Mu[s1, s2]
+            for i2 in range(n2):
+                s2 = sup2[i2]
+                F = Mu[i1, i2]
                 if tot2 > 0.0:
-                    F += r1[s1] * (r2[s2] / tot2)
+                    F += r1[i1] * (r2[i2] / tot2)
                 bf = C * ((1.0 if (s1 == 0 and s2 == 0) else 0.0) - F)
                 vfeas[a * K + slab[k, s2]] += bf
+        for i1 in range(n1):
+            pos1[sup1[i1]] = -1
+        for i2 in range(n2):
+            pos2[sup2[i2]] = -1
     if Wsp is None:
         reg = 0.0
         for f in range(W.shape[0]):
