@@ -154,21 +154,21 @@ def transition_columns(trans, col_ptr, col_rows, col_vals):
 
 
 @nb.njit(cache=True, inline="always")
-def _worse(keys, idx, i, j):
-    """Entry ``i`` ranks below entry ``j``: smaller key, or equal key and larger label."""
-    return keys[i] < keys[j] or (keys[i] == keys[j] and idx[i] > idx[j])
+def _better(keys, idx, i, j):
+    """Entry ``i`` ranks above entry ``j``: larger key, or equal key and smaller label."""
+    return keys[i] > keys[j] or (keys[i] == keys[j] and idx[i] < idx[j])
 
 
 @nb.njit(cache=True, inline="always")
 def _sift_down(keys, idx, i, n):
-    """Restore the heap (worst entry at the root) below ``i`` in ``[0, n)``."""
+    """Restore the heap (best entry at the root) below ``i`` in ``[0, n)``."""
     while True:
         c = 2 * i + 1
         if c >= n:
             return
-        if c + 1 < n and _worse(keys, idx, c + 1, c):
+        if c + 1 < n and _better(keys, idx, c + 1, c):
             c += 1
-        if not _worse(keys, idx, c, i):
+        if not _better(keys, idx, c, i):
             return
         keys[i], keys[c] = keys[c], keys[i]
         idx[i], idx[c] = idx[c], idx[i]
@@ -176,59 +176,52 @@ def _sift_down(keys, idx, i, n):
 
 
 @nb.njit(cache=True)
-def _top_labels(delta, T, keys, idx):
-    """The ``T`` best labels by ``delta`` (ties: lowest label first), best
-    first, into ``idx[:T]``: the first ``T`` of a stable descending sort.
-    A heap of the ``T`` best so far (worst at the root); O(K log T)."""
+def _heapify_labels(delta, keys, idx):
+    """A heap of all labels by ``delta`` (best at the root; ties: lowest label). O(K)."""
     K = delta.shape[0]
-    n = 0
     for a in range(K):
-        x = delta[a]
-        if n < T:
-            keys[n] = x
-            idx[n] = a
-            i = n
-            n += 1
-            while i > 0:  # sift up
-                parent = (i - 1) // 2
-                if not _worse(keys, idx, i, parent):
-                    break
-                keys[i], keys[parent] = keys[parent], keys[i]
-                idx[i], idx[parent] = idx[parent], idx[i]
-                i = parent
-        elif x > keys[0]:  # beats the worst kept (a tie loses: a larger label)
-            keys[0] = x
-            idx[0] = a
-            _sift_down(keys, idx, 0, n)
-    for end in range(n - 1, 0, -1):  # heap sort: the worst go to the end
-        keys[0], keys[end] = keys[end], keys[0]
-        idx[0], idx[end] = idx[end], idx[0]
-        _sift_down(keys, idx, 0, end)
+        keys[a] = delta[a]
+        idx[a] = a
+    for i in range(K // 2 - 1, -1, -1):
+        _sift_down(keys, idx, i, K)
+
+
+@nb.njit(cache=True, inline="always")
+def _pop_label(keys, idx, n):
+    """Remove the root of the heap ``[0, n)``; returns its label (the heap is ``[0, n - 1)``)."""
+    a = idx[0]
+    keys[0] = keys[n - 1]
+    idx[0] = idx[n - 1]
+    _sift_down(keys, idx, 0, n - 1)
+    return a
+
+
+@nb.njit(cache=True, inline="always")
+def _in_sorted(rows, lo, hi, a):
+    """Whether ``a`` is among ``rows[lo:hi]`` (increasing). O(log(hi - lo))."""
+    end = hi
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if rows[mid] < a:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < end and rows[lo] == a
 
 
 @nb.njit(cache=True)
-def _ranked_labels(col_ptr, K):
-    """How many labels :func:`viterbi_batch_sparse` ranks per position: the
-    ``T`` minimizing ``K log2(T + 1)`` (ranking) plus ``K`` per column with
-    ``T`` non-zeros or more (those scan all rows), over ``T`` = 1 + a
-    column's non-zero count.  A few dense columns then scan instead of
-    making every position rank all labels."""
-    sizes = np.empty(K, dtype=np.int64)
+def _by_value(col_ptr, col_vals):
+    """Each column's entries by decreasing value: positions into ``col_vals``."""
+    K = col_ptr.shape[0] - 1
+    order = np.empty(col_vals.shape[0], dtype=np.int64)
     for b in range(K):
-        sizes[b] = col_ptr[b + 1] - col_ptr[b]
-    sizes = np.sort(sizes)[::-1]  # widest first
-    best_T = 1
-    best_cost = np.inf
-    for w in range(K + 1):
-        # the w widest columns scan; the others fit in T = 1 + sizes[w]
-        T = 1 if w == K else min(K, sizes[w] + 1)
-        if w < K and w > 0 and sizes[w] == sizes[w - 1]:
-            continue  # a column as wide as a scanning one would scan too
-        cost = K * np.log2(T + 1.0) + K * w
-        if cost < best_cost:
-            best_cost = cost
-            best_T = T
-    return best_T
+        lo = col_ptr[b]
+        hi = col_ptr[b + 1]
+        if hi > lo:
+            o = np.argsort(-col_vals[lo:hi])
+            for i in range(hi - lo):
+                order[lo + i] = lo + o[i]
+    return order
 
 
 @nb.njit(cache=True, nogil=True)
@@ -240,27 +233,33 @@ def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
     the best ``delta[a]`` over the rows ``a`` outside column ``b``'s
     non-zeros (their transition is 0) and the best ``delta[a] + trans[a, b]``
     over its non-zeros.  The first is the best label, by ``delta``, that is
-    not among the column's rows: with ``T`` more than the column's
-    non-zeros it is among the ``T`` best labels, ranked once per position;
-    a column with ``T`` non-zeros or more scans all rows
-    (:func:`_ranked_labels` picks ``T``).  Cost O(K log T + nnz + K x wide
-    columns) per position instead of O(K^2).  Same values and the same tie rule (lowest ``a``, lowest final
-    label), so the output equals :func:`viterbi_batch`'s.
+    not among the column's rows: the labels are taken from a heap by
+    ``delta`` (built once per position in O(K), popped only as deep as
+    some column needs: usually one or two labels), each checked by a
+    binary search of the column's rows; a wide column (K / 2 non-zeros or
+    more) scans all rows instead.  The non-zeros are then read by
+    decreasing value and only while ``max(delta) + value`` can still reach
+    the best so far, so the negative entries of a trained table are mostly
+    skipped.  Cost per position O(K log nnz) plus the entries read and the
+    wide columns' scans, instead of O(K^2).  Same values and the same tie rule (lowest ``a``, lowest
+    final label), so the output equals :func:`viterbi_batch`'s.
     """
     K = unary.shape[1]
     n_seq = offsets.shape[0] - 1
     max_len = _max_length(offsets)
     if max_len == 0:
         return
-    T = _ranked_labels(col_ptr, K)
+    by_value = _by_value(col_ptr, col_vals)
     back = np.zeros((max_len, K), dtype=np.int32)
     delta = np.empty(K)
     best = np.empty(K)
-    keys = np.empty(T)
-    top = np.empty(T, dtype=np.int64)
-    # stamp[a] == b: row a is a non-zero of column b (only column b's own rows
-    # ever get b, so stale stamps from earlier columns never match)
+    keys = np.empty(K)
+    heap = np.empty(K, dtype=np.int64)
+    top = np.empty(K, dtype=np.int64)
+    # stamp[a] == b: row a is a non-zero of (wide) column b (only column b's
+    # own rows ever get b, so stale stamps from earlier columns never match)
     stamp = np.full(K, -1, dtype=np.int64)
+    wide = max(8, K // 2)
     for s in range(n_seq):
         start = offsets[s]
         stop = offsets[s + 1]
@@ -270,36 +269,55 @@ def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
             delta[b] = unary[start, b]
         for t in range(start + 1, stop):
             row = t - start
-            _top_labels(delta, T, keys, top)
+            # labels by delta, popped from a heap as deep as some column needs
+            _heapify_labels(delta, keys, heap)
+            n_heap = K
+            n_top = 0
+            dmax = delta[heap[0]]
             for b in range(K):
+                lo = col_ptr[b]
+                hi = col_ptr[b + 1]
                 val = -np.inf
                 arg = 0
-                for p in range(col_ptr[b], col_ptr[b + 1]):
-                    a = col_rows[p]
-                    stamp[a] = b
-                    if delta[a] == -np.inf:
-                        continue
-                    cand = delta[a] + col_vals[p]
-                    if cand > val:  # rows increase: the first maximum is the lowest a
-                        val = cand
-                        arg = a
-                # best row outside the column (transition 0): the first
-                # unstamped label in delta order, lowest label on ties
+                # best row outside the column (transition 0), lowest label on
+                # ties: the first label by delta that is not a row of it, or
+                # for a wide column a scan of all rows
                 out_a = -1
-                if col_ptr[b + 1] - col_ptr[b] < T:
-                    for q in range(T):
-                        if stamp[top[q]] != b:
+                if hi - lo < wide:
+                    q = 0
+                    while True:
+                        if q == n_top:
+                            if n_heap == 0:
+                                break
+                            top[n_top] = _pop_label(keys, heap, n_heap)
+                            n_heap -= 1
+                            n_top += 1
+                        if not _in_sorted(col_rows, lo, hi, top[q]):
                             out_a = top[q]
                             break
+                        q += 1
                 else:
+                    for p in range(lo, hi):
+                        stamp[col_rows[p]] = b
                     for a in range(K):
                         if stamp[a] != b and (out_a < 0 or delta[a] > delta[out_a]):
                             out_a = a
                 if out_a >= 0 and delta[out_a] != -np.inf:
-                    cand = delta[out_a] + 0.0
-                    if cand > val or (cand == val and out_a < arg):
+                    val = delta[out_a] + 0.0
+                    arg = out_a
+                # the non-zeros, largest value first, while they can reach val
+                for p in range(lo, hi):
+                    e = by_value[p]
+                    w = col_vals[e]
+                    if dmax + w < val:
+                        break
+                    a = col_rows[e]
+                    if delta[a] == -np.inf:
+                        continue
+                    cand = delta[a] + w
+                    if cand > val or (cand == val and cand != -np.inf and a < arg):
                         val = cand
-                        arg = out_a
+                        arg = a
                 best[b] = val
                 back[row, b] = arg
             for b in range(K):
