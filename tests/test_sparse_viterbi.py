@@ -34,50 +34,54 @@ def _columns(T):
     return ptr, rows, vals
 
 
+def _random_batch(rng, max_len, max_seqs, integer):
+    """Offsets of 1 to ``max_seqs - 1`` sequences of 1 to ``max_len - 1``
+    tokens, and a draw of small integers (ties) or normal scores."""
+    lens = rng.integers(1, max_len, size=int(rng.integers(1, max_seqs)))
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    if integer:
+        return offsets, lambda *shape: rng.integers(-2, 3, size=shape).astype(float)
+    return offsets, lambda *shape: rng.normal(size=shape)
+
+
+def _assert_sparse_equals_dense(U, offsets, T, cols=None):
+    N = U.shape[0]
+    dense, sparse = np.empty(N, dtype=np.int64), np.empty(N, dtype=np.int64)
+    viterbi_batch(U, offsets, T, dense)
+    viterbi_batch_sparse(U, offsets, *(_columns(T) if cols is None else cols), sparse)
+    np.testing.assert_array_equal(sparse, dense)
+
+
 @settings(max_examples=200, deadline=None)
 @given(seed=st.integers(0, 10**6), K=st.integers(1, 12), integer=st.booleans(),
        density=st.floats(0.0, 1.0), forbid=st.booleans())
 def test_sparse_viterbi_equals_dense(seed, K, integer, density, forbid):
     rng = np.random.default_rng(seed)
-    lens = rng.integers(1, 7, size=int(rng.integers(1, 5)))
-    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-    N = int(offsets[-1])
-    draw = (lambda *shape: rng.integers(-2, 3, size=shape).astype(float)) if integer \
-        else (lambda *shape: rng.normal(size=shape))
-    U, T = draw(N, K), draw(K, K)
+    offsets, draw = _random_batch(rng, 7, 5, integer)
+    U, T = draw(int(offsets[-1]), K), draw(K, K)
     T[rng.random((K, K)) >= density] = 0.0
     if forbid:
-        U[rng.random((N, K)) < 0.2] = -np.inf
+        U[rng.random(U.shape) < 0.2] = -np.inf
         T[rng.random((K, K)) < 0.1] = -np.inf
-    dense, sparse = np.empty(N, dtype=np.int64), np.empty(N, dtype=np.int64)
-    viterbi_batch(U, offsets, T, dense)
-    viterbi_batch_sparse(U, offsets, *_columns(T), sparse)
-    np.testing.assert_array_equal(sparse, dense)
+    _assert_sparse_equals_dense(U, offsets, T)
 
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10**6), K=st.integers(20, 150), integer=st.booleans(),
        n_wide=st.integers(0, 3), forbid=st.booleans())
-def test_sparse_viterbi_with_ranked_labels_equals_dense(seed, K, integer, n_wide, forbid):
+def test_sparse_viterbi_with_many_labels_equals_dense(seed, K, integer, n_wide, forbid):
     """Tens to a hundred and fifty labels, some columns full: sparse columns
     walk the labels by delta, wide ones scan all rows."""
     rng = np.random.default_rng(seed)
-    lens = rng.integers(1, 6, size=int(rng.integers(1, 4)))
-    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-    N = int(offsets[-1])
-    draw = (lambda *shape: rng.integers(-2, 3, size=shape).astype(float)) if integer \
-        else (lambda *shape: rng.normal(size=shape))
-    U, T = draw(N, K), draw(K, K)
+    offsets, draw = _random_batch(rng, 6, 4, integer)
+    U, T = draw(int(offsets[-1]), K), draw(K, K)
     T[rng.random((K, K)) >= rng.choice([0.02, 0.1, 0.3])] = 0.0
     for b in rng.choice(K, size=n_wide, replace=False):  # wide columns
         T[:, b] = draw(K)
     if forbid:
-        U[rng.random((N, K)) < 0.3] = -np.inf
+        U[rng.random(U.shape) < 0.3] = -np.inf
         T[rng.random((K, K)) < 0.05] = -np.inf
-    dense, sparse = np.empty(N, dtype=np.int64), np.empty(N, dtype=np.int64)
-    viterbi_batch(U, offsets, T, dense)
-    viterbi_batch_sparse(U, offsets, *_columns(T), sparse)
-    np.testing.assert_array_equal(sparse, dense)
+    _assert_sparse_equals_dense(U, offsets, T)
 
 
 def test_sparse_viterbi_wide_columns_break_ties_like_dense():
@@ -99,10 +103,7 @@ def test_sparse_viterbi_wide_columns_break_ties_like_dense():
         U[:, wide] += 3.0  # and the best paths pass through the wide columns
         cols = _columns(T)
         assert np.diff(cols[0]).max() >= K // 2  # the wide columns scan
-        dense, sparse = np.empty(N, dtype=np.int64), np.empty(N, dtype=np.int64)
-        viterbi_batch(U, offsets, T, dense)
-        viterbi_batch_sparse(U, offsets, *cols, sparse)
-        np.testing.assert_array_equal(sparse, dense)
+        _assert_sparse_equals_dense(U, offsets, T, cols)
 
 
 def test_label_heap_pops_in_stable_descending_order():

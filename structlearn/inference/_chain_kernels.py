@@ -14,6 +14,8 @@ and allocate the outputs.
 import numba as nb
 import numpy as np
 
+from ._search_kernels import sorted_find
+
 # Below this value a scaled sum of exponentials may have lost relative
 # precision to underflow; the column (row) is then recomputed in the log domain.
 _TINY = 1e-200
@@ -196,19 +198,6 @@ def _pop_label(keys, idx, n):
     return a
 
 
-@nb.njit(cache=True, inline="always")
-def _in_sorted(rows, lo, hi, a):
-    """Whether ``a`` is among ``rows[lo:hi]`` (increasing). O(log(hi - lo))."""
-    end = hi
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if rows[mid] < a:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo < end and rows[lo] == a
-
-
 @nb.njit(cache=True)
 def _by_value(col_ptr, col_vals):
     """Each column's entries by decreasing value: positions into ``col_vals``."""
@@ -292,7 +281,7 @@ def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
                             top[n_top] = _pop_label(keys, heap, n_heap)
                             n_heap -= 1
                             n_top += 1
-                        if not _in_sorted(col_rows, lo, hi, top[q]):
+                        if sorted_find(col_rows, lo, hi, top[q]) < 0:
                             out_a = top[q]
                             break
                         q += 1

@@ -10,21 +10,14 @@ sits at ``edge_tab[edge_off[e]:edge_off[e + 1]]`` in C order over
 import numba as nb
 import numpy as np
 
+from ._search_kernels import sorted_find
+
 
 @nb.njit(cache=True)
 def _edge_between(indptr, nbrs, nbr_edge, a, b):
     """Edge id joining ``a`` and ``b`` (binary search), or -1."""
-    lo = indptr[a]
-    hi = indptr[a + 1]
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if nbrs[mid] < b:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo < indptr[a + 1] and nbrs[lo] == b:
-        return nbr_edge[lo]
-    return -1
+    p = sorted_find(nbrs, indptr[a], indptr[a + 1], b)
+    return nbr_edge[p] if p >= 0 else -1
 
 
 @nb.njit(cache=True)

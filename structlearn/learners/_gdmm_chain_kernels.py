@@ -366,6 +366,22 @@ def gdmm_chain_multipliers(has_left, has_right, ns, alpha, margL, margR, lamL, l
     return res
 
 
+@nb.njit(cache=True, inline="always")
+def _marginal_support(alpha, ns, C, j, mu, sup, pos):
+    """Token ``j``'s slots of positive marginal ``mu = e_gt - alpha / C``:
+    ``mu[:n]``, their slots ``sup[:n]`` (increasing) and ``pos[slot]`` their
+    index; returns ``n``."""
+    n = 0
+    for s in range(ns[j]):
+        m = max((1.0 if s == 0 else 0.0) - alpha[j, s] / C, 0.0)
+        if m > 0.0:
+            mu[n] = m
+            sup[n] = s
+            pos[s] = n
+            n += 1
+    return n
+
+
 @nb.njit(cache=True)
 def gdmm_chain_dual(W, Wsp, K, v, y, C, has_right, slab, ns, alpha, pa, pb, psa, psb, beta, nb_,
                     vfeas):
@@ -412,22 +428,8 @@ def gdmm_chain_dual(W, Wsp, K, v, y, C, has_right, slab, ns, alpha, pa, pb, psa,
         # support): every other entry of the coupling is cleared, so its
         # table entry moves by 0 (the true pair's by C when a marginal on
         # it is 0)
-        n1 = 0
-        for s in range(ns[j]):
-            m = max((1.0 if s == 0 else 0.0) - alpha[j, s] / C, 0.0)
-            if m > 0.0:
-                mu1[n1] = m
-                sup1[n1] = s
-                pos1[s] = n1
-                n1 += 1
-        n2 = 0
-        for s in range(ns[k]):
-            m = max((1.0 if s == 0 else 0.0) - alpha[k, s] / C, 0.0)
-            if m > 0.0:
-                mu2[n2] = m
-                sup2[n2] = s
-                pos2[s] = n2
-                n2 += 1
+        n1 = _marginal_support(alpha, ns, C, j, mu1, sup1, pos1)
+        n2 = _marginal_support(alpha, ns, C, k, mu2, sup2, pos2)
         for i1 in range(n1):
             for i2 in range(n2):
                 Mu[i1, i2] = 0.0
