@@ -25,8 +25,8 @@ _ORACLES = ("sublinear", "dense")
 SORTED_ORACLE_MIN_LABELS = 50
 # MultiLabelSSVM(oracle="auto") searches the label pairs through the sorted
 # pair scores from this many labels; below, a scan of all L (L - 1) / 2
-# pairs is the faster (passes 0.66x of the sorted search's time at 14
-# labels, 0.85x at 50; 1.07x at 100, 1.47x at 200: BENCHMARKS.md, SSVM 3e)
+# pairs is as fast or faster (dense passes 0.67x of the sorted search's time
+# at 14 labels, 0.98x at 50; 1.07x at 100, 1.38x at 200: BENCHMARKS.md, SSVM 3e)
 SORTED_PAIR_ORACLE_MIN_LABELS = 90
 # GDMM keeps the unigram weights as sparse rows (with the sorted oracle and no
 # partition sampling) when a dense (n_features, K) array would hold this many
