@@ -222,9 +222,10 @@ def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
     the best ``delta[a]`` over the rows ``a`` outside column ``b``'s
     non-zeros (their transition is 0) and the best ``delta[a] + trans[a, b]``
     over its non-zeros.  The first is the best label, by ``delta``, that is
-    not among the column's rows: the labels are taken from a heap by
-    ``delta`` (built once per position in O(K), popped only as deep as
-    some column needs: usually one or two labels), each checked by a
+    not among the column's rows: the best label unless the column holds it
+    (the columns that do are marked once per position from its row), else
+    the labels are taken from a heap by ``delta`` (built once per position
+    in O(K), popped only as deep as some column needs), each checked by a
     binary search of the column's rows; a wide column (K / 2 non-zeros or
     more) scans all rows instead.  The non-zeros are then read by
     decreasing value and only while ``max(delta) + value`` can still reach
@@ -239,6 +240,19 @@ def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
     if max_len == 0:
         return
     by_value = _by_value(col_ptr, col_vals)
+    # the same non-zeros by row: the columns that hold the best label
+    row_ptr = np.zeros(K + 1, dtype=np.int64)
+    for p in range(col_ptr[K]):
+        row_ptr[col_rows[p] + 1] += 1
+    for a in range(K):
+        row_ptr[a + 1] += row_ptr[a]
+    row_cols = np.empty(col_ptr[K], dtype=np.int64)
+    fill = row_ptr[:K].copy()
+    for b in range(K):
+        for p in range(col_ptr[b], col_ptr[b + 1]):
+            row_cols[fill[col_rows[p]]] = b
+            fill[col_rows[p]] += 1
+    holds_top = np.full(K, -1, dtype=np.int64)  # == t: column holds this position's best label
     back = np.zeros((max_len, K), dtype=np.int32)
     delta = np.empty(K)
     best = np.empty(K)
@@ -260,9 +274,12 @@ def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
             row = t - start
             # labels by delta, popped from a heap as deep as some column needs
             _heapify_labels(delta, keys, heap)
-            n_heap = K
-            n_top = 0
-            dmax = delta[heap[0]]
+            top[0] = _pop_label(keys, heap, K)
+            n_heap = K - 1
+            n_top = 1
+            dmax = delta[top[0]]
+            for p in range(row_ptr[top[0]], row_ptr[top[0] + 1]):
+                holds_top[row_cols[p]] = t
             for b in range(K):
                 lo = col_ptr[b]
                 hi = col_ptr[b + 1]
@@ -272,8 +289,10 @@ def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
                 # ties: the first label by delta that is not a row of it, or
                 # for a wide column a scan of all rows
                 out_a = -1
-                if hi - lo < wide:
-                    q = 0
+                if holds_top[b] != t:  # the best label is not a row of b
+                    out_a = top[0]
+                elif hi - lo < wide:
+                    q = 1
                     while True:
                         if q == n_top:
                             if n_heap == 0:
