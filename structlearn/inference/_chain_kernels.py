@@ -231,8 +231,9 @@ def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
     decreasing value and only while ``max(delta) + value`` can still reach
     the best so far, so the negative entries of a trained table are mostly
     skipped.  Cost per position O(K log nnz) plus the entries read and the
-    wide columns' scans, instead of O(K^2).  Same values and the same tie rule (lowest ``a``, lowest
-    final label), so the output equals :func:`viterbi_batch`'s.
+    wide columns' scans, instead of O(K^2).  Same values and the same tie
+    rule (lowest ``a``, lowest final label), so the output equals
+    :func:`viterbi_batch`'s.
     """
     K = unary.shape[1]
     n_seq = offsets.shape[0] - 1
