@@ -120,12 +120,21 @@ def progress_chunk_count(n_jobs, n_items):
     return max(n, 1)
 
 
-def n_chunks_for(n_jobs):
-    """How many chunks to cut for ``n_jobs`` (one per job; 1 for None)."""
+# chunks per job for work cut only to run in parallel (results never depend
+# on the chunking): while one chunk holds the GIL (stacking its input) the
+# others run compiled kernels, and a job that the machine slows down takes
+# fewer chunks instead of holding up the rest
+CHUNKS_PER_JOB = 4
+
+
+def n_chunks_for(n_jobs, per_job=1):
+    """How many chunks to cut for ``n_jobs``: ``per_job`` per job when
+    there are several jobs (see :data:`CHUNKS_PER_JOB`), else 1."""
     from joblib import effective_n_jobs
 
     n_jobs = check_n_jobs(n_jobs)
-    return 1 if n_jobs is None else max(1, effective_n_jobs(n_jobs))
+    n = 1 if n_jobs is None else max(1, effective_n_jobs(n_jobs))
+    return 1 if n == 1 else n * per_job
 
 
 @functools.lru_cache(maxsize=1)

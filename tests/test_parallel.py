@@ -156,3 +156,53 @@ def test_ssvm_fit_is_identical_for_any_n_jobs(chain_data, solver):
     for a, b in zip(one.history_, two.history_):
         for key in ("primal", "dual", "gap", "objective"):
             assert np.array_equal(a[key], b[key], equal_nan=True), key
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_nan_in_a_late_chunk_names_its_sequence(chain_data, n_jobs):
+    # sparse input is stacked chunk by chunk inside the parallel work: a bad
+    # value far from the first chunk must still be reported with its index
+    X, y = chain_data
+    ssvm = _fit_quietly(SequenceSSVM(C=1.0, max_iter=3, random_state=0), X, y)
+    crf = _fit_quietly(SequenceCRF(max_iter=5), X, y)
+    bad = list(X)
+    bad[53] = bad[53].copy()
+    bad[53].data[1] = np.nan
+    calls = [lambda m: m.predict(bad), lambda m: m.score(bad, y),
+             lambda m: m.predict_topk(bad, 2)]
+    for model in (ssvm, crf):
+        model.set_params(n_jobs=n_jobs)
+        for call in calls:
+            with pytest.raises(ValueError, match=r"X\[53\] contains NaN or infinity"):
+                call(model)
+    with pytest.raises(ValueError, match=r"X\[53\] contains NaN or infinity"):
+        crf.predict_marginals(bad)
+
+
+def test_chunk_scores_equal_scipy_products():
+    # the chunks' compiled token scoring against scipy's CSR product, for
+    # each form the rows come in
+    import scipy.sparse as sp
+
+    from structlearn.estimators._base import SparseSequences, _rows, _scoring_weights, chunk_scores
+    from structlearn.estimators._validation import check_sequence_items, check_sequences
+
+    rng = np.random.default_rng(3)
+    for trial in range(5):
+        d, K = int(rng.integers(1, 40)), int(rng.integers(1, 12))
+        X = [sp.random(int(rng.integers(1, 6)), d, density=0.3, format="csr", random_state=rng)
+             * rng.normal() for _ in range(int(rng.integers(1, 20)))]
+        coef = _scoring_weights(rng.normal(size=(K, d)))
+        Xcat, offsets, _ = check_sequences(X)
+        parts, _, _, _ = check_sequence_items(X)
+        expected = Xcat @ coef.T
+        np.testing.assert_array_equal(chunk_scores(Xcat, coef), expected)
+        a, b = 0, len(X)
+        if b > 2:
+            a, b = 1, b - 1
+        lo, hi = offsets[a], offsets[b]
+        np.testing.assert_array_equal(chunk_scores(_rows(Xcat, offsets, a, b), coef),
+                                      expected[lo:hi])
+        lazy = SparseSequences(parts, offsets, d, 0)
+        np.testing.assert_array_equal(chunk_scores(_rows(lazy, offsets, a, b), coef),
+                                      expected[lo:hi])

@@ -11,12 +11,15 @@ implement ``fit``; after fitting they set ``coef_`` (n_classes, n_features),
 Everything below then works unchanged.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
-from .._parallel import chunk_bounds, map_chunks, n_chunks_for
-from ._validation import check_sequence_labels, check_sequences, split_sequences
+from .._parallel import CHUNKS_PER_JOB, chunk_bounds, map_chunks, n_chunks_for
+from ._validation import (check_sequence_items, check_sequence_labels, check_sequences,
+                          split_sequences, stack_sequences)
 
 __all__ = ["SequenceEstimatorMixin"]
 
@@ -63,9 +66,12 @@ class SequenceEstimatorMixin:
             raise ValueError(f"X[{empty[0]}] is an empty sequence (0 tokens)")
         return Xcat, offsets, check_sequence_labels(y, offsets)
 
-    def _check_X(self, X, y=None):
+    def _check_X(self, X, y=None, stack=True):
         """Validate ``X`` (and ``y``) against the fitted estimator; feature
-        dicts go through ``vectorizer_`` (unseen features are ignored)."""
+        dicts go through ``vectorizer_`` (unseen features are ignored).
+        ``stack=False``: sparse sequences come back as
+        :class:`SparseSequences`, stacked later by the chunks that read them
+        (only :meth:`_chunks` and :meth:`_unary_scores` take them)."""
         from ..datasets.sequence_vectorizer import is_dict_sequences
 
         check_is_fitted(self, ("coef_", "transition_", "classes_"))
@@ -74,10 +80,17 @@ class SequenceEstimatorMixin:
                 raise ValueError("X holds per-token feature dicts, but the estimator was "
                                  "fitted on feature matrices")
             X = self.vectorizer_.transform(X)
-        return check_sequences(X, y, n_features=self.n_features_in_)
+        if stack:
+            return check_sequences(X, y, n_features=self.n_features_in_)
+        parts, offsets, d, sparse = check_sequence_items(X, n_features=self.n_features_in_)
+        Xcat = (SparseSequences(parts, offsets, d, 0) if sparse
+                else stack_sequences(parts, offsets, d, False))
+        return Xcat, offsets, None if y is None else check_sequence_labels(y, offsets)
 
     def _unary_scores(self, Xcat):
         """Per-token class scores, float64 C-contiguous (n_tokens, n_classes)."""
+        if isinstance(Xcat, SparseSequences):
+            Xcat = Xcat.stack()
         if sp.issparse(Xcat):
             return chunk_scores(Xcat, _scoring_weights(self.coef_))
         scores = Xcat @ self.coef_.T  # dense rows: an ndarray, whatever coef_ is
@@ -86,20 +99,21 @@ class SequenceEstimatorMixin:
     def _chunks(self, Xcat, offsets, bounds=None):
         """Work units of whole sequences, about equal in tokens, one per job:
         ``(rows, coef, offsets, trans)``.  ``rows`` are CSR rows of
-        ``Xcat`` (their scores are computed in the chunk; sparse products
-        are row by row, so identical to the whole product) or, for dense
+        ``Xcat`` or its sequences not yet stacked (:class:`SparseSequences`;
+        both scored in the chunk: sparse products are row by row, so
+        identical to the whole product) or, for dense
         input, the rows of the scores computed at once (``coef`` None).
         ``bounds``: the chunks' first sequences (and the end), when the
         caller cuts them."""
         trans = np.ascontiguousarray(self.transition_, dtype=np.float64)
-        if sp.issparse(Xcat):
+        if sp.issparse(Xcat) or isinstance(Xcat, SparseSequences):
             source, coef = Xcat, _scoring_weights(self.coef_)
         else:
             source, coef = self._unary_scores(Xcat), None
         if bounds is None:
-            bounds = chunk_bounds(np.diff(offsets), n_chunks_for(self.n_jobs))
-        return [(_rows(source, offsets[a], offsets[b]), coef, offsets[a:b + 1] - offsets[a],
-                 trans) for a, b in zip(bounds[:-1], bounds[1:])]
+            bounds = chunk_bounds(np.diff(offsets), n_chunks_for(self.n_jobs, CHUNKS_PER_JOB))
+        return [(_rows(source, offsets, a, b), coef, offsets[a:b + 1] - offsets[a], trans)
+                for a, b in zip(bounds[:-1], bounds[1:])]
 
     def _decode(self, Xcat, offsets):
         """Viterbi codes (int64, (n_tokens,)) for stacked sequences."""
@@ -134,7 +148,7 @@ class SequenceEstimatorMixin:
         y_pred : list of ndarray, each of shape (n_tokens_i,)
             Labels taken from ``classes_``.
         """
-        Xcat, offsets, _ = self._check_X(X)
+        Xcat, offsets, _ = self._check_X(X, stack=False)
         labels = self.classes_[self._decode(Xcat, offsets)]
         return split_sequences(labels, offsets)
 
@@ -161,7 +175,7 @@ class SequenceEstimatorMixin:
         from ..inference.mbest import check_m
 
         k = check_m(k)
-        Xcat, offsets, _ = self._check_X(X)
+        Xcat, offsets, _ = self._check_X(X, stack=False)
         chunks = [args + (k,) for args in self._chunks(Xcat, offsets)]
         parts = map_chunks(_kbest_chunk, chunks, self.n_jobs)
         codes = np.concatenate([p[0] for p in parts])
@@ -185,19 +199,54 @@ class SequenceEstimatorMixin:
         -------
         accuracy : float
         """
-        Xcat, offsets, ycat = self._check_X(X, y)
+        Xcat, offsets, ycat = self._check_X(X, y, stack=False)
         pred = self.classes_[self._decode(Xcat, offsets)]
         return float(np.mean(_equal_labels(pred, ycat)))
 
 
-def _rows(X, lo, hi):
-    """Rows ``lo:hi`` of a dense array or a CSR matrix, as views (scipy's
-    slicing would copy the CSR arrays in the calling thread)."""
+class CsrRows(NamedTuple):
+    """Rows of a validated CSR matrix (float64 data, int64 indices) as its
+    three arrays: ``data`` and ``indices`` are views, ``indptr`` starts at 0.
+    Built without scipy's format checks, which scan the indices (and may
+    narrow them to int32) in the calling thread."""
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+
+
+class SparseSequences(NamedTuple):
+    """Sequences that passed :func:`check_sequence_items`, some sparse, not
+    yet stacked: a chunk of work stacks its own sequences, and that Python
+    work (under the GIL) overlaps the other chunks' compiled kernels.
+
+    ``offsets``: their row boundaries, from 0; ``first``: the index of
+    ``parts[0]`` in the caller's ``X`` (for error messages)."""
+
+    parts: list
+    offsets: np.ndarray
+    n_features: int
+    first: int
+
+    def stack(self):
+        """The canonical CSR matrix of :func:`check_sequences` (ValueError
+        naming the sequence for NaN/inf)."""
+        return stack_sequences(self.parts, self.offsets, self.n_features, True, self.first)
+
+
+def _rows(X, offsets, a, b):
+    """The rows of sequences ``a:b``: of a dense array (a view), of a
+    validated CSR matrix (a :class:`CsrRows`; scipy's slicing would copy the
+    arrays in the calling thread) or of :class:`SparseSequences` (a
+    :class:`SparseSequences` of those sequences)."""
+    if isinstance(X, SparseSequences):
+        return SparseSequences(X.parts[a:b], offsets[a:b + 1] - offsets[a], X.n_features,
+                               X.first + a)
+    lo, hi = offsets[a], offsets[b]
     if not sp.issparse(X):
         return X[lo:hi]
     a, b = X.indptr[lo], X.indptr[hi]
-    return sp.csr_matrix((X.data[a:b], X.indices[a:b], X.indptr[lo:hi + 1] - a),
-                         shape=(hi - lo, X.shape[1]), copy=False)
+    return CsrRows(X.data[a:b], X.indices[a:b], X.indptr[lo:hi + 1] - a)
 
 
 def _scoring_weights(coef):
@@ -217,22 +266,33 @@ def _scoring_weights(coef):
 
 
 def chunk_scores(rows, coef):
-    """Token scores of a chunk (C-contiguous float64 (n, K)): ``rows @
-    coef.T`` for a dense ``coef`` (K, d); for a CSR ``coef`` (d, K) from
-    :func:`_scoring_weights`, a kernel over its stored entries only (O(sum
-    over the token features of their stored labels)); ``rows`` themselves
-    when they already are scores (``coef`` None)."""
+    """Token scores of a chunk (C-contiguous float64 (n, K)) of CSR ``rows``
+    (a :class:`CsrRows` or a CSR matrix): ``rows @ coef.T`` for a dense
+    ``coef`` (K, d); for a CSR ``coef`` (d, K) from :func:`_scoring_weights`,
+    a kernel over its stored entries only (O(sum over the token features of
+    their stored labels)); ``rows`` themselves when they already are scores
+    (``coef`` None).  Both kernels run without the GIL (scipy's sparse
+    product holds it: the chunks of ``n_jobs`` threads would score their
+    tokens one after the other)."""
     if coef is None:
         return rows
+    if isinstance(rows, SparseSequences):
+        rows = rows.stack()
+    data = np.asarray(rows.data, dtype=np.float64)
+    indices = rows.indices.astype(np.int64, copy=False)
+    indptr = rows.indptr.astype(np.int64, copy=False)
+    n = indptr.shape[0] - 1
     if sp.issparse(coef):
         from ..learners._chain_crf_kernels import sparse_unary_scores
 
-        out = np.empty((rows.shape[0], coef.shape[1]))
-        sparse_unary_scores(coef.data, coef.indptr, coef.indices,
-                            np.asarray(rows.data, dtype=np.float64),
-                            rows.indices.astype(np.int64), rows.indptr.astype(np.int64), out)
+        out = np.empty((n, coef.shape[1]))
+        sparse_unary_scores(coef.data, coef.indptr, coef.indices, data, indices, indptr, out)
         return out
-    return np.ascontiguousarray(rows @ coef.T, dtype=np.float64)
+    from ..learners._ssvm_chain_kernels import unary_scores
+
+    out = np.empty((n, coef.shape[0]))
+    unary_scores(coef.T, data, indices, indptr, 0, n, out)
+    return out
 
 
 def _viterbi_chunk(rows, coef, offsets, trans):

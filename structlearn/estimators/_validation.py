@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 _INT32_MAX = np.iinfo(np.int32).max
+_CSR_TYPES = (sp.csr_matrix, sp.csr_array)
 # fixed-width string labels wider than this (bytes per label) are kept as objects
 _WIDE_LABEL_BYTES = 64
 
@@ -74,7 +75,7 @@ def _dense_sequence(x, i):
 
 def _sparse_sequence(x, i):
     """Check one sparse sequence (converted and copied later, in _stack_csr)."""
-    if x.ndim != 2:
+    if len(x.shape) != 2:
         raise ValueError(
             f"X[{i}] must be 2-D (n_tokens, n_features); got shape {x.shape}"
         )
@@ -173,12 +174,51 @@ def check_sequences(X, y=None, *, accept_sparse=True, n_features=None):
         feature sequences, a label sequence whose length differs from its
         feature sequence, or labels that are not 1-D.
     """
+    parts, offsets, d, any_sparse = check_sequence_items(
+        X, accept_sparse=accept_sparse, n_features=n_features)
+    Xcat = stack_sequences(parts, offsets, d, any_sparse)
+    if y is None:
+        return Xcat, offsets, None
+    return Xcat, offsets, check_sequence_labels(y, offsets)
+
+
+def check_sequence_items(X, *, accept_sparse=True, n_features=None):
+    """The per-sequence half of :func:`check_sequences`: every check that
+    reads one sequence's type and shape, not its values.
+
+    Parameters
+    ----------
+    X, accept_sparse, n_features :
+        As :func:`check_sequences`.
+
+    Returns
+    -------
+    parts : list
+        The sequences: dense ones as float64 arrays, sparse ones as given.
+    offsets : ndarray of int64, shape (n_sequences + 1,)
+    n_features : int
+    sparse : bool
+        Whether any sequence is sparse (the stacked result is then CSR).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`check_sequences`, except for NaN/inf values (found by
+        :func:`stack_sequences`).
+    """
     seqs = _as_sequence_list(X, "X")
     if len(seqs) == 0:
         raise ValueError("X is empty: expected at least one sequence")
-    any_sparse = any(sp.issparse(x) for x in seqs)
+    # sparse or not per item, decided once per type (10,000 short sequences:
+    # sp.issparse per item was a sizeable part of a parallel predict)
+    sparse_types = {}
+    for x in seqs:
+        if type(x) not in sparse_types:
+            sparse_types[type(x)] = sp.issparse(x)
+    is_sparse = [sparse_types[t] for t in map(type, seqs)]
+    any_sparse = any(is_sparse)
     if any_sparse and not accept_sparse:
-        first = next(i for i, x in enumerate(seqs) if sp.issparse(x))
+        first = is_sparse.index(True)
         raise TypeError(
             f"X[{first}] is a sparse matrix, but this estimator needs dense input"
         )
@@ -186,8 +226,8 @@ def check_sequences(X, y=None, *, accept_sparse=True, n_features=None):
     parts = []
     lengths = np.empty(len(seqs), dtype=np.int64)
     d_ref = None
-    for i, x in enumerate(seqs):
-        part = _sparse_sequence(x, i) if sp.issparse(x) else _dense_sequence(x, i)
+    for i, (x, sparse_x) in enumerate(zip(seqs, is_sparse)):
+        part = _sparse_sequence(x, i) if sparse_x else _dense_sequence(x, i)
         n_i, d_i = part.shape
         if n_i == 0:
             raise ValueError(f"X[{i}] is an empty sequence (0 tokens)")
@@ -209,9 +249,37 @@ def check_sequences(X, y=None, *, accept_sparse=True, n_features=None):
         )
     offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
+    return parts, offsets, d_ref, any_sparse
 
-    if any_sparse:
-        Xcat = _stack_csr(parts, offsets, d_ref)
+
+def stack_sequences(parts, offsets, n_features, sparse, first=0):
+    """The values half of :func:`check_sequences`: stack sequences checked
+    by :func:`check_sequence_items` and reject NaN/inf.
+
+    Parameters
+    ----------
+    parts : list
+        Checked sequences (or a contiguous run of them).
+    offsets : ndarray of int64, shape (len(parts) + 1,)
+        Their row boundaries, from 0.
+    n_features : int
+    sparse : bool
+        Stack into a canonical CSR matrix (else a dense array).
+    first : int, default=0
+        Index in ``X`` of ``parts[0]``, for the error message.
+
+    Returns
+    -------
+    Xcat : ndarray of float64 (n_tokens, n_features) or csr_matrix
+        As :func:`check_sequences`.
+
+    Raises
+    ------
+    ValueError
+        A sequence holds NaN or infinity (the first such sequence is named).
+    """
+    if sparse:
+        Xcat = _stack_csr(parts, offsets, n_features)
         bad = np.flatnonzero(~np.isfinite(Xcat.data))
         if bad.size:
             row = int(np.searchsorted(Xcat.indptr, bad[0], side="right") - 1)
@@ -223,12 +291,9 @@ def check_sequences(X, y=None, *, accept_sparse=True, n_features=None):
     if bad.size:
         seq = int(np.searchsorted(offsets, row, side="right") - 1)
         raise ValueError(
-            f"X[{seq}] contains NaN or infinity (token {row - offsets[seq]})"
+            f"X[{first + seq}] contains NaN or infinity (token {row - offsets[seq]})"
         )
-
-    if y is None:
-        return Xcat, offsets, None
-    return Xcat, offsets, check_sequence_labels(y, offsets)
+    return Xcat
 
 
 def check_sequence_labels(y, offsets):
@@ -275,7 +340,7 @@ def _stack_csr(parts, offsets, n_features):
     The inputs are never modified: their arrays are copied by the
     concatenation, and canonicalization runs on the stacked copy.
     """
-    parts = [p if sp.issparse(p) and p.format == "csr" else sp.csr_matrix(p) for p in parts]
+    parts = [p if isinstance(p, _CSR_TYPES) else sp.csr_matrix(p) for p in parts]
     # row counts of all parts at once: the differences of the concatenated
     # indptr arrays, less the jumps between one part's end and the next start
     ips = np.concatenate([p.indptr for p in parts]).astype(np.int64, copy=False)

@@ -225,7 +225,7 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         """
         from ..learners.chain_crf import block_bounds, block_tokens_for
 
-        Xcat, offsets, _ = self._check_X(X)
+        Xcat, offsets, _ = self._check_X(X, stack=False)
         # the forward-backward's matrix products run over blocks of sequences
         # cut once for the whole input, and each chunk holds whole blocks: the
         # same products (the same bits) for any n_jobs

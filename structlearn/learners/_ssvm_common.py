@@ -9,7 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._progress_bar import progress_tick
 from .._warnings import warn_user
-from .._parallel import chunk_bounds, map_chunks, n_chunks_for
+from .._parallel import CHUNKS_PER_JOB, chunk_bounds, map_chunks, n_chunks_for
 from ._ssvm_chain_kernels import (_sq_sum, chain_hinges, chain_primal, primal_from_hinges,
                                   sparse_columns, scaled_transitions, token_sq_norms)
 
@@ -157,7 +157,7 @@ class ChainMonitor(HistoryMonitor):
         (:mod:`structlearn.oracles.sparse_rows`)."""
         p = self.problem
         W, Wsp = (np.empty((0, v.shape[0])), W) if isinstance(W, tuple) else (W, None)
-        n_chunks = n_chunks_for(self.n_jobs)
+        n_chunks = n_chunks_for(self.n_jobs, CHUNKS_PER_JOB)
         if n_chunks == 1:
             return float(chain_primal(W, Wsp, v, p.data, p.indices, p.indptr, p.offsets, p.y,
                                       self.C, float(scale), self._z, self._hinge))
