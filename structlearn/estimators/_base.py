@@ -30,7 +30,7 @@ class SequenceEstimatorMixin:
     Requires fitted attributes ``coef_``, ``transition_``, ``classes_`` and
     ``n_features_in_`` and the parameter ``n_jobs``. Labels are decoded to
     ``classes_``, so a label never seen during ``fit`` cannot be predicted.
-    Decoding runs over chunks of whole sequences, one per job (threads by
+    Decoding runs over chunks of whole sequences, a few per job (threads by
     default; any joblib back-end through ``joblib.parallel_config``); the
     output does not depend on ``n_jobs``.
     """
@@ -97,7 +97,8 @@ class SequenceEstimatorMixin:
         return np.ascontiguousarray(scores, dtype=np.float64)
 
     def _chunks(self, Xcat, offsets, bounds=None):
-        """Work units of whole sequences, about equal in tokens, one per job:
+        """Work units of whole sequences, about equal in tokens,
+        :data:`~structlearn._parallel.CHUNKS_PER_JOB` per job (one for one job):
         ``(rows, coef, offsets, trans)``.  ``rows`` are CSR rows of
         ``Xcat`` or its sequences not yet stacked (:class:`SparseSequences`;
         both scored in the chunk: sparse products are row by row, so
