@@ -246,8 +246,8 @@ def _rows(X, offsets, a, b):
     lo, hi = offsets[a], offsets[b]
     if not sp.issparse(X):
         return X[lo:hi]
-    a, b = X.indptr[lo], X.indptr[hi]
-    return CsrRows(X.data[a:b], X.indices[a:b], X.indptr[lo:hi + 1] - a)
+    first, stop = X.indptr[lo], X.indptr[hi]  # their stored entries
+    return CsrRows(X.data[first:stop], X.indices[first:stop], X.indptr[lo:hi + 1] - first)
 
 
 def _scoring_weights(coef):
