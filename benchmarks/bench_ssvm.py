@@ -39,6 +39,12 @@ Section ``porttinari-fit`` (not run by default): the whole ``fit`` of
 Section ``ocr-defaults`` (not run by default): OCR with ``SequenceSSVM(C=0.1)``
 and every other parameter at its default against sklearn-crfsuite.
 
+Section ``fit-scaling`` (not run by default): whole ``SequenceSSVM(C=1)`` fits at
+the defaults (``check_every="auto"`` certificates included) on synthetic chains of
+300 sequences x 15 tokens, 40 of 2,000 features per token, for K = 100 and 1,000:
+fit time per pass, the certificate's time in passes, and the K = 1,000 / K = 100
+ratio of the time per pass; ``--rounds`` alternating repetitions.
+
 Section ``oracle-k`` (not run by default): GDMM pass time with dense scans against
 the sorted bigram search for K = 8-128 and OCR letters (the choice of
 ``oracle="auto"``).
@@ -50,6 +56,7 @@ Usage::
     .venv/bin/python benchmarks/bench_ssvm.py --sections multilabel-c   # about 2 min
     .venv/bin/python benchmarks/bench_ssvm.py --sections multilabel-scaling  # about 2 min
     .venv/bin/python benchmarks/bench_ssvm.py --sections oracle-k       # about 1 min
+    .venv/bin/python benchmarks/bench_ssvm.py --sections fit-scaling --rounds 2  # about 2 min
     .venv/bin/python benchmarks/bench_ssvm.py --sections ocr-defaults   # about 30 s
     .venv/bin/python benchmarks/bench_ssvm.py --sections porttinari-fit # about 1.5 min
 """
@@ -179,6 +186,41 @@ def _chain_run(X, y, solver, max_iter, C=1.0, **kw):
         "active": h[-1]["active_set_size"],
         "fit": fit,
     }
+
+
+def _fit_costs(X, y):
+    """Whole default fit: (fit s, passes, median pass s, mean certificate s, checks, final gap).
+    A certificate's time is the wall time of a checked pass's record minus its pass."""
+    m = SequenceSSVM(C=1.0, random_state=0)
+    t0 = time.perf_counter()
+    m.fit(X, y)
+    fit = time.perf_counter() - t0
+    h = m.history_
+    checks = [h[i]["time"] - (h[i - 1]["time"] if i else 0.0) - h[i]["pass_time"]
+              for i in range(len(h)) if np.isfinite(h[i]["primal"])]
+    return (fit, len(h), float(np.median([r["pass_time"] for r in h])),
+            float(np.mean(checks)), len(checks), h[-1]["relative_gap"])
+
+
+def bench_fit_scaling(Ks, rounds):
+    from structlearn.datasets import make_chain_data
+
+    print("\n## 2e. Whole fits at the defaults against K (make_chain_data: 300 sequences of 15 "
+          "tokens, 40 of 2,000 features per token), SequenceSSVM(C=1)\n")
+    print("| round | K | fit s | passes | fit s / pass | median pass s | certificate s | "
+          "certificate / pass | checks | final rel. gap |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    data = {K: make_chain_data(300, length=15, n_labels=K, n_features=2000, density=0.02,
+                               random_state=0) for K in Ks}
+    for r in range(rounds):
+        per_pass = {}
+        for K in Ks:
+            fit, n, pass_s, cert, n_checks, gap = _fit_costs(*data[K])
+            per_pass[K] = fit / n
+            print(f"| {r + 1} | {K} | {fit:.2f} | {n} | {fit / n:.4f} | {pass_s:.4f} | "
+                  f"{cert:.4f} | {cert / pass_s:.2f} | {n_checks} | {gap:.3g} |", flush=True)
+        print(f"\nround {r + 1}: fit s per pass K={Ks[-1]} / K={Ks[0]}: "
+              f"{per_pass[Ks[-1]] / per_pass[Ks[0]]:.2f}x\n")
 
 
 def bench_large(Ks, n_sequences, max_iter, bcfw_iter, budget, target_Ks):
@@ -593,6 +635,7 @@ def main():
                    help="solver seconds per solver for the time-to-target runs (0: skip)")
     p.add_argument("--target-Ks", default="100,300,1000",
                    help="K values of the time-to-target runs (among --Ks)")
+    p.add_argument("--rounds", type=int, default=1, help="repetitions of fit-scaling")
     p.add_argument("--porttinari-sentences", type=int, default=1000)
     p.add_argument("--porttinari", default="../shared/data/porttinari_pos.conllu.gz")
     p.add_argument("--porttinari-budget", type=float, default=30.0,
@@ -634,6 +677,8 @@ def main():
         bench_ocr_defaults()
     if "porttinari-fit" in sections:
         bench_porttinari_fit(args.porttinari, args.porttinari_sentences)
+    if "fit-scaling" in sections:
+        bench_fit_scaling([100, 1000], args.rounds)
     if "oracle-k" in sections:
         bench_oracle_by_K((8, 16, 32, 40, 48, 56, 64, 128))
     print(f"\ntotal wall time: {time.perf_counter() - t0:.0f} s")

@@ -26,7 +26,8 @@ SequenceSSVM(max_iter=3, random_state=0, **KW).fit(X, y).predict(X)
 kernels = {"heap_set_key": mk.heap_set_key, "sparse_rows_fmo": sk.sparse_rows_fmo,
            "sparse_rows_update": sk.sparse_rows_update,
            "inner_product_fmo_sampled": ik.inner_product_fmo_sampled,
-           "viterbi_batch_sparse": ck.viterbi_batch_sparse, "_bigram_step": gk._bigram_step}
+           "viterbi_batch_sparse_rows": ck.viterbi_batch_sparse_rows,
+           "_bigram_step": gk._bigram_step}
 print(json.dumps({name: len(k.signatures) > 0 for name, k in kernels.items()}))
 """
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from structlearn.inference._chain_kernels import (_heapify_labels, _pop_label,
-                                                  transition_columns, viterbi_batch,
+from structlearn.inference._chain_kernels import (_TOP_LABELS, _top_labels, transition_columns,
+                                                  transition_rows, viterbi_batch,
                                                   viterbi_batch_sparse)
 from structlearn.learners._ssvm_chain_kernels import (HINGE_BLOCK_ENTRIES,
                                                       SPARSE_VITERBI_MIN_LABELS, chain_hinges,
@@ -106,16 +106,55 @@ def test_sparse_viterbi_wide_columns_break_ties_like_dense():
         _assert_sparse_equals_dense(U, offsets, T, cols)
 
 
-def test_label_heap_pops_in_stable_descending_order():
+def test_top_labels_are_the_stable_descending_order():
     rng = np.random.default_rng(3)
-    for _ in range(200):
+    for _ in range(300):
         K = int(rng.integers(1, 40))
         delta = rng.integers(-3, 3, size=K).astype(float)
         delta[rng.random(K) < 0.2] = -np.inf
-        keys, heap = np.empty(K), np.empty(K, dtype=np.int64)
-        _heapify_labels(delta, keys, heap)
-        popped = [_pop_label(keys, heap, n) for n in range(K, 0, -1)]
-        np.testing.assert_array_equal(popped, np.argsort(-delta, kind="stable"))
+        top = np.empty(int(rng.integers(1, 10)), dtype=np.int64)
+        n = _top_labels(delta, top)
+        assert n == min(K, top.shape[0])
+        np.testing.assert_array_equal(top[:n], np.argsort(-delta, kind="stable")[:n])
+
+
+def test_transition_rows_hold_the_narrow_columns_by_decreasing_value():
+    rng = np.random.default_rng(4)
+    for _ in range(50):
+        K = int(rng.integers(1, 30))
+        T = rng.integers(-2, 3, size=(K, K)).astype(float) * (rng.random((K, K)) < 0.3)
+        T[:, rng.integers(0, K)] = rng.normal(size=K)  # one full column
+        ptr, rows, vals = _columns(T)
+        wide = max(1, K // 2)
+        row_ptr, row_cols, row_vals = transition_rows(ptr, rows, vals, wide)
+        narrow = (T != 0).sum(axis=0) < wide
+        for a in range(K):
+            lo, hi = row_ptr[a], row_ptr[a + 1]
+            assert sorted(row_cols[lo:hi]) == sorted(np.flatnonzero((T[a] != 0) & narrow))
+            np.testing.assert_array_equal(row_vals[lo:hi], T[a, row_cols[lo:hi]])
+            assert np.all(np.diff(row_vals[lo:hi]) <= 0)
+
+
+def test_sparse_viterbi_walks_past_the_few_best_labels():
+    """Columns that hold more of the best labels as rows than the kernel
+    keeps per position, and lie on the best path: their best predecessor is
+    a label outside them found by a scan."""
+    rng = np.random.default_rng(5)
+    K = 60
+    for integer in (False, True):
+        for _ in range(20):
+            offsets = np.array([0, 4, 9, 10], dtype=np.int64)
+            U = rng.normal(size=(10, K))
+            if integer:
+                U = np.round(U)
+            U[:, :_TOP_LABELS + 3] += 5.0  # the same labels lead at every position
+            T = np.zeros((K, K))
+            T[rng.random((K, K)) < 0.02] = rng.normal()
+            held = rng.choice(_TOP_LABELS + 3, size=3, replace=False)
+            for b in held:  # hold the leaders as rows, and lose to a label outside
+                T[:_TOP_LABELS + int(rng.integers(0, 3)), b] = -3.0 - rng.random()
+            U[:, held] += 2.0  # on the best path
+            _assert_sparse_equals_dense(U, offsets, T)
 
 
 def test_certificate_uses_the_sparse_path_and_keeps_its_value():

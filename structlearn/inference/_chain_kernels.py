@@ -155,115 +155,150 @@ def transition_columns(trans, col_ptr, col_rows, col_vals):
     return nnz
 
 
-@nb.njit(cache=True, inline="always")
-def _better(keys, idx, i, j):
-    """Entry ``i`` ranks above entry ``j``: larger key, or equal key and smaller label."""
-    return keys[i] > keys[j] or (keys[i] == keys[j] and idx[i] < idx[j])
-
-
-@nb.njit(cache=True, inline="always")
-def _sift_down(keys, idx, i, n):
-    """Restore the heap (best entry at the root) below ``i`` in ``[0, n)``."""
-    while True:
-        c = 2 * i + 1
-        if c >= n:
-            return
-        if c + 1 < n and _better(keys, idx, c + 1, c):
-            c += 1
-        if not _better(keys, idx, c, i):
-            return
-        keys[i], keys[c] = keys[c], keys[i]
-        idx[i], idx[c] = idx[c], idx[i]
-        i = c
+# labels kept per position in the order of their scores (the best label
+# outside a column is found among them; deeper walks scan all labels)
+_TOP_LABELS = 8
 
 
 @nb.njit(cache=True)
-def _heapify_labels(delta, keys, idx):
-    """A heap of all labels by ``delta`` (best at the root; ties: lowest label). O(K)."""
-    K = delta.shape[0]
-    for a in range(K):
-        keys[a] = delta[a]
-        idx[a] = a
-    for i in range(K // 2 - 1, -1, -1):
-        _sift_down(keys, idx, i, K)
+def transition_rows(col_ptr, col_rows, col_vals, wide):
+    """The non-zeros of the columns narrower than ``wide`` by row, each row's
+    entries by decreasing value (CSR; ties by column).
 
+    Parameters
+    ----------
+    col_ptr, col_rows, col_vals : the table by column (:func:`transition_columns`)
+    wide : int
+        Columns with at least this many non-zeros are left out.
 
-@nb.njit(cache=True, inline="always")
-def _pop_label(keys, idx, n):
-    """Remove the root of the heap ``[0, n)``; returns its label (the heap is ``[0, n - 1)``)."""
-    a = idx[0]
-    keys[0] = keys[n - 1]
-    idx[0] = idx[n - 1]
-    _sift_down(keys, idx, 0, n - 1)
-    return a
-
-
-@nb.njit(cache=True)
-def _by_value(col_ptr, col_vals):
-    """Each column's entries by decreasing value: positions into ``col_vals``."""
+    Returns
+    -------
+    row_ptr : int64 (K + 1,)
+    row_cols : int64 (nnz',)
+    row_vals : float64 (nnz',)
+    """
     K = col_ptr.shape[0] - 1
-    order = np.empty(col_vals.shape[0], dtype=np.int64)
+    row_ptr = np.zeros(K + 1, dtype=np.int64)
     for b in range(K):
-        lo = col_ptr[b]
-        hi = col_ptr[b + 1]
+        if col_ptr[b + 1] - col_ptr[b] < wide:
+            for p in range(col_ptr[b], col_ptr[b + 1]):
+                row_ptr[col_rows[p] + 1] += 1
+    for a in range(K):
+        row_ptr[a + 1] += row_ptr[a]
+    nnz = row_ptr[K]
+    cols = np.empty(nnz, dtype=np.int64)
+    vals = np.empty(nnz)
+    fill = row_ptr[:K].copy()
+    for b in range(K):
+        if col_ptr[b + 1] - col_ptr[b] < wide:
+            for p in range(col_ptr[b], col_ptr[b + 1]):
+                a = col_rows[p]
+                cols[fill[a]] = b
+                vals[fill[a]] = col_vals[p]
+                fill[a] += 1
+    row_cols = np.empty(nnz, dtype=np.int64)
+    row_vals = np.empty(nnz)
+    for a in range(K):
+        lo = row_ptr[a]
+        hi = row_ptr[a + 1]
         if hi > lo:
-            o = np.argsort(-col_vals[lo:hi])
+            o = np.argsort(-vals[lo:hi], kind="mergesort")
             for i in range(hi - lo):
-                order[lo + i] = lo + o[i]
-    return order
+                row_cols[lo + i] = cols[lo + o[i]]
+                row_vals[lo + i] = vals[lo + o[i]]
+    return row_ptr, row_cols, row_vals
+
+
+@nb.njit(cache=True)
+def _top_labels(delta, top):
+    """The ``top.shape[0]`` best labels by ``delta`` (ties: lowest label
+    first) into ``top``, best first; returns their number (fewer when K is
+    smaller).  One pass over the labels."""
+    K = delta.shape[0]
+    M = top.shape[0]
+    n = 0
+    for a in range(K):
+        d = delta[a]
+        if n == M and not d > delta[top[M - 1]]:
+            continue
+        i = n if n < M else M - 1
+        while i > 0 and d > delta[top[i - 1]]:
+            top[i] = top[i - 1]
+            i -= 1
+        top[i] = a
+        if n < M:
+            n += 1
+    return n
+
+
+@nb.njit(cache=True)
+def _best_outside(delta, col_rows, lo, hi, b, stamp):
+    """Best label by ``delta`` (lowest on ties) that is not a row of column
+    ``b`` (``col_rows[lo:hi]``), or -1; a scan of all labels.  ``stamp``
+    (int64, (K,)) marks the column's rows with ``b``."""
+    for p in range(lo, hi):
+        stamp[col_rows[p]] = b
+    out_a = -1
+    for a in range(delta.shape[0]):
+        if stamp[a] != b and (out_a < 0 or delta[a] > delta[out_a]):
+            out_a = a
+    return out_a
 
 
 @nb.njit(cache=True, nogil=True)
 def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
     """:func:`viterbi_batch` for a transition table that is mostly zero,
-    given by its non-zero columns (:func:`transition_columns`).
+    given by its non-zero columns (:func:`transition_columns`).  Builds the
+    table's rows (:func:`transition_rows`) and runs
+    :func:`viterbi_batch_sparse_rows`."""
+    K = unary.shape[1]
+    wide = max(8, K // 2)
+    row_ptr, row_cols, row_vals = transition_rows(col_ptr, col_rows, col_vals, wide)
+    viterbi_batch_sparse_rows(unary, offsets, col_ptr, col_rows, col_vals, row_ptr, row_cols,
+                              row_vals, wide, out)
+
+
+@nb.njit(cache=True, nogil=True)
+def viterbi_batch_sparse_rows(unary, offsets, col_ptr, col_rows, col_vals, row_ptr, row_cols,
+                              row_vals, wide, out):
+    """:func:`viterbi_batch` over a mostly-zero transition table, by columns
+    and (for the columns narrower than ``wide``) by rows sorted by value
+    (:func:`transition_rows`).
 
     For each label ``b``, ``max_a delta[a] + trans[a, b]`` is the larger of
-    the best ``delta[a]`` over the rows ``a`` outside column ``b``'s
-    non-zeros (their transition is 0) and the best ``delta[a] + trans[a, b]``
-    over its non-zeros.  The first is the best label, by ``delta``, that is
-    not among the column's rows: the best label unless the column holds it
-    (the columns that do are marked once per position from its row), else
-    the labels are taken from a heap by ``delta`` (built once per position
-    in O(K), popped only as deep as some column needs), each checked by a
-    binary search of the column's rows; a wide column (K / 2 non-zeros or
-    more) scans all rows instead.  The non-zeros are then read by
-    decreasing value and only while ``max(delta) + value`` can still reach
-    the best so far, so the negative entries of a trained table are mostly
-    skipped.  Cost per position O(K log nnz) plus the entries read and the
-    wide columns' scans, instead of O(K^2).  Same values and the same tie
-    rule (lowest ``a``, lowest final label), so the output equals
-    :func:`viterbi_batch`'s.
+    the base of the column, the best ``delta[a]`` over the rows ``a``
+    outside its non-zeros (their transition is 0), and the best
+    ``delta[a] + trans[a, b]`` over its non-zeros.  The base is the best
+    label unless the column holds it (those columns are read off the best
+    label's row), else the first of the few best labels (one pass per
+    position) that is not a row of it (binary search), else a scan.  The
+    non-zeros are then read row by row, each row's values decreasing and
+    only while ``delta[a] + value`` reaches the smallest base of any column:
+    rows far below the best labels cost one comparison.  A wide column scans
+    all rows instead.  Cost per position O(K) plus the entries read,
+    instead of O(K^2); the same values and the same tie rule (lowest ``a``,
+    lowest final label), so the output equals :func:`viterbi_batch`'s.
     """
     K = unary.shape[1]
     n_seq = offsets.shape[0] - 1
     max_len = _max_length(offsets)
     if max_len == 0:
         return
-    by_value = _by_value(col_ptr, col_vals)
-    # the same non-zeros by row: the columns that hold the best label
-    row_ptr = np.zeros(K + 1, dtype=np.int64)
-    for p in range(col_ptr[K]):
-        row_ptr[col_rows[p] + 1] += 1
-    for a in range(K):
-        row_ptr[a + 1] += row_ptr[a]
-    row_cols = np.empty(col_ptr[K], dtype=np.int64)
-    fill = row_ptr[:K].copy()
+    wide_cols = np.empty(K, dtype=np.int64)
+    n_wide = 0
     for b in range(K):
-        for p in range(col_ptr[b], col_ptr[b + 1]):
-            row_cols[fill[col_rows[p]]] = b
-            fill[col_rows[p]] += 1
+        if col_ptr[b + 1] - col_ptr[b] >= wide:
+            wide_cols[n_wide] = b
+            n_wide += 1
     holds_top = np.full(K, -1, dtype=np.int64)  # == t: column holds this position's best label
     back = np.zeros((max_len, K), dtype=np.int32)
     delta = np.empty(K)
     best = np.empty(K)
-    keys = np.empty(K)
-    heap = np.empty(K, dtype=np.int64)
-    top = np.empty(K, dtype=np.int64)
-    # stamp[a] == b: row a is a non-zero of (wide) column b (only column b's
-    # own rows ever get b, so stale stamps from earlier columns never match)
+    arg = np.empty(K, dtype=np.int64)
+    top = np.empty(min(_TOP_LABELS, K), dtype=np.int64)
+    # stamp[a] == b: row a is a non-zero of column b (only column b's own
+    # rows ever get b, so stale stamps from earlier columns never match)
     stamp = np.full(K, -1, dtype=np.int64)
-    wide = max(8, K // 2)
     for s in range(n_seq):
         start = offsets[s]
         stop = offsets[s + 1]
@@ -273,63 +308,72 @@ def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
             delta[b] = unary[start, b]
         for t in range(start + 1, stop):
             row = t - start
-            # labels by delta, popped from a heap as deep as some column needs
-            _heapify_labels(delta, keys, heap)
-            top[0] = _pop_label(keys, heap, K)
-            n_heap = K - 1
-            n_top = 1
-            dmax = delta[top[0]]
-            for p in range(row_ptr[top[0]], row_ptr[top[0] + 1]):
+            n_top = _top_labels(delta, top)
+            a0 = top[0]
+            for p in range(row_ptr[a0], row_ptr[a0 + 1]):
                 holds_top[row_cols[p]] = t
+            # bases: the best row outside each column (transition 0)
+            floor = np.inf
             for b in range(K):
                 lo = col_ptr[b]
                 hi = col_ptr[b + 1]
-                val = -np.inf
-                arg = 0
-                # best row outside the column (transition 0), lowest label on
-                # ties: the first label by delta that is not a row of it, or
-                # for a wide column a scan of all rows
-                out_a = -1
-                if holds_top[b] != t:  # the best label is not a row of b
-                    out_a = top[0]
-                elif hi - lo < wide:
-                    q = 1
-                    while True:
-                        if q == n_top:
-                            if n_heap == 0:
-                                break
-                            top[n_top] = _pop_label(keys, heap, n_heap)
-                            n_heap -= 1
-                            n_top += 1
+                if hi - lo >= wide:
+                    continue
+                out_a = a0
+                if holds_top[b] == t:
+                    out_a = -1
+                    for q in range(1, n_top):
                         if sorted_find(col_rows, lo, hi, top[q]) < 0:
                             out_a = top[q]
                             break
-                        q += 1
+                    if out_a < 0 and n_top < K:  # all of the best labels are rows of b
+                        out_a = _best_outside(delta, col_rows, lo, hi, b, stamp)
+                if out_a >= 0 and delta[out_a] != -np.inf:
+                    best[b] = delta[out_a] + 0.0
+                    arg[b] = out_a
                 else:
-                    for p in range(lo, hi):
-                        stamp[col_rows[p]] = b
-                    for a in range(K):
-                        if stamp[a] != b and (out_a < 0 or delta[a] > delta[out_a]):
-                            out_a = a
+                    best[b] = -np.inf
+                    arg[b] = 0
+                if best[b] < floor:
+                    floor = best[b]
+            # the non-zeros of the narrow columns, by row, while they can reach a base
+            for a in range(K):
+                lo = row_ptr[a]
+                hi = row_ptr[a + 1]
+                da = delta[a]
+                if hi == lo or da == -np.inf or da + row_vals[lo] < floor:
+                    continue
+                for p in range(lo, hi):
+                    cand = da + row_vals[p]
+                    if cand < floor:
+                        break
+                    b = row_cols[p]
+                    if cand > best[b] or (cand == best[b] and cand != -np.inf and a < arg[b]):
+                        best[b] = cand
+                        arg[b] = a
+            # wide columns: every row
+            for i in range(n_wide):
+                b = wide_cols[i]
+                lo = col_ptr[b]
+                hi = col_ptr[b + 1]
+                out_a = _best_outside(delta, col_rows, lo, hi, b, stamp)
+                val = -np.inf
+                am = 0
                 if out_a >= 0 and delta[out_a] != -np.inf:
                     val = delta[out_a] + 0.0
-                    arg = out_a
-                # the non-zeros, largest value first, while they can reach val
+                    am = out_a
                 for p in range(lo, hi):
-                    e = by_value[p]
-                    w = col_vals[e]
-                    if dmax + w < val:
-                        break
-                    a = col_rows[e]
+                    a = col_rows[p]
                     if delta[a] == -np.inf:
                         continue
-                    cand = delta[a] + w
-                    if cand > val or (cand == val and cand != -np.inf and a < arg):
+                    cand = delta[a] + col_vals[p]
+                    if cand > val or (cand == val and cand != -np.inf and a < am):
                         val = cand
-                        arg = a
+                        am = a
                 best[b] = val
-                back[row, b] = arg
+                arg[b] = am
             for b in range(K):
+                back[row, b] = arg[b]
                 delta[b] = best[b] + unary[t, b]
         _backtrack(delta, back, start, stop, out)
 

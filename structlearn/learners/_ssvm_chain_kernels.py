@@ -22,7 +22,8 @@ No validation here; outputs go into caller-allocated arrays.
 import numba as nb
 import numpy as np
 
-from ..inference._chain_kernels import transition_columns, viterbi_batch, viterbi_batch_sparse
+from ..inference._chain_kernels import (transition_columns, transition_rows, viterbi_batch,
+                                        viterbi_batch_sparse_rows)
 from ..oracles._sparse_rows_kernels import sparse_rows_sq_sum, sparse_rows_unary_scores
 
 # the certificate's Viterbi uses the sparse-table kernel from this many labels
@@ -78,27 +79,35 @@ def sparse_columns(vs):
 
     Returns
     -------
-    (col_ptr, col_rows, col_vals) : int64 (K + 1,), int64 (nnz,), float64 (nnz,)
-        As :func:`~structlearn.inference._chain_kernels.transition_columns`;
+    (col_ptr, col_rows, col_vals, row_ptr, row_cols, row_vals, wide) or None
+        The table by column (int64 (K + 1,), int64 (nnz,), float64 (nnz,):
+        :func:`~structlearn.inference._chain_kernels.transition_columns`),
+        the non-zeros of its narrow columns by row
+        (:func:`~structlearn.inference._chain_kernels.transition_rows`) and
+        the number of non-zeros from which a column counts as wide (int);
         None below ``SPARSE_VITERBI_MIN_LABELS`` labels or where the dense
         Viterbi is expected to be the faster.
 
-    Per position the sparse kernel costs about 3 ns per stored entry plus
-    9 ns per ``K log2 K`` (its sort), the dense one about 1.1 ns per ``K^2``
-    entry (``benchmarks/bench_certificate.py --density``, K = 50-300, fills
-    2-25 %): the sparse kernel is chosen where ``3 nnz + 9 K log2 K <
-    1.1 K^2``, e.g. below 2.8 % fill at K = 50, 17 % at K = 100, 26 % at
-    K = 212.
+    Per position the sparse kernel costs about 12 ns per label, up to 2 ns
+    per stored entry (fewer are read where the scores spread widely) and 4
+    ns per label for each wide column (K / 2 non-zeros or more, scanned in
+    full), the dense one about 1.1 ns per ``K^2`` entry (random tables, K =
+    16-600, fills 2-50 %): the sparse kernel is chosen where ``12 K + 2 nnz
+    + 4 K n_wide + 150 < 1.1 K^2``: up to about 25 % fill at K = 50, 40 %
+    at K = 100 and 50 % at K = 1000 (beyond, wide columns make it dense).
     """
     K = vs.shape[0]
     if K < SPARSE_VITERBI_MIN_LABELS:
         return None
-    nnz = int(np.count_nonzero(vs))
-    if 3.0 * nnz + 9.0 * K * np.log2(K) >= 1.1 * K * K:
+    per_column = np.count_nonzero(vs, axis=0)
+    nnz = int(per_column.sum())
+    wide = max(8, K // 2)
+    n_wide = int(np.count_nonzero(per_column >= wide))
+    if 12.0 * K + 2.0 * nnz + 4.0 * K * n_wide + 150.0 >= 1.1 * K * K:
         return None
     cols = (np.empty(K + 1, dtype=np.int64), np.empty(nnz, dtype=np.int64), np.empty(nnz))
     transition_columns(vs, *cols)
-    return cols
+    return cols + transition_rows(*cols, wide) + (wide,)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -120,8 +129,8 @@ def chain_hinges(W, Wsp, vs, cols, data, indices, indptr, offsets, y, scale, s_l
         of the weights (:mod:`structlearn.oracles.sparse_rows`).
     vs : float64 (K, K), the transition weights already scaled.
     cols : tuple or None
-        :func:`sparse_columns` of ``vs``: the Viterbi runs over these non-zero
-        columns, O(K log K + nnz) per token instead of O(K^2), same labels;
+        :func:`sparse_columns` of ``vs``: the Viterbi runs over its non-zeros,
+        O(K) plus the entries read per token instead of O(K^2), same labels;
         None runs the dense Viterbi (the sparse kernel is then not compiled).
     zbuf : int64 (N,); hinge : float64 (n_seq,)
     """
@@ -157,7 +166,8 @@ def chain_hinges(W, Wsp, vs, cols, data, indices, indptr, offsets, y, scale, s_l
         if cols is None:
             viterbi_batch(rows, seg, vs, zbuf[t_lo:t_hi])
         else:
-            viterbi_batch_sparse(rows, seg, cols[0], cols[1], cols[2], zbuf[t_lo:t_hi])
+            viterbi_batch_sparse_rows(rows, seg, cols[0], cols[1], cols[2], cols[3], cols[4],
+                                      cols[5], cols[6], zbuf[t_lo:t_hi])
         for q in range(s, e):
             h = 0.0
             for t in range(offsets[q], offsets[q + 1]):
