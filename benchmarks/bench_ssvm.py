@@ -41,7 +41,8 @@ and every other parameter at its default against sklearn-crfsuite.
 
 Section ``fit-scaling`` (not run by default): whole ``SequenceSSVM(C=1)`` fits at
 the defaults (``check_every="auto"`` certificates included) on synthetic chains of
-300 sequences x 15 tokens, 40 of 2,000 features per token, for K = 100 and 1,000:
+300 sequences x 15 tokens, 40 of 2,000 features per token (``--features-per-token``),
+for K = 100 and 1,000:
 fit time per pass, the certificate's time in passes, and the K = 1,000 / K = 100
 ratio of the time per pass; ``--rounds`` alternating repetitions.
 
@@ -202,16 +203,16 @@ def _fit_costs(X, y):
             float(np.mean(checks)), len(checks), h[-1]["relative_gap"])
 
 
-def bench_fit_scaling(Ks, rounds):
+def bench_fit_scaling(Ks, rounds, per_token=40):
     from structlearn.datasets import make_chain_data
 
     print("\n## 2e. Whole fits at the defaults against K (make_chain_data: 300 sequences of 15 "
-          "tokens, 40 of 2,000 features per token), SequenceSSVM(C=1)\n")
+          f"tokens, {per_token} of 2,000 features per token), SequenceSSVM(C=1)\n")
     print("| round | K | fit s | passes | fit s / pass | median pass s | certificate s | "
           "certificate / pass | checks | final rel. gap |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    data = {K: make_chain_data(300, length=15, n_labels=K, n_features=2000, density=0.02,
-                               random_state=0) for K in Ks}
+    data = {K: make_chain_data(300, length=15, n_labels=K, n_features=2000,
+                               density=per_token / 2000, random_state=0) for K in Ks}
     for r in range(rounds):
         per_pass = {}
         for K in Ks:
@@ -636,6 +637,7 @@ def main():
     p.add_argument("--target-Ks", default="100,300,1000",
                    help="K values of the time-to-target runs (among --Ks)")
     p.add_argument("--rounds", type=int, default=1, help="repetitions of fit-scaling")
+    p.add_argument("--features-per-token", type=int, default=40, help="fit-scaling's tokens")
     p.add_argument("--porttinari-sentences", type=int, default=1000)
     p.add_argument("--porttinari", default="../shared/data/porttinari_pos.conllu.gz")
     p.add_argument("--porttinari-budget", type=float, default=30.0,
@@ -678,7 +680,7 @@ def main():
     if "porttinari-fit" in sections:
         bench_porttinari_fit(args.porttinari, args.porttinari_sentences)
     if "fit-scaling" in sections:
-        bench_fit_scaling([100, 1000], args.rounds)
+        bench_fit_scaling([100, 1000], args.rounds, args.features_per_token)
     if "oracle-k" in sections:
         bench_oracle_by_K((8, 16, 32, 40, 48, 56, 64, 128))
     print(f"\ntotal wall time: {time.perf_counter() - t0:.0f} s")

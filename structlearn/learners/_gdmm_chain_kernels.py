@@ -390,25 +390,28 @@ def gdmm_chain_dual(W, Wsp, K, v, y, C, has_right, slab, ns, alpha, pa, pb, psa,
     The unigram duals are kept; each edge's ``beta`` is repaired to be
     consistent with both endpoints.  In marginal form the endpoints are
     ``mu = e_gt - alpha / C`` and the edge ``Mu = e_gt - beta / C``; the
-    repair (i) clears entries on labels of zero endpoint marginal (and
-    negative round-off), (ii) scales every row down to at most its
-    endpoint marginal, then every column likewise, and (iii) gives the
-    row and column deficits ``r1, r2 >= 0`` (equal totals) back as the
-    product ``r1 r2' / sum(r2)``.  The result is a coupling of ``mu1`` and
-    ``mu2``, so the point satisfies every constraint of (10) and ``-D`` is
-    a lower bound on the optimal primal value (weak duality) whatever the
+    repair (i) keeps the edge's entries on labels of positive endpoint
+    marginal (the support) and clears the others and any negative
+    round-off, (ii) scales every row down to at most its endpoint marginal,
+    then every column likewise, and (iii) gives the row and column deficits
+    ``r1, r2 >= 0`` (equal totals) back by the north-west corner rule (at
+    most ``n1 + n2 - 1`` entries).  The result is a coupling of ``mu1`` and
+    ``mu2``, so the point satisfies every constraint of (10) and ``-D`` is a
+    lower bound on the optimal primal value (weak duality) whatever the
     iterate's infeasibility; the table moves by ``O(C ||M beta - alpha||_1)``
     per edge, so the bound tightens as the consistency residual vanishes.
 
-    Each edge is repaired on its support (the slots of positive marginal,
-    about the dual's non-zeros): O(support^2) per edge, not O(slots^2);
-    the value equals the repair over all listed slots bit for bit.
+    Per edge O(support + active pairs): the entries of the coupling are the
+    kept pairs and the corner rule's, never the support's full product
+    (which, spread over ``n1 n2`` entries, also gave a slightly lower bound
+    on the runs measured).
 
     ``W`` : the dense weights (``Wsp`` None), or a placeholder for the sparse rows ``Wsp``.
     ``vfeas`` : float64 (K * K,) scratch (receives the repaired table).
     """
     N = y.shape[0]
     A = slab.shape[1]
+    B = pa.shape[1]
     for i in range(K * K):
         vfeas[i] = v[i]
     mu1 = np.empty(A)
@@ -419,67 +422,68 @@ def gdmm_chain_dual(W, Wsp, K, v, y, C, has_right, slab, ns, alpha, pa, pb, psa,
     sup2 = np.empty(A, dtype=np.int64)
     pos1 = np.full(A, -1, dtype=np.int64)
     pos2 = np.full(A, -1, dtype=np.int64)
-    Mu = np.empty((A, A))
+    kept = np.empty(B)  # the kept pairs' coupling entries and their support indices
+    ki1 = np.empty(B, dtype=np.int64)
+    ki2 = np.empty(B, dtype=np.int64)
     for j in range(N - 1):
         if has_right[j] == 0:
             continue
         k = j + 1
-        # the repair works on the slots of positive endpoint marginal (the
-        # support): every other entry of the coupling is cleared, so its
-        # table entry moves by 0 (the true pair's by C when a marginal on
-        # it is 0)
         n1 = _marginal_support(alpha, ns, C, j, mu1, sup1, pos1)
         n2 = _marginal_support(alpha, ns, C, k, mu2, sup2, pos2)
-        for i1 in range(n1):
-            for i2 in range(n2):
-                Mu[i1, i2] = 0.0
-        true_pair_in_support = n1 > 0 and n2 > 0 and sup1[0] == 0 and sup2[0] == 0
+        # the iterate's edge dual leaves the table; the repaired one,
+        # C (e_gt - coupling), enters: +C on the true pair, -C F per entry
+        vfeas[slab[j, 0] * K + slab[k, 0]] += C
+        nk = 0
         for q in range(nb_[j]):
             vfeas[pa[j, q] * K + pb[j, q]] -= beta[j, q]
             i1 = pos1[psa[j, q]]
             i2 = pos2[psb[j, q]]
             if i1 >= 0 and i2 >= 0:
-                Mu[i1, i2] += (1.0 if q == 0 else 0.0) - beta[j, q] / C
-        if not true_pair_in_support:  # its coupling entry is 0: bf = C
-            vfeas[slab[j, 0] * K + slab[k, 0]] += C
+                m = (1.0 if q == 0 else 0.0) - beta[j, q] / C
+                if m > 0.0:
+                    kept[nk] = m
+                    ki1[nk] = i1
+                    ki2[nk] = i2
+                    nk += 1
+        for i1 in range(n1):  # rows down to mu1
+            r1[i1] = 0.0
+        for q in range(nk):
+            r1[ki1[q]] += kept[q]
+        for q in range(nk):
+            if r1[ki1[q]] > mu1[ki1[q]]:
+                kept[q] *= mu1[ki1[q]] / r1[ki1[q]]
+        for i2 in range(n2):  # then columns down to mu2
+            r2[i2] = 0.0
+        for q in range(nk):
+            r2[ki2[q]] += kept[q]
+        for q in range(nk):
+            if r2[ki2[q]] > mu2[ki2[q]]:
+                kept[q] *= mu2[ki2[q]] / r2[ki2[q]]
         for i1 in range(n1):
-            rs = 0.0
-            for i2 in range(n2):
-                if Mu[i1, i2] < 0.0:
-                    Mu[i1, i2] = 0.0
-                rs += Mu[i1, i2]
-            if rs > mu1[i1]:
-                f = mu1[i1] / rs
-                for i2 in range(n2):
-                    Mu[i1, i2] *= f
+            r1[i1] = 0.0
         for i2 in range(n2):
-            cs = 0.0
-            for i1 in range(n1):
-                cs += Mu[i1, i2]
-            if cs > mu2[i2]:
-                f = mu2[i2] / cs
-                for i1 in range(n1):
-                    Mu[i1, i2] *= f
-                cs = mu2[i2]
-            r2[i2] = mu2[i2] - cs
-        tot2 = 0.0
+            r2[i2] = 0.0
+        for q in range(nk):
+            r1[ki1[q]] += kept[q]
+            r2[ki2[q]] += kept[q]
+            vfeas[slab[j, sup1[ki1[q]]] * K + slab[k, sup2[ki2[q]]]] -= C * kept[q]
+        for i1 in range(n1):
+            r1[i1] = max(mu1[i1] - r1[i1], 0.0)
         for i2 in range(n2):
-            tot2 += r2[i2]
-        for i1 in range(n1):
-            rs = 0.0
-            for i2 in range(n2):
-                rs += Mu[i1, i2]
-            r1[i1] = max(mu1[i1] - rs, 0.0)
-        for i1 in range(n1):
-            s1 = sup1[i1]
-            a = slab[j, s1]
-            for i2 in range(n2):
-                s2 = sup2[i2]
-                F = Mu[i1, i2]
-                if tot2 > 0.0:
-                    F += r1[i1] * (r2[i2] / tot2)
-                bf = C * ((1.0 if (s1 == 0 and s2 == 0) else 0.0) - F)
-                vfeas[a * K + slab[k, s2]] += bf
+            r2[i2] = max(mu2[i2] - r2[i2], 0.0)
+        i1 = 0
+        i2 = 0
+        while i1 < n1 and i2 < n2:  # north-west corner over the deficits
+            if r1[i1] <= 0.0:
+                i1 += 1
+            elif r2[i2] <= 0.0:
+                i2 += 1
+            else:
+                f = min(r1[i1], r2[i2])
+                vfeas[slab[j, sup1[i1]] * K + slab[k, sup2[i2]]] -= C * f
+                r1[i1] -= f
+                r2[i2] -= f
         for i1 in range(n1):
             pos1[sup1[i1]] = -1
         for i2 in range(n2):
