@@ -383,6 +383,19 @@ def _marginal_support(alpha, ns, C, j, mu, sup, pos):
 
 
 @nb.njit(cache=True)
+def _scale_down(kept, line, nk, mu, sums, n):
+    """Scale the entries ``kept[:nk]`` of each line (``line[q]`` of ``n``) whose
+    sum exceeds ``mu[line]`` down to it; ``sums[:n]`` is scratch."""
+    for i in range(n):
+        sums[i] = 0.0
+    for q in range(nk):
+        sums[line[q]] += kept[q]
+    for q in range(nk):
+        if sums[line[q]] > mu[line[q]]:
+            kept[q] *= mu[line[q]] / sums[line[q]]
+
+
+@nb.njit(cache=True)
 def gdmm_chain_dual(W, Wsp, K, v, y, C, has_right, slab, ns, alpha, pa, pb, psa, psb, beta, nb_,
                     vfeas):
     """Dual objective ``-D`` at a *feasible* point built from the iterate.
@@ -446,20 +459,8 @@ def gdmm_chain_dual(W, Wsp, K, v, y, C, has_right, slab, ns, alpha, pa, pb, psa,
                     ki1[nk] = i1
                     ki2[nk] = i2
                     nk += 1
-        for i1 in range(n1):  # rows down to mu1
-            r1[i1] = 0.0
-        for q in range(nk):
-            r1[ki1[q]] += kept[q]
-        for q in range(nk):
-            if r1[ki1[q]] > mu1[ki1[q]]:
-                kept[q] *= mu1[ki1[q]] / r1[ki1[q]]
-        for i2 in range(n2):  # then columns down to mu2
-            r2[i2] = 0.0
-        for q in range(nk):
-            r2[ki2[q]] += kept[q]
-        for q in range(nk):
-            if r2[ki2[q]] > mu2[ki2[q]]:
-                kept[q] *= mu2[ki2[q]] / r2[ki2[q]]
+        _scale_down(kept, ki1, nk, mu1, r1, n1)  # rows down to mu1,
+        _scale_down(kept, ki2, nk, mu2, r2, n2)  # then columns down to mu2
         for i1 in range(n1):
             r1[i1] = 0.0
         for i2 in range(n2):
