@@ -6,9 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from structlearn.inference._chain_kernels import (_TOP_LABELS, _top_labels, transition_columns,
-                                                  transition_rows, viterbi_batch,
-                                                  viterbi_batch_sparse)
+from structlearn.inference._chain_kernels import (_TOP_LABELS, _top_labels, column_bits,
+                                                  transition_columns, transition_rows,
+                                                  viterbi_batch, viterbi_batch_sparse,
+                                                  viterbi_batch_sparse_rows)
 from structlearn.learners._ssvm_chain_kernels import (HINGE_BLOCK_ENTRIES,
                                                       SPARSE_VITERBI_MIN_LABELS, chain_hinges,
                                                       chain_primal, primal_from_hinges,
@@ -45,11 +46,18 @@ def _random_batch(rng, max_len, max_seqs, integer):
 
 
 def _assert_sparse_equals_dense(U, offsets, T, cols=None):
+    """The sparse kernel, with the rows' bitset and with binary searches (as
+    above ``_BITSET_MAX_LABELS``), labels like the dense one."""
     N = U.shape[0]
     dense, sparse = np.empty(N, dtype=np.int64), np.empty(N, dtype=np.int64)
     viterbi_batch(U, offsets, T, dense)
-    viterbi_batch_sparse(U, offsets, *(_columns(T) if cols is None else cols), sparse)
+    cols = _columns(T) if cols is None else cols
+    viterbi_batch_sparse(U, offsets, *cols, sparse)
     np.testing.assert_array_equal(sparse, dense)
+    searched = np.empty(N, dtype=np.int64)
+    viterbi_batch_sparse_rows(U, offsets, *cols, *transition_rows(*cols),
+                              np.zeros((0, 0), dtype=np.uint64), searched)
+    np.testing.assert_array_equal(searched, dense)
 
 
 @settings(max_examples=200, deadline=None)
@@ -71,7 +79,7 @@ def test_sparse_viterbi_equals_dense(seed, K, integer, density, forbid):
        n_wide=st.integers(0, 3), forbid=st.booleans())
 def test_sparse_viterbi_with_many_labels_equals_dense(seed, K, integer, n_wide, forbid):
     """Tens to a hundred and fifty labels, some columns full: sparse columns
-    walk the labels by delta, wide ones scan all rows."""
+    walk the few best labels, full ones scan all labels."""
     rng = np.random.default_rng(seed)
     offsets, draw = _random_batch(rng, 6, 4, integer)
     U, T = draw(int(offsets[-1]), K), draw(K, K)
@@ -85,9 +93,10 @@ def test_sparse_viterbi_with_many_labels_equals_dense(seed, K, integer, n_wide, 
 
 
 def test_sparse_viterbi_wide_columns_break_ties_like_dense():
-    """A few nearly full columns among sparse ones: those scan all rows for
-    their best outside row (the others walk the labels by delta); many tied
-    scores: the lowest row wins, as in the dense Viterbi."""
+    """A few nearly full columns among sparse ones: they hold most of the best
+    labels, so their best outside row comes from a scan and their non-zeros
+    are read on their own; many tied scores: the lowest row wins, as in the
+    dense Viterbi."""
     rng = np.random.default_rng(11)
     K = 120
     for _ in range(20):
@@ -102,7 +111,7 @@ def test_sparse_viterbi_wide_columns_break_ties_like_dense():
             T[rows, b] = rng.choice([-2.0, -1.0], size=rows.size)  # outside rows win
         U[:, wide] += 3.0  # and the best paths pass through the wide columns
         cols = _columns(T)
-        assert np.diff(cols[0]).max() >= K // 2  # the wide columns scan
+        assert np.diff(cols[0]).max() >= K // 2
         _assert_sparse_equals_dense(U, offsets, T, cols)
 
 
@@ -118,21 +127,22 @@ def test_top_labels_are_the_stable_descending_order():
         np.testing.assert_array_equal(top[:n], np.argsort(-delta, kind="stable")[:n])
 
 
-def test_transition_rows_hold_the_narrow_columns_by_decreasing_value():
+def test_transition_rows_and_bits_hold_the_table():
     rng = np.random.default_rng(4)
     for _ in range(50):
-        K = int(rng.integers(1, 30))
+        K = int(rng.integers(1, 150))
         T = rng.integers(-2, 3, size=(K, K)).astype(float) * (rng.random((K, K)) < 0.3)
         T[:, rng.integers(0, K)] = rng.normal(size=K)  # one full column
         ptr, rows, vals = _columns(T)
-        wide = max(1, K // 2)
-        row_ptr, row_cols, row_vals = transition_rows(ptr, rows, vals, wide)
-        narrow = (T != 0).sum(axis=0) < wide
+        row_ptr, row_cols, row_vals = transition_rows(ptr, rows, vals)
         for a in range(K):
             lo, hi = row_ptr[a], row_ptr[a + 1]
-            assert sorted(row_cols[lo:hi]) == sorted(np.flatnonzero((T[a] != 0) & narrow))
+            assert sorted(row_cols[lo:hi]) == sorted(np.flatnonzero(T[a] != 0))
             np.testing.assert_array_equal(row_vals[lo:hi], T[a, row_cols[lo:hi]])
             assert np.all(np.diff(row_vals[lo:hi]) <= 0)
+        bits = column_bits(ptr, rows)
+        unpacked = np.unpackbits(bits.view(np.uint8), axis=1, bitorder="little")[:, :K]
+        np.testing.assert_array_equal(unpacked.astype(bool), (T != 0).T)
 
 
 def test_sparse_viterbi_walks_past_the_few_best_labels():

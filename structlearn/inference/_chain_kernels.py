@@ -156,46 +156,45 @@ def transition_columns(trans, col_ptr, col_rows, col_vals):
 
 
 # labels kept per position in the order of their scores (the best label
-# outside a column is found among them; deeper walks scan all labels)
-_TOP_LABELS = 8
+# outside a column is found among them; a column that holds them all is
+# scanned on its own)
+_TOP_LABELS = 16
+# largest K for which the membership of rows in columns is kept as a bitset
+# (K * K / 8 bytes: 32 MiB); above, it is found by binary search
+_BITSET_MAX_LABELS = 16384
 
 
 @nb.njit(cache=True)
-def transition_rows(col_ptr, col_rows, col_vals, wide):
-    """The non-zeros of the columns narrower than ``wide`` by row, each row's
-    entries by decreasing value (CSR; ties by column).
+def transition_rows(col_ptr, col_rows, col_vals):
+    """The table's non-zeros by row, each row's entries by decreasing value
+    (CSR; ties by column).
 
     Parameters
     ----------
     col_ptr, col_rows, col_vals : the table by column (:func:`transition_columns`)
-    wide : int
-        Columns with at least this many non-zeros are left out.
 
     Returns
     -------
     row_ptr : int64 (K + 1,)
-    row_cols : int64 (nnz',)
-    row_vals : float64 (nnz',)
+    row_cols : int64 (nnz,)
+    row_vals : float64 (nnz,)
     """
     K = col_ptr.shape[0] - 1
+    nnz = col_ptr[K]
     row_ptr = np.zeros(K + 1, dtype=np.int64)
-    for b in range(K):
-        if col_ptr[b + 1] - col_ptr[b] < wide:
-            for p in range(col_ptr[b], col_ptr[b + 1]):
-                row_ptr[col_rows[p] + 1] += 1
+    for p in range(nnz):
+        row_ptr[col_rows[p] + 1] += 1
     for a in range(K):
         row_ptr[a + 1] += row_ptr[a]
-    nnz = row_ptr[K]
     cols = np.empty(nnz, dtype=np.int64)
     vals = np.empty(nnz)
     fill = row_ptr[:K].copy()
     for b in range(K):
-        if col_ptr[b + 1] - col_ptr[b] < wide:
-            for p in range(col_ptr[b], col_ptr[b + 1]):
-                a = col_rows[p]
-                cols[fill[a]] = b
-                vals[fill[a]] = col_vals[p]
-                fill[a] += 1
+        for p in range(col_ptr[b], col_ptr[b + 1]):
+            a = col_rows[p]
+            cols[fill[a]] = b
+            vals[fill[a]] = col_vals[p]
+            fill[a] += 1
     row_cols = np.empty(nnz, dtype=np.int64)
     row_vals = np.empty(nnz)
     for a in range(K):
@@ -207,6 +206,30 @@ def transition_rows(col_ptr, col_rows, col_vals, wide):
                 row_cols[lo + i] = cols[lo + o[i]]
                 row_vals[lo + i] = vals[lo + o[i]]
     return row_ptr, row_cols, row_vals
+
+
+@nb.njit(cache=True)
+def column_bits(col_ptr, col_rows):
+    """Rows of each column as a bitset: bit ``a`` of ``bits[b]`` (uint64 words)
+    is set when ``(a, b)`` is a non-zero.  uint64 (K, ceil(K / 64)), or
+    (0, 0) above ``_BITSET_MAX_LABELS`` labels."""
+    K = col_ptr.shape[0] - 1
+    if K > _BITSET_MAX_LABELS:
+        return np.zeros((0, 0), dtype=np.uint64)
+    bits = np.zeros((K, (K + 63) // 64), dtype=np.uint64)
+    for b in range(K):
+        for p in range(col_ptr[b], col_ptr[b + 1]):
+            a = col_rows[p]
+            bits[b, a >> 6] |= np.uint64(1) << np.uint64(a & 63)
+    return bits
+
+
+@nb.njit(cache=True, inline="always")
+def _is_row(bits, col_rows, lo, hi, b, a):
+    """``(a, b)`` is a non-zero of the table (bitset, else binary search)."""
+    if bits.shape[0] > 0:
+        return (bits[b, a >> 6] >> np.uint64(a & 63)) & np.uint64(1) != 0
+    return sorted_find(col_rows, lo, hi, a) >= 0
 
 
 @nb.njit(cache=True)
@@ -249,21 +272,19 @@ def _best_outside(delta, col_rows, lo, hi, b, stamp):
 def viterbi_batch_sparse(unary, offsets, col_ptr, col_rows, col_vals, out):
     """:func:`viterbi_batch` for a transition table that is mostly zero,
     given by its non-zero columns (:func:`transition_columns`).  Builds the
-    table's rows (:func:`transition_rows`) and runs
-    :func:`viterbi_batch_sparse_rows`."""
-    K = unary.shape[1]
-    wide = max(8, K // 2)
-    row_ptr, row_cols, row_vals = transition_rows(col_ptr, col_rows, col_vals, wide)
+    table's rows (:func:`transition_rows`) and bitset (:func:`column_bits`)
+    and runs :func:`viterbi_batch_sparse_rows`."""
+    row_ptr, row_cols, row_vals = transition_rows(col_ptr, col_rows, col_vals)
     viterbi_batch_sparse_rows(unary, offsets, col_ptr, col_rows, col_vals, row_ptr, row_cols,
-                              row_vals, wide, out)
+                              row_vals, column_bits(col_ptr, col_rows), out)
 
 
 @nb.njit(cache=True, nogil=True)
 def viterbi_batch_sparse_rows(unary, offsets, col_ptr, col_rows, col_vals, row_ptr, row_cols,
-                              row_vals, wide, out):
-    """:func:`viterbi_batch` over a mostly-zero transition table, by columns
-    and (for the columns narrower than ``wide``) by rows sorted by value
-    (:func:`transition_rows`).
+                              row_vals, bits, out):
+    """:func:`viterbi_batch` over a mostly-zero transition table given by
+    column (:func:`transition_columns`), by row with values decreasing
+    (:func:`transition_rows`) and as a bitset (:func:`column_bits`).
 
     For each label ``b``, ``max_a delta[a] + trans[a, b]`` is the larger of
     the base of the column, the best ``delta[a]`` over the rows ``a``
@@ -271,26 +292,23 @@ def viterbi_batch_sparse_rows(unary, offsets, col_ptr, col_rows, col_vals, row_p
     ``delta[a] + trans[a, b]`` over its non-zeros.  The base is the best
     label unless the column holds it (those columns are read off the best
     label's row), else the first of the few best labels (one pass per
-    position) that is not a row of it (binary search), else a scan.  The
+    position) that is not a row of it (a bit test), else a scan.  The
     non-zeros are then read row by row, each row's values decreasing and
     only while ``delta[a] + value`` reaches the smallest base of any column:
-    rows far below the best labels cost one comparison.  A wide column scans
-    all rows instead.  Cost per position O(K) plus the entries read,
-    instead of O(K^2); the same values and the same tie rule (lowest ``a``,
-    lowest final label), so the output equals :func:`viterbi_batch`'s.
+    rows far below the best labels cost one comparison.  A column whose base
+    needed the scan (it holds all the few best labels, e.g. a full column)
+    reads its own non-zeros instead and sets no floor.  Cost per position
+    O(K) plus the entries read, instead of O(K^2); the same values and the
+    same tie rule (lowest ``a``, lowest final label), so the output equals
+    :func:`viterbi_batch`'s.
     """
     K = unary.shape[1]
     n_seq = offsets.shape[0] - 1
     max_len = _max_length(offsets)
     if max_len == 0:
         return
-    wide_cols = np.empty(K, dtype=np.int64)
-    n_wide = 0
-    for b in range(K):
-        if col_ptr[b + 1] - col_ptr[b] >= wide:
-            wide_cols[n_wide] = b
-            n_wide += 1
     holds_top = np.full(K, -1, dtype=np.int64)  # == t: column holds this position's best label
+    deep_cols = np.empty(K, dtype=np.int64)
     back = np.zeros((max_len, K), dtype=np.int32)
     delta = np.empty(K)
     best = np.empty(K)
@@ -314,29 +332,33 @@ def viterbi_batch_sparse_rows(unary, offsets, col_ptr, col_rows, col_vals, row_p
                 holds_top[row_cols[p]] = t
             # bases: the best row outside each column (transition 0)
             floor = np.inf
+            n_deep = 0
             for b in range(K):
-                lo = col_ptr[b]
-                hi = col_ptr[b + 1]
-                if hi - lo >= wide:
-                    continue
                 out_a = a0
+                deep = False
                 if holds_top[b] == t:
+                    lo = col_ptr[b]
+                    hi = col_ptr[b + 1]
                     out_a = -1
                     for q in range(1, n_top):
-                        if sorted_find(col_rows, lo, hi, top[q]) < 0:
+                        if not _is_row(bits, col_rows, lo, hi, b, top[q]):
                             out_a = top[q]
                             break
                     if out_a < 0 and n_top < K:  # all of the best labels are rows of b
                         out_a = _best_outside(delta, col_rows, lo, hi, b, stamp)
+                        deep = True
                 if out_a >= 0 and delta[out_a] != -np.inf:
                     best[b] = delta[out_a] + 0.0
                     arg[b] = out_a
                 else:
                     best[b] = -np.inf
                     arg[b] = 0
-                if best[b] < floor:
+                if deep:  # its non-zeros are read below, so its low base sets no floor
+                    deep_cols[n_deep] = b
+                    n_deep += 1
+                elif best[b] < floor:
                     floor = best[b]
-            # the non-zeros of the narrow columns, by row, while they can reach a base
+            # the non-zeros, by row, while they can reach a base
             for a in range(K):
                 lo = row_ptr[a]
                 hi = row_ptr[a + 1]
@@ -351,27 +373,17 @@ def viterbi_batch_sparse_rows(unary, offsets, col_ptr, col_rows, col_vals, row_p
                     if cand > best[b] or (cand == best[b] and cand != -np.inf and a < arg[b]):
                         best[b] = cand
                         arg[b] = a
-            # wide columns: every row
-            for i in range(n_wide):
-                b = wide_cols[i]
-                lo = col_ptr[b]
-                hi = col_ptr[b + 1]
-                out_a = _best_outside(delta, col_rows, lo, hi, b, stamp)
-                val = -np.inf
-                am = 0
-                if out_a >= 0 and delta[out_a] != -np.inf:
-                    val = delta[out_a] + 0.0
-                    am = out_a
-                for p in range(lo, hi):
+            # deep columns: their own non-zeros (rows below the floor included)
+            for i in range(n_deep):
+                b = deep_cols[i]
+                for p in range(col_ptr[b], col_ptr[b + 1]):
                     a = col_rows[p]
                     if delta[a] == -np.inf:
                         continue
                     cand = delta[a] + col_vals[p]
-                    if cand > val or (cand == val and cand != -np.inf and a < am):
-                        val = cand
-                        am = a
-                best[b] = val
-                arg[b] = am
+                    if cand > best[b] or (cand == best[b] and cand != -np.inf and a < arg[b]):
+                        best[b] = cand
+                        arg[b] = a
             for b in range(K):
                 back[row, b] = arg[b]
                 delta[b] = best[b] + unary[t, b]

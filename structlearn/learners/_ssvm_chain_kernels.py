@@ -22,8 +22,8 @@ No validation here; outputs go into caller-allocated arrays.
 import numba as nb
 import numpy as np
 
-from ..inference._chain_kernels import (transition_columns, transition_rows, viterbi_batch,
-                                        viterbi_batch_sparse_rows)
+from ..inference._chain_kernels import (column_bits, transition_columns, transition_rows,
+                                        viterbi_batch, viterbi_batch_sparse_rows)
 from ..oracles._sparse_rows_kernels import sparse_rows_sq_sum, sparse_rows_unary_scores
 
 # the certificate's Viterbi uses the sparse-table kernel from this many labels
@@ -79,35 +79,30 @@ def sparse_columns(vs):
 
     Returns
     -------
-    (col_ptr, col_rows, col_vals, row_ptr, row_cols, row_vals, wide) or None
+    (col_ptr, col_rows, col_vals, row_ptr, row_cols, row_vals, bits) or None
         The table by column (int64 (K + 1,), int64 (nnz,), float64 (nnz,):
         :func:`~structlearn.inference._chain_kernels.transition_columns`),
-        the non-zeros of its narrow columns by row
-        (:func:`~structlearn.inference._chain_kernels.transition_rows`) and
-        the number of non-zeros from which a column counts as wide (int);
+        by row (:func:`~structlearn.inference._chain_kernels.transition_rows`)
+        and as a bitset (:func:`~structlearn.inference._chain_kernels.column_bits`);
         None below ``SPARSE_VITERBI_MIN_LABELS`` labels or where the dense
         Viterbi is expected to be the faster.
 
-    Per position the sparse kernel costs about 12 ns per label, up to 2 ns
-    per stored entry (fewer are read where the scores spread widely) and 4
-    ns per label for each wide column (K / 2 non-zeros or more, scanned in
-    full), the dense one about 1.1 ns per ``K^2`` entry (random tables, K =
-    16-600, fills 2-50 %): the sparse kernel is chosen where ``12 K + 2 nnz
-    + 4 K n_wide + 150 < 1.1 K^2``: up to about 25 % fill at K = 50, 40 %
-    at K = 100 and 50 % at K = 1000 (beyond, wide columns make it dense).
+    Per position the sparse kernel costs about 15 ns per label plus up to
+    1.5 ns per stored entry (fewer are read where the scores spread widely),
+    the dense one about 1.1 ns per ``K^2`` entry (random tables, K = 16-600,
+    fills 2-50 %): the sparse kernel is chosen where ``15 K + 1.5 nnz + 300
+    < 1.1 K^2``: up to about 20 % fill at K = 32, 45 % at K = 50 and 60-70 %
+    from K = 100.
     """
     K = vs.shape[0]
     if K < SPARSE_VITERBI_MIN_LABELS:
         return None
-    per_column = np.count_nonzero(vs, axis=0)
-    nnz = int(per_column.sum())
-    wide = max(8, K // 2)
-    n_wide = int(np.count_nonzero(per_column >= wide))
-    if 12.0 * K + 2.0 * nnz + 4.0 * K * n_wide + 150.0 >= 1.1 * K * K:
+    nnz = int(np.count_nonzero(vs))
+    if 15.0 * K + 1.5 * nnz + 300.0 >= 1.1 * K * K:
         return None
     cols = (np.empty(K + 1, dtype=np.int64), np.empty(nnz, dtype=np.int64), np.empty(nnz))
     transition_columns(vs, *cols)
-    return cols + transition_rows(*cols, wide) + (wide,)
+    return cols + transition_rows(*cols) + (column_bits(cols[0], cols[1]),)
 
 
 @nb.njit(cache=True, nogil=True)
