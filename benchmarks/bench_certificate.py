@@ -5,9 +5,15 @@ the same computation over a table without exact zeros (the dense O(K^2) Viterbi)
 Synthetic chains: 300 sequences of 15 tokens, 40 of 2,000 binary features per
 token; K = 100, 300, 1000.  Both give the same primal value.
 
+``--sweep``: the two Viterbi kernels alone (``viterbi_batch_sparse`` against
+``viterbi_batch``) on random tables, K = 16-600 and fills 2-50 %, 10-token
+sequences with N(0, 9) scores: ns per position and their ratio (the data behind
+the choice in ``sparse_columns``).
+
 Usage::
 
     .venv/bin/python benchmarks/bench_certificate.py [--Ks 100,300,1000] [--density 0.02]
+    .venv/bin/python benchmarks/bench_certificate.py --sweep
 """
 
 import argparse
@@ -25,6 +31,32 @@ def best_of(f, repeat):
     return best, out
 
 
+def sweep(repeat):
+    from structlearn.inference._chain_kernels import (transition_columns, viterbi_batch,
+                                                      viterbi_batch_sparse)
+
+    rng = np.random.default_rng(0)
+    print("| K | fill | non-zeros | sparse kernel ns/position | dense ns/position | sparse / dense |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for K in (16, 32, 50, 100, 212, 300, 600):
+        n_pos = max(2000, 400000 // K)
+        offsets = np.arange(0, n_pos + 1, 10).astype(np.int64)
+        N = int(offsets[-1])
+        U = 3.0 * rng.normal(size=(N, K))
+        z = np.empty(N, dtype=np.int64)
+        for fill in (0.02, 0.1, 0.25, 0.5):
+            T = rng.normal(size=(K, K)) * (rng.random((K, K)) < fill)
+            cols = (np.empty(K + 1, dtype=np.int64), np.empty(K * K, dtype=np.int64),
+                    np.empty(K * K))
+            transition_columns(T, *cols)
+            viterbi_batch_sparse(U, offsets, *cols, z)  # compile / load
+            viterbi_batch(U, offsets, T, z)
+            ts, _ = best_of(lambda: viterbi_batch_sparse(U, offsets, *cols, z), repeat)
+            td, _ = best_of(lambda: viterbi_batch(U, offsets, T, z), repeat)
+            print(f"| {K} | {fill} | {int(np.count_nonzero(T))} | {ts / N * 1e9:.0f} | "
+                  f"{td / N * 1e9:.0f} | {ts / td:.2f} |", flush=True)
+
+
 def main():
     from structlearn.learners._ssvm_chain_kernels import chain_primal
 
@@ -32,7 +64,11 @@ def main():
     ap.add_argument("--Ks", default="100,300,1000")
     ap.add_argument("--density", type=float, default=0.02)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--sweep", action="store_true", help="the kernels alone on random tables")
     args = ap.parse_args()
+    if args.sweep:
+        sweep(args.repeat)
+        return
     rng = np.random.default_rng(0)
     d, n_seq, length, per_token = 2000, 300, 15, 40
     offsets = np.arange(0, n_seq * length + 1, length).astype(np.int64)
