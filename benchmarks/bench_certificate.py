@@ -8,7 +8,7 @@ token; K = 100, 300, 1000.  Both give the same primal value.
 ``--sweep``: the two Viterbi kernels alone (``viterbi_batch_sparse`` against
 ``viterbi_batch``) on random tables, K = 16-600 and fills 2-50 %, 10-token
 sequences with N(0, 9) scores: ns per position and their ratio (the data behind
-the choice in ``sparse_columns``).
+the choice in ``sparse_transition_table``).
 
 Usage::
 

@@ -46,6 +46,11 @@ for K = 100 and 1,000:
 fit time per pass, the certificate's time in passes, and the K = 1,000 / K = 100
 ratio of the time per pass; ``--rounds`` alternating repetitions.
 
+Section ``predict-k`` (not run by default): ``predict`` of 1,000 new sequences
+(15 tokens, 10 of 2,000 features per token) with ``SequenceSSVM(C=1, max_iter=30)``
+models for K = 100, 300, 1,000 (the Viterbi over the model's mostly-zero
+transition table).
+
 Section ``oracle-k`` (not run by default): GDMM pass time with dense scans against
 the sorted bigram search for K = 8-128 and OCR letters (the choice of
 ``oracle="auto"``).
@@ -58,6 +63,7 @@ Usage::
     .venv/bin/python benchmarks/bench_ssvm.py --sections multilabel-scaling  # about 2 min
     .venv/bin/python benchmarks/bench_ssvm.py --sections oracle-k       # about 1 min
     .venv/bin/python benchmarks/bench_ssvm.py --sections fit-scaling --rounds 2  # about 2 min
+    .venv/bin/python benchmarks/bench_ssvm.py --sections predict-k      # about 1 min
     .venv/bin/python benchmarks/bench_ssvm.py --sections ocr-defaults   # about 30 s
     .venv/bin/python benchmarks/bench_ssvm.py --sections porttinari-fit # about 1.5 min
 """
@@ -222,6 +228,26 @@ def bench_fit_scaling(Ks, rounds, per_token=40):
                   f"{cert:.4f} | {cert / pass_s:.2f} | {n_checks} | {gap:.3g} |", flush=True)
         print(f"\nround {r + 1}: fit s per pass K={Ks[-1]} / K={Ks[0]}: "
               f"{per_pass[Ks[-1]] / per_pass[Ks[0]]:.2f}x\n")
+
+
+def bench_predict_k(Ks, repeat=3):
+    from structlearn.datasets import make_chain_data
+
+    print("\n## 2f. predict of 1,000 new sequences (15 tokens, 10 of 2,000 features per token) "
+          "with SequenceSSVM(C=1, max_iter=30) models\n")
+    print("| K | non-zero transitions | predict s (best of 3) |")
+    print("|---|---:|---:|")
+    for K in Ks:
+        X, y = make_chain_data(1300, length=15, n_labels=K, n_features=2000, density=0.005,
+                               random_state=0)
+        m = SequenceSSVM(C=1.0, max_iter=30, random_state=0).fit(X[:300], y[:300])
+        m.predict(X[300:310])  # compile / load
+        best = np.inf
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            m.predict(X[300:])
+            best = min(best, time.perf_counter() - t0)
+        print(f"| {K} | {np.count_nonzero(m.transition_)} | {best:.3f} |", flush=True)
 
 
 def bench_large(Ks, n_sequences, max_iter, bcfw_iter, budget, target_Ks):
@@ -681,6 +707,8 @@ def main():
         bench_porttinari_fit(args.porttinari, args.porttinari_sentences)
     if "fit-scaling" in sections:
         bench_fit_scaling([100, 1000], args.rounds, args.features_per_token)
+    if "predict-k" in sections:
+        bench_predict_k([100, 300, 1000])
     if "oracle-k" in sections:
         bench_oracle_by_K((8, 16, 32, 40, 48, 56, 64, 128))
     print(f"\ntotal wall time: {time.perf_counter() - t0:.0f} s")

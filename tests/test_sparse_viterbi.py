@@ -10,10 +10,9 @@ from structlearn.inference._chain_kernels import (_TOP_LABELS, _top_labels, colu
                                                   transition_columns, transition_rows,
                                                   viterbi_batch, viterbi_batch_sparse,
                                                   viterbi_batch_sparse_rows)
-from structlearn.learners._ssvm_chain_kernels import (HINGE_BLOCK_ENTRIES,
-                                                      SPARSE_VITERBI_MIN_LABELS, chain_hinges,
-                                                      chain_primal, primal_from_hinges,
-                                                      sparse_columns)
+from structlearn.inference.viterbi import SPARSE_VITERBI_MIN_LABELS, sparse_transition_table
+from structlearn.learners._ssvm_chain_kernels import (HINGE_BLOCK_ENTRIES, chain_hinges,
+                                                      chain_primal, primal_from_hinges)
 
 
 def _random_chains(rng, lens, d, K, density):
@@ -213,7 +212,7 @@ def test_certificate_blocks_give_the_whole_batch_hinges(sparse_table, n_chunks):
     v = rng.normal(size=(K, K))
     if sparse_table:
         v[rng.random((K, K)) >= 0.02] = 0.0
-    cols = sparse_columns(v)
+    cols = sparse_transition_table(v)
     assert (cols is not None) == sparse_table
     z, hinge = np.empty(N, dtype=np.int64), np.empty(lens.shape[0])
     bounds = np.linspace(0, lens.shape[0], n_chunks + 1).astype(int)
@@ -229,3 +228,35 @@ def test_certificate_blocks_give_the_whole_batch_hinges(sparse_table, n_chunks):
         h = unary[np.arange(a, b), z[a:b]].sum() - unary[np.arange(a, b), y[a:b]].sum()
         h += v[z[a:b - 1], z[a + 1:b]].sum() - v[y[a:b - 1], y[a + 1:b]].sum()
         assert hinge[s] == pytest.approx(max(h, 0.0), rel=1e-10, abs=1e-10)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_predict_over_a_mostly_zero_transition_table_equals_the_dense_viterbi(n_jobs,
+                                                                               monkeypatch):
+    """A model with many labels and a mostly-zero ``transition_`` (as a
+    structural SVM keeps it) decodes with the sparse-table kernel (the dense
+    one is made to fail); the labels equal the dense Viterbi's over the
+    same scores."""
+    import structlearn.inference.viterbi as vit
+    from structlearn.datasets import make_chain_data
+    from structlearn.estimators import SequenceSSVM
+
+    K = SPARSE_VITERBI_MIN_LABELS * 2
+    X, y = make_chain_data(40, length=(1, 12), n_labels=K, n_features=60, density=0.1,
+                           random_state=0)
+    m = SequenceSSVM(max_iter=3, random_state=0, n_jobs=n_jobs).fit(X, y)
+    rng = np.random.default_rng(0)
+    Kc = m.classes_.shape[0]
+    for fill in (0.03, 0.3):
+        T = np.round(rng.normal(size=(Kc, Kc)), 1) * (rng.random((Kc, Kc)) < fill)
+        m.transition_ = T
+        assert sparse_transition_table(T) is not None
+        with monkeypatch.context() as mp:
+            mp.setattr(vit, "viterbi_batch", None)
+            pred = m.predict(X)
+        scores = m.decision_function(X)
+        for x, s, p in zip(X, scores, pred):
+            z = np.empty(x.shape[0], dtype=np.int64)
+            viterbi_batch(np.ascontiguousarray(s), np.array([0, x.shape[0]]), T, z)
+            np.testing.assert_array_equal(p, m.classes_[z])

@@ -117,8 +117,13 @@ class SequenceEstimatorMixin:
                 for a, b in zip(bounds[:-1], bounds[1:])]
 
     def _decode(self, Xcat, offsets):
-        """Viterbi codes (int64, (n_tokens,)) for stacked sequences."""
-        parts = map_chunks(_viterbi_chunk, self._chunks(Xcat, offsets), self.n_jobs)
+        """Viterbi codes (int64, (n_tokens,)) for stacked sequences; over the
+        non-zeros of a mostly-zero ``transition_`` where that is faster."""
+        from ..inference.viterbi import sparse_transition_table
+
+        chunks = self._chunks(Xcat, offsets)
+        table = sparse_transition_table(chunks[0][3]) if chunks else None
+        parts = map_chunks(_viterbi_chunk, [c + (table,) for c in chunks], self.n_jobs)
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
     def decision_function(self, X):
@@ -296,13 +301,14 @@ def chunk_scores(rows, coef):
     return out
 
 
-def _viterbi_chunk(rows, coef, offsets, trans):
-    """Viterbi codes of one chunk of sequences."""
-    from ..inference._chain_kernels import viterbi_batch
+def _viterbi_chunk(rows, coef, offsets, trans, table):
+    """Viterbi codes of one chunk of sequences (``table``: see
+    :func:`~structlearn.inference.viterbi.viterbi`)."""
+    from ..inference.viterbi import viterbi
 
     unary = chunk_scores(rows, coef)
     out = np.empty(unary.shape[0], dtype=np.int64)
-    viterbi_batch(unary, offsets, trans, out)
+    viterbi(unary, offsets, trans, out, table)
     return out
 
 

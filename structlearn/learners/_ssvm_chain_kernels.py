@@ -22,13 +22,10 @@ No validation here; outputs go into caller-allocated arrays.
 import numba as nb
 import numpy as np
 
-from ..inference._chain_kernels import (column_bits, transition_columns, transition_rows,
-                                        viterbi_batch, viterbi_batch_sparse_rows)
+from ..inference._chain_kernels import viterbi_batch, viterbi_batch_sparse_rows
+from ..inference.viterbi import sparse_transition_table
 from ..oracles._sparse_rows_kernels import sparse_rows_sq_sum, sparse_rows_unary_scores
 
-# the certificate's Viterbi uses the sparse-table kernel from this many labels
-# where its cost model is below the dense one's (see sparse_columns)
-SPARSE_VITERBI_MIN_LABELS = 32
 # token scores held at once by the certificate's loss-augmented Viterbi
 # (per chunk of sequences; 2 MiB of float64)
 HINGE_BLOCK_ENTRIES = 1 << 18
@@ -69,42 +66,6 @@ def _sq_sum(a):
     return s
 
 
-def sparse_columns(vs):
-    """The non-zero columns of a mostly-zero transition table for the
-    certificate's Viterbi, or None when the dense Viterbi is the faster.
-
-    Parameters
-    ----------
-    vs : float64 (K, K)
-
-    Returns
-    -------
-    (col_ptr, col_rows, col_vals, row_ptr, row_cols, row_vals, bits) or None
-        The table by column (int64 (K + 1,), int64 (nnz,), float64 (nnz,):
-        :func:`~structlearn.inference._chain_kernels.transition_columns`),
-        by row (:func:`~structlearn.inference._chain_kernels.transition_rows`)
-        and as a bitset (:func:`~structlearn.inference._chain_kernels.column_bits`);
-        None below ``SPARSE_VITERBI_MIN_LABELS`` labels or where the dense
-        Viterbi is expected to be the faster.
-
-    Per position the sparse kernel costs about 15 ns per label plus up to
-    1.5 ns per stored entry (fewer are read where the scores spread widely),
-    the dense one about 1.1 ns per ``K^2`` entry (random tables, K = 16-600,
-    fills 2-50 %): the sparse kernel is chosen where ``15 K + 1.5 nnz + 300
-    < 1.1 K^2``: up to about 20 % fill at K = 32, 45 % at K = 50 and 60-70 %
-    from K = 100.
-    """
-    K = vs.shape[0]
-    if K < SPARSE_VITERBI_MIN_LABELS:
-        return None
-    nnz = int(np.count_nonzero(vs))
-    if 15.0 * K + 1.5 * nnz + 300.0 >= 1.1 * K * K:
-        return None
-    cols = (np.empty(K + 1, dtype=np.int64), np.empty(nnz, dtype=np.int64), np.empty(nnz))
-    transition_columns(vs, *cols)
-    return cols + transition_rows(*cols) + (column_bits(cols[0], cols[1]),)
-
-
 @nb.njit(cache=True, nogil=True)
 def chain_hinges(W, Wsp, vs, cols, data, indices, indptr, offsets, y, scale, s_lo, s_hi, zbuf,
                  hinge):
@@ -124,7 +85,7 @@ def chain_hinges(W, Wsp, vs, cols, data, indices, indptr, offsets, y, scale, s_l
         of the weights (:mod:`structlearn.oracles.sparse_rows`).
     vs : float64 (K, K), the transition weights already scaled.
     cols : tuple or None
-        :func:`sparse_columns` of ``vs``: the Viterbi runs over its non-zeros,
+        :func:`~structlearn.inference.viterbi.sparse_transition_table` of ``vs``: the Viterbi runs over its non-zeros,
         O(K) plus the entries read per token instead of O(K^2), same labels;
         None runs the dense Viterbi (the sparse kernel is then not compiled).
     zbuf : int64 (N,); hinge : float64 (n_seq,)
@@ -223,7 +184,7 @@ def chain_primal(W, Wsp, v, data, indices, indptr, offsets, y, C, scale, zbuf, h
     primal : float
     """
     vs = scaled_transitions(v, scale)
-    chain_hinges(W, Wsp, vs, sparse_columns(vs), data, indices, indptr, offsets, y, scale, 0,
+    chain_hinges(W, Wsp, vs, sparse_transition_table(vs), data, indices, indptr, offsets, y, scale, 0,
                  offsets.shape[0] - 1, zbuf, hinge)
     return float(primal_from_hinges(W, Wsp, v, scale, C, hinge))
 

@@ -10,8 +10,9 @@ from sklearn.exceptions import ConvergenceWarning
 from .._progress_bar import progress_tick
 from .._warnings import warn_user
 from .._parallel import CHUNKS_PER_JOB, chunk_bounds, map_chunks, n_chunks_for
+from ..inference.viterbi import sparse_transition_table
 from ._ssvm_chain_kernels import (_sq_sum, chain_hinges, chain_primal, primal_from_hinges,
-                                  sparse_columns, scaled_transitions, token_sq_norms)
+                                  scaled_transitions, token_sq_norms)
 
 __all__ = ["ChainProblem", "ChainMonitor", "CheckSchedule", "HistoryMonitor", "chain_edges",
            "sq_norm", "warn_not_converged"]
@@ -163,7 +164,7 @@ class ChainMonitor(HistoryMonitor):
                                       self.C, float(scale), self._z, self._hinge))
         vs = scaled_transitions(v, float(scale))
         bounds = chunk_bounds(np.diff(p.offsets), n_chunks)
-        cols = sparse_columns(vs)
+        cols = sparse_transition_table(vs)
         map_chunks(chain_hinges, [(W, Wsp, vs, cols, p.data, p.indices, p.indptr, p.offsets, p.y,
                                    float(scale), a, b, self._z, self._hinge)
                                   for a, b in zip(bounds[:-1], bounds[1:])], self.n_jobs)
