@@ -122,7 +122,8 @@ class SequenceEstimatorMixin:
         from ..inference.viterbi import sparse_transition_table
 
         chunks = self._chunks(Xcat, offsets)
-        table = sparse_transition_table(chunks[0][3]) if chunks else None
+        trans = chunks[0][3] if chunks else None  # one table, shared by the chunks
+        table = None if trans is None else sparse_transition_table(trans)
         parts = map_chunks(_viterbi_chunk, [c + (table,) for c in chunks], self.n_jobs)
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
