@@ -33,6 +33,10 @@ standardized yeast, scene and synthetic pairwise features for several C, each
 to a 1 % certified gap within 100 passes, with ``rho="auto"`` and with the
 earlier automatic penalty: passes needed, final gap, Hamming accuracy.
 
+Section ``multilabel-rounds`` (not run by default): the same sets, raw and
+standardized, C = 0.1 and 1, with one and two rounds of coordinate steps per
+sample visit: passes, final gap, fit time, accuracy.
+
 Section ``porttinari-fit`` (not run by default): the whole ``fit`` of
 ``SequenceSSVM(C=0.1, tol=0.01)`` on Porttinari UPOS+FEATS to a certified 1 % gap.
 
@@ -60,6 +64,7 @@ Usage::
     .venv/bin/python benchmarks/bench_ssvm.py [--quick] [--sections ocr,large,porttinari,multilabel]
     .venv/bin/python benchmarks/bench_ssvm.py --sections eta   # multiplier-step study (about 6 min)
     .venv/bin/python benchmarks/bench_ssvm.py --sections multilabel-c   # about 2 min
+    .venv/bin/python benchmarks/bench_ssvm.py --sections multilabel-rounds  # about 2 min
     .venv/bin/python benchmarks/bench_ssvm.py --sections multilabel-scaling  # about 2 min
     .venv/bin/python benchmarks/bench_ssvm.py --sections oracle-k       # about 1 min
     .venv/bin/python benchmarks/bench_ssvm.py --sections fit-scaling --rounds 2  # about 2 min
@@ -443,12 +448,9 @@ def bench_multilabel(max_iter):
     print("\nauthors' C++ GDMM on yeast (published): Hamming accuracy 0.772-0.789")
 
 
-def bench_multilabel_C(Cs, max_iter=100, tol=0.01):
-    """Full pairwise gdmm on standardized yeast / scene features and on synthetic
-    pairwise data: convergence and accuracy by C, with ``rho="auto"`` and with
-    the earlier automatic penalty (a quarter of the mean squared feature norm)."""
-    from sklearn.preprocessing import StandardScaler
-
+def _multilabel_sets():
+    """yeast (first 1,500 rows train), scene (its split) and three synthetic
+    pairwise sets: name -> (X_train, Y_train, X_test, Y_test)."""
     from structlearn.datasets import load_scene, load_yeast, make_multilabel_pairwise
 
     yeast = load_yeast()
@@ -462,6 +464,54 @@ def bench_multilabel_C(Cs, max_iter=100, tol=0.01):
         X, Y = make_multilabel_pairwise(2 * n, n_features=d, n_labels=L, n_active=3,
                                         random_state=seed)[:2]
         sets[f"synthetic n={n} d={d} L={L}"] = (X[:n], Y[:n], X[n:], Y[n:])
+    return sets
+
+
+def bench_multilabel_rounds(Cs=(0.1, 1.0), max_iter=100, tol=0.01):
+    """Full pairwise gdmm with one or two rounds of coordinate steps per sample
+    visit (``gdmm_multilabel._SAMPLE_ROUNDS``), raw and standardized features,
+    the two fitted alternately: passes, final gap and fit time of each."""
+    from sklearn.preprocessing import StandardScaler
+
+    from structlearn.learners import gdmm_multilabel
+
+    sets = _multilabel_sets()
+    default = gdmm_multilabel._SAMPLE_ROUNDS
+    print(f"\n## 3f. Multilabel gdmm, rounds of steps per sample visit, tol = {tol}, "
+          f"max_iter = {max_iter}\n")
+    print("| data | features | C | passes 1 / 2 rounds | final rel. gap 1 / 2 | fit s 1 / 2 | "
+          "Hamming acc 1 / 2 |")
+    print("|---|---|---|---|---|---|---|")
+    try:
+        for name, (Xtr, Ytr, Xte, Yte) in sets.items():
+            for standardize in (False, True):
+                if standardize:
+                    scaler = StandardScaler().fit(Xtr)
+                    Xtr, Xte = scaler.transform(Xtr), scaler.transform(Xte)
+                for C in Cs:
+                    res = {}
+                    for rounds in (1, 2):
+                        gdmm_multilabel._SAMPLE_ROUNDS = rounds
+                        m = MultiLabelSSVM(C=C, max_iter=max_iter, tol=tol, random_state=0)
+                        t0 = time.perf_counter()
+                        m.fit(Xtr, Ytr)
+                        res[rounds] = (m.n_iter_, m.history_[-1]["relative_gap"],
+                                       time.perf_counter() - t0, m.score(Xte, Yte))
+                    r1, r2 = res[1], res[2]
+                    print(f"| {name} | {'std' if standardize else 'raw'} | {C:g} | "
+                          f"{r1[0]} / {r2[0]} | {r1[1]:.3g} / {r2[1]:.3g} | "
+                          f"{r1[2]:.2f} / {r2[2]:.2f} | {r1[3]:.4f} / {r2[3]:.4f} |", flush=True)
+    finally:
+        gdmm_multilabel._SAMPLE_ROUNDS = default
+
+
+def bench_multilabel_C(Cs, max_iter=100, tol=0.01):
+    """Full pairwise gdmm on standardized yeast / scene features and on synthetic
+    pairwise data: convergence and accuracy by C, with ``rho="auto"`` and with
+    the earlier automatic penalty (a quarter of the mean squared feature norm)."""
+    from sklearn.preprocessing import StandardScaler
+
+    sets = _multilabel_sets()
     print(f"\n## 3c. Multilabel, pairwise='full', gdmm, standardized features, tol = {tol}, "
           f"max_iter = {max_iter}\n")
     print("| data | C | rho | passes | final rel. gap | Hamming acc (test) | fit s |")
@@ -701,6 +751,8 @@ def main():
         bench_multilabel_scaling([14, 25, 50, 100, 150, 200], 400, 10, 0, rounds=2)
     if "multilabel-c" in sections:
         bench_multilabel_C((0.01, 0.1, 1.0))
+    if "multilabel-rounds" in sections:
+        bench_multilabel_rounds()
     if "ocr-defaults" in sections:
         bench_ocr_defaults()
     if "porttinari-fit" in sections:

@@ -187,8 +187,9 @@ def _activate_violated(i, j, Y, A, C, E, tmask, fa, fb, fv, fnu, nf, mark, head,
 
 
 @nb.njit(cache=True, inline="always")
-def _unigram_step(i, j, u, Y, A, C, rho, xnorm2, W, data, indices, start, end, fa, fb, fv, fnu,
-                  head, nxa, nxb):
+def _unigram_step(i, j, u, Y, A, C, rho, xnorm2, fa, fb, fv, fnu, head, nxa, nxb):
+    """Projected step on ``A[i, j]``; ``u[j]`` follows it (``W`` is written by
+    the caller once per visit: ``u`` moves by ``||x_i||^2`` per unit of ``A``)."""
     pen, k = _label_penalty(i, j, Y, A, C, fa, fb, fv, fnu, head, nxa, nxb)
     g = u[j] + (1.0 - 2.0 * Y[i, j]) + rho * pen
     Q = xnorm2[i] + 2.0 * rho * k
@@ -200,24 +201,24 @@ def _unigram_step(i, j, u, Y, A, C, rho, xnorm2, W, data, indices, start, end, f
     d = new - A[i, j]
     if d != 0.0:
         A[i, j] = new
-        for p in range(start, end):
-            W[indices[p], j] += data[p] * d
         u[j] += xnorm2[i] * d
     return d
 
 
 @nb.njit(cache=True)
-def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, order, C, rho, W, Pw,
-                         s, ostate, A, tmask, fa, fb, fv, fnu, nf, ows, stats):
+def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, order, C, rho, rounds,
+                         W, Pw, s, ostate, A, tmask, fa, fb, fv, fnu, nf, ows, stats):
     """One pass of block-greedy coordinate descent (Algorithm 3) over the samples in ``order``.
 
     Per sample: scores of all labels; every unigram factor whose projected
     gradient at its bound is non-zero joins the active set (its search is
     the dense argmax the inner products give anyway); the greedy inactive
     pair factor (joint oracle: largest ``P_f``; a positive pair by smallest
-    ``P_f``) joins it; then one exact-curvature projected coordinate step
-    (19) on every active factor, activating the edges whose constraints a
-    unigram step violates.  ``Pw`` float64 (L (L-1)/2,) pair weights (0 off
+    ``P_f``) joins it; then ``rounds`` rounds of exact-curvature projected
+    coordinate steps (19) on every active factor, activating the edges whose
+    constraints a unigram step violates.  The label scores follow the steps
+    (``||x_i||^2`` per unit of dual), so a round costs O(active factors);
+    ``W`` takes the sample's summed steps once per visit.  ``Pw`` float64 (L (L-1)/2,) pair weights (0 off
     the edges); ``s`` the pair scores the oracle searches (``Pw``, ``-inf``
     off the edges); ``ostate`` the joint oracle's state over ``s``
     (``ostate[0] is s``) or None for dense scans (the oracle's kernels are
@@ -244,6 +245,7 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, order, C,
     nxa = np.empty(cap, dtype=np.int64)
     nxb = np.empty(cap, dtype=np.int64)
     positives = np.empty(L, dtype=np.int64)
+    dsum = np.zeros(L)
     Qp = 1.0 + 3.0 * rho
     for i in order:
         start = indptr[i]
@@ -318,49 +320,59 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, order, C,
                 xk = _x(i, k, Y, A, C)
                 if xk > xneg_max:
                     xneg_max = xk
-        # coordinate steps on the active unigram factors
-        for j in range(L):
-            if tmask[i, j] == 0:
-                continue
-            if 0 < n_edges and cap < n_edges and nf[i] + n_cand > cap:
-                # room for the edges this step might activate (conservative)
-                room = 0
-                for k in range(L):
-                    if k != j and (tmask[i, k] != 0 or Y[i, k] != 0) and E[min(j, k), max(j, k)] != 0:
-                        room += 1
-                if nf[i] + room > cap:
-                    stats[1] += 1
+        # ``rounds`` exact-curvature projected steps (19) on every active
+        # factor: the unigram factors (activating the edges whose constraints
+        # a step violates), then the pair factors
+        for _ in range(rounds):
+            for j in range(L):
+                if tmask[i, j] == 0:
                     continue
-            d = _unigram_step(i, j, u, Y, A, C, rho, xnorm2, W, data, indices, start, end,
-                              fa, fb, fv, fnu, head, nxa, nxb)
-            if d != 0.0 and n_edges > 0:
-                if Y[i, j] == 0:
-                    xj = _x(i, j, Y, A, C)
-                    if xj > xneg_max:
-                        xneg_max = xj
-                _activate_violated(i, j, Y, A, C, E, tmask, fa, fb, fv, fnu, nf, mark, head,
-                                   tail, nxa, nxb, positives, n_pos, xneg_max)
-        m = nf[i]
-        # coordinate steps on the active pair factors
-        for q in range(m):
-            a = fa[i, q]
-            b = fb[i, q]
-            h1, h2, h3 = _constraints(i, q, Y, A, C, fa, fb, fv)
-            pid = pair_id(a, b, L)
-            g = Pw[pid] + rho * (max(0.0, h3 + fnu[i, q, 2]) - max(0.0, h1 + fnu[i, q, 0])
-                                 - max(0.0, h2 + fnu[i, q, 1]))
-            pos = Y[i, a] * Y[i, b] != 0
-            lo = 0.0 if pos else -C
-            hi = C if pos else 0.0
-            new = _clip(fv[i, q] - g / Qp, lo, hi)
-            d = new - fv[i, q]
-            if d != 0.0:
-                fv[i, q] = new
-                Pw[pid] += d
-                if ostate is None:
-                    s[pid] += d
-                else:
-                    binary_add(ostate, a, b, d)
+                if 0 < n_edges and cap < n_edges and nf[i] + n_cand > cap:
+                    # room for the edges this step might activate (conservative)
+                    room = 0
+                    for k in range(L):
+                        if (k != j and (tmask[i, k] != 0 or Y[i, k] != 0)
+                                and E[min(j, k), max(j, k)] != 0):
+                            room += 1
+                    if nf[i] + room > cap:
+                        stats[1] += 1
+                        continue
+                d = _unigram_step(i, j, u, Y, A, C, rho, xnorm2, fa, fb, fv, fnu, head, nxa,
+                                  nxb)
+                dsum[j] += d
+                if d != 0.0 and n_edges > 0:
+                    if Y[i, j] == 0:
+                        xj = _x(i, j, Y, A, C)
+                        if xj > xneg_max:
+                            xneg_max = xj
+                    _activate_violated(i, j, Y, A, C, E, tmask, fa, fb, fv, fnu, nf, mark, head,
+                                       tail, nxa, nxb, positives, n_pos, xneg_max)
+            for q in range(nf[i]):
+                a = fa[i, q]
+                b = fb[i, q]
+                h1, h2, h3 = _constraints(i, q, Y, A, C, fa, fb, fv)
+                pid = pair_id(a, b, L)
+                g = Pw[pid] + rho * (max(0.0, h3 + fnu[i, q, 2]) - max(0.0, h1 + fnu[i, q, 0])
+                                     - max(0.0, h2 + fnu[i, q, 1]))
+                pos = Y[i, a] * Y[i, b] != 0
+                lo = 0.0 if pos else -C
+                hi = C if pos else 0.0
+                new = _clip(fv[i, q] - g / Qp, lo, hi)
+                d = new - fv[i, q]
+                if d != 0.0:
+                    fv[i, q] = new
+                    Pw[pid] += d
+                    if ostate is None:
+                        s[pid] += d
+                    else:
+                        binary_add(ostate, a, b, d)
+        # the weights follow the sample's unigram duals once per visit
+        for j in range(L):
+            if dsum[j] != 0.0:
+                d = dsum[j]
+                for p in range(start, end):
+                    W[indices[p], j] += data[p] * d
+                dsum[j] = 0.0
 
 
 @nb.njit(cache=True)
