@@ -10,10 +10,16 @@ token; K = 100, 300, 1000.  Both give the same primal value.
 sequences with N(0, 9) scores: ns per position and their ratio (the data behind
 the choice in ``sparse_transition_table``).
 
+``--sweep-topk``: the two list-Viterbi kernels (``viterbi_topk`` with and without
+the sparse table) on random tables, K = 8-300, fills 5-90 %, k = 2, 5, 20,
+15-token sequences with N(0, 1) scores: us per position, their ratio, and
+whether ``sparse_transition_table`` picks the sparse kernel.
+
 Usage::
 
     .venv/bin/python benchmarks/bench_certificate.py [--Ks 100,300,1000] [--density 0.02]
     .venv/bin/python benchmarks/bench_certificate.py --sweep
+    .venv/bin/python benchmarks/bench_certificate.py --sweep-topk
 """
 
 import argparse
@@ -57,6 +63,47 @@ def sweep(repeat):
                   f"{td / N * 1e9:.0f} | {ts / td:.2f} |", flush=True)
 
 
+def sweep_topk(repeat):
+    from structlearn.inference.viterbi import sparse_transition_table, viterbi_topk
+
+    rng = np.random.default_rng(0)
+    print("| K | fill | k | dense us/position | sparse us/position | dense / sparse | "
+          "rule picks sparse |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    for K in (8, 16, 32, 64, 128, 300):
+        n_seq = max(20, 60000 // (K * 15))
+        offsets = np.arange(0, n_seq * 15 + 1, 15, dtype=np.int64)
+        N = int(offsets[-1])
+        U = rng.normal(size=(N, K))
+        for fill in (0.05, 0.3, 0.6, 0.9):
+            T = rng.normal(size=(K, K)) * (rng.random((K, K)) < fill)
+            # the sparse layout whether or not the rule would pick it
+            table = sparse_transition_table(T) or _forced_table(T)
+            for k in (2, 5, 20):
+                out = (np.zeros((N, k), dtype=np.int64), np.empty((n_seq, k)),
+                       np.zeros(n_seq, dtype=np.int64))
+                times = []
+                for tab in (None, table):
+                    viterbi_topk(U[:15], offsets[:2], T, k, *(o[:15] for o in out[:1]),
+                                 out[1][:1], out[2][:1], tab)  # compile / load
+                    t, _ = best_of(lambda: viterbi_topk(U, offsets, T, k, *out, tab), repeat)
+                    times.append(t / N * 1e6)
+                print(f"| {K} | {fill} | {k} | {times[0]:.2f} | {times[1]:.2f} | "
+                      f"{times[0] / times[1]:.2f} | {sparse_transition_table(T) is not None} |",
+                      flush=True)
+
+
+def _forced_table(T):
+    from structlearn.inference._chain_kernels import (column_bits, transition_columns,
+                                                      transition_rows)
+
+    K = T.shape[0]
+    nnz = int(np.count_nonzero(T))
+    cols = (np.empty(K + 1, dtype=np.int64), np.empty(nnz, dtype=np.int64), np.empty(nnz))
+    transition_columns(T, *cols)
+    return cols + transition_rows(*cols) + (column_bits(cols[0], cols[1]),)
+
+
 def main():
     from structlearn.learners._ssvm_chain_kernels import chain_primal
 
@@ -65,9 +112,14 @@ def main():
     ap.add_argument("--density", type=float, default=0.02)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--sweep", action="store_true", help="the kernels alone on random tables")
+    ap.add_argument("--sweep-topk", action="store_true",
+                    help="the list-Viterbi kernels alone on random tables")
     args = ap.parse_args()
     if args.sweep:
         sweep(args.repeat)
+        return
+    if args.sweep_topk:
+        sweep_topk(args.repeat)
         return
     rng = np.random.default_rng(0)
     d, n_seq, length, per_token = 2000, 300, 15, 40

@@ -235,24 +235,48 @@ def bench_fit_scaling(Ks, rounds, per_token=40):
               f"{per_pass[Ks[-1]] / per_pass[Ks[0]]:.2f}x\n")
 
 
-def bench_predict_k(Ks, repeat=3):
+def bench_predict_k(Ks, repeat=3, n_topk=100, k=5):
+    """predict of 1,000 sequences, then predict_topk(k) of ``n_topk`` of them with
+    the sparse-table list Viterbi and with the dense one (same output, checked)."""
+    import structlearn.inference.viterbi as viterbi_module
     from structlearn.datasets import make_chain_data
 
     print("\n## 2f. predict of 1,000 new sequences (15 tokens, 10 of 2,000 features per token) "
-          "with SequenceSSVM(C=1, max_iter=30) models\n")
-    print("| K | non-zero transitions | predict s (best of 3) |")
-    print("|---|---:|---:|")
+          f"with SequenceSSVM(C=1, max_iter=30) models; predict_topk(k={k}) of {n_topk} of "
+          "them\n")
+    print("| K | non-zero transitions | predict s (best of 3) | topk s sparse (best of 3) | "
+          "topk s dense (one run) | dense / sparse |")
+    print("|---|---:|---:|---:|---:|---:|")
     for K in Ks:
         X, y = make_chain_data(1300, length=15, n_labels=K, n_features=2000, density=0.005,
                                random_state=0)
         m = SequenceSSVM(C=1.0, max_iter=30, random_state=0).fit(X[:300], y[:300])
         m.predict(X[300:310])  # compile / load
+        m.predict_topk(X[300:302], k=k)
         best = np.inf
         for _ in range(repeat):
             t0 = time.perf_counter()
             m.predict(X[300:])
             best = min(best, time.perf_counter() - t0)
-        print(f"| {K} | {np.count_nonzero(m.transition_)} | {best:.3f} |", flush=True)
+        Xk = X[300:300 + n_topk]
+        topk = np.inf
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            sparse_out = m.predict_topk(Xk, k=k)
+            topk = min(topk, time.perf_counter() - t0)
+        chosen = viterbi_module.sparse_transition_table
+        viterbi_module.sparse_transition_table = lambda trans: None  # the dense kernel
+        try:
+            m.predict_topk(X[300:302], k=k)
+            t0 = time.perf_counter()
+            dense_out = m.predict_topk(Xk, k=k)
+            dense = time.perf_counter() - t0
+        finally:
+            viterbi_module.sparse_transition_table = chosen
+        for a, b in zip(sparse_out[0] + sparse_out[1], dense_out[0] + dense_out[1]):
+            np.testing.assert_array_equal(a, b)
+        print(f"| {K} | {np.count_nonzero(m.transition_)} | {best:.3f} | {topk:.3f} | "
+              f"{dense:.3f} | {dense / topk:.1f}x |", flush=True)
 
 
 def bench_large(Ks, n_sequences, max_iter, bcfw_iter, budget, target_Ks):

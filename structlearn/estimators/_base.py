@@ -163,8 +163,10 @@ class SequenceEstimatorMixin:
         """The ``k`` highest-scoring label sequences of each input sequence.
 
         Exact list Viterbi over the fitted chain model
-        (:func:`structlearn.inference._kbest_kernels.kbest_sequences`), all
-        sequences in one compiled call; rank 0 is :meth:`predict`'s answer.
+        (:func:`structlearn.inference.viterbi.viterbi_topk`: over the
+        non-zeros of a mostly-zero ``transition_`` where that is faster),
+        all sequences of a chunk in one compiled call; rank 0 is
+        :meth:`predict`'s answer.
 
         Parameters
         ----------
@@ -180,11 +182,13 @@ class SequenceEstimatorMixin:
             Their chain scores (unary plus transition scores).
         """
         from ..inference.mbest import check_m
+        from ..inference.viterbi import sparse_transition_table
 
         k = check_m(k)
         Xcat, offsets, _ = self._check_X(X, stack=False)
-        chunks = [args + (k,) for args in self._chunks(Xcat, offsets)]
-        parts = map_chunks(_kbest_chunk, chunks, self.n_jobs)
+        chunks = self._chunks(Xcat, offsets)
+        table = sparse_transition_table(chunks[0][3]) if chunks else None
+        parts = map_chunks(_kbest_chunk, [c + (k, table) for c in chunks], self.n_jobs)
         codes = np.concatenate([p[0] for p in parts])
         scores = np.concatenate([p[1] for p in parts])
         found = np.concatenate([p[2] for p in parts])
@@ -313,17 +317,18 @@ def _viterbi_chunk(rows, coef, offsets, trans, table):
     return out
 
 
-def _kbest_chunk(rows, coef, offsets, trans, k):
+def _kbest_chunk(rows, coef, offsets, trans, k, table):
     """List-Viterbi codes ``(n_tokens, k)``, scores ``(n_seq, k)`` and ranks
-    found ``(n_seq,)`` of one chunk of sequences."""
-    from ..inference._kbest_kernels import kbest_sequences
+    found ``(n_seq,)`` of one chunk of sequences (``table``: see
+    :func:`~structlearn.inference.viterbi.viterbi_topk`)."""
+    from ..inference.viterbi import viterbi_topk
 
     unary = chunk_scores(rows, coef)
     n_seq = offsets.shape[0] - 1
     codes = np.zeros((unary.shape[0], k), dtype=np.int64)
     scores = np.empty((n_seq, k))
     found = np.zeros(n_seq, dtype=np.int64)
-    kbest_sequences(unary, offsets, trans, k, codes, scores, found)
+    viterbi_topk(unary, offsets, trans, k, codes, scores, found, table)
     return codes, scores, found
 
 

@@ -1,13 +1,13 @@
-"""Max-sum Viterbi over stacked chains: the dense kernel, or the sparse-table
-kernel where the transition table is mostly zero (a structural SVM's table
-keeps only the transitions its duals touched)."""
+"""Max-sum Viterbi and list Viterbi (top k) over stacked chains: the dense
+kernels, or the sparse-table kernels where the transition table is mostly
+zero (a structural SVM's table keeps only the transitions its duals touched)."""
 
 import numpy as np
 
 from ._chain_kernels import (column_bits, transition_columns, transition_rows, viterbi_batch,
                              viterbi_batch_sparse_rows)
 
-__all__ = ["SPARSE_VITERBI_MIN_LABELS", "sparse_transition_table", "viterbi"]
+__all__ = ["SPARSE_VITERBI_MIN_LABELS", "sparse_transition_table", "viterbi", "viterbi_topk"]
 
 # the sparse-table kernel is considered from this many labels, where its cost
 # model is below the dense one's (see sparse_transition_table)
@@ -68,3 +68,33 @@ def viterbi(unary, offsets, trans, out, table=None):
         viterbi_batch(unary, offsets, trans, out)
     else:
         viterbi_batch_sparse_rows(unary, offsets, *table, out)
+
+
+def viterbi_topk(unary, offsets, trans, k, out_labels, out_scores, out_found, table=None):
+    """The ``k`` best label sequences of every chain of a batch (list Viterbi).
+
+    Parameters
+    ----------
+    unary : float64 (N, K)
+    offsets : int64 (n_seq + 1,)
+    trans : float64 (K, K)
+    k : int
+    out_labels : int64 (N, k)
+        ``out_labels[offsets[s]:offsets[s + 1], r]`` receives rank ``r`` of
+        sequence ``s`` (ranks past ``out_found[s]`` are not written).
+    out_scores : float64 (n_seq, k)
+        Their scores, ``-inf`` past the ranks found.
+    out_found : int64 (n_seq,)
+        Ranks found: ``min(k, number of finite-score sequences)``.
+    table : tuple or None
+        :func:`sparse_transition_table` of ``trans``: the sparse-table
+        kernel (same sequences, scores and ties); None: the dense kernel.
+    """
+    if table is None:
+        from ._kbest_kernels import kbest_sequences
+
+        kbest_sequences(unary, offsets, trans, k, out_labels, out_scores, out_found)
+    else:
+        from ._kbest_sparse_kernels import kbest_sequences_sparse
+
+        kbest_sequences_sparse(unary, offsets, *table, k, out_labels, out_scores, out_found)

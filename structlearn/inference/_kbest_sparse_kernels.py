@@ -1,0 +1,247 @@
+"""List Viterbi (the ``m`` best label sequences of chains) over a mostly-zero
+transition table.
+
+The dense list Viterbi (:func:`._kbest_kernels.kbest_sequences`) merges, for
+every label ``b`` of a position, the ``K`` sorted lists of the previous
+position shifted by the column ``trans[:, b]``: ``O(K^2)`` per position.
+Where the column is zero the shift is 0, so the best candidates of ``b``
+from outside its non-zeros are the front of one list ``G`` shared by all
+labels: every previous entry ``(value, state, rank)`` in the kernels' order
+(higher value, then lower state, then lower rank), produced lazily by a heap
+over the states.  Per label ``b`` the top ``m`` are then the first ``m``
+entries of ``G`` whose state is not a row of column ``b`` (a bit test),
+improved by the candidates of its non-zeros.  Those are read row by row,
+each row by decreasing value, only while the row's best entry plus the value
+reaches the smallest ``m``-th score of any label (the floor), so rows far
+below the leaders cost one comparison.  A label whose outside list reaches
+deep into ``G`` (its non-zeros hold many leaders) would lower the floor for
+all; it reads its own column instead and sets no floor.
+
+Same sequences, scores and tie order as the dense kernel; per position
+``O(K m + T log K + entries read)``, ``T`` the entries of ``G`` produced.
+"""
+
+import numba as nb
+import numpy as np
+
+from ._chain_kernels import _is_row
+from ._kbest_kernels import _before, _merge_top, _sift_down
+
+# a label whose first m outside entries are not within the first
+# m * (1 + DEEP_LEADERS) entries of G reads its own column
+DEEP_LEADERS = 16
+
+
+@nb.njit(cache=True)
+def _insert(tv, ts, tr, tn, b, m, v, a, r):
+    """Insert ``(v, a, r)`` into label ``b``'s top list (``tn[b]`` entries,
+    kernel order) if it belongs to the top ``m``; returns whether it did."""
+    n = tn[b]
+    if n == m and not _before(v, a, r, tv[b, m - 1], ts[b, m - 1], tr[b, m - 1]):
+        return False
+    i = n if n < m else m - 1
+    while i > 0 and _before(v, a, r, tv[b, i - 1], ts[b, i - 1], tr[b, i - 1]):
+        tv[b, i] = tv[b, i - 1]
+        ts[b, i] = ts[b, i - 1]
+        tr[b, i] = tr[b, i - 1]
+        i -= 1
+    tv[b, i] = v
+    ts[b, i] = a
+    tr[b, i] = r
+    if n < m:
+        tn[b] = n + 1
+    return True
+
+
+@nb.njit(cache=True)
+def _extend_front(val, cnt, po, hv, hs, hr, hsize, gv, gs, gr, gsize, target):
+    """Produce entries of ``G`` (previous position at row offset ``po``) from the
+    heap ``hv, hs, hr`` (``hsize`` entries) until ``gsize >= target`` or the heap
+    is empty; returns ``(hsize, gsize)``."""
+    while gsize < target and hsize > 0 and hv[0] != -np.inf:
+        a = hs[0]
+        r = hr[0]
+        gv[gsize] = hv[0]
+        gs[gsize] = a
+        gr[gsize] = r
+        gsize += 1
+        if r + 1 < cnt[po + a]:
+            hv[0] = val[po + a, r + 1]
+            hr[0] = r + 1
+        else:
+            hsize -= 1
+            hv[0], hs[0], hr[0] = hv[hsize], hs[hsize], hr[hsize]
+        _sift_down(hv, hs, hr, hsize, 0)
+    return hsize, gsize
+
+
+@nb.njit(cache=True)
+def _position_tops(val, cnt, po, K, unary_row, col_ptr, col_rows, col_vals, row_ptr, row_cols,
+                   row_vals, bits, m, deep_leaders, hv, hs, hr, gv, gs, gr, tv, ts, tr, tn,
+                   deep):
+    """Top ``m`` candidates ``(value, previous state, rank)`` of every label of
+    a position into ``tv, ts, tr`` (``tn`` counts); labels with a ``-inf``
+    unary score get none."""
+    # the heap over the previous states' best entries
+    hsize = 0
+    for a in range(K):
+        if cnt[po + a] > 0:
+            hv[hsize] = val[po + a, 0]
+            hs[hsize] = a
+            hr[hsize] = 0
+            hsize += 1
+    for i in range(hsize // 2 - 1, -1, -1):
+        _sift_down(hv, hs, hr, hsize, i)
+    gsize = 0
+    shallow = m * (1 + deep_leaders)
+    floor = np.inf
+    for b in range(K):
+        tn[b] = 0
+        deep[b] = 0
+        if unary_row[b] == -np.inf:
+            continue
+        lo = col_ptr[b]
+        hi = col_ptr[b + 1]
+        i = 0
+        while tn[b] < m:
+            if i == gsize:
+                hsize, gsize = _extend_front(val, cnt, po, hv, hs, hr, hsize, gv, gs, gr,
+                                             gsize, max(2 * gsize, m))
+                if i == gsize:
+                    break  # every entry seen
+            a = gs[i]
+            if not _is_row(bits, col_rows, lo, hi, b, a):
+                n = tn[b]
+                tv[b, n] = gv[i]
+                ts[b, n] = a
+                tr[b, n] = gr[i]
+                tn[b] = n + 1
+            i += 1
+        if i > shallow:
+            deep[b] = 1
+        elif tn[b] < m:
+            floor = -np.inf
+        elif tv[b, m - 1] < floor:
+            floor = tv[b, m - 1]
+    # the non-zeros of the shallow labels, row by row
+    for a in range(K):
+        c = cnt[po + a]
+        if c == 0:
+            continue
+        top = val[po + a, 0]
+        for p in range(row_ptr[a], row_ptr[a + 1]):
+            v = row_vals[p]
+            if v == -np.inf or top + v < floor:
+                break
+            b = row_cols[p]
+            if deep[b] != 0 or unary_row[b] == -np.inf:
+                continue
+            for r in range(c):
+                if not _insert(tv, ts, tr, tn, b, m, val[po + a, r] + v, a, r):
+                    break
+    # the deep labels read their own column
+    for b in range(K):
+        if deep[b] == 0:
+            continue
+        for p in range(col_ptr[b], col_ptr[b + 1]):
+            a = col_rows[p]
+            v = col_vals[p]
+            if v == -np.inf:
+                continue
+            for r in range(cnt[po + a]):
+                if not _insert(tv, ts, tr, tn, b, m, val[po + a, r] + v, a, r):
+                    break
+
+
+@nb.njit(cache=True, nogil=True)
+def kbest_sequences_sparse(unary, offsets, col_ptr, col_rows, col_vals, row_ptr, row_cols,
+                           row_vals, bits, m, out_labels, out_scores, out_found,
+                           deep_leaders=DEEP_LEADERS):
+    """The ``m`` best label sequences of every chain of a batch, the transition
+    table given by its non-zeros.
+
+    Parameters
+    ----------
+    unary : float64 (N, K)
+        Token scores of all sequences, concatenated.
+    offsets : int64 (n_seq + 1,)
+    col_ptr, col_rows, col_vals, row_ptr, row_cols, row_vals, bits
+        The table ``trans[a, b]`` (score of ``y_t = a, y_{t+1} = b``) by
+        column, by row (each row by decreasing value) and as a bitset:
+        :func:`structlearn.inference.viterbi.sparse_transition_table`.
+    m : int
+    out_labels : int64 (N, m)
+        ``out_labels[offsets[s]:offsets[s + 1], r]`` receives rank ``r`` of
+        sequence ``s``.
+    out_scores : float64 (n_seq, m)
+        ``-inf`` past the ranks found.
+    out_found : int64 (n_seq,)
+    deep_leaders : int
+        A label reads its own column when its ``m`` best outside entries lie
+        beyond the first ``m (1 + deep_leaders)`` of ``G``.
+
+    Same results as :func:`._kbest_kernels.kbest_sequences` on the dense table.
+    """
+    K = unary.shape[1]
+    n_max = 0
+    for s in range(offsets.shape[0] - 1):
+        n_max = max(n_max, offsets[s + 1] - offsets[s])
+    val = np.empty((n_max * K, m))
+    bstate = np.empty((n_max * K, m), dtype=np.int64)
+    brank = np.empty((n_max * K, m), dtype=np.int64)
+    cnt = np.zeros(n_max * K, dtype=np.int64)
+    hv = np.empty(K)
+    hs = np.empty(K, dtype=np.int64)
+    hr = np.empty(K, dtype=np.int64)
+    gv = np.empty(K * m)
+    gs = np.empty(K * m, dtype=np.int64)
+    gr = np.empty(K * m, dtype=np.int64)
+    tv = np.empty((K, m))
+    ts = np.empty((K, m), dtype=np.int64)
+    tr = np.empty((K, m), dtype=np.int64)
+    tn = np.zeros(K, dtype=np.int64)
+    deep = np.zeros(K, dtype=np.uint8)
+    zero = np.zeros(K)
+    ev = np.empty(m)
+    es = np.empty(m, dtype=np.int64)
+    er = np.empty(m, dtype=np.int64)
+    for s in range(offsets.shape[0] - 1):
+        start = offsets[s]
+        n = offsets[s + 1] - start
+        for r in range(m):
+            out_scores[s, r] = -np.inf
+        if n == 0:
+            out_scores[s, 0] = 0.0
+            out_found[s] = 1
+            continue
+        for b in range(K):
+            x = unary[start, b]
+            cnt[b] = 0
+            if x != -np.inf:
+                val[b, 0] = x
+                bstate[b, 0] = -1
+                brank[b, 0] = 0
+                cnt[b] = 1
+        for k in range(1, n):
+            _position_tops(val, cnt, (k - 1) * K, K, unary[start + k], col_ptr, col_rows,
+                           col_vals, row_ptr, row_cols, row_vals, bits, m, deep_leaders, hv,
+                           hs, hr, gv, gs, gr, tv, ts, tr, tn, deep)
+            for b in range(K):
+                q = k * K + b
+                x = unary[start + k, b]
+                cnt[q] = tn[b]
+                for i in range(tn[b]):
+                    val[q, i] = tv[b, i] + x
+                    bstate[q, i] = ts[b, i]
+                    brank[q, i] = tr[b, i]
+        # the best ends over the last position's states
+        found = _merge_top(val, cnt, (n - 1) * K, K, zero, m, hv, hs, hr, ev, es, er)
+        out_found[s] = found
+        for i in range(found):
+            out_scores[s, i] = ev[i]
+            b = es[i]
+            r = er[i]
+            for k in range(n - 1, -1, -1):
+                out_labels[start + k, i] = b
+                q = k * K + b
+                b, r = bstate[q, r], brank[q, r]
