@@ -86,3 +86,25 @@ def test_perceptron_and_multilabel_refuse_weights_beyond_memory(monkeypatch):
         with pytest.raises(MemoryError, match=rf"MultiLabelSSVM\(solver='{solver}'\) over "
                                               rf"{d + 1} features, 4 labels and 20 samples"):
             MultiLabelSSVM(solver=solver, max_iter=1).fit(Xm, Ym)
+
+
+def test_predict_topk_refuses_lists_beyond_memory(monkeypatch):
+    """The list Viterbi's per-token lists are sized before they are allocated;
+    the fitted model is untouched by the refused call."""
+    from structlearn.datasets import make_chain_data
+
+    X, y = make_chain_data(6, length=(3, 8), n_labels=4, n_features=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = SequenceSSVM(max_iter=2).fit(X, y)
+    coef = model.coef_.copy()
+    longest, tokens = max(x.shape[0] for x in X), sum(x.shape[0] for x in X)
+    need = 24 * longest * 4 * 7 + 16 * tokens * 7
+    monkeypatch.setattr(memory, "available_bytes", lambda: need - 1)
+    with pytest.raises(MemoryError, match=rf"predict_topk\(k=7\) over 4 classes, {tokens} "
+                                          rf"tokens \(longest sequence {longest}\)"):
+        model.predict_topk(X, k=7)
+    np.testing.assert_array_equal(model.coef_, coef)
+    monkeypatch.setattr(memory, "available_bytes", lambda: need)
+    labels, scores = model.predict_topk(X, k=7)
+    assert [lab.shape[0] for lab in labels] == [7] * len(X)

@@ -186,6 +186,7 @@ class SequenceEstimatorMixin:
 
         k = check_m(k)
         Xcat, offsets, _ = self._check_X(X, stack=False)
+        _check_topk_memory(offsets, self.classes_.shape[0], k, self.n_jobs)
         chunks = self._chunks(Xcat, offsets)
         table = sparse_transition_table(chunks[0][3]) if chunks else None
         parts = map_chunks(_kbest_chunk, [c + (k, table) for c in chunks], self.n_jobs)
@@ -315,6 +316,24 @@ def _viterbi_chunk(rows, coef, offsets, trans, table):
     out = np.empty(unary.shape[0], dtype=np.int64)
     viterbi(unary, offsets, trans, out, table)
     return out
+
+
+def _check_topk_memory(offsets, K, k, n_jobs):
+    """``MemoryError`` naming the sizes when a list Viterbi would not fit: each
+    running job keeps ``k`` entries (score, state, rank) per label and token
+    of its longest sequence; the output holds ``k`` labels per token twice."""
+    from joblib import effective_n_jobs
+
+    from .._memory import check_memory
+    from .._parallel import check_n_jobs
+
+    n_jobs = check_n_jobs(n_jobs)
+    lengths = np.diff(offsets)
+    longest = int(lengths.max(initial=0))
+    jobs = 1 if n_jobs in (None, 1) else min(effective_n_jobs(n_jobs), lengths.shape[0])
+    nbytes = 24 * longest * K * k * max(jobs, 1) + 16 * int(offsets[-1]) * k
+    check_memory(nbytes, f"predict_topk(k={k}) over {K} classes, {int(offsets[-1])} tokens "
+                 f"(longest sequence {longest})", "lower k or predict fewer sequences per call")
 
 
 def _kbest_chunk(rows, coef, offsets, trans, k, table):
