@@ -5,6 +5,7 @@ import itertools
 
 import numpy as np
 import pytest
+from _chain_models import mostly_zero_models
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -125,27 +126,15 @@ def test_deep_and_shallow_labels_each_exact():
             _assert_sparse_equals_dense(U, offsets, T, m, deep_leaders)
 
 
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("n_jobs", [None, 2])
 def test_predict_topk_over_a_mostly_zero_transition_table(n_jobs, monkeypatch):
     """``predict_topk`` of a many-label model with a mostly-zero
     ``transition_`` runs the sparse-table kernel (the dense one is made to
     fail) and returns the dense list Viterbi's sequences and scores."""
     import structlearn.inference._kbest_kernels as dense_module
-    from structlearn.datasets import make_chain_data
-    from structlearn.estimators import SequenceSSVM
-    from structlearn.inference.viterbi import SPARSE_VITERBI_MIN_LABELS, sparse_transition_table
 
-    K = SPARSE_VITERBI_MIN_LABELS * 2
-    X, y = make_chain_data(40, length=(1, 9), n_labels=K, n_features=60, density=0.1,
-                           random_state=0)
-    m = SequenceSSVM(max_iter=3, random_state=0, n_jobs=n_jobs).fit(X, y)
-    rng = np.random.default_rng(0)
-    Kc = m.classes_.shape[0]
-    for fill in (0.03, 0.3):
-        T = np.round(rng.normal(size=(Kc, Kc)), 1) * (rng.random((Kc, Kc)) < fill)
-        m.transition_ = T
-        assert sparse_transition_table(T) is not None
+    for X, m in mostly_zero_models(n_jobs, 9):
+        T = m.transition_
         with monkeypatch.context() as mp:
             mp.setattr(dense_module, "kbest_sequences", None)
             labels, scores = m.predict_topk(X, k=4)

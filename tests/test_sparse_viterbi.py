@@ -3,6 +3,7 @@ fast path) against the dense Viterbi: identical labelings, ties included."""
 
 import numpy as np
 import pytest
+from _chain_models import mostly_zero_models
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -230,7 +231,6 @@ def test_certificate_blocks_give_the_whole_batch_hinges(sparse_table, n_chunks):
         assert hinge[s] == pytest.approx(max(h, 0.0), rel=1e-10, abs=1e-10)
 
 
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("n_jobs", [None, 2])
 def test_predict_over_a_mostly_zero_transition_table_equals_the_dense_viterbi(n_jobs,
                                                                                monkeypatch):
@@ -239,19 +239,9 @@ def test_predict_over_a_mostly_zero_transition_table_equals_the_dense_viterbi(n_
     one is made to fail); the labels equal the dense Viterbi's over the
     same scores."""
     import structlearn.inference.viterbi as vit
-    from structlearn.datasets import make_chain_data
-    from structlearn.estimators import SequenceSSVM
 
-    K = SPARSE_VITERBI_MIN_LABELS * 2
-    X, y = make_chain_data(40, length=(1, 12), n_labels=K, n_features=60, density=0.1,
-                           random_state=0)
-    m = SequenceSSVM(max_iter=3, random_state=0, n_jobs=n_jobs).fit(X, y)
-    rng = np.random.default_rng(0)
-    Kc = m.classes_.shape[0]
-    for fill in (0.03, 0.3):
-        T = np.round(rng.normal(size=(Kc, Kc)), 1) * (rng.random((Kc, Kc)) < fill)
-        m.transition_ = T
-        assert sparse_transition_table(T) is not None
+    for X, m in mostly_zero_models(n_jobs, 12):
+        T = m.transition_
         with monkeypatch.context() as mp:
             mp.setattr(vit, "viterbi_batch", None)
             pred = m.predict(X)

@@ -91,6 +91,17 @@ def _merge_top(prev_val, prev_cnt, prev_off, kprev, shift, m, hv, hs, hr, out_va
                out_rank):
     """Top ``m`` of the lists ``prev_val[prev_off + a, :prev_cnt[prev_off + a]] +
     shift[a]`` over states ``a < kprev``; returns how many are finite."""
+    size = heads_heap(prev_val, prev_cnt, prev_off, kprev, shift, hv, hs, hr)
+    size, n = pop_merged(prev_val, prev_cnt, prev_off, shift, hv, hs, hr, size, out_val,
+                         out_state, out_rank, 0, m)
+    return n
+
+
+@nb.njit(cache=True)
+def heads_heap(prev_val, prev_cnt, prev_off, kprev, shift, hv, hs, hr):
+    """Heap (``hv, hs, hr``: value, state, rank) of the lists' first entries
+    ``prev_val[prev_off + a, 0] + shift[a]``, states with an empty list or a
+    ``-inf`` shift left out; returns its size."""
     size = 0
     for a in range(kprev):
         c = prev_cnt[prev_off + a]
@@ -102,8 +113,16 @@ def _merge_top(prev_val, prev_cnt, prev_off, kprev, shift, m, hv, hs, hr, out_va
         size += 1
     for i in range(size // 2 - 1, -1, -1):
         _sift_down(hv, hs, hr, size, i)
-    n = 0
-    while size > 0 and n < m and hv[0] != -np.inf:
+    return size
+
+
+@nb.njit(cache=True)
+def pop_merged(prev_val, prev_cnt, prev_off, shift, hv, hs, hr, size, out_val, out_state,
+               out_rank, n, target):
+    """Move the heap's best entries into ``out_*[n:]`` until ``target`` are out
+    or no finite entry is left, each replaced by the next entry of its list;
+    returns ``(size, n)``."""
+    while size > 0 and n < target and hv[0] != -np.inf:
         v, a, r = _take_top(hv, hs, hr, size, out_val, out_state, out_rank, n)
         n += 1
         if r + 1 < prev_cnt[prev_off + a]:
@@ -111,7 +130,35 @@ def _merge_top(prev_val, prev_cnt, prev_off, kprev, shift, m, hv, hs, hr, out_va
                                 r + 1)
         else:
             size = _replace_top(hv, hs, hr, size, 0.0, -1, 0)
-    return n
+    return size, n
+
+
+@nb.njit(cache=True)
+def _start_lists(unary, u0, n_states, val, bstate, brank, cnt):
+    """The first position's lists: one entry per state whose score
+    ``unary[u0 + b]`` is finite (rows ``0 .. n_states - 1``)."""
+    for b in range(n_states):
+        x = unary[u0 + b]
+        cnt[b] = 0
+        if x != -np.inf:
+            val[b, 0] = x
+            bstate[b, 0] = -1
+            brank[b, 0] = 0
+            cnt[b] = 1
+
+
+@nb.njit(cache=True)
+def _trace_back(end_state, end_rank, found, n, soff, bstate, brank, out_labels):
+    """Labelings of the ``found`` best ends (state, rank at the last of ``n``
+    positions) into ``out_labels[i, :n]`` by the back-pointers (position
+    ``k``'s lists at rows ``soff[k] + state``)."""
+    for i in range(found):
+        b = end_state[i]
+        r = end_rank[i]
+        for k in range(n - 1, -1, -1):
+            out_labels[i, k] = b
+            q = soff[k] + b
+            b, r = bstate[q, r], brank[q, r]
 
 
 @nb.njit(cache=True)
@@ -158,14 +205,7 @@ def kbest_path(ks, uoff, unary, tbase, su, sv, table, m, out_labels, out_scores)
     tv = np.empty(m)
     ts = np.empty(m, dtype=np.int64)
     tr = np.empty(m, dtype=np.int64)
-    # position 0: one entry per finite state
-    for b in range(ks[0]):
-        x = unary[uoff[0] + b]
-        if x != -np.inf:
-            val[b, 0] = x
-            bstate[b, 0] = -1
-            brank[b, 0] = 0
-            cnt[b] = 1
+    _start_lists(unary, uoff[0], ks[0], val, bstate, brank, cnt)
     for k in range(1, n):
         kp = ks[k - 1]
         for b in range(ks[k]):
@@ -187,12 +227,7 @@ def kbest_path(ks, uoff, unary, tbase, su, sv, table, m, out_labels, out_scores)
     found = _merge_top(val, cnt, soff[n - 1], ks[n - 1], shift, m, hv, hs, hr, tv, ts, tr)
     for i in range(found):
         out_scores[i] = tv[i]
-        b = ts[i]
-        r = tr[i]
-        for k in range(n - 1, -1, -1):
-            out_labels[i, k] = b
-            s = soff[k] + b
-            b, r = bstate[s, r], brank[s, r]
+    _trace_back(ts, tr, found, n, soff, bstate, brank, out_labels)
     return found
 
 

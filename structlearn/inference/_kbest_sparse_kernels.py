@@ -25,7 +25,8 @@ import numba as nb
 import numpy as np
 
 from ._chain_kernels import _is_row
-from ._kbest_kernels import _before, _merge_top, _sift_down
+from ._kbest_kernels import (_before, _merge_top, _start_lists, _trace_back, heads_heap,
+                             pop_merged)
 
 # a label whose first m outside entries are not within the first
 # m * (1 + DEEP_LEADERS) entries of G reads its own column
@@ -54,44 +55,14 @@ def _insert(tv, ts, tr, tn, b, m, v, a, r):
 
 
 @nb.njit(cache=True)
-def _extend_front(val, cnt, po, hv, hs, hr, hsize, gv, gs, gr, gsize, target):
-    """Produce entries of ``G`` (previous position at row offset ``po``) from the
-    heap ``hv, hs, hr`` (``hsize`` entries) until ``gsize >= target`` or the heap
-    is empty; returns ``(hsize, gsize)``."""
-    while gsize < target and hsize > 0 and hv[0] != -np.inf:
-        a = hs[0]
-        r = hr[0]
-        gv[gsize] = hv[0]
-        gs[gsize] = a
-        gr[gsize] = r
-        gsize += 1
-        if r + 1 < cnt[po + a]:
-            hv[0] = val[po + a, r + 1]
-            hr[0] = r + 1
-        else:
-            hsize -= 1
-            hv[0], hs[0], hr[0] = hv[hsize], hs[hsize], hr[hsize]
-        _sift_down(hv, hs, hr, hsize, 0)
-    return hsize, gsize
-
-
-@nb.njit(cache=True)
 def _position_tops(val, cnt, po, K, unary_row, col_ptr, col_rows, col_vals, row_ptr, row_cols,
-                   row_vals, bits, m, deep_leaders, hv, hs, hr, gv, gs, gr, tv, ts, tr, tn,
-                   deep):
+                   row_vals, bits, m, deep_leaders, zero, hv, hs, hr, gv, gs, gr, tv, ts, tr,
+                   tn, deep):
     """Top ``m`` candidates ``(value, previous state, rank)`` of every label of
     a position into ``tv, ts, tr`` (``tn`` counts); labels with a ``-inf``
-    unary score get none."""
-    # the heap over the previous states' best entries
-    hsize = 0
-    for a in range(K):
-        if cnt[po + a] > 0:
-            hv[hsize] = val[po + a, 0]
-            hs[hsize] = a
-            hr[hsize] = 0
-            hsize += 1
-    for i in range(hsize // 2 - 1, -1, -1):
-        _sift_down(hv, hs, hr, hsize, i)
+    unary score get none.  ``zero`` float64 (K,) zeros."""
+    # G is produced from the heap of the previous states' best entries
+    hsize = heads_heap(val, cnt, po, K, zero, hv, hs, hr)
     gsize = 0
     shallow = m * (1 + deep_leaders)
     floor = np.inf
@@ -105,8 +76,8 @@ def _position_tops(val, cnt, po, K, unary_row, col_ptr, col_rows, col_vals, row_
         i = 0
         while tn[b] < m:
             if i == gsize:
-                hsize, gsize = _extend_front(val, cnt, po, hv, hs, hr, hsize, gv, gs, gr,
-                                             gsize, max(2 * gsize, m))
+                hsize, gsize = pop_merged(val, cnt, po, zero, hv, hs, hr, hsize, gv, gs, gr,
+                                          gsize, max(2 * gsize, m))
                 if i == gsize:
                     break  # every entry seen
             a = gs[i]
@@ -162,20 +133,14 @@ def kbest_sequences_sparse(unary, offsets, col_ptr, col_rows, col_vals, row_ptr,
 
     Parameters
     ----------
-    unary : float64 (N, K)
-        Token scores of all sequences, concatenated.
-    offsets : int64 (n_seq + 1,)
+    unary, offsets, m, out_labels, out_scores, out_found
+        As in :func:`._kbest_kernels.kbest_sequences` (``unary`` float64
+        (N, K), ``out_labels`` int64 (N, m): ranks past the found ones are
+        not written).
     col_ptr, col_rows, col_vals, row_ptr, row_cols, row_vals, bits
         The table ``trans[a, b]`` (score of ``y_t = a, y_{t+1} = b``) by
         column, by row (each row by decreasing value) and as a bitset:
         :func:`structlearn.inference.viterbi.sparse_transition_table`.
-    m : int
-    out_labels : int64 (N, m)
-        ``out_labels[offsets[s]:offsets[s + 1], r]`` receives rank ``r`` of
-        sequence ``s``.
-    out_scores : float64 (n_seq, m)
-        ``-inf`` past the ranks found.
-    out_found : int64 (n_seq,)
     deep_leaders : int
         A label reads its own column when its ``m`` best outside entries lie
         beyond the first ``m (1 + deep_leaders)`` of ``G``.
@@ -205,6 +170,9 @@ def kbest_sequences_sparse(unary, offsets, col_ptr, col_rows, col_vals, row_ptr,
     ev = np.empty(m)
     es = np.empty(m, dtype=np.int64)
     er = np.empty(m, dtype=np.int64)
+    soff = np.arange(n_max + 1) * K
+    paths = np.empty((m, n_max), dtype=np.int64)
+    flat_unary = unary.ravel()
     for s in range(offsets.shape[0] - 1):
         start = offsets[s]
         n = offsets[s + 1] - start
@@ -214,18 +182,11 @@ def kbest_sequences_sparse(unary, offsets, col_ptr, col_rows, col_vals, row_ptr,
             out_scores[s, 0] = 0.0
             out_found[s] = 1
             continue
-        for b in range(K):
-            x = unary[start, b]
-            cnt[b] = 0
-            if x != -np.inf:
-                val[b, 0] = x
-                bstate[b, 0] = -1
-                brank[b, 0] = 0
-                cnt[b] = 1
+        _start_lists(flat_unary, start * K, K, val, bstate, brank, cnt)
         for k in range(1, n):
             _position_tops(val, cnt, (k - 1) * K, K, unary[start + k], col_ptr, col_rows,
-                           col_vals, row_ptr, row_cols, row_vals, bits, m, deep_leaders, hv,
-                           hs, hr, gv, gs, gr, tv, ts, tr, tn, deep)
+                           col_vals, row_ptr, row_cols, row_vals, bits, m, deep_leaders, zero,
+                           hv, hs, hr, gv, gs, gr, tv, ts, tr, tn, deep)
             for b in range(K):
                 q = k * K + b
                 x = unary[start + k, b]
@@ -237,11 +198,8 @@ def kbest_sequences_sparse(unary, offsets, col_ptr, col_rows, col_vals, row_ptr,
         # the best ends over the last position's states
         found = _merge_top(val, cnt, (n - 1) * K, K, zero, m, hv, hs, hr, ev, es, er)
         out_found[s] = found
+        _trace_back(es, er, found, n, soff, bstate, brank, paths)
         for i in range(found):
             out_scores[s, i] = ev[i]
-            b = es[i]
-            r = er[i]
-            for k in range(n - 1, -1, -1):
-                out_labels[start + k, i] = b
-                q = k * K + b
-                b, r = bstate[q, r], brank[q, r]
+            for k in range(n):
+                out_labels[start + k, i] = paths[i, k]
