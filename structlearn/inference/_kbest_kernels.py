@@ -91,14 +91,14 @@ def _merge_top(prev_val, prev_cnt, prev_off, kprev, shift, m, hv, hs, hr, out_va
                out_rank):
     """Top ``m`` of the lists ``prev_val[prev_off + a, :prev_cnt[prev_off + a]] +
     shift[a]`` over states ``a < kprev``; returns how many are finite."""
-    size = heads_heap(prev_val, prev_cnt, prev_off, kprev, shift, hv, hs, hr)
-    size, n = pop_merged(prev_val, prev_cnt, prev_off, shift, hv, hs, hr, size, out_val,
+    size = _heads_heap(prev_val, prev_cnt, prev_off, kprev, shift, hv, hs, hr)
+    size, n = _pop_merged(prev_val, prev_cnt, prev_off, shift, hv, hs, hr, size, out_val,
                          out_state, out_rank, 0, m)
     return n
 
 
 @nb.njit(cache=True)
-def heads_heap(prev_val, prev_cnt, prev_off, kprev, shift, hv, hs, hr):
+def _heads_heap(prev_val, prev_cnt, prev_off, kprev, shift, hv, hs, hr):
     """Heap (``hv, hs, hr``: value, state, rank) of the lists' first entries
     ``prev_val[prev_off + a, 0] + shift[a]``, states with an empty list or a
     ``-inf`` shift left out; returns its size."""
@@ -117,7 +117,7 @@ def heads_heap(prev_val, prev_cnt, prev_off, kprev, shift, hv, hs, hr):
 
 
 @nb.njit(cache=True)
-def pop_merged(prev_val, prev_cnt, prev_off, shift, hv, hs, hr, size, out_val, out_state,
+def _pop_merged(prev_val, prev_cnt, prev_off, shift, hv, hs, hr, size, out_val, out_state,
                out_rank, n, target):
     """Move the heap's best entries into ``out_*[n:]`` until ``target`` are out
     or no finite entry is left, each replaced by the next entry of its list;

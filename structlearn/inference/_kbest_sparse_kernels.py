@@ -25,8 +25,8 @@ import numba as nb
 import numpy as np
 
 from ._chain_kernels import _is_row
-from ._kbest_kernels import (_before, _merge_top, _start_lists, _trace_back, heads_heap,
-                             pop_merged)
+from ._kbest_kernels import (_before, _heads_heap, _merge_top, _pop_merged, _start_lists,
+                             _trace_back)
 
 # a label whose first m outside entries are not within the first
 # m * (1 + DEEP_LEADERS) entries of G reads its own column
@@ -62,7 +62,7 @@ def _position_tops(val, cnt, po, K, unary_row, col_ptr, col_rows, col_vals, row_
     a position into ``tv, ts, tr`` (``tn`` counts); labels with a ``-inf``
     unary score get none.  ``zero`` float64 (K,) zeros."""
     # G is produced from the heap of the previous states' best entries
-    hsize = heads_heap(val, cnt, po, K, zero, hv, hs, hr)
+    hsize = _heads_heap(val, cnt, po, K, zero, hv, hs, hr)
     gsize = 0
     shallow = m * (1 + deep_leaders)
     floor = np.inf
@@ -76,7 +76,7 @@ def _position_tops(val, cnt, po, K, unary_row, col_ptr, col_rows, col_vals, row_
         i = 0
         while tn[b] < m:
             if i == gsize:
-                hsize, gsize = pop_merged(val, cnt, po, zero, hv, hs, hr, hsize, gv, gs, gr,
+                hsize, gsize = _pop_merged(val, cnt, po, zero, hv, hs, hr, hsize, gv, gs, gr,
                                           gsize, max(2 * gsize, m))
                 if i == gsize:
                     break  # every entry seen
