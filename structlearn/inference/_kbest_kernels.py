@@ -93,7 +93,7 @@ def _merge_top(prev_val, prev_cnt, prev_off, kprev, shift, m, hv, hs, hr, out_va
     shift[a]`` over states ``a < kprev``; returns how many are finite."""
     size = _heads_heap(prev_val, prev_cnt, prev_off, kprev, shift, hv, hs, hr)
     size, n = _pop_merged(prev_val, prev_cnt, prev_off, shift, hv, hs, hr, size, out_val,
-                         out_state, out_rank, 0, m)
+                          out_state, out_rank, 0, m)
     return n
 
 

@@ -77,7 +77,7 @@ def _position_tops(val, cnt, po, K, unary_row, col_ptr, col_rows, col_vals, row_
         while tn[b] < m:
             if i == gsize:
                 hsize, gsize = _pop_merged(val, cnt, po, zero, hv, hs, hr, hsize, gv, gs, gr,
-                                          gsize, max(2 * gsize, m))
+                                           gsize, max(2 * gsize, m))
                 if i == gsize:
                     break  # every entry seen
             a = gs[i]
