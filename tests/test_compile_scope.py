@@ -1,7 +1,7 @@
 """A first fit compiles only the kernels it uses: with few classes SequenceSSVM
 runs dense pair scans, so the sorted oracle, partition sampling, sparse weight
-rows and the sparse-table Viterbi stay uncompiled (their branches are pruned on
-None arguments before typing).  Checked in a fresh process with an empty
+rows, the float32 passes and the sparse-table Viterbi stay uncompiled (their
+branches are pruned on None arguments before typing).  Checked in a fresh process with an empty
 compilation cache, where a kernel has a compiled signature only once something
 called or typed it (kernels loaded from the cache do not compile their callees)."""
 
@@ -27,6 +27,7 @@ kernels = {"heap_set_key": mk.heap_set_key, "sparse_rows_fmo": sk.sparse_rows_fm
            "sparse_rows_update": sk.sparse_rows_update,
            "inner_product_fmo_sampled": ik.inner_product_fmo_sampled,
            "viterbi_batch_sparse_rows": ck.viterbi_batch_sparse_rows,
+           "inner_product_fmo32": ik.inner_product_fmo32,
            "_bigram_step": gk._bigram_step}
 print(json.dumps({name: len(k.signatures) > 0 for name, k in kernels.items()}))
 """

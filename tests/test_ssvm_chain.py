@@ -743,3 +743,99 @@ def test_auto_check_schedule_leaves_the_iterates_alone(solver):
     assert [r["iter"] for r in fit.history_ if not np.isnan(r["primal"])] == expected
     assert fit.history_[-1]["relative_gap"] <= tol
     assert all(r["relative_gap"] > tol for r in fit.history_[:-1] if not np.isnan(r["primal"]))
+
+
+def test_float32_search_scores_are_the_float64_scores_rounded():
+    """The float32 search copy's scores (left in the workspace) differ from
+    the float64 scores by rounding only (relative to the summed magnitudes)."""
+    from structlearn.oracles._inner_kernels import inner_product_fmo32, inner_product_scores
+
+    rng = np.random.default_rng(0)
+    for K in (1, 7, 64, 300):
+        W = rng.normal(size=(50, K)) * rng.choice([1e-3, 1.0, 1e3], size=(50, 1))
+        X = sp.random(20, 50, density=0.3, random_state=1, format="csr")
+        exact, approx = np.empty(K), np.empty(K)
+        for i in range(20):
+            a, b = X.indptr[i], X.indptr[i + 1]
+            inner_product_scores(W, X.indices, X.data, a, b, exact)
+            ws = (approx, np.zeros(K))
+            inner_product_fmo32(W.astype(np.float32), X.indices, X.data, a, b,
+                                np.empty(0, dtype=np.int64), np.empty(0), 0, 1.0, 0, 0,
+                                np.empty(K, dtype=np.float32), ws)
+            scale = np.abs(X.data[a:b]) @ np.abs(W[X.indices[a:b]]) if b > a else np.zeros(K)
+            assert np.all(np.abs(approx - exact) <= 1e-5 * scale + 1e-30)
+
+
+def _duals_times_features(X, slab, ns, alpha, K):
+    """``X^T A`` with ``A[t, k]`` the duals of token ``t``'s slots labelled ``k``."""
+    Xc = sp.vstack([sp.csr_matrix(x) for x in X]).tocsr()
+    A = np.zeros((Xc.shape[0], K))
+    for t in range(Xc.shape[0]):
+        np.add.at(A[t], slab[t, :ns[t]], alpha[t, :ns[t]])
+    return Xc.T @ A
+
+
+def _fit_spying_on_passes(monkeypatch, min_labels, X, y, **kw):
+    """Fit with float32 passes from ``min_labels`` classes; returns the model
+    and, per pass, the float32 weights' largest deviation from ``X^T A`` after
+    the pass (relative), or None when the pass had none."""
+    import structlearn.learners.gdmm_chain as gdmm_chain
+
+    monkeypatch.setattr(gdmm_chain, "FLOAT32_PASSES_MIN_LABELS", min_labels)
+    real, seen = gdmm_chain.gdmm_chain_pass, []
+
+    def spy(*args):
+        rows = real(*args)
+        weights32, slab, ns, alpha = args[8], args[18], args[19], args[20]
+        if weights32 is None:
+            seen.append(None)
+        else:
+            W = _duals_times_features(X, slab, ns, alpha, weights32[0].shape[1])
+            seen.append(float(np.abs(weights32[0] - W).max() / max(1.0, np.abs(W).max())))
+        return rows
+
+    monkeypatch.setattr(gdmm_chain, "gdmm_chain_pass", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = SequenceSSVM(random_state=0, **kw).fit(X, y)
+    return model, seen
+
+
+def test_float32_passes_follow_the_duals_and_reach_the_same_optimum(monkeypatch):
+    """Forced on a small problem: every pass scores and updates float32
+    weights that stay ``X^T A`` up to float32 rounding; the model's weights
+    are the float64 ``X^T A`` (rebuilt from the duals), and the fit reaches
+    the optimum of float64 passes (certified gaps below 1e-4 on both)."""
+    X, y = make_chain_data(40, length=(3, 8), n_labels=8, n_features=20, noise=0.2,
+                           random_state=5)
+    kw = dict(max_iter=400, tol=1e-5, check_every=7, warm_start=True)
+    m32, seen = _fit_spying_on_passes(monkeypatch, 2, X, y, **kw)
+    assert seen and all(s is not None for s in seen)
+    assert max(seen) < 1e-5
+    st = m32._solver_state
+    W = _duals_times_features(X, st.slab, st.ns, st.alpha, 8)
+    np.testing.assert_allclose(st.W, W, rtol=0, atol=1e-10 * max(1.0, np.abs(W).max()))
+    m64, seen64 = _fit_spying_on_passes(monkeypatch, 10**9, X, y, **kw)
+    assert all(s is None for s in seen64)
+    for m in (m32, m64):
+        assert m.history_[-1]["relative_gap"] <= 1e-4
+    p32, p64 = m32.history_[-1]["primal"], m64.history_[-1]["primal"]
+    assert p32 == pytest.approx(p64, rel=2e-4)
+    # the certificates bound each other's primal values
+    assert m32.history_[-1]["dual"] <= p64 and m64.history_[-1]["dual"] <= p32
+
+
+def test_float32_passes_leave_exact_weights_between_checks(monkeypatch):
+    """A fit stopped by its callback between certificates still returns the
+    float64 weights of its duals."""
+    import structlearn.learners.gdmm_chain as gdmm_chain
+
+    monkeypatch.setattr(gdmm_chain, "FLOAT32_PASSES_MIN_LABELS", 2)
+    X, y = make_chain_data(30, length=(3, 8), n_labels=6, n_features=15, random_state=6)
+    m = SequenceSSVM(max_iter=50, check_every=3, warm_start=True, random_state=0,
+                     callback=lambda rec: rec["iter"] >= 5).fit(X, y)
+    assert m.n_iter_ == 5 and np.isnan(m.history_[-1]["primal"])  # not a checked pass
+    st = m._solver_state
+    W = _duals_times_features(X, st.slab, st.ns, st.alpha, 6)
+    assert np.abs(W).max() > 0.01
+    np.testing.assert_allclose(m.coef_.T, W, rtol=0, atol=1e-10 * np.abs(W).max())

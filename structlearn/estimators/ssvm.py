@@ -318,10 +318,15 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         sparse_weights = (solver == "gdmm" and oracle == "sublinear" and nu == 1
                           and n_features * K >= SPARSE_WEIGHTS_MIN_ENTRIES)
         if not sparse_weights:
-            # dense (n_features, K) arrays: gdmm keeps W, bcfw W and its
-            # step direction, ssg W and two averages
+            # dense (n_features, K) arrays: gdmm keeps W (and from
+            # FLOAT32_PASSES_MIN_LABELS a float32 copy for its passes), bcfw W
+            # and its step direction, ssg W and two averages
+            from ..learners.gdmm_chain import FLOAT32_PASSES_MIN_LABELS
+
             copies = {"gdmm": 1, "bcfw": 2, "ssg": 3}[solver]
-            check_memory(8 * copies * n_features * K,
+            if solver == "gdmm" and nu == 1 and K >= FLOAT32_PASSES_MIN_LABELS:
+                copies += 0.5
+            check_memory(int(8 * copies * n_features * K),
                          f"SequenceSSVM(solver={solver!r}) weights over {n_features} features "
                          f"and {K} classes", "reduce the feature space")
         state = getattr(self, "_solver_state", None) if self.warm_start else None

@@ -44,7 +44,8 @@ from ..oracles._indicator_kernels import (
     indicator_add,
     indicator_fmo_above,
 )
-from ..oracles._inner_kernels import inner_product_fmo, inner_product_fmo_sampled
+from ..oracles._inner_kernels import (inner_product_fmo, inner_product_fmo32,
+                                      inner_product_fmo_sampled)
 from ..oracles._sparse_rows_kernels import (sparse_rows_fmo, sparse_rows_sq_sum,
                                             sparse_rows_update)
 from ._ssvm_chain_kernels import projected_block_step
@@ -89,13 +90,31 @@ def _threshold(g, a, m, C):
 
 
 @nb.njit(cache=True, inline="always")
-def _unigram_step(j, K, data, indices, indptr, y, xnorm2, has_left, has_right, W, Wsp, nu, parts,
-                  C, rho, slab, ns, alpha, margL, margR, lamL, lamR, iws, posmap, ulab, g, add_val,
-                  z, newa, stats):
+def _listed_scores(W, data, indices, start, end, labels, n, g):
+    """``g[s] = <W[:, labels[s]], x>`` for the ``n`` listed labels, feature-outer:
+    the reads of one row of ``W`` are issued together (independent loads;
+    the same summation order per label as a full scan)."""
+    for s in range(n):
+        g[s] = 0.0
+    for p in range(start, end):
+        x = data[p]
+        row = W[indices[p]]
+        for s in range(n):
+            g[s] += x * row[labels[s]]
+
+
+@nb.njit(cache=True, inline="always")
+def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, weights32, Wsp, nu,
+                  parts, C, rho, slab, ns, alpha, margL, margR, lamL, lamR, iws, posmap, ulab, g,
+                  add_val, z, newa, stats):
     """One unigram factor's block step; returns the sparse rows (a new tuple
     when their pool grew).  ``Wsp`` None: the weights are the dense ``W``;
     else they are the sparse rows ``Wsp`` (exact search only) and ``W`` a
-    placeholder."""
+    placeholder.  ``weights32`` (dense ``W`` only, exact search): None, or
+    ``(W32, acc)``: float32 weights the step scores labels with (float32
+    scratch ``acc``) and updates instead of ``W``.  (At most 30 arguments:
+    CPython passes more as ``*args``, which numba cannot inline.)"""
+    K = iws[0].shape[0]
     rows = Wsp  # as the pool grows (Wsp stays the argument: None is seen when compiling)
     gt = y[j]
     n = ns[j]
@@ -116,8 +135,12 @@ def _unigram_step(j, K, data, indices, indptr, y, xnorm2, has_left, has_right, W
         stats[0] += K
         scores = iws[0]
     elif parts is None:
-        best, ystar = inner_product_fmo(W, indices, data, start, end, slab[j], add_val, n,
-                                        1.0, gt, gt, iws)
+        if weights32 is None:
+            best, ystar = inner_product_fmo(W, indices, data, start, end, slab[j], add_val, n,
+                                            1.0, gt, gt, iws)
+        else:
+            best, ystar = inner_product_fmo32(weights32[0], indices, data, start, end, slab[j],
+                                              add_val, n, 1.0, gt, gt, weights32[1], iws)
         stats[0] += K
         scores = iws[0]
     else:
@@ -126,19 +149,11 @@ def _unigram_step(j, K, data, indices, indptr, y, xnorm2, has_left, has_right, W
                                                 nu, part, slab[j], add_val, n, 1.0, gt, gt, iws)
         stats[0] += (part + 1) * K // nu - part * K // nu
         scores = iws[0]
-    if parts is None:
-        for s in range(n):
-            g[s] = scores[slab[j, s]]  # the exact oracle left all raw scores here
+    if parts is not None:
+        _listed_scores(W, data, indices, start, end, slab[j], n, g)
     else:
-        # listed labels' scores, feature-outer: the reads of one row of W are
-        # issued together (independent loads; same summation order per label)
         for s in range(n):
-            g[s] = 0.0
-        for p in range(start, end):
-            x = data[p]
-            row = W[indices[p]]
-            for s in range(n):
-                g[s] += x * row[slab[j, s]]
+            g[s] = scores[slab[j, s]]  # the full search left all raw scores here
     for s in range(n):
         g[s] = g[s] + (1.0 if slab[j, s] != gt else 0.0) + add_val[s]
     if ystar >= 0 and _find(slab[j], n, ystar) < 0:
@@ -147,9 +162,8 @@ def _unigram_step(j, K, data, indices, indptr, y, xnorm2, has_left, has_right, W
             if s < 0:
                 stats[1] += 1
             else:
-                if parts is None:
-                    sc = scores[ystar]
-                else:
+                sc = scores[ystar]
+                if parts is not None:  # the sampled search left no score
                     sc = 0.0
                     for p in range(start, end):
                         sc += data[p] * W[indices[p], ystar]
@@ -166,8 +180,13 @@ def _unigram_step(j, K, data, indices, indptr, y, xnorm2, has_left, has_right, W
             alpha[j, s] = newa[s]
             lab = slab[j, s]
             if Wsp is None:
-                for p in range(start, end):
-                    W[indices[p], lab] += data[p] * d
+                if weights32 is None:
+                    for p in range(start, end):
+                        W[indices[p], lab] += data[p] * d
+                else:  # W itself is rebuilt from the duals when needed
+                    W32 = weights32[0]
+                    for p in range(start, end):
+                        W32[indices[p], lab] += np.float32(data[p] * d)
             else:
                 ulab[m] = lab
                 g[m] = d
@@ -284,8 +303,8 @@ def _bigram_step(j, y, v, vt, vstate, C, rho, has_left, has_right,
 
 
 @nb.njit(cache=True)
-def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, Wsp, v, vt, vstate,
-                    nu, parts, order, C, rho,
+def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, weights32, Wsp, v,
+                    vt, vstate, nu, parts, order, C, rho,
                     slab, ns, alpha, margL, margR, lamL, lamR,
                     pa, pb, psa, psb, beta, nb_, iws, posmap, pws, stats):
     """One pass of block-coordinate Frank-Wolfe over all factors (Algorithm 4).
@@ -294,7 +313,10 @@ def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, Ws
     weights are the sparse rows ``Wsp`` (:mod:`structlearn.oracles.sparse_rows`;
     exact unigram search, ``parts`` None; scratch ``posmap``: int64 (K,),
     all -1) and ``W`` a placeholder; returns the sparse rows (a new tuple
-    when their pool grew).
+    when their pool grew).  ``weights32``: None, or (dense ``W``, ``parts``
+    None) ``(W32, acc)``: float32 weights (float32 (K,) scratch ``acc``)
+    that the unigram steps score with and update in place of ``W``, which
+    the pass then leaves alone (:func:`weights_from_duals` rebuilds it).
     A None ``Wsp`` (or ``vstate``, ``parts``) is known when the kernel is
     compiled, and the code it rules out is not compiled.
 
@@ -332,19 +354,37 @@ def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, Ws
     for f in order:
         if f < N:
             if Wsp is None:
-                _unigram_step(f, K, data, indices, indptr, y, xnorm2, has_left, has_right, W,
-                              Wsp, nu, parts, C, rho, slab, ns, alpha, margL, margR, lamL, lamR,
-                              iws, posmap, ulab, g, add_val, z, newa, stats)
+                _unigram_step(f, data, indices, indptr, y, xnorm2, has_left, has_right, W,
+                              weights32, Wsp, nu, parts, C, rho, slab, ns, alpha, margL, margR,
+                              lamL, lamR, iws, posmap, ulab, g, add_val, z, newa, stats)
             else:
-                rows = _unigram_step(f, K, data, indices, indptr, y, xnorm2, has_left, has_right,
-                                     W, rows, nu, parts, C, rho, slab, ns, alpha, margL, margR,
-                                     lamL, lamR, iws, posmap, ulab, g, add_val, z, newa, stats)
+                rows = _unigram_step(f, data, indices, indptr, y, xnorm2, has_left, has_right, W,
+                                     weights32, rows, nu, parts, C, rho, slab, ns, alpha, margL,
+                                     margR, lamL, lamR, iws, posmap, ulab, g, add_val, z, newa,
+                                     stats)
         else:
             _bigram_step(f - N, y, v, vt, vstate, C, rho, has_left, has_right,
                          slab, ns, alpha, margL, margR, lamL, lamR,
                          pa, pb, psa, psb, beta, nb_, pws, m1d, m2d, val1, val2, g, z, newa,
                          cnt1, cnt2, stats)
     return rows
+
+
+@nb.njit(cache=True)
+def weights_from_duals(data, indices, indptr, slab, ns, alpha, W):
+    """``W = sum_j x_j (x) alpha_j`` (float64 (d, K), overwritten) from the
+    tokens' slot duals: O(d K + sum_j nnz(x_j) |slots with alpha != 0|)."""
+    W[:] = 0.0
+    for j in range(ns.shape[0]):
+        start = indptr[j]
+        end = indptr[j + 1]
+        for s in range(ns[j]):
+            a = alpha[j, s]
+            if a == 0.0:
+                continue
+            lab = slab[j, s]
+            for p in range(start, end):
+                W[indices[p], lab] += data[p] * a
 
 
 @nb.njit(cache=True)

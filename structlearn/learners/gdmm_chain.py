@@ -24,12 +24,17 @@ import time
 
 import numpy as np
 
-from ._gdmm_chain_kernels import gdmm_chain_dual, gdmm_chain_multipliers, gdmm_chain_pass
+from ._gdmm_chain_kernels import (gdmm_chain_dual, gdmm_chain_multipliers, gdmm_chain_pass,
+                                  weights_from_duals)
 from ._ssvm_common import ChainMonitor, chain_edges, check_schedule, warn_not_converged
 
 __all__ = ["GDMMChainState", "fit_gdmm_chain"]
 
 _INITIAL_SLOTS = 8
+# from this many labels the passes over dense weights score and update a
+# float32 copy of them (half the memory traffic, twice the vector width); the
+# float64 weights are rebuilt from the duals for the certificate and the model
+FLOAT32_PASSES_MIN_LABELS = 64
 
 
 class GDMMChainState:
@@ -175,6 +180,18 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
         raise ValueError("sparse weights need the exact unigram search (n_partitions=1)")
     state.v = np.ascontiguousarray(state.v)
     vt, vstate = _search_table(state.v, sublinear)
+    # from FLOAT32_PASSES_MIN_LABELS the passes score and update float32
+    # weights; W is rebuilt from the duals for each certificate and at the end
+    weights32 = None
+    if not state.sparse_weights and nu == 1 and K >= FLOAT32_PASSES_MIN_LABELS:
+        weights32 = (state.W.astype(np.float32), np.empty(K, dtype=np.float32))
+
+    def exact_weights():
+        if weights32 is not None:
+            weights_from_duals(problem.data, problem.indices, problem.indptr, state.slab,
+                               state.ns, state.alpha, state.W)
+            np.copyto(weights32[0], state.W, casting="same_kind")  # no float32 drift
+
     iws = make_inner_workspace(K)
     posmap = make_sparse_rows_workspace(K if state.sparse_weights else 0)  # scratch
     pws = make_pair_workspace(K, K)
@@ -183,6 +200,7 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
     monitor = ChainMonitor(problem, C, verbose, callback, n_jobs=n_jobs)
     converged = False
     rel_gap = np.inf
+    stale = False
     schedule = check_schedule(check_every, tol)
     for it in range(max_iter):
         t0 = time.perf_counter()
@@ -191,17 +209,20 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
         stats[:] = 0
         state.Wsp = gdmm_chain_pass(
             problem.data, problem.indices, problem.indptr, problem.y, xnorm2, has_left,
-            has_right, state.W, state.Wsp, state.v.ravel(), vt, vstate, nu, parts, order,
-            float(C), float(rho), state.slab, state.ns, state.alpha, state.margL, state.margR,
-            state.lamL, state.lamR, state.pa, state.pb, state.psa, state.psb, state.beta,
-            state.nb, iws, posmap, pws, stats)
+            has_right, state.W, weights32, state.Wsp, state.v.ravel(), vt, vstate, nu, parts,
+            order, float(C), float(rho), state.slab, state.ns, state.alpha, state.margL,
+            state.margR, state.lamL, state.lamR, state.pa, state.pb, state.psa, state.psb,
+            state.beta, state.nb, iws, posmap, pws, stats)
         res2 = gdmm_chain_multipliers(has_left, has_right, state.ns, state.alpha, state.margL,
                                       state.margR, state.lamL, state.lamR, float(eta))
         pass_time = time.perf_counter() - t0
         state.n_iter += 1
         primal = dual = np.nan
         checking = schedule.due(it + 1, max_iter)
+        stale = weights32 is not None  # W lags the float32 weights' steps
         if checking:
+            exact_weights()
+            stale = False
             primal = monitor.primal(state.weights(), state.v)
             dual = gdmm_chain_dual(state.W, state.Wsp, K, state.v.ravel(), problem.y, float(C),
                                    has_right, state.slab, state.ns, state.alpha, state.pa,
@@ -222,6 +243,8 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
             break
         if stop:
             break
+    if stale:
+        exact_weights()
     if not converged and len(monitor.history) == max_iter:
         warn_not_converged("GDMM", max_iter, rel_gap)
     return state.weights(), state.v, monitor.history, state, converged

@@ -59,6 +59,28 @@ def inner_product_fmo(W, indices, data, start, end, add_idx, add_val, n_add,
     return fmo_from_scores(W.shape[1], add_idx, add_val, n_add, loss, gt, ex, workspace)
 
 
+@nb.njit(cache=True)
+def inner_product_fmo32(W32, indices, data, start, end, add_idx, add_val, n_add, loss, gt, ex,
+                        acc, workspace):
+    """:func:`inner_product_fmo` over a float32 copy of the weights: the raw
+    scores are summed in float32 (``acc`` float32 (>= K,) scratch) before
+    the same selection, and left in ``workspace[0]`` as float64.
+
+    Half the memory traffic of float64 rows and twice the vector width: a
+    search copy, for choosing a label; exact scores come from the float64
+    weights.
+    """
+    K = W32.shape[1]
+    for y in range(K):
+        acc[y] = 0.0
+    for p in range(start, end):
+        _axpy(acc, np.float32(data[p]), W32[indices[p]], K)
+    scores = workspace[0]
+    for y in range(K):
+        scores[y] = acc[y]
+    return fmo_from_scores(K, add_idx, add_val, n_add, loss, gt, ex, workspace)
+
+
 @nb.njit(cache=True, inline="always")
 def fmo_from_scores(K, add_idx, add_val, n_add, loss, gt, ex, workspace):
     """The selection of :func:`inner_product_fmo` from the raw scores of all
