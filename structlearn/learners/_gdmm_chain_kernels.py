@@ -371,20 +371,19 @@ def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, we
 
 
 @nb.njit(cache=True)
-def weights_from_duals(data, indices, indptr, slab, ns, alpha, W):
+def weights_from_duals(xt_data, xt_tokens, xt_ptr, slab, ns, alpha, W):
     """``W = sum_j x_j (x) alpha_j`` (float64 (d, K), overwritten) from the
-    tokens' slot duals: O(d K + sum_j nnz(x_j) |slots with alpha != 0|)."""
-    W[:] = 0.0
-    for j in range(ns.shape[0]):
-        start = indptr[j]
-        end = indptr[j + 1]
-        for s in range(ns[j]):
-            a = alpha[j, s]
-            if a == 0.0:
-                continue
-            lab = slab[j, s]
-            for p in range(start, end):
-                W[indices[p], lab] += data[p] * a
+    tokens' slot duals, one feature row at a time (the row stays in cache):
+    ``xt_*`` the features by row (CSR of ``X^T``, (d, n_tokens)).
+    O(d K + sum_j nnz(x_j) |slots of j|)."""
+    for f in range(W.shape[0]):
+        row = W[f]
+        row[:] = 0.0
+        for p in range(xt_ptr[f], xt_ptr[f + 1]):
+            j = xt_tokens[p]
+            x = xt_data[p]
+            for s in range(ns[j]):
+                row[slab[j, s]] += x * alpha[j, s]
 
 
 @nb.njit(cache=True)

@@ -23,6 +23,7 @@ contribute exactly zero).
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._gdmm_chain_kernels import (gdmm_chain_dual, gdmm_chain_multipliers, gdmm_chain_pass,
                                   weights_from_duals)
@@ -182,14 +183,16 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
     vt, vstate = _search_table(state.v, sublinear)
     # from FLOAT32_PASSES_MIN_LABELS the passes score and update float32
     # weights; W is rebuilt from the duals for each certificate and at the end
-    weights32 = None
+    weights32 = xt = None
     if not state.sparse_weights and nu == 1 and K >= FLOAT32_PASSES_MIN_LABELS:
         weights32 = (state.W.astype(np.float32), np.empty(K, dtype=np.float32))
+        xt = sp.csr_matrix((problem.data, problem.indices, problem.indptr),
+                           shape=(N, problem.n_features)).T.tocsr()  # features by row
+        xt = (xt.data, xt.indices.astype(np.int64), xt.indptr.astype(np.int64))
 
     def exact_weights():
         if weights32 is not None:
-            weights_from_duals(problem.data, problem.indices, problem.indptr, state.slab,
-                               state.ns, state.alpha, state.W)
+            weights_from_duals(*xt, state.slab, state.ns, state.alpha, state.W)
             np.copyto(weights32[0], state.W, casting="same_kind")  # no float32 drift
 
     iws = make_inner_workspace(K)
