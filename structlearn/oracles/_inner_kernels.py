@@ -62,13 +62,13 @@ def inner_product_fmo(W, indices, data, start, end, add_idx, add_val, n_add,
 @nb.njit(cache=True)
 def inner_product_fmo32(W32, indices, data, start, end, add_idx, add_val, n_add, loss, gt, ex,
                         acc, workspace):
-    """:func:`inner_product_fmo` over a float32 copy of the weights: the raw
-    scores are summed in float32 (``acc`` float32 (>= K,) scratch) before
-    the same selection, and left in ``workspace[0]`` as float64.
+    """:func:`inner_product_fmo` over float32 weights ``W32``: the raw scores
+    are summed in float32 (``acc`` float32 (>= K,) scratch) before the same
+    selection, and left in ``workspace[0]`` (as float64).
 
-    Half the memory traffic of float64 rows and twice the vector width: a
-    search copy, for choosing a label; exact scores come from the float64
-    weights.
+    Half the memory traffic of float64 rows and twice the vector width, at
+    float32 rounding of the scores (for passes whose weights are rebuilt in
+    float64 where exact values count, as GDMM's certificate).
     """
     K = W32.shape[1]
     for y in range(K):
