@@ -189,8 +189,9 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         gdmm and bcfw evaluate the primal and dual values, and so the
         stopping rule, after every ``check_every``-th pass and after the
         last one (the other history records hold NaN there).  The primal
-        value needs loss-augmented Viterbi over all labels, ``O(n_tokens
-        K^2)``, which for large ``K`` costs more than a GDMM pass.
+        value needs a loss-augmented Viterbi over all sequences (over the
+        non-zeros of a mostly-zero transition table: about 1-2 GDMM passes
+        at ``K = 1000``, BENCHMARKS.md).
         ``"auto"``: every ``max(1, K // 100)``-th pass, spaced out (up to 10
         passes apart) while the last certified gap is far above ``tol``:
         after a check at pass ``p`` with relative gap ``g`` the next comes
