@@ -839,3 +839,15 @@ def test_float32_passes_leave_exact_weights_between_checks(monkeypatch):
     W = _duals_times_features(X, st.slab, st.ns, st.alpha, 6)
     assert np.abs(W).max() > 0.01
     np.testing.assert_allclose(m.coef_.T, W, rtol=0, atol=1e-10 * np.abs(W).max())
+
+
+def test_float32_passes_only_for_features_well_inside_float32_range(monkeypatch):
+    """Feature values beyond ``FLOAT32_PASSES_MAX_FEATURE`` keep float64 passes."""
+    from structlearn.learners.gdmm_chain import FLOAT32_PASSES_MAX_FEATURE
+
+    X, y = make_chain_data(10, length=(2, 5), n_labels=4, n_features=8, random_state=7)
+    big = [x * (10.0 * FLOAT32_PASSES_MAX_FEATURE / abs(x).max()) for x in X]
+    _, seen = _fit_spying_on_passes(monkeypatch, 2, big, y, max_iter=3)
+    assert seen and all(s is None for s in seen)
+    _, seen = _fit_spying_on_passes(monkeypatch, 2, X, y, max_iter=3)
+    assert seen and all(s is not None for s in seen)

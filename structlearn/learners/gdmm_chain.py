@@ -36,6 +36,9 @@ _INITIAL_SLOTS = 8
 # float32 copy of them (half the memory traffic, twice the vector width); the
 # float64 weights are rebuilt from the duals for the certificate and the model
 FLOAT32_PASSES_MIN_LABELS = 64
+# ... when no feature value exceeds this in magnitude (the float32 weights and
+# scores then stay far inside float32's range)
+FLOAT32_PASSES_MAX_FEATURE = 1e6
 
 
 class GDMMChainState:
@@ -184,7 +187,8 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
     # from FLOAT32_PASSES_MIN_LABELS the passes score and update float32
     # weights; W is rebuilt from the duals for each certificate and at the end
     weights32 = xt = None
-    if not state.sparse_weights and nu == 1 and K >= FLOAT32_PASSES_MIN_LABELS:
+    if (not state.sparse_weights and nu == 1 and K >= FLOAT32_PASSES_MIN_LABELS
+            and np.abs(problem.data).max(initial=0.0) <= FLOAT32_PASSES_MAX_FEATURE):
         weights32 = (state.W.astype(np.float32), np.empty(K, dtype=np.float32))
         xt = sp.csr_matrix((problem.data, problem.indices, problem.indptr),
                            shape=(N, problem.n_features)).T.tocsr()  # features by row
