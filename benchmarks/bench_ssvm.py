@@ -69,6 +69,7 @@ Usage::
     .venv/bin/python benchmarks/bench_ssvm.py --sections oracle-k       # about 1 min
     .venv/bin/python benchmarks/bench_ssvm.py --sections fit-scaling --rounds 2  # about 2 min
     .venv/bin/python benchmarks/bench_ssvm.py --sections predict-k      # about 1 min
+    .venv/bin/python benchmarks/bench_ssvm.py --sections float32-passes # about 4 min
     .venv/bin/python benchmarks/bench_ssvm.py --sections ocr-defaults   # about 30 s
     .venv/bin/python benchmarks/bench_ssvm.py --sections porttinari-fit # about 1.5 min
 """
@@ -233,6 +234,40 @@ def bench_fit_scaling(Ks, rounds, per_token=40):
                   f"{cert:.4f} | {cert / pass_s:.2f} | {n_checks} | {gap:.3g} |", flush=True)
         print(f"\nround {r + 1}: fit s per pass K={Ks[-1]} / K={Ks[0]}: "
               f"{per_pass[Ks[-1]] / per_pass[Ks[0]]:.2f}x\n")
+
+
+def bench_float32_passes(Ks, per_token=40):
+    """Whole fits at the defaults with float32 passes and with float64 passes
+    (``gdmm_chain.FLOAT32_PASSES_MIN_LABELS`` moved out of reach), one after
+    the other in one process, on the data of ``bench_fit_scaling``."""
+    from structlearn.datasets import make_chain_data
+    from structlearn.learners import gdmm_chain
+
+    print("\n## 2e-bis. Float32 against float64 passes (make_chain_data: 300 sequences of 15 "
+          f"tokens, {per_token} of 2,000 features per token), SequenceSSVM(C=1)\n")
+    print("| K | passes | fit s 32 / 64 | median pass s 32 / 64 | certificate s 32 / 64 | "
+          "final rel. gap 32 / 64 |")
+    print("|---|---|---|---|---|---|")
+    default = gdmm_chain.FLOAT32_PASSES_MIN_LABELS
+    try:
+        Xw, yw = make_chain_data(20, length=5, n_labels=5, n_features=20, random_state=0)
+        for threshold in (1, 10**9):  # compile / load both kinds of pass first
+            gdmm_chain.FLOAT32_PASSES_MIN_LABELS = threshold
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                SequenceSSVM(max_iter=2).fit(Xw, yw)
+        for K in Ks:
+            X, y = make_chain_data(300, length=15, n_labels=K, n_features=2000,
+                                   density=per_token / 2000, random_state=0)
+            res = {}
+            for name, threshold in (("32", 1), ("64", 10**9)):
+                gdmm_chain.FLOAT32_PASSES_MIN_LABELS = threshold
+                res[name] = _fit_costs(X, y)
+            a, b = res["32"], res["64"]
+            print(f"| {K} | {a[1]} / {b[1]} | {a[0]:.2f} / {b[0]:.2f} | {a[2]:.4f} / {b[2]:.4f} | "
+                  f"{a[3]:.4f} / {b[3]:.4f} | {a[5]:.3g} / {b[5]:.3g} |", flush=True)
+    finally:
+        gdmm_chain.FLOAT32_PASSES_MIN_LABELS = default
 
 
 def bench_predict_k(Ks, repeat=3, n_topk=100, k=5):
@@ -783,6 +818,8 @@ def main():
         bench_porttinari_fit(args.porttinari, args.porttinari_sentences)
     if "fit-scaling" in sections:
         bench_fit_scaling([100, 1000], args.rounds, args.features_per_token)
+    if "float32-passes" in sections:
+        bench_float32_passes([32, 64, 128, 300, 1000])
     if "predict-k" in sections:
         bench_predict_k([100, 300, 1000])
     if "oracle-k" in sections:
