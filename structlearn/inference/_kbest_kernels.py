@@ -134,6 +134,12 @@ def _pop_merged(prev_val, prev_cnt, prev_off, shift, hv, hs, hr, size, out_val, 
 
 
 @nb.njit(cache=True)
+def _entries(n):
+    """Scratch for ``n`` list entries: values, states, ranks."""
+    return np.empty(n), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+
+
+@nb.njit(cache=True)
 def _start_lists(unary, u0, n_states, val, bstate, brank, cnt):
     """The first position's lists: one entry per state whose score
     ``unary[u0 + b]`` is finite (rows ``0 .. n_states - 1``)."""
@@ -198,13 +204,9 @@ def kbest_path(ks, uoff, unary, tbase, su, sv, table, m, out_labels, out_scores)
     soff[0] = 0
     for k in range(n):
         soff[k + 1] = soff[k] + ks[k]
-    hv = np.empty(kmax)
-    hs = np.empty(kmax, dtype=np.int64)
-    hr = np.empty(kmax, dtype=np.int64)
+    hv, hs, hr = _entries(kmax)
     shift = np.empty(kmax)
-    tv = np.empty(m)
-    ts = np.empty(m, dtype=np.int64)
-    tr = np.empty(m, dtype=np.int64)
+    tv, ts, tr = _entries(m)
     _start_lists(unary, uoff[0], ks[0], val, bstate, brank, cnt)
     for k in range(1, n):
         kp = ks[k - 1]

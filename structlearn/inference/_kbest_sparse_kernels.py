@@ -25,8 +25,8 @@ import numba as nb
 import numpy as np
 
 from ._chain_kernels import _is_row
-from ._kbest_kernels import (_before, _heads_heap, _merge_top, _pop_merged, _start_lists,
-                             _trace_back)
+from ._kbest_kernels import (_before, _entries, _heads_heap, _merge_top, _pop_merged,
+                             _start_lists, _trace_back)
 
 # a label whose first m outside entries are not within the first
 # m * (1 + DEEP_LEADERS) entries of G reads its own column
@@ -155,21 +155,15 @@ def kbest_sequences_sparse(unary, offsets, col_ptr, col_rows, col_vals, row_ptr,
     bstate = np.empty((n_max * K, m), dtype=np.int64)
     brank = np.empty((n_max * K, m), dtype=np.int64)
     cnt = np.zeros(n_max * K, dtype=np.int64)
-    hv = np.empty(K)
-    hs = np.empty(K, dtype=np.int64)
-    hr = np.empty(K, dtype=np.int64)
-    gv = np.empty(K * m)
-    gs = np.empty(K * m, dtype=np.int64)
-    gr = np.empty(K * m, dtype=np.int64)
+    hv, hs, hr = _entries(K)
+    gv, gs, gr = _entries(K * m)
     tv = np.empty((K, m))
     ts = np.empty((K, m), dtype=np.int64)
     tr = np.empty((K, m), dtype=np.int64)
     tn = np.zeros(K, dtype=np.int64)
     deep = np.zeros(K, dtype=np.uint8)
     zero = np.zeros(K)
-    ev = np.empty(m)
-    es = np.empty(m, dtype=np.int64)
-    er = np.empty(m, dtype=np.int64)
+    ev, es, er = _entries(m)
     soff = np.arange(n_max + 1) * K
     paths = np.empty((m, n_max), dtype=np.int64)
     flat_unary = unary.ravel()

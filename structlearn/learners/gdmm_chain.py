@@ -190,9 +190,10 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
     if (not state.sparse_weights and nu == 1 and K >= FLOAT32_PASSES_MIN_LABELS
             and np.abs(problem.data).max(initial=0.0) <= FLOAT32_PASSES_MAX_FEATURE):
         weights32 = (state.W.astype(np.float32), np.empty(K, dtype=np.float32))
-        xt = sp.csr_matrix((problem.data, problem.indices, problem.indptr),
-                           shape=(N, problem.n_features)).T.tocsr()  # features by row
-        xt = (xt.data, xt.indices.astype(np.int64), xt.indptr.astype(np.int64))
+        by_feature = sp.csr_matrix((problem.data, problem.indices, problem.indptr),
+                                   shape=(N, problem.n_features)).T.tocsr()
+        xt = (by_feature.data, by_feature.indices.astype(np.int64),
+              by_feature.indptr.astype(np.int64))
 
     def exact_weights():
         if weights32 is not None:
