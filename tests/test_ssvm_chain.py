@@ -383,6 +383,36 @@ def test_check_every_skips_monitoring_only(solver):
         SequenceSSVM(check_every=0).fit(X, y)
 
 
+# ------------------------------------------------------------------ factor order
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sequence_major_order_visits_each_factor_once_sequence_by_sequence(seed):
+    from structlearn.learners.gdmm_chain import SequenceMajorOrder
+
+    rng = np.random.RandomState(seed)
+    lengths = rng.randint(1, 7, size=40)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    N = int(offsets[-1])
+    has_left, has_right = chain_edges(offsets, N)
+    factors = np.concatenate([np.arange(N), N + np.flatnonzero(has_right)]).astype(np.int64)
+    seq_of_token = np.repeat(np.arange(lengths.size), lengths)
+    orders = SequenceMajorOrder(factors, offsets, N)
+    seen_firsts, seen_inner = set(), set()
+    for _ in range(30):
+        order = orders.draw(rng)
+        assert order.dtype == np.int64
+        np.testing.assert_array_equal(np.sort(order), np.sort(factors))  # each once
+        seq = seq_of_token[np.where(order < N, order, order - N)]
+        runs = seq[np.r_[True, seq[1:] != seq[:-1]]]
+        assert runs.size == lengths.size  # each sequence's factors form one run
+        seen_firsts.add(int(runs[0]))
+        longest = int(np.argmax(lengths))
+        seen_inner.add(tuple(order[seq == longest]))
+    assert len(seen_firsts) > 10 and len(seen_inner) > 10  # random across and within
+    # the same generator state gives the same order
+    np.testing.assert_array_equal(orders.draw(np.random.RandomState(5)),
+                                  orders.draw(np.random.RandomState(5)))
+
+
 # ------------------------------------------------------------------ oracles
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_sublinear_and_dense_oracles_give_same_iterates(seed):
