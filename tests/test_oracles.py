@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from structlearn.graphs import FactorGraph
 from structlearn.oracles import (
@@ -381,6 +383,31 @@ def test_indicator_edge_cases():
         make_indicator_oracle([[np.nan]])
     with pytest.raises(ValueError, match="ground truth"):
         indicator_argmax(make_indicator_oracle(np.zeros((2, 2))), loss=(1.0, 5, 0.0, -1))
+
+
+@settings(max_examples=300, deadline=None)
+@given(n1=st.integers(0, 40), n2=st.integers(0, 40), seed=st.integers(0, 2**32 - 1),
+       ties=st.booleans(), ex1=st.integers(-1, 40), ex2=st.integers(-1, 40))
+def test_dense_pair_argmax_equals_the_plain_scan(n1, n2, seed, ties, ex1, ex2):
+    """Row maxima first (vectorized) against the entry-by-entry scan: same
+    pair, same value, also with ties, -inf entries and the excluded pair."""
+    from structlearn.oracles.indicator import dense_pair_argmax
+
+    rng = np.random.default_rng(seed)
+
+    def draw(size):
+        x = rng.normal(size=size)
+        if ties:  # few distinct values: many equal sums
+            x = np.round(x, 0)
+        x[rng.random(size) < 0.1] = -np.inf
+        return x
+
+    v, m1, m2 = draw(n1 * n2), draw(n1), draw(n2)
+    if ties and n2 and rng.random() < 0.5:
+        m1[:] = 0.0  # whole rows equal to one another
+    got = dense_pair_argmax(v, n1, n2, m1, m2, ex1, ex2)
+    ref = dense_indicator_argmax(v, n1, n2, m1, m2, 0.0, -1, 0.0, -1, ex1, ex2)
+    assert got == ref
 
 
 def test_indicator_fmo_callable_from_numba():

@@ -40,7 +40,7 @@ import numba as nb
 import numpy as np
 
 from ..oracles._indicator_kernels import (
-    dense_indicator_argmax,
+    dense_pair_argmax,
     indicator_add,
     indicator_fmo_above,
 )
@@ -230,7 +230,7 @@ def _bigram_step(j, y, v, vt, vstate, C, rho, has_left, has_right,
             m1d[slab[j, s]] = val1[s]
         for s in range(n2):
             m2d[slab[k, s]] = val2[s]
-        best, astar, bstar = dense_indicator_argmax(vt, K, K, m1d, m2d, 0.0, -1, 0.0, -1, y[j], y[k])
+        best, astar, bstar = dense_pair_argmax(vt, K, K, m1d, m2d, y[j], y[k])
         for s in range(n1):
             m1d[slab[j, s]] = 0.0
         for s in range(n2):

@@ -104,6 +104,7 @@ import numpy as np
 from ._indicator_kernels import H as SUMMARY
 from ._indicator_kernels import (
     dense_indicator_argmax,
+    dense_pair_argmax,
     indicator_add,
     indicator_add_many,
     indicator_build,
@@ -118,6 +119,7 @@ __all__ = [
     "make_indicator_oracle",
     "indicator_argmax",
     "dense_indicator_argmax",
+    "dense_pair_argmax",
     "indicator_add",
     "indicator_add_many",
     "indicator_fmo",
