@@ -96,19 +96,21 @@ def viterbi_batch(unary, offsets, trans, out):
         for b in range(K):
             delta[b] = unary[start, b]
         for t in range(start + 1, stop):
-            row = t - start
+            brow = back[t - start]
             for b in range(K):
                 best[b] = -np.inf
-                back[row, b] = 0
+                brow[b] = 0
             for a in range(K):
                 da = delta[a]
                 if da == -np.inf:
                     continue
+                trow = trans[a]
                 for b in range(K):
-                    cand = da + trans[a, b]
-                    if cand > best[b]:
-                        best[b] = cand
-                        back[row, b] = a
+                    # selects, not a branch: no mispredictions on random scores
+                    cand = da + trow[b]
+                    better = cand > best[b]
+                    best[b] = cand if better else best[b]
+                    brow[b] = a if better else brow[b]
             for b in range(K):
                 delta[b] = best[b] + unary[t, b]
         _backtrack(delta, back, start, stop, out)
