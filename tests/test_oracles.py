@@ -391,8 +391,6 @@ def test_indicator_edge_cases():
 def test_dense_pair_argmax_equals_the_plain_scan(n1, n2, seed, ties, ex1, ex2):
     """Row maxima first (vectorized) against the entry-by-entry scan: same
     pair, same value, also with ties, -inf entries and the excluded pair."""
-    from structlearn.oracles.indicator import dense_pair_argmax
-
     rng = np.random.default_rng(seed)
 
     def draw(size):

@@ -40,12 +40,12 @@ import numba as nb
 import numpy as np
 
 from ..oracles._indicator_kernels import (
-    dense_pair_argmax,
     indicator_add,
     indicator_fmo_above,
 )
 from ..oracles._inner_kernels import (inner_product_fmo, inner_product_fmo32,
                                       inner_product_fmo_sampled)
+from ..oracles._pair_kernels import dense_pair_argmax
 from ..oracles._sparse_rows_kernels import (sparse_rows_fmo, sparse_rows_sq_sum,
                                             sparse_rows_update)
 from ._ssvm_chain_kernels import projected_block_step

@@ -328,21 +328,43 @@ def static_vector_argmax(values, order, idx, val, nnz, excl, n_excl, pos):
     return best, by, visited
 
 
-@nb.njit(cache=True)
-def dense_pair_argmax(table, n1, n2, m1, m2, ex1, ex2):
-    """Reference: dense scan of table[a*n2+b] + m1[a] + m2[b] (first maximum)."""
+# nnan lets LLVM vectorize the row maxima (a max over values that may be NaN
+# is not associative); no flag that reorders or fuses arithmetic is set, so
+# every value is the same float as in an entry-by-entry scan
+@nb.njit(cache=True, fastmath={"nnan", "nsz"})
+def dense_pair_argmax(v, n1, n2, m1, m2, ex1, ex2):
+    """Dense scan: ``argmax`` over ``(a, b) != (ex1, ex2)`` of
+    ``(v[a * n2 + b] + m1[a]) + m2[b]``, the first maximum in row-major
+    order (the pair and value of an entry-by-entry scan, such as
+    :func:`.indicator.dense_indicator_argmax` with zero losses).  Each row's
+    maximum is taken in one vectorized pass; only a row that beats the best
+    so far is searched for the position of its maximum.  Values must not be
+    NaN.  Returns ``(best, a, b)``; ``(-inf, -1, -1)`` when no value exceeds
+    ``-inf``.
+    """
     best = NEG_INF
     best_a = -1
     best_b = -1
     for a in range(n1):
         base = a * n2
         ma = m1[a]
+        if a == ex1:  # the row holding the excluded pair, entry by entry
+            for b in range(n2):
+                if b != ex2:
+                    val = (v[base + b] + ma) + m2[b]
+                    if val > best:
+                        best = val
+                        best_a = a
+                        best_b = b
+            continue
+        row_max = NEG_INF
         for b in range(n2):
-            if a == ex1 and b == ex2:
-                continue
-            val = table[base + b] + ma + m2[b]
-            if val > best:
-                best = val
-                best_a = a
-                best_b = b
+            row_max = max(row_max, (v[base + b] + ma) + m2[b])
+        if row_max > best:
+            best = row_max
+            best_a = a
+            for b in range(n2):
+                if (v[base + b] + ma) + m2[b] == row_max:
+                    best_b = b
+                    break
     return best, best_a, best_b

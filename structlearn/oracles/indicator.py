@@ -104,7 +104,6 @@ import numpy as np
 from ._indicator_kernels import H as SUMMARY
 from ._indicator_kernels import (
     dense_indicator_argmax,
-    dense_pair_argmax,
     indicator_add,
     indicator_add_many,
     indicator_build,
@@ -119,7 +118,6 @@ __all__ = [
     "make_indicator_oracle",
     "indicator_argmax",
     "dense_indicator_argmax",
-    "dense_pair_argmax",
     "indicator_add",
     "indicator_add_many",
     "indicator_fmo",
