@@ -458,4 +458,3 @@ def dense_indicator_argmax(v, n1, n2, m1, m2, loss1, gt1, loss2, gt2, ex1, ex2):
                 best_a = a
                 best_b = b
     return best, best_a, best_b
-
