@@ -149,6 +149,28 @@ class GDMMChainState:
 _TIE = 1e-12
 
 
+def _float32_passes(problem, state, nu):
+    """``(weights32, xt)`` for float32 passes, or ``(None, None)``.
+
+    ``weights32``: ``(W32, acc)``, a float32 copy of the dense weights and a
+    float32 (K,) scratch, when the weights are dense, the unigram search is
+    exact (``nu == 1``), there are at least ``FLOAT32_PASSES_MIN_LABELS``
+    labels and no feature value exceeds ``FLOAT32_PASSES_MAX_FEATURE``.
+    ``xt``: the features by feature row ``(data, tokens, indptr)`` that
+    :func:`weights_from_duals` rebuilds the float64 weights from.
+    """
+    K = problem.n_labels
+    if (state.sparse_weights or nu != 1 or K < FLOAT32_PASSES_MIN_LABELS
+            or np.abs(problem.data).max(initial=0.0) > FLOAT32_PASSES_MAX_FEATURE):
+        return None, None
+    weights32 = (state.W.astype(np.float32), np.empty(K, dtype=np.float32))
+    by_feature = sp.csr_matrix((problem.data, problem.indices, problem.indptr),
+                               shape=(problem.n_tokens, problem.n_features)).T.tocsr()
+    xt = (by_feature.data, by_feature.indices.astype(np.int64),
+          by_feature.indptr.astype(np.int64))
+    return weights32, xt
+
+
 def _search_table(v, sublinear):
     """The flat search table ``v + tau`` and, when ``sublinear``, the
     indicator-oracle state over it (``state[0]`` is the table); else None."""
@@ -224,14 +246,7 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
     vt, vstate = _search_table(state.v, sublinear)
     # from FLOAT32_PASSES_MIN_LABELS the passes score and update float32
     # weights; W is rebuilt from the duals for each certificate and at the end
-    weights32 = xt = None
-    if (not state.sparse_weights and nu == 1 and K >= FLOAT32_PASSES_MIN_LABELS
-            and np.abs(problem.data).max(initial=0.0) <= FLOAT32_PASSES_MAX_FEATURE):
-        weights32 = (state.W.astype(np.float32), np.empty(K, dtype=np.float32))
-        by_feature = sp.csr_matrix((problem.data, problem.indices, problem.indptr),
-                                   shape=(N, problem.n_features)).T.tocsr()
-        xt = (by_feature.data, by_feature.indices.astype(np.int64),
-              by_feature.indptr.astype(np.int64))
+    weights32, xt = _float32_passes(problem, state, nu)
 
     def exact_weights():
         if weights32 is not None:
