@@ -103,3 +103,28 @@ def test_token_updates_equal_the_dense_updates(seed, d, K, n_updates, n_tokens, 
     start, length, _, lab, _, _ = rows
     for f in range(d):
         assert np.all(np.diff(lab[start[f]:start[f] + length[f]]) > 0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 10**6), d=st.integers(1, 8), K=st.integers(1, 30),
+       n_updates=st.integers(0, 120), integer=st.booleans(), n_listed=st.integers(0, 30))
+def test_listed_scores_equal_the_full_scores(seed, d, K, n_updates, integer, n_listed):
+    """A token's scores of a few listed labels (the search-free unigram step)
+    are the full scores at those labels, bit for bit, and leave the scratch
+    map all -1."""
+    from structlearn.oracles._sparse_rows_kernels import (sparse_rows_listed_scores,
+                                                          sparse_rows_scores)
+
+    rng = np.random.default_rng(seed)
+    rows, _ = _random_weights(rng, d, K, n_updates, integer)
+    x = (rng.random(d) < 0.7) * (rng.integers(-2, 3, size=d) if integer else rng.normal(size=d))
+    indices = np.flatnonzero(x).astype(np.int64)
+    data = x[indices].astype(np.float64)
+    labels = rng.permutation(K)[:min(n_listed, K)].astype(np.int64)
+    full, listed = np.empty(K), np.full(K, np.nan)
+    posmap = make_sparse_rows_workspace(K)
+    sparse_rows_scores(rows, indices, data, 0, indices.size, full)
+    sparse_rows_listed_scores(rows, indices, data, 0, indices.size, labels, labels.size, listed,
+                              posmap)
+    np.testing.assert_array_equal(listed[:labels.size], full[labels])
+    assert (posmap == -1).all()

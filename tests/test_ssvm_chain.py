@@ -881,3 +881,70 @@ def test_float32_passes_only_for_features_well_inside_float32_range(monkeypatch)
     assert seen and all(s is None for s in seen)
     _, seen = _fit_spying_on_passes(monkeypatch, 2, X, y, max_iter=3)
     assert seen and all(s is not None for s in seen)
+
+
+@pytest.mark.parametrize("oracle, sparse_rows", [("dense", False), ("sublinear", False),
+                                                 ("sublinear", True)])
+def test_search_backoff_follows_its_schedule_and_reaches_the_same_optimum(monkeypatch, oracle,
+                                                                         sparse_rows):
+    """A factor whose search found nothing waits 1, 3, 7, ... visits (at most
+    ``SEARCH_BACKOFF_MAX``) without searching, and gains no pair while it
+    waits; a search that adds resets it.  Fits with and without the back-off
+    reach the same certified optimum."""
+    import structlearn.estimators.ssvm as ssvm_module
+    import structlearn.learners.gdmm_chain as gdmm_chain
+
+    X, y = make_chain_data(40, length=(3, 8), n_labels=8, n_features=20, noise=0.2,
+                           random_state=5)
+    if sparse_rows:
+        monkeypatch.setattr(ssvm_module, "SPARSE_WEIGHTS_MIN_ENTRIES", 20 * 8)
+    lengths = np.array([x.shape[0] for x in X])
+    N = lengths.sum()
+    visited = np.ones(2 * N, dtype=bool)  # unigram ids, then the edges' ids
+    visited[N:] = np.concatenate([np.r_[np.ones(n - 1, bool), False] for n in lengths])
+    real = gdmm_chain.gdmm_chain_pass
+
+    def fit(max_skip):
+        monkeypatch.setattr(gdmm_chain, "SEARCH_BACKOFF_MAX", max_skip)
+        seen = []
+
+        def spy(*args):
+            nb_, backoff, cap = args[30], args[34], args[35]
+            before, nb_before = backoff.copy(), nb_.copy()
+            rows = real(*args)
+            seen.append((before, backoff.copy(), nb_before, nb_.copy(), cap))
+            return rows
+
+        monkeypatch.setattr(gdmm_chain, "gdmm_chain_pass", spy)
+        model = SequenceSSVM(oracle=oracle, max_iter=400, tol=1e-5, check_every=7,
+                             random_state=0).fit(X, y)
+        assert sp.issparse(model.coef_) == sparse_rows
+        monkeypatch.setattr(gdmm_chain, "gdmm_chain_pass", real)
+        return model, seen
+
+    model, seen = fit(7)
+    waits = 0
+    for before, after, nb_before, nb_after, cap in seen:
+        assert cap == 7
+        assert (after[:, ~visited] == 0).all()
+        wait = visited & (before[0] > 0)
+        waits += wait.sum()
+        np.testing.assert_array_equal(after[0, wait], before[0, wait] - 1)
+        np.testing.assert_array_equal(after[1, wait], before[1, wait])
+        searched = visited & (before[0] == 0)
+        reset = (after[0] == 0) & (after[1] == 0)
+        grown = np.minimum(2 * before[1] + 1, cap)
+        backed_off = (after[0] == grown) & (after[1] == grown)
+        assert (reset | backed_off)[searched].all()
+        new_pair = np.zeros(2 * N, dtype=bool)
+        new_pair[N:] = nb_after > nb_before
+        assert not (new_pair & wait).any()  # no search while waiting
+        assert reset[new_pair].all()
+    assert waits > 0.2 * visited.sum() * len(seen)  # most late visits wait
+    plain, seen0 = fit(0)
+    assert all((after == 0).all() for _, after, *_ in seen0)
+    for m in (model, plain):
+        assert m.history_[-1]["relative_gap"] <= 1e-4
+    assert model.history_[-1]["primal"] == pytest.approx(plain.history_[-1]["primal"], rel=2e-4)
+    assert model.history_[-1]["dual"] <= plain.history_[-1]["primal"]
+    assert plain.history_[-1]["dual"] <= model.history_[-1]["primal"]

@@ -46,8 +46,8 @@ from ..oracles._indicator_kernels import (
 from ..oracles._inner_kernels import (inner_product_fmo, inner_product_fmo32,
                                       inner_product_fmo_sampled)
 from ..oracles._pair_kernels import dense_pair_argmax
-from ..oracles._sparse_rows_kernels import (sparse_rows_fmo, sparse_rows_sq_sum,
-                                            sparse_rows_update)
+from ..oracles._sparse_rows_kernels import (sparse_rows_fmo, sparse_rows_listed_scores,
+                                            sparse_rows_sq_sum, sparse_rows_update)
 from ._ssvm_chain_kernels import projected_block_step
 
 
@@ -104,16 +104,18 @@ def _listed_scores(W, data, indices, start, end, labels, n, g):
 
 
 @nb.njit(cache=True, inline="always")
-def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, weights32, Wsp, nu,
-                  parts, C, rho, slab, ns, alpha, margL, margR, lamL, lamR, iws, posmap, ulab, g,
-                  add_val, z, newa, stats):
-    """One unigram factor's block step; returns the sparse rows (a new tuple
-    when their pool grew).  ``Wsp`` None: the weights are the dense ``W``;
+def _unigram_step(j, search, data, indices, indptr, y, xnorm2, has_left, has_right, W, weights32,
+                  Wsp, nu, parts, C, rho, slab, ns, alpha, margL, margR, lamL, lamR, iws, posmap,
+                  scratch, stats):
+    """One unigram factor's block step (``search`` False: within its slots,
+    scoring only those); returns the sparse rows (a new tuple when their pool
+    grew) and whether the search found a label to add.  ``Wsp`` None: the weights are the dense ``W``;
     else they are the sparse rows ``Wsp`` (exact search only) and ``W`` a
     placeholder.  ``weights32`` (dense ``W`` only, exact search): None, or
     ``(W32, acc)``: float32 weights the step scores labels with (float32
     scratch ``acc``) and updates instead of ``W``.  (At most 30 arguments:
     CPython passes more as ``*args``, which numba cannot inline.)"""
+    ulab, g, add_val, z, newa = scratch
     K = iws[0].shape[0]
     rows = Wsp  # as the pool grows (Wsp stays the argument: None is seen when compiling)
     gt = y[j]
@@ -129,7 +131,19 @@ def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, w
         add_val[s] = -rho * ms
     start = indptr[j]
     end = indptr[j + 1]
-    if Wsp is not None:
+    added = False
+    if not search:  # step within the slots: their scores only (parts: below)
+        best = -np.inf
+        ystar = -1
+        scores = iws[0]
+        if parts is None:
+            if Wsp is not None:
+                sparse_rows_listed_scores(Wsp, indices, data, start, end, slab[j], n, g, posmap)
+            elif weights32 is None:
+                _listed_scores(W, data, indices, start, end, slab[j], n, g)
+            else:
+                _listed_scores(weights32[0], data, indices, start, end, slab[j], n, g)
+    elif Wsp is not None:
         best, ystar = sparse_rows_fmo(Wsp, indices, data, start, end, slab[j], add_val, n,
                                       1.0, gt, gt, iws)
         stats[0] += K
@@ -151,13 +165,14 @@ def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, w
         scores = iws[0]
     if parts is not None:
         _listed_scores(W, data, indices, start, end, slab[j], n, g)
-    else:
+    elif search:
         for s in range(n):
             g[s] = scores[slab[j, s]]  # the full search left all raw scores here
     for s in range(n):
         g[s] = g[s] + (1.0 if slab[j, s] != gt else 0.0) + add_val[s]
     if ystar >= 0 and _find(slab[j], n, ystar) < 0:
         if best > _threshold(g, alpha[j], n, C):
+            added = True
             s = _add_slot(j, ystar, slab, ns, alpha, margL, margR, lamL, lamR)
             if s < 0:
                 stats[1] += 1
@@ -193,14 +208,16 @@ def _unigram_step(j, data, indices, indptr, y, xnorm2, has_left, has_right, W, w
                 m += 1
     if Wsp is not None and m > 0:
         rows = sparse_rows_update(rows, indices, data, start, end, ulab, g, m, posmap)
-    return rows
+    return rows, added
 
 
 @nb.njit(cache=True)
-def _bigram_step(j, y, v, vt, vstate, C, rho, has_left, has_right,
+def _bigram_step(j, search, y, v, vt, vstate, C, rho, has_left, has_right,
                  slab, ns, alpha, margL, margR, lamL, lamR,
                  pa, pb, psa, psb, beta, nb_, pws, m1d, m2d, val1, val2, g, z, newb,
                  cnt1, cnt2, stats):
+    """One bigram factor's block step on edge ``j`` (``search`` False: within
+    its active pairs); returns whether the search found a pair to add."""
     K = m1d.shape[0]
     k = j + 1
     n1 = ns[j]
@@ -216,7 +233,11 @@ def _bigram_step(j, y, v, vt, vstate, C, rho, has_left, has_right,
     for q in range(m):
         g[q] = (v[pa[j, q] * K + pb[j, q]] + val1[psa[j, q]]) + val2[psb[j, q]]
     thr = _threshold(g, beta[j], m, C)
-    if vstate is not None:
+    if not search:
+        best = -np.inf
+        astar = -1
+        bstar = -1
+    elif vstate is not None:
         floor = thr
         for q in range(1, m):  # the active pairs' values in the oracle's table
             gq = (vt[pa[j, q] * K + pb[j, q]] + val1[psa[j, q]]) + val2[psb[j, q]]
@@ -240,7 +261,8 @@ def _bigram_step(j, y, v, vt, vstate, C, rho, has_left, has_right,
     for q in range(m):
         if pa[j, q] == astar and pb[j, q] == bstar:
             present = True
-    if astar >= 0 and not present and best > thr:
+    added = astar >= 0 and not present and best > thr
+    if added:
         if m >= pa.shape[1]:
             stats[2] += 1
         else:
@@ -300,13 +322,14 @@ def _bigram_step(j, y, v, vt, vstate, C, rho, has_left, has_right,
                 beta[j, cnt] = beta[j, q]
             cnt += 1
     nb_[j] = cnt
+    return added
 
 
 @nb.njit(cache=True)
 def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, weights32, Wsp, v,
                     vt, vstate, nu, parts, order, C, rho,
                     slab, ns, alpha, margL, margR, lamL, lamR,
-                    pa, pb, psa, psb, beta, nb_, iws, posmap, pws, stats):
+                    pa, pb, psa, psb, beta, nb_, iws, posmap, pws, backoff, max_skip, stats):
     """One pass of block-coordinate Frank-Wolfe over all factors (Algorithm 4).
 
     ``W`` is the dense (d, K) weight matrix and ``Wsp`` None, or the
@@ -331,6 +354,12 @@ def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, we
     state over ``vt`` (``vstate[0] is vt``) for the sorted bigram search,
     or None for dense scans.  A None argument is known when the kernel is
     compiled, so the branch it rules out is not compiled at all.
+
+    ``backoff`` (int64 (2, 2N), by factor id): visits the factor still steps
+    within its active set without a search, and its current back-off; a
+    search that adds nothing sets both to ``min(2 * back-off + 1,
+    max_skip)``, one that adds resets both to 0 (``max_skip`` 0: always
+    search).
     """
     N = y.shape[0]
     K = iws[0].shape[0]
@@ -351,22 +380,33 @@ def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, we
     # the sparse rows as their pool grows; Wsp itself stays the argument, so
     # that a None is seen when compiling and the sparse code left out
     rows = Wsp
+    scratch = (ulab, g, add_val, z, newa)
     for f in order:
+        search = backoff[0, f] == 0
+        if not search:
+            backoff[0, f] -= 1
         if f < N:
             if Wsp is None:
-                _unigram_step(f, data, indices, indptr, y, xnorm2, has_left, has_right, W,
-                              weights32, Wsp, nu, parts, C, rho, slab, ns, alpha, margL, margR,
-                              lamL, lamR, iws, posmap, ulab, g, add_val, z, newa, stats)
+                _, added = _unigram_step(f, search, data, indices, indptr, y, xnorm2, has_left,
+                                         has_right, W, weights32, Wsp, nu, parts, C, rho, slab,
+                                         ns, alpha, margL, margR, lamL, lamR, iws, posmap,
+                                         scratch, stats)
             else:
-                rows = _unigram_step(f, data, indices, indptr, y, xnorm2, has_left, has_right, W,
-                                     weights32, rows, nu, parts, C, rho, slab, ns, alpha, margL,
-                                     margR, lamL, lamR, iws, posmap, ulab, g, add_val, z, newa,
-                                     stats)
+                rows, added = _unigram_step(f, search, data, indices, indptr, y, xnorm2,
+                                            has_left, has_right, W, weights32, rows, nu, parts,
+                                            C, rho, slab, ns, alpha, margL, margR, lamL, lamR,
+                                            iws, posmap, scratch, stats)
         else:
-            _bigram_step(f - N, y, v, vt, vstate, C, rho, has_left, has_right,
-                         slab, ns, alpha, margL, margR, lamL, lamR,
-                         pa, pb, psa, psb, beta, nb_, pws, m1d, m2d, val1, val2, g, z, newa,
-                         cnt1, cnt2, stats)
+            added = _bigram_step(f - N, search, y, v, vt, vstate, C, rho, has_left, has_right,
+                                 slab, ns, alpha, margL, margR, lamL, lamR,
+                                 pa, pb, psa, psb, beta, nb_, pws, m1d, m2d, val1, val2, g, z,
+                                 newa, cnt1, cnt2, stats)
+        if search:  # back off after a search that found nothing: 1, 3, 7, ... visits
+            if added:
+                backoff[1, f] = 0
+            else:
+                backoff[1, f] = min(2 * backoff[1, f] + 1, max_skip)
+                backoff[0, f] = backoff[1, f]
     return rows
 
 

@@ -123,6 +123,27 @@ def sparse_rows_scores(rows, indices, data, start_p, end_p, scores):
 
 
 @nb.njit(cache=True)
+def sparse_rows_listed_scores(rows, indices, data, start_p, end_p, labels, n, out, posmap):
+    """``out[s] = sum_p data[p] W[indices[p], labels[s]]`` for ``n`` distinct
+    ``labels`` (the values :func:`sparse_rows_scores` gives them).  O(n + sum
+    of the rows' lengths).  ``posmap``: int64 (K,) scratch, all -1, left so."""
+    start, length, cap, lab, val, meta = rows
+    for s in range(n):
+        out[s] = 0.0
+        posmap[labels[s]] = s
+    for p in range(start_p, end_p):
+        f = indices[p]
+        x = data[p]
+        s0 = start[f]
+        for q in range(s0, s0 + length[f]):
+            s = posmap[lab[q]]
+            if s >= 0:
+                out[s] += x * val[q]
+    for s in range(n):
+        posmap[labels[s]] = -1
+
+
+@nb.njit(cache=True)
 def sparse_rows_fmo(rows, indices, data, start_p, end_p, add_idx, add_val, n_add,
                     loss, gt, ex, workspace):
     """The exact inner-product oracle
