@@ -50,6 +50,12 @@ for K = 100 and 1,000:
 fit time per pass, the certificate's time in passes, and the K = 1,000 / K = 100
 ratio of the time per pass; ``--rounds`` alternating repetitions.
 
+Section ``search-backoff`` (not run by default): whole fits to a certified 1 %
+gap (``tol=0.01``, up to 400 passes) with the GDMM searches backing off (the
+default, ``gdmm_chain.SEARCH_BACKOFF_MAX``) and searching at every visit (0),
+alternating in one process, on OCR letters (C = 0.1) and the synthetic chains of
+``fit-scaling`` with K = 30, 100, 300 (C = 1): fit time, passes and their ratio.
+
 Section ``predict-k`` (not run by default): ``predict`` of 1,000 new sequences
 (15 tokens, 10 of 2,000 features per token) with ``SequenceSSVM(C=1, max_iter=30)``
 models for K = 100, 300, 1,000 (the Viterbi over the model's mostly-zero
@@ -69,6 +75,7 @@ Usage::
     .venv/bin/python benchmarks/bench_ssvm.py --sections oracle-k       # about 1 min
     .venv/bin/python benchmarks/bench_ssvm.py --sections fit-scaling --rounds 2  # about 2 min
     .venv/bin/python benchmarks/bench_ssvm.py --sections predict-k      # about 1 min
+    .venv/bin/python benchmarks/bench_ssvm.py --sections search-backoff # about 4 min
     .venv/bin/python benchmarks/bench_ssvm.py --sections float32-passes # about 4 min
     .venv/bin/python benchmarks/bench_ssvm.py --sections ocr-defaults   # about 30 s
     .venv/bin/python benchmarks/bench_ssvm.py --sections porttinari-fit # about 1.5 min
@@ -234,6 +241,48 @@ def bench_fit_scaling(Ks, rounds, per_token=40):
                   f"{cert:.4f} | {cert / pass_s:.2f} | {n_checks} | {gap:.3g} |", flush=True)
         print(f"\nround {r + 1}: fit s per pass K={Ks[-1]} / K={Ks[0]}: "
               f"{per_pass[Ks[-1]] / per_pass[Ks[0]]:.2f}x\n")
+
+
+def bench_search_backoff(Ks, rounds=2, per_token=40):
+    """Fits to a 1 % certified gap with and without the search back-off
+    (``gdmm_chain.SEARCH_BACKOFF_MAX`` at its default and 0), alternating
+    in one process: fit s and passes of each, and the time ratio."""
+    from structlearn._demo import ocr_features
+    from structlearn.datasets import load_ocr_letters, make_chain_data
+    from structlearn.learners import gdmm_chain
+
+    data = load_ocr_letters()
+    tr = np.flatnonzero(np.asarray(data.folds) == 1)
+    X = ocr_features(data.X)
+    sets = [("OCR letters, C = 0.1", [X[i] for i in tr], [data.y[i] for i in tr], 0.1)]
+    for K in Ks:
+        Xk, yk = make_chain_data(300, length=15, n_labels=K, n_features=2000,
+                                 density=per_token / 2000, random_state=0)
+        sets.append((f"synthetic K = {K}, C = 1", Xk, yk, 1.0))
+    default = gdmm_chain.SEARCH_BACKOFF_MAX
+    print(f"\n## 2e-ter. Search back-off: fits to a certified 1 % gap (tol = 0.01, "
+          f"max_iter = 400), back-off up to {default} visits against none, "
+          f"{rounds} alternating rounds\n")
+    print("| data | round | fit s back-off / none | passes back-off / none | "
+          "final rel. gap back-off / none | time ratio |")
+    print("|---|---|---|---|---|---:|")
+    try:
+        for name, Xs, ys, C in sets:
+            SequenceSSVM(C=C, max_iter=2).fit(Xs[:20], ys[:20])  # compile / load first
+            for r in range(rounds):
+                res = {}
+                for cap in ((default, 0) if r % 2 == 0 else (0, default)):
+                    gdmm_chain.SEARCH_BACKOFF_MAX = cap
+                    m = SequenceSSVM(C=C, tol=0.01, max_iter=400, random_state=0)
+                    t0 = time.perf_counter()
+                    m.fit(Xs, ys)
+                    res[cap] = (time.perf_counter() - t0, m.n_iter_,
+                                m.history_[-1]["relative_gap"])
+                a, b = res[default], res[0]
+                print(f"| {name} | {r + 1} | {a[0]:.2f} / {b[0]:.2f} | {a[1]} / {b[1]} | "
+                      f"{a[2]:.4f} / {b[2]:.4f} | {a[0] / b[0]:.2f}x |", flush=True)
+    finally:
+        gdmm_chain.SEARCH_BACKOFF_MAX = default
 
 
 def bench_float32_passes(Ks, per_token=40):
@@ -771,7 +820,7 @@ def main():
                    help="solver seconds per solver for the time-to-target runs (0: skip)")
     p.add_argument("--target-Ks", default="100,300,1000",
                    help="K values of the time-to-target runs (among --Ks)")
-    p.add_argument("--rounds", type=int, default=1, help="repetitions of fit-scaling")
+    p.add_argument("--rounds", type=int, default=1, help="repetitions of fit-scaling and search-backoff")
     p.add_argument("--features-per-token", type=int, default=40, help="fit-scaling's tokens")
     p.add_argument("--porttinari-sentences", type=int, default=1000)
     p.add_argument("--porttinari", default="../shared/data/porttinari_pos.conllu.gz")
@@ -820,6 +869,8 @@ def main():
         bench_fit_scaling([100, 1000], args.rounds, args.features_per_token)
     if "float32-passes" in sections:
         bench_float32_passes([32, 64, 128, 300, 1000])
+    if "search-backoff" in sections:
+        bench_search_backoff([30, 100, 300], args.rounds)
     if "predict-k" in sections:
         bench_predict_k([100, 300, 1000])
     if "oracle-k" in sections:
