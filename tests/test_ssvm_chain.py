@@ -553,6 +553,7 @@ def test_callback_stops_training():
         (dict(eta=-1.0), "'eta' parameter of SequenceSSVM must be"),
         (dict(max_iter=0), "'max_iter' parameter of SequenceSSVM must be"),
         (dict(tol=-1.0), "'tol' parameter of SequenceSSVM must be"),
+        (dict(tol="fast"), "'tol' parameter of SequenceSSVM must be"),
         (dict(solver="sgd"), "'solver' parameter of SequenceSSVM must be"),
         (dict(oracle="fast"), "'oracle' parameter of SequenceSSVM must be"),
         (dict(n_partitions=0), "'n_partitions' parameter of SequenceSSVM must be"),
@@ -948,3 +949,22 @@ def test_search_backoff_follows_its_schedule_and_reaches_the_same_optimum(monkey
     assert model.history_[-1]["primal"] == pytest.approx(plain.history_[-1]["primal"], rel=2e-4)
     assert model.history_[-1]["dual"] <= plain.history_[-1]["primal"]
     assert plain.history_[-1]["dual"] <= model.history_[-1]["primal"]
+
+
+@pytest.mark.parametrize("solver, resolved", [("gdmm", 1e-2), ("bcfw", 1e-2), ("ssg", 1e-3)])
+def test_auto_tol_is_a_one_percent_gap_or_the_ssg_primal_change(solver, resolved):
+    """``tol="auto"`` (the default) fits exactly as the tolerance it stands for."""
+    X, y = make_chain_data(30, length=(3, 8), n_labels=5, n_features=15, noise=0.2,
+                           random_state=2)
+    kw = dict(solver=solver, max_iter=300, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        auto = SequenceSSVM(**kw).fit(X, y)
+        explicit = SequenceSSVM(tol=resolved, **kw).fit(X, y)
+    assert SequenceSSVM().get_params()["tol"] == "auto"
+    assert auto.n_iter_ == explicit.n_iter_
+    assert [r["primal"] for r in auto.history_] == [r["primal"] for r in explicit.history_]
+    np.testing.assert_array_equal(auto.coef_, explicit.coef_)
+    if solver == "gdmm":  # stopped at the first certificate within 1 %
+        gaps = [r["relative_gap"] for r in auto.history_ if np.isfinite(r["primal"])]
+        assert auto.converged_ and gaps[-1] <= 1e-2 < min(gaps[:-1])

@@ -420,3 +420,20 @@ def test_auto_oracle_scans_pairs_below_90_labels():
             m = MultiLabelSSVM(max_iter=2, warm_start=True, random_state=0).fit(X, Y)
         assert m.oracle == "auto"
         assert m._solver_state.sublinear is sorted_search
+
+
+def test_defaults_run_to_a_one_percent_gap_within_300_passes():
+    """``MultiLabelSSVM()`` stops at a certified 1 % gap (``tol="auto"``) and
+    allows 300 passes for it."""
+    params = MultiLabelSSVM().get_params()
+    assert params["tol"] == "auto" and params["max_iter"] == 300
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 6))
+    Y = (X[:, :4] + 0.5 * rng.normal(size=(60, 4)) > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        auto = MultiLabelSSVM(random_state=0).fit(X, Y)
+    explicit = MultiLabelSSVM(tol=0.01, random_state=0).fit(X, Y)
+    assert auto.converged_ and auto.history_[-1]["relative_gap"] <= 1e-2
+    assert auto.n_iter_ == explicit.n_iter_
+    np.testing.assert_array_equal(auto.coef_, explicit.coef_)

@@ -69,6 +69,12 @@ def _check_weight_size(n_features, n_labels):
         )
 
 
+# tol="auto": a certified relative duality gap of 1 % (gdmm, bcfw); ssg has
+# no certificate and stops on the primal's relative change per pass
+TOL_AUTO_GAP = 1e-2
+TOL_AUTO_PRIMAL_CHANGE = 1e-3
+
+
 class _SSVMParamsMixin:
     """The parameters shared by the structural SVM estimators."""
 
@@ -78,7 +84,7 @@ class _SSVMParamsMixin:
         "rho": [POSITIVE, StrOptions({"auto"})],
         "eta": [POSITIVE],
         "max_iter": [POSITIVE_INT],
-        "tol": [NONNEGATIVE],
+        "tol": [NONNEGATIVE, StrOptions({"auto"})],
         "oracle": [StrOptions(set(_ORACLES))],
         "n_partitions": [POSITIVE_INT],
         "inference": [str],
@@ -93,7 +99,10 @@ class _SSVMParamsMixin:
         parameter validation): ``C, rho, eta, tol, max_iter, n_partitions,
         solver, oracle``."""
         rho = self.rho if isinstance(self.rho, str) else float(self.rho)
-        return (float(self.C), rho, float(self.eta), float(self.tol), int(self.max_iter),
+        tol = self.tol
+        if isinstance(tol, str):  # "auto"
+            tol = TOL_AUTO_PRIMAL_CHANGE if self.solver == "ssg" else TOL_AUTO_GAP
+        return (float(self.C), rho, float(self.eta), float(tol), int(self.max_iter),
                 int(self.n_partitions), self.solver, self.oracle)
 
 
@@ -148,10 +157,11 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         Maximum number of passes over the factors (gdmm) or sequences
         (bcfw, ssg). Reaching it without meeting ``tol`` raises a
         ``ConvergenceWarning`` (gdmm, bcfw).
-    tol : float, default=1e-3
-        Relative duality gap at which gdmm/bcfw stop; for ssg (no dual),
-        the relative change of the primal objective over one pass (0 runs
-        ``max_iter`` passes).
+    tol : float or "auto", default="auto"
+        Relative duality gap at which gdmm/bcfw stop (``"auto"``: 0.01, a
+        certified objective within 1 % of the optimum); for ssg (no dual),
+        the relative change of the primal objective over one pass
+        (``"auto"``: 1e-3); 0 runs ``max_iter`` passes.
     oracle : {"auto", "sublinear", "dense"}, default="auto"
         GDMM factorwise oracles: sorted bigram search and sampling, or dense
         scans. Both give the same iterates (ties are broken alike); only the
@@ -248,7 +258,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         "check_every": [POSITIVE_INT, StrOptions({"auto"})],
     }
 
-    def __init__(self, C=1.0, *, solver="gdmm", rho="auto", eta=1.0, max_iter=100, tol=1e-3,
+    def __init__(self, C=1.0, *, solver="gdmm", rho="auto", eta=1.0, max_iter=100, tol="auto",
                  oracle="auto", n_partitions=1, inference="viterbi", inference_params=None,
                  random_state=None, verbose=0, warm_start=False, callback=None,
                  check_every="auto", n_jobs=None):
@@ -509,10 +519,10 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         kernels are then not compiled).
     n_partitions : int, default=1
         Accepted for interface symmetry with :class:`SequenceSSVM`, unused.
-    max_iter : int, default=100
-    tol : float, default=1e-3
-        Relative duality gap (gdmm, bcfw) or relative primal change per
-        pass (ssg).
+    max_iter : int, default=300
+    tol : float or "auto", default="auto"
+        Relative duality gap (gdmm, bcfw; ``"auto"``: 0.01) or relative
+        primal change per pass (ssg; ``"auto"``: 1e-3).
     inference : str, default="auto"
         Prediction back-end: ``"exact"`` enumerates labelings (``L <= 24``
         or no interactions); any other name of
@@ -562,7 +572,7 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
     }
 
     def __init__(self, C=1.0, *, pairwise="full", fit_intercept=True, intercept_scaling=1.0,
-                 solver="gdmm", rho="auto", eta=1.0, max_iter=100, tol=1e-3, oracle="auto",
+                 solver="gdmm", rho="auto", eta=1.0, max_iter=300, tol="auto", oracle="auto",
                  n_partitions=1, inference="auto", inference_params=None, random_state=None,
                  verbose=0, warm_start=False, callback=None, n_jobs=None):  # fmt: skip
         self.C = C
