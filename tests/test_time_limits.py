@@ -63,8 +63,13 @@ def test_bad_time_limits_are_refused_by_every_method(method, bad, error):
 def test_every_method_takes_a_time_limit_and_reports_it(method):
     graph = small_graph_for(method)  # loopy back-ends cannot certify it: they use the budget
     # load the kernels first: a first iteration that compiles them (or reads
-    # them from the cache on a slow disk) cannot be interrupted and may end late
-    solve_map(graph, method, time_limit=0.01)
+    # them from the cache on a slow disk) cannot be interrupted and may end
+    # late.  With the same budget, until a run ends in time: a run cut short
+    # by compilation leaves the later stages (incumbent polish, cycle
+    # tightening) to compile in the next one
+    for _ in range(5):
+        if not solve_map(graph, method, time_limit=0.3).over_time_limit:
+            break
     res = solve_map(graph, method, time_limit=0.3)
     assert isinstance(res, MapResult)
     assert res.time_limit == 0.3 and res.over_time_limit is False, res.time

@@ -109,9 +109,9 @@ def _unigram_step(j, search, data, indices, indptr, y, xnorm2, has_left, has_rig
                   scratch, stats):
     """One unigram factor's block step (``search`` False: within its slots,
     scoring only those); returns the sparse rows (a new tuple when their pool
-    grew) and whether the search found a label to add.  ``Wsp`` None: the weights are the dense ``W``;
-    else they are the sparse rows ``Wsp`` (exact search only) and ``W`` a
-    placeholder.  ``weights32`` (dense ``W`` only, exact search): None, or
+    grew) and whether the search found a label to add.  ``Wsp`` None: the
+    weights are the dense ``W``; else they are the sparse rows ``Wsp`` (exact
+    search only) and ``W`` a placeholder.  ``weights32`` (dense ``W`` only, exact search): None, or
     ``(W32, acc)``: float32 weights the step scores labels with (float32
     scratch ``acc``) and updates instead of ``W``.  (At most 30 arguments:
     CPython passes more as ``*args``, which numba cannot inline.)"""

@@ -27,7 +27,7 @@ that set, without a search, on its next visit, then on 3, 7 and 15 visits
 search that adds resets it.  Late in a fit most searches find nothing, and
 an active-set step costs a fraction of one with a full search (OCR letters:
 passes 0.85-0.9x of their time, the same gap after 100 passes; Porttinari:
-the same passes to a 1 % gap, 0.76x of the solver time).  The certificate
+the same passes to a 1 % gap, 0.77x of the solver time).  The certificate
 is unaffected (it searches over all labelings), and a factor's next search
 is at most 16 visits away.
 
