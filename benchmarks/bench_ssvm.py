@@ -849,7 +849,8 @@ def main():
                    help="solver seconds per solver for the time-to-target runs (0: skip)")
     p.add_argument("--target-Ks", default="100,300,1000",
                    help="K values of the time-to-target runs (among --Ks)")
-    p.add_argument("--rounds", type=int, default=1, help="repetitions of fit-scaling and search-backoff")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="repetitions of fit-scaling and search-backoff")
     p.add_argument("--features-per-token", type=int, default=40, help="fit-scaling's tokens")
     p.add_argument("--porttinari-sentences", type=int, default=1000)
     p.add_argument("--porttinari", default="../shared/data/porttinari_pos.conllu.gz")
