@@ -5,10 +5,11 @@ the same computation over a table without exact zeros (the dense O(K^2) Viterbi)
 Synthetic chains: 300 sequences of 15 tokens, 40 of 2,000 binary features per
 token; K = 100, 300, 1000.  Both give the same primal value.
 
-``--sweep``: the two Viterbi kernels alone (``viterbi_batch_sparse`` against
-``viterbi_batch``) on random tables, K = 16-600 and fills 2-50 %, 10-token
-sequences with N(0, 9) scores: ns per position and their ratio (the data behind
-the choice in ``sparse_transition_table``).
+``--sweep``: the two Viterbi kernels alone (``viterbi`` with and without the
+sparse table) on random tables, K = 16-1,000 and fills 1-50 %, 10-token
+sequences with N(0, s^2) scores for s = 0.3, 1, 3: ns per position, their
+ratio and the choice of ``sparse_transition_table`` (the data behind
+``sparse_kernel_is_faster``).
 
 ``--sweep-topk``: the two list-Viterbi kernels (``viterbi_topk`` with and without
 the sparse table) on random tables, K = 8-300, fills 5-90 %, k = 2, 5, 20,
@@ -37,30 +38,33 @@ def best_of(f, repeat):
     return best, out
 
 
-def sweep(repeat):
-    from structlearn.inference._chain_kernels import (transition_columns, viterbi_batch,
-                                                      viterbi_batch_sparse)
+def sweep(repeat, spreads=(0.3, 1.0, 3.0)):
+    """The Viterbi's two kernels as ``predict`` and the certificate call them
+    (``viterbi`` with and without the sparse table), K = 16-1,000, fills
+    1-50 %, 10-token sequences with N(0, spread^2) scores."""
+    from structlearn.inference.viterbi import sparse_transition_table, viterbi
 
     rng = np.random.default_rng(0)
-    print("| K | fill | non-zeros | sparse kernel ns/position | dense ns/position | sparse / dense |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for K in (16, 32, 50, 100, 212, 300, 600):
-        n_pos = max(2000, 400000 // K)
+    print("| K | fill | score spread | sparse kernel ns/position | dense ns/position | "
+          "sparse / dense | rule picks sparse |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    for K in (16, 32, 50, 64, 100, 150, 212, 300, 600, 1000):
+        n_pos = max(4000, 800000 // K)
         offsets = np.arange(0, n_pos + 1, 10).astype(np.int64)
         N = int(offsets[-1])
-        U = 3.0 * rng.normal(size=(N, K))
         z = np.empty(N, dtype=np.int64)
-        for fill in (0.02, 0.1, 0.25, 0.5):
+        for fill in (0.01, 0.02, 0.05, 0.1, 0.25, 0.5):
             T = rng.normal(size=(K, K)) * (rng.random((K, K)) < fill)
-            cols = (np.empty(K + 1, dtype=np.int64), np.empty(K * K, dtype=np.int64),
-                    np.empty(K * K))
-            transition_columns(T, *cols)
-            viterbi_batch_sparse(U, offsets, *cols, z)  # compile / load
-            viterbi_batch(U, offsets, T, z)
-            ts, _ = best_of(lambda: viterbi_batch_sparse(U, offsets, *cols, z), repeat)
-            td, _ = best_of(lambda: viterbi_batch(U, offsets, T, z), repeat)
-            print(f"| {K} | {fill} | {int(np.count_nonzero(T))} | {ts / N * 1e9:.0f} | "
-                  f"{td / N * 1e9:.0f} | {ts / td:.2f} |", flush=True)
+            table = _forced_table(T)
+            picks = sparse_transition_table(T) is not None
+            for spread in spreads:
+                U = spread * rng.normal(size=(N, K))
+                viterbi(U[:20], offsets[:3], T, z, table)  # compile / load
+                viterbi(U[:20], offsets[:3], T, z)
+                ts, _ = best_of(lambda: viterbi(U, offsets, T, z, table), repeat)
+                td, _ = best_of(lambda: viterbi(U, offsets, T, z), repeat)
+                print(f"| {K} | {fill} | {spread} | {ts / N * 1e9:.0f} | {td / N * 1e9:.0f} | "
+                      f"{ts / td:.2f} | {picks} |", flush=True)
 
 
 def sweep_topk(repeat):
@@ -78,7 +82,7 @@ def sweep_topk(repeat):
         for fill in (0.05, 0.3, 0.6, 0.9):
             T = rng.normal(size=(K, K)) * (rng.random((K, K)) < fill)
             # the sparse layout whether or not the rule would pick it
-            table = sparse_transition_table(T) or _forced_table(T)
+            table = sparse_transition_table(T, "topk") or _forced_table(T)
             for k in (2, 5, 20):
                 out = (np.zeros((N, k), dtype=np.int64), np.empty((n_seq, k)),
                        np.zeros(n_seq, dtype=np.int64))
@@ -89,7 +93,7 @@ def sweep_topk(repeat):
                     t, _ = best_of(lambda: viterbi_topk(U, offsets, T, k, *out, tab), repeat)
                     times.append(t / N * 1e6)
                 print(f"| {K} | {fill} | {k} | {times[0]:.2f} | {times[1]:.2f} | "
-                      f"{times[0] / times[1]:.2f} | {sparse_transition_table(T) is not None} |",
+                      f"{times[0] / times[1]:.2f} | {sparse_transition_table(T, 'topk') is not None} |",
                       flush=True)
 
 

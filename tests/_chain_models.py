@@ -11,11 +11,13 @@ from structlearn.estimators import SequenceSSVM
 from structlearn.inference.viterbi import SPARSE_VITERBI_MIN_LABELS, sparse_transition_table
 
 
-def mostly_zero_models(n_jobs, max_length, fills=(0.03, 0.3)):
+def mostly_zero_models(n_jobs, max_length, decoder, fills=(0.03, 0.3)):
     """Yield ``(X, model)``: one SSVM fitted (3 passes) on 40 sequences of 1 to
     ``max_length - 1`` tokens over twice ``SPARSE_VITERBI_MIN_LABELS`` labels,
     its ``transition_`` set in turn to random tables of the given fills (values
-    rounded to 0.1: ties), each one the sparse kernels are chosen for."""
+    rounded to 0.1: ties), each one the sparse kernel of ``decoder`` is chosen
+    for (a caller that tests the Viterbi at these few labels makes the rule
+    choose it)."""
     K = SPARSE_VITERBI_MIN_LABELS * 2
     X, y = make_chain_data(40, length=(1, max_length), n_labels=K, n_features=60, density=0.1,
                            random_state=0)
@@ -26,6 +28,6 @@ def mostly_zero_models(n_jobs, max_length, fills=(0.03, 0.3)):
     Kc = model.classes_.shape[0]
     for fill in fills:
         T = np.round(rng.normal(size=(Kc, Kc)), 1) * (rng.random((Kc, Kc)) < fill)
-        assert sparse_transition_table(T) is not None
+        assert sparse_transition_table(T, decoder) is not None
         model.transition_ = T
         yield X, model

@@ -133,7 +133,7 @@ def test_predict_topk_over_a_mostly_zero_transition_table(n_jobs, monkeypatch):
     fail) and returns the dense list Viterbi's sequences and scores."""
     import structlearn.inference._kbest_kernels as dense_module
 
-    for X, m in mostly_zero_models(n_jobs, 9):
+    for X, m in mostly_zero_models(n_jobs, 9, "topk"):
         T = m.transition_
         with monkeypatch.context() as mp:
             mp.setattr(dense_module, "kbest_sequences", None)

@@ -171,13 +171,14 @@ def test_certificate_uses_the_sparse_path_and_keeps_its_value():
     """chain_primal at K above the threshold with a 2 % dense table equals the
     primal computed with the dense Viterbi (same hinges, same sum order)."""
     rng = np.random.default_rng(0)
-    K, d = SPARSE_VITERBI_MIN_LABELS * 2, 30
+    K, d = 200, 30
     lens = rng.integers(1, 8, size=40)
     offsets, X, data, indices, indptr, y, W = _random_chains(rng, lens, d, K, 0.2)
     N = int(offsets[-1])
     v = np.zeros((K, K))
     mask = rng.random((K, K)) < 0.02
     v[mask] = rng.normal(size=mask.sum())
+    assert sparse_transition_table(v) is not None
     hinge = np.empty(offsets.shape[0] - 1)
     value = chain_primal(W, None, v, data, indices, indptr, offsets, y, 0.5, 1.0,
                          np.empty(N, dtype=np.int64), hinge)
@@ -237,10 +238,12 @@ def test_predict_over_a_mostly_zero_transition_table_equals_the_dense_viterbi(n_
     """A model with many labels and a mostly-zero ``transition_`` (as a
     structural SVM keeps it) decodes with the sparse-table kernel (the dense
     one is made to fail); the labels equal the dense Viterbi's over the
-    same scores."""
+    same scores.  The cost model is made to choose the sparse kernel at these
+    few labels."""
     import structlearn.inference.viterbi as vit
 
-    for X, m in mostly_zero_models(n_jobs, 12):
+    monkeypatch.setattr(vit, "sparse_kernel_is_faster", lambda K, nnz, decoder="viterbi": True)
+    for X, m in mostly_zero_models(n_jobs, 12, "viterbi"):
         T = m.transition_
         with monkeypatch.context() as mp:
             mp.setattr(vit, "viterbi_batch", None)
@@ -250,3 +253,48 @@ def test_predict_over_a_mostly_zero_transition_table_equals_the_dense_viterbi(n_
             z = np.empty(x.shape[0], dtype=np.int64)
             viterbi_batch(np.ascontiguousarray(s), np.array([0, x.shape[0]]), T, z)
             np.testing.assert_array_equal(p, m.classes_[z])
+
+
+@pytest.mark.parametrize("K, fill, viterbi, topk", [
+    (20, 0.01, False, False),  # below SPARSE_VITERBI_MIN_LABELS
+    (50, 0.01, False, True),  # the dense Viterbi wins below about 90 labels
+    (64, 0.03, False, True),
+    (120, 0.01, True, True),
+    (100, 0.2, False, True),
+    (300, 0.02, True, True),
+    (300, 0.5, False, True),
+    (1000, 0.5, True, True),
+])
+def test_each_decoder_takes_the_sparse_table_where_its_kernel_is_the_faster(K, fill, viterbi,
+                                                                             topk):
+    """The Viterbi's and the list Viterbi's dense kernels differ in cost, so
+    each decoder has its own choice (``sparse_kernel_is_faster``)."""
+    assert K >= SPARSE_VITERBI_MIN_LABELS or not (viterbi or topk)
+    rng = np.random.default_rng(0)
+    T = np.zeros(K * K)
+    T[rng.choice(K * K, size=round(fill * K * K), replace=False)] = rng.normal(
+        size=round(fill * K * K))
+    T = T.reshape(K, K)
+    assert (sparse_transition_table(T) is not None) == viterbi
+    assert (sparse_transition_table(T, "viterbi") is not None) == viterbi
+    assert (sparse_transition_table(T, "topk") is not None) == topk
+    with pytest.raises(ValueError, match="decoder must be"):
+        sparse_transition_table(T, "kbest")
+
+
+def test_predict_keeps_the_dense_viterbi_where_only_top_k_takes_the_sparse_table(monkeypatch):
+    """At 64 labels and 3 % fill ``predict`` decodes with the dense Viterbi
+    (the sparse kernel is made to fail) while ``predict_topk`` takes the
+    sparse list Viterbi (the dense one is made to fail); both agree on rank 0."""
+    import structlearn.inference._kbest_kernels as dense_kbest
+    import structlearn.inference.viterbi as vit
+
+    X, m = next(mostly_zero_models(None, 12, "topk", fills=(0.03,)))
+    with monkeypatch.context() as mp:
+        mp.setattr(vit, "viterbi_batch_sparse_rows", None)
+        pred = m.predict(X)
+    with monkeypatch.context() as mp:
+        mp.setattr(dense_kbest, "kbest_sequences", None)
+        labels, _ = m.predict_topk(X, k=2)
+    for p, lab in zip(pred, labels):
+        np.testing.assert_array_equal(p, lab[0])

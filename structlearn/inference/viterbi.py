@@ -7,20 +7,26 @@ import numpy as np
 from ._chain_kernels import (column_bits, transition_columns, transition_rows, viterbi_batch,
                              viterbi_batch_sparse_rows)
 
-__all__ = ["SPARSE_VITERBI_MIN_LABELS", "sparse_transition_table", "viterbi", "viterbi_topk"]
+__all__ = ["SPARSE_VITERBI_MIN_LABELS", "sparse_kernel_is_faster", "sparse_transition_table",
+           "viterbi", "viterbi_topk"]
 
-# the sparse-table kernel is considered from this many labels, where its cost
-# model is below the dense one's (see sparse_transition_table)
+# the sparse-table kernels are considered from this many labels (the list
+# Viterbi's; the Viterbi's own cost model starts at about 90: see
+# sparse_kernel_is_faster)
 SPARSE_VITERBI_MIN_LABELS = 32
 
 
-def sparse_transition_table(trans):
-    """A mostly-zero transition table prepared for the sparse-table Viterbi,
-    or None when the dense Viterbi is the faster.
+def sparse_transition_table(trans, decoder="viterbi"):
+    """A mostly-zero transition table prepared for the sparse-table kernels,
+    or None when the dense kernel is the faster.
 
     Parameters
     ----------
     trans : float64 (K, K)
+    decoder : {"viterbi", "topk"}, default="viterbi"
+        The decoder the table is for: :func:`viterbi` or
+        :func:`viterbi_topk` (their dense kernels differ in cost, so the
+        choice differs; see :func:`sparse_kernel_is_faster`).
 
     Returns
     -------
@@ -28,26 +34,43 @@ def sparse_transition_table(trans):
         The table by column (int64 (K + 1,), int64 (nnz,), float64 (nnz,):
         :func:`._chain_kernels.transition_columns`), by row
         (:func:`._chain_kernels.transition_rows`) and as a bitset
-        (:func:`._chain_kernels.column_bits`);
-        None below ``SPARSE_VITERBI_MIN_LABELS`` labels or where the dense
-        Viterbi is expected to be the faster.
-
-    Per position the sparse kernel costs about 15 ns per label plus up to
-    1.5 ns per stored entry (fewer are read where the scores spread widely),
-    the dense one about 1.1 ns per ``K^2`` entry (random tables, K = 16-600,
-    fills 2-50 %): the sparse kernel is chosen where ``15 K + 1.5 nnz + 300
-    < 1.1 K^2``: up to about 20 % fill at K = 32, 45 % at K = 50 and 60-70 %
-    from K = 100.
+        (:func:`._chain_kernels.column_bits`); None where the dense kernel
+        is expected to be the faster.
     """
+    if decoder not in ("viterbi", "topk"):
+        raise ValueError(f"decoder must be 'viterbi' or 'topk', got {decoder!r}")
     K = trans.shape[0]
     if K < SPARSE_VITERBI_MIN_LABELS:
         return None
     nnz = int(np.count_nonzero(trans))
-    if 15.0 * K + 1.5 * nnz + 300.0 >= 1.1 * K * K:
+    if not sparse_kernel_is_faster(K, nnz, decoder):
         return None
     cols = (np.empty(K + 1, dtype=np.int64), np.empty(nnz, dtype=np.int64), np.empty(nnz))
     transition_columns(trans, *cols)
     return cols + transition_rows(*cols) + (column_bits(cols[0], cols[1]),)
+
+
+def sparse_kernel_is_faster(K, nnz, decoder="viterbi"):
+    """Whether the sparse-table kernel of ``decoder`` is expected to beat
+    the dense one on a ``K x K`` transition table with ``nnz`` non-zeros.
+
+    Per position (ns, random tables and scores, ``benchmarks/
+    bench_certificate.py --sweep`` and ``--sweep-topk``):
+
+    - ``"viterbi"``: the dense kernel (selects, no branch per entry) costs
+      about ``0.15 K^2 + 150``; the sparse one about ``15 K`` plus
+      ``0.1 + 90 / K`` per stored entry (fewer entries are read where the
+      scores spread widely; this is the cost at unit spread). So the sparse
+      kernel needs about 90 labels, and takes up to about 3 % fill at
+      K = 100, 20 % at K = 300, 60 % at K = 1,000.
+    - ``"topk"``: the dense list Viterbi costs about ``1.1 K^2`` per
+      position and rank, the sparse one about ``15 K + 1.5 nnz + 300``.
+    """
+    if decoder == "viterbi":
+        return 15.0 * K + (0.1 + 90.0 / K) * nnz < 0.15 * K * K + 150.0
+    if decoder == "topk":
+        return 15.0 * K + 1.5 * nnz + 300.0 < 1.1 * K * K
+    raise ValueError(f"decoder must be 'viterbi' or 'topk', got {decoder!r}")
 
 
 def viterbi(unary, offsets, trans, out, table=None):
