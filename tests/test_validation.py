@@ -121,6 +121,27 @@ def test_check_sequences_label_types():
     assert ycat.dtype == object and ycat[0] == 1 and ycat[2] == "x"
 
 
+@pytest.mark.parametrize("y, match", [
+    ([np.zeros(2), np.zeros(2), np.zeros(1)], r"y\[1\] has 2 labels but X\[1\] has 1 tokens"),
+    ([np.zeros(2), np.zeros((1, 1)), np.zeros(3)], r"y\[1\] must be a 1-D array"),
+    ([np.zeros(2), np.zeros(3), np.zeros((3, 1))], r"y\[1\] has 3 labels"),
+])
+def test_label_arrays_are_checked_at_once_with_the_same_errors(y, match):
+    """Label sequences given as arrays are checked and joined at once; the
+    first bad one is named as for lists, and the result is the same."""
+    X = [np.ones((2, 1)), np.ones((1, 1)), np.ones((3, 1))]
+    with pytest.raises(ValueError, match=match):
+        check_sequences(X, y)
+    with pytest.raises(ValueError, match=match):
+        check_sequences(X, [a.tolist() for a in y])
+    for good in ([np.array([1, 2]), np.array([3]), np.array([4, 5, 6])],
+                 [np.array(["a", "b"]), np.array(["c"]), np.array(["d", "e", "f"])]):
+        _, _, from_arrays = check_sequences(X, good)
+        _, _, from_lists = check_sequences(X, [a.tolist() for a in good])
+        assert from_arrays.dtype == from_lists.dtype
+        np.testing.assert_array_equal(from_arrays, from_lists)
+
+
 def test_csr_int64_indices_large_shape():
     # a column index beyond int32 must survive (kernels read int64 indices)
     big = 2**31 + 5

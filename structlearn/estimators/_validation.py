@@ -322,6 +322,15 @@ def check_sequence_labels(y, offsets):
         raise ValueError(
             f"X has {n_seq} sequences but y has {len(labels)}: they must match"
         )
+    if all(type(yi) is np.ndarray for yi in labels):
+        # the common case (arrays as given): the checks of the loop below at
+        # once, where they all pass (else the loop names the first failure)
+        shapes = [yi.shape for yi in labels]
+        if all(len(shape) == 1 for shape in shapes):
+            lengths = np.fromiter((shape[0] for shape in shapes), dtype=np.int64,
+                                  count=n_seq)
+            if np.array_equal(lengths, np.diff(offsets)):
+                return _concat_labels(labels)
     yparts = []
     for i, yi in enumerate(labels):
         arr = _labels_1d(yi, f"y[{i}]")
