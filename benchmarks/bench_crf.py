@@ -22,7 +22,9 @@ for one part. Larger graphs use a cheaper protocol without a full-BP run to
 convergence (:func:`run_synthetic_large`): ``--part synthetic --grids --ba
 --large-grids 100 200 --large-ba 5000 --ref-time 180``. ``--part defaults
 --repeat 3``: both libraries with no parameter set, in alternating rounds
-(median times; a shared machine slows down in phases).
+(median times; a shared machine slows down in phases). ``--part fb-kernels``:
+the two forward-backward kernels alone on the likelihood's blocks, by number
+of labels (the data behind ``forward_backward.GEMM_MIN_LABELS``).
 """
 
 import argparse
@@ -447,9 +449,56 @@ def part_tagging(max_iter, n_sentences):
         compare_chain(*task, 1.0, max_iter)
 
 
+def part_fb_kernels(Ks=(2, 4, 8, 12, 16, 20, 26, 32, 40, 48, 64, 100, 200),
+                    lengths=((4, 15), (10, 40)), rounds=9):
+    """The per-sequence and the grouped (matrix-product) forward-backward on
+    one block of the likelihood (``block_tokens_for(K)`` tokens of random
+    sequences), ns per position, best of ``rounds`` alternating rounds."""
+    import numpy as np
+
+    from structlearn._parallel import single_threaded_blas
+    from structlearn.inference._chain_kernels import (GROUP_ENTRIES, forward_backward_batch,
+                                                      forward_backward_grouped)
+    from structlearn.inference.forward_backward import GEMM_MIN_LABELS
+    from structlearn.learners.chain_crf import block_tokens_for
+
+    rng = np.random.default_rng(0)
+    print("\n## Forward-backward kernels on one likelihood block (N(0, 4) scores, "
+          "N(0, 0.25) transitions)\n")
+    print("| K | sequence lengths | per-sequence ns/position | grouped ns/position | "
+          "grouped / per-sequence | chosen |")
+    print("|---|---|---:|---:|---:|---|")
+    with single_threaded_blas():
+        for lo, hi in lengths:
+            for K in Ks:
+                lens, total = [], 0
+                while total + hi < block_tokens_for(K):
+                    lens.append(int(rng.integers(lo, hi)))
+                    total += lens[-1]
+                offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+                N = int(offsets[-1])
+                U = 2.0 * rng.normal(size=(N, K))
+                T = 0.5 * rng.normal(size=(K, K))
+                out = (np.empty((N, K)), np.empty((K, K)), np.empty(len(lens)))
+                reps = max(1, 400000 // (N * K))
+                kernels = (lambda: forward_backward_batch(U, offsets, T, *out),
+                           lambda: forward_backward_grouped(U, offsets, T, *out, GROUP_ENTRIES))
+                best = [np.inf, np.inf]
+                for _ in range(rounds):
+                    for i, f in enumerate(kernels):
+                        t0 = time.perf_counter()
+                        for _ in range(reps):
+                            f()
+                        best[i] = min(best[i], (time.perf_counter() - t0) / reps / N)
+                chosen = "grouped" if K >= GEMM_MIN_LABELS else "per-sequence"
+                print(f"| {K} | {lo}-{hi} | {best[0] * 1e9:.0f} | {best[1] * 1e9:.0f} | "
+                      f"{best[1] / best[0]:.2f} | {chosen} |", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=["all", "synthetic", "tagging", "defaults"], default="all")
+    ap.add_argument("--part", choices=["all", "synthetic", "tagging", "defaults", "fb-kernels"],
+                    default="all")
     ap.add_argument("--grids", type=int, nargs="*", default=[30, 50])
     ap.add_argument("--ba", type=int, nargs="*", default=[1000])
     ap.add_argument("--max-time", type=float, default=120.0,
@@ -474,6 +523,8 @@ def main():
         part_tagging(args.max_iter, args.sentences)
     if args.part in ("all", "defaults"):
         part_defaults(args.sentences, args.repeat)
+    if args.part == "fb-kernels":
+        part_fb_kernels()
 
 
 if __name__ == "__main__":

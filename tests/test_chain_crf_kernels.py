@@ -162,7 +162,7 @@ def test_grouped_matrix_product_recursion_matches_log_domain(p):
         *args, p["group_entries"]))
 
 
-@pytest.mark.parametrize("K", [40, 90])
+@pytest.mark.parametrize("K", [GEMM_MIN_LABELS, 20, 40, 90])
 def test_grouped_recursion_at_its_label_counts(K):
     """forward_backward as compiled (groups from K = GEMM_MIN_LABELS) against
     the per-sequence kernel on CRF-like scores, and with a forbidden score

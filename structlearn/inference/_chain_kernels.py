@@ -803,39 +803,30 @@ GROUP_ENTRIES = 2**18
 
 
 def forward_backward_grouped(unary, offsets, trans, node_marg, trans_marg, logz, group_entries):
-    """:func:`forward_backward_batch` through :func:`_fb_scaled_groups` (any
+    """:func:`forward_backward_batch` through :func:`fb_scaled_grouped` (any
     K; groups of about ``group_entries`` work entries); the sequences it
-    cannot take go to :func:`fb_log_batch`."""
+    cannot take go to :func:`fb_log_batch`, a table with a forbidden
+    transition to :func:`forward_backward_batch`.  The sequences' order
+    (longest first, stable) is sorted here, outside the compiled code."""
+    K = unary.shape[1]
+    E = np.empty((K, K))
+    shift = _exp_table(trans, E)
+    if shift == -np.inf:
+        forward_backward_batch(unary, offsets, trans, node_marg, trans_marg, logz)
+        return
+    order = np.argsort(offsets[:-1] - offsets[1:], kind="stable")
     refused = np.empty(offsets.shape[0] - 1, dtype=np.bool_)
-    if fb_scaled_grouped(unary, offsets, trans, node_marg, trans_marg, logz, refused,
+    if fb_scaled_grouped(unary, offsets, order, E, shift, node_marg, trans_marg, logz, refused,
                          group_entries):
         fb_log_batch(unary, offsets, trans, node_marg, trans_marg, logz, refused)
 
 
 @nb.njit(cache=True, nogil=True)
-def fb_scaled_grouped(unary, offsets, trans, node_marg, trans_marg, logz, refused,
+def fb_scaled_grouped(unary, offsets, order, E, shift, node_marg, trans_marg, logz, refused,
                       group_entries):
-    """:func:`fb_scaled_batch` with the recursion of :func:`_fb_scaled_groups`
-    (the same outputs, ``refused`` and count)."""
-    K = unary.shape[1]
-    E = np.empty((K, K))
-    shift = _exp_table(trans, E)
-    if shift == -np.inf:
-        return fb_scaled_batch(unary, offsets, trans, node_marg, trans_marg, logz, refused)
-    n_seq = offsets.shape[0] - 1
-    ok = np.ones(n_seq, dtype=np.bool_)
-    _fb_scaled_groups(unary, offsets, E, shift, node_marg, trans_marg, logz, ok, group_entries)
-    n_refused = 0
-    for s in range(n_seq):
-        refused[s] = not ok[s]
-        n_refused += 1 if refused[s] else 0
-    return n_refused
-
-
-@nb.njit(cache=True, nogil=True)
-def _fb_scaled_groups(unary, offsets, E, shift, node_marg, trans_marg, logz, ok, group_entries):
     """Scaled forward-backward (the recursion of :func:`_fb_scaled_seq`) of
-    groups of sequences at once.
+    groups of sequences at once; ``order``: the sequences longest first,
+    ``E``, ``shift``: :func:`_exp_table` of the transitions (finite shift).
 
     Sequences are taken longest first, in groups whose work arrays hold
     about ``group_entries`` entries; at position ``t`` the sequences of a
@@ -843,24 +834,27 @@ def _fb_scaled_groups(unary, offsets, E, shift, node_marg, trans_marg, logz, ok,
     product of their stacked vectors with ``E`` (forward) or ``E.T``
     (backward), and the expected transition counts are ``sum_t
     ahat_{t-1}^T q_t`` over the group.  Sets ``trans_marg`` (overwritten),
-    ``logz`` and ``node_marg`` of the sequences it completes; ``ok[s]``
-    becomes False for a sequence it cannot take (a forbidden or too widely
-    spread score, a scale out of range), whose outputs are then undefined
-    and which contributes nothing to ``trans_marg``.
+    ``logz`` and ``node_marg`` of the sequences it completes;
+    ``refused[s]`` becomes True for a sequence it cannot take (a forbidden
+    or too widely spread score, a scale out of range), whose outputs are
+    then undefined and which contributes nothing to ``trans_marg``; returns
+    their number.  Whole rows are written by loops, not slice assignments
+    (whose shape checks would compile error formatting for seconds).
     """
     K = unary.shape[1]
     n_seq = offsets.shape[0] - 1
     lengths = offsets[1:] - offsets[:-1]
-    order = np.argsort(-lengths, kind="mergesort")
     ET = np.ascontiguousarray(E.T)
     counts = np.zeros((K, K))
     part = np.empty((K, K))
+    n_refused = 0
     g0 = 0
     while g0 < n_seq:
         L = lengths[order[g0]]
         if L == 0:
             for i in range(g0, n_seq):
                 logz[order[i]] = 0.0
+                refused[order[i]] = False
             break
         B = max(1, min(n_seq - g0, group_entries // (L * K)))
         seqs = order[g0:g0 + B]
@@ -890,7 +884,9 @@ def _fb_scaled_groups(unary, offsets, E, shift, node_marg, trans_marg, logz, ok,
             nt = active[t]
             At = A[t]
             if t == 0:
-                At[:nt] = Q[0][:nt]
+                for i in range(nt):
+                    for b in range(K):
+                        At[i, b] = Q[0, i, b]
             else:
                 np.dot(A[t - 1][:nt], E, At[:nt])
             for i in range(nt):
@@ -903,7 +899,8 @@ def _fb_scaled_groups(unary, offsets, E, shift, node_marg, trans_marg, logz, ok,
                     st += v
                 if not (good[i] and st >= _SCALE_MIN):
                     good[i] = False
-                    row[:] = 0.0
+                    for b in range(K):
+                        row[b] = 0.0
                     continue
                 inv = 1.0 / st
                 for b in range(K):
@@ -918,7 +915,8 @@ def _fb_scaled_groups(unary, offsets, E, shift, node_marg, trans_marg, logz, ok,
             for i in range(nt):
                 s = seqs[i]
                 if lengths[s] - 1 == t:
-                    bh[i] = 1.0
+                    for b in range(K):
+                        bh[i, b] = 1.0
                 if not good[i]:
                     continue
                 tok = offsets[s] + t
@@ -929,7 +927,8 @@ def _fb_scaled_groups(unary, offsets, E, shift, node_marg, trans_marg, logz, ok,
             Qt = Q[t]
             for i in range(nt):
                 if not good[i]:
-                    Qt[i] = 0.0
+                    for b in range(K):
+                        Qt[i, b] = 0.0
                     continue
                 inv = 1.0 / scale[t, i]
                 qmax = 0.0
@@ -940,22 +939,30 @@ def _fb_scaled_groups(unary, offsets, E, shift, node_marg, trans_marg, logz, ok,
                         qmax = v
                 if not qmax <= _SCALE_MAX:
                     good[i] = False
-                    Qt[i] = 0.0
+                    for b in range(K):
+                        Qt[i, b] = 0.0
             np.dot(Qt[:nt], ET, nxt[:nt])
-            bh[:nt] = nxt[:nt]
+            for i in range(nt):
+                for b in range(K):
+                    bh[i, b] = nxt[i, b]
         # expected transition counts of the sequences that went through
         for t in range(1, L):
             nt = active[t]
             for i in range(nt):
                 if not good[i]:
-                    A[t - 1, i] = 0.0
-                    Q[t, i] = 0.0
+                    for b in range(K):
+                        A[t - 1, i, b] = 0.0
+                        Q[t, i, b] = 0.0
             np.dot(A[t - 1][:nt].T, Q[t][:nt], part)
-            counts += part
+            for a in range(K):
+                for b in range(K):
+                    counts[a, b] += part[a, b]
         for i in range(B):
-            ok[seqs[i]] = good[i]
+            refused[seqs[i]] = not good[i]
+            n_refused += 0 if good[i] else 1
             logz[seqs[i]] = lz[i]
         g0 += B
     for a in range(K):
         for b in range(K):
             trans_marg[a, b] = counts[a, b] * E[a, b]
+    return n_refused

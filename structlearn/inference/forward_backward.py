@@ -6,8 +6,11 @@ __all__ = ["forward_backward", "GEMM_MIN_LABELS"]
 
 # From this many labels on, the scaled recursion of many sequences runs at
 # once as matrix products (BLAS) instead of one vector-matrix product per
-# token (3-4x faster at K = 225, slower below about 40 labels).
-GEMM_MIN_LABELS = 40
+# token: 0.55-0.75x of its time per position at K = 2-200 on the likelihood's
+# blocks (benchmarks/bench_crf.py --part fb-kernels); below 8 labels the
+# forward-backward is a small part of a fit, and the per-sequence kernel
+# compiles in less time.
+GEMM_MIN_LABELS = 8
 
 
 def forward_backward(unary, offsets, trans, node_marg, trans_marg, logz):
