@@ -315,3 +315,32 @@ def test_ad3_small_solver_matches_lapack(seed):
     assert np.abs(K @ out - b).max() <= 1e-14 * scale
     forward = np.abs(out - expected).max() / np.abs(expected).max()
     assert forward <= 1e-14 * np.linalg.cond(K)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_polish_share_leaves_compilation_out(compiled, monkeypatch):
+    """The incumbent's local search gets a share of the solver's time, not of
+    numba's compilation: a solve whose elapsed time was all compilation (a
+    first call) gets no polish budget; the same elapsed time spent solving
+    gets one."""
+    import time
+
+    import structlearn.inference._lp_common as lp
+    from structlearn.graphs import grid_graph
+
+    rng = np.random.default_rng(0)
+    g = grid_graph(rng.normal(size=(4, 4, 3)), rng.normal(size=(3, 3)))
+    problem = lp.Problem(g)
+    compiling = {"on": False}
+    start = time.perf_counter() - 0.1  # 0.1 s since the solve started
+
+    def compile_seconds():  # every second since the start in the compiler, or none
+        return time.perf_counter() - start + 1e-3 if compiling["on"] else 0.0
+
+    monkeypatch.setattr(lp, "thread_compile_seconds", compile_seconds)
+    tr = lp.Tracker(problem, "test", {"max_iter": 10, "time_limit": None, "tol": 0.0,
+                                      "polish": 1.0, "start_time": start})
+    tr.offer(np.zeros(g.n_vars, dtype=np.int64))
+    compiling["on"] = compiled
+    tr.polish_incumbent()
+    assert (tr._polish_time == 0.0) == compiled

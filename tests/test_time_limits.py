@@ -144,6 +144,30 @@ def test_compile_time_is_measured_apart():
     assert again.compile_time == 0.0
 
 
+def test_compile_seconds_are_counted_per_thread():
+    """What another thread compiles does not count for this one (a solve in
+    a worker thread keeps its own polish share)."""
+    import threading
+
+    from structlearn._compile_timer import thread_compile_seconds
+
+    @njit
+    def theirs(x):  # not cached: compiled on its first call
+        return x + 1.0
+
+    @njit
+    def mine(x):
+        return x * 2.0
+
+    before = thread_compile_seconds()
+    worker = threading.Thread(target=theirs, args=(1.0,))
+    worker.start()
+    worker.join()
+    assert thread_compile_seconds() == before
+    mine(1.0)
+    assert thread_compile_seconds() > before
+
+
 @pytest.fixture(scope="module")
 def grid_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("grids") / "potts30.uai"

@@ -27,6 +27,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .._compile_timer import thread_compile_seconds
 from ..graphs._graph_kernels import score_labelings
 from ..graphs.factor_graph import FactorGraph
 from ..graphs.structure import variable_factors
@@ -198,6 +199,7 @@ class Tracker:
         self.local = bool(params.get("local_search", True))
         self.verbose = int(params.get("verbose", 0))
         self.t0 = params.get("start_time", time.perf_counter())
+        self._compiled0 = thread_compile_seconds()
         n = problem.graph.n_vars
         self.labels = np.zeros(n, dtype=np.int64)
         self.score = -np.inf
@@ -286,7 +288,9 @@ class Tracker:
         when the result is not worse; after 2000 steps without gain the walk
         restarts from the incumbent with up to a third of it relabelled.
         Runs while its total time stays below ``polish`` times the solver's
-        (4x that once the bound has not improved by 1e-6 for 50 iterations;
+        (numba compilation left out of both: a first call would otherwise
+        search for as long as its kernels compiled; 4x that once the bound
+        has not improved by 1e-6 for 50 iterations;
         halved for each of up to 4 rounds in a row that did not improve the
         incumbent while the bound still moves, so that an instance the LP
         certifies does not pay for a search that finds nothing).  With a time
@@ -296,14 +300,16 @@ class Tracker:
         if not self.polish or not np.isfinite(self.score) or self.problem.graph.n_vars < 2:
             return
         now = time.perf_counter()
+        compiled = thread_compile_seconds()
         elapsed = now - self.t0
+        solver_time = elapsed - (compiled - self._compiled0)
         share = self.polish
         if stalled or self.n_iter - self._last_ub_gain >= 50:
             # the bound has stalled: the solver adds little, search gets more time
             share *= 4.0
         else:
             share *= 0.5 ** min(self._polish_misses, 4)
-        budget = share * (elapsed - self._polish_time) - self._polish_time
+        budget = share * (solver_time - self._polish_time) - self._polish_time
         if self.time_limit is not None:
             # leave room for one more solver iteration before the limit
             reserve = self._iter_time if reserve is None else reserve
@@ -337,7 +343,7 @@ class Tracker:
                 self.problem.improve(w)
                 self._walker, self._walker_score = w, self.problem.score(w)
                 self._idle = 0
-        self._polish_time += time.perf_counter() - now
+        self._polish_time += (time.perf_counter() - now) - (thread_compile_seconds() - compiled)
         self._polish_misses = 0 if self.score > before else self._polish_misses + 1
 
     def step(self, **record):
