@@ -452,7 +452,7 @@ def _marginal_support(alpha, ns, C, j, mu, sup, pos):
     """Token ``j``'s slots of positive marginal ``mu = e_gt - alpha / C``:
     ``mu[:n]``, their slots ``sup[:n]`` (increasing) and ``pos[slot]`` their
     index; returns ``n``."""
-    n = 0
+    n = np.int64(0)
     for s in range(ns[j]):
         m = max((1.0 if s == 0 else 0.0) - alpha[j, s] / C, 0.0)
         if m > 0.0:
@@ -528,7 +528,7 @@ def gdmm_chain_dual(W, Wsp, K, v, y, C, has_right, slab, ns, alpha, pa, pb, psa,
         # the iterate's edge dual leaves the table; the repaired one,
         # C (e_gt - coupling), enters: +C on the true pair, -C F per entry
         vfeas[slab[j, 0] * K + slab[k, 0]] += C
-        nk = 0
+        nk = np.int64(0)  # not a literal: one compiled signature of _scale_down
         for q in range(nb_[j]):
             vfeas[pa[j, q] * K + pb[j, q]] -= beta[j, q]
             i1 = pos1[psa[j, q]]

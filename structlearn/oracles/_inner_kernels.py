@@ -100,7 +100,7 @@ def fmo_from_scores(K, add_idx, add_val, n_add, loss, gt, ex, workspace):
     if ex >= 0:
         scores[ex] = NEG_INF
     best = NEG_INF
-    by = -1
+    by = np.int64(-1)  # not a literal: one compiled signature of _better
     for y in range(K):
         val = scores[y] + loss
         if val > best:
@@ -164,7 +164,7 @@ def inner_product_fmo_sampled(W, indices, data, start, end, perm, nu, part,
     for k in range(n_add):
         extra[add_idx[k]] = add_val[k]
     best = NEG_INF
-    by = -1
+    by = np.int64(-1)  # not a literal: one compiled signature of _better
     for r in range(m):
         y = lo + r if contiguous else perm[lo + r]
         if y == ex:
