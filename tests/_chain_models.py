@@ -8,17 +8,17 @@ from sklearn.exceptions import ConvergenceWarning
 
 from structlearn.datasets import make_chain_data
 from structlearn.estimators import SequenceSSVM
-from structlearn.inference.viterbi import SPARSE_VITERBI_MIN_LABELS, sparse_transition_table
+from structlearn.inference.viterbi import sparse_transition_table
 
 
 def mostly_zero_models(n_jobs, max_length, decoder, fills=(0.03, 0.3)):
     """Yield ``(X, model)``: one SSVM fitted (3 passes) on 40 sequences of 1 to
-    ``max_length - 1`` tokens over twice ``SPARSE_VITERBI_MIN_LABELS`` labels,
+    ``max_length - 1`` tokens over 64 labels,
     its ``transition_`` set in turn to random tables of the given fills (values
     rounded to 0.1: ties), each one the sparse kernel of ``decoder`` is chosen
     for (a caller that tests the Viterbi at these few labels makes the rule
     choose it)."""
-    K = SPARSE_VITERBI_MIN_LABELS * 2
+    K = 64
     X, y = make_chain_data(40, length=(1, max_length), n_labels=K, n_features=60, density=0.1,
                            random_state=0)
     with warnings.catch_warnings():

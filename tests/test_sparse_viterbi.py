@@ -242,7 +242,7 @@ def test_predict_over_a_mostly_zero_transition_table_equals_the_dense_viterbi(n_
     few labels."""
     import structlearn.inference.viterbi as vit
 
-    monkeypatch.setattr(vit, "sparse_kernel_is_faster", lambda K, nnz, decoder="viterbi": True)
+    monkeypatch.setattr(vit, "sparse_kernel_is_faster", lambda *args: True)
     for X, m in mostly_zero_models(n_jobs, 12, "viterbi"):
         T = m.transition_
         with monkeypatch.context() as mp:
@@ -255,17 +255,21 @@ def test_predict_over_a_mostly_zero_transition_table_equals_the_dense_viterbi(n_
             np.testing.assert_array_equal(p, m.classes_[z])
 
 
-@pytest.mark.parametrize("K, fill, viterbi, topk", [
-    (20, 0.01, False, False),  # below SPARSE_VITERBI_MIN_LABELS
-    (50, 0.01, False, True),  # the dense Viterbi wins below about 90 labels
-    (64, 0.03, False, True),
-    (120, 0.01, True, True),
-    (100, 0.2, False, True),
-    (300, 0.02, True, True),
-    (300, 0.5, False, True),
-    (1000, 0.5, True, True),
+@pytest.mark.parametrize("K, fill, k, viterbi, topk", [
+    (4, 0.0, 2, False, False),  # below SPARSE_VITERBI_MIN_LABELS
+    (8, 0.05, 20, False, True),  # the list Viterbi's sparse kernel wins at low fill
+    (8, 0.3, 5, False, False),
+    (16, 0.25, 5, False, True),
+    (16, 0.25, 20, False, False),
+    (50, 0.01, 5, False, True),  # the dense Viterbi wins below about 90 labels
+    (64, 0.6, 5, False, False),
+    (120, 0.01, 5, True, True),
+    (100, 0.2, 5, False, True),
+    (300, 0.02, 5, True, True),
+    (300, 0.5, 5, False, True),
+    (1000, 0.5, 5, True, True),
 ])
-def test_each_decoder_takes_the_sparse_table_where_its_kernel_is_the_faster(K, fill, viterbi,
+def test_each_decoder_takes_the_sparse_table_where_its_kernel_is_the_faster(K, fill, k, viterbi,
                                                                              topk):
     """The Viterbi's and the list Viterbi's dense kernels differ in cost, so
     each decoder has its own choice (``sparse_kernel_is_faster``)."""
@@ -277,7 +281,7 @@ def test_each_decoder_takes_the_sparse_table_where_its_kernel_is_the_faster(K, f
     T = T.reshape(K, K)
     assert (sparse_transition_table(T) is not None) == viterbi
     assert (sparse_transition_table(T, "viterbi") is not None) == viterbi
-    assert (sparse_transition_table(T, "topk") is not None) == topk
+    assert (sparse_transition_table(T, "topk", k) is not None) == topk
     with pytest.raises(ValueError, match="decoder must be"):
         sparse_transition_table(T, "kbest")
 

@@ -188,7 +188,7 @@ class SequenceEstimatorMixin:
         Xcat, offsets, _ = self._check_X(X, stack=False)
         _check_topk_memory(offsets, self.classes_.shape[0], k, self.n_jobs)
         chunks = self._chunks(Xcat, offsets)
-        table = sparse_transition_table(chunks[0][3], "topk") if chunks else None
+        table = sparse_transition_table(chunks[0][3], "topk", k) if chunks else None
         parts = map_chunks(_kbest_chunk, [c + (k, table) for c in chunks], self.n_jobs)
         codes = np.concatenate([p[0] for p in parts])
         scores = np.concatenate([p[1] for p in parts])

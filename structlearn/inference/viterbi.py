@@ -13,10 +13,10 @@ __all__ = ["SPARSE_VITERBI_MIN_LABELS", "sparse_kernel_is_faster", "sparse_trans
 # the sparse-table kernels are considered from this many labels (the list
 # Viterbi's; the Viterbi's own cost model starts at about 90: see
 # sparse_kernel_is_faster)
-SPARSE_VITERBI_MIN_LABELS = 32
+SPARSE_VITERBI_MIN_LABELS = 8
 
 
-def sparse_transition_table(trans, decoder="viterbi"):
+def sparse_transition_table(trans, decoder="viterbi", k=1):
     """A mostly-zero transition table prepared for the sparse-table kernels,
     or None when the dense kernel is the faster.
 
@@ -27,6 +27,8 @@ def sparse_transition_table(trans, decoder="viterbi"):
         The decoder the table is for: :func:`viterbi` or
         :func:`viterbi_topk` (their dense kernels differ in cost, so the
         choice differs; see :func:`sparse_kernel_is_faster`).
+    k : int, default=1
+        Sequences per chain of the list Viterbi (``decoder="topk"``).
 
     Returns
     -------
@@ -39,7 +41,7 @@ def sparse_transition_table(trans, decoder="viterbi"):
     """
     K = trans.shape[0]
     nnz = int(np.count_nonzero(trans))
-    faster = sparse_kernel_is_faster(K, nnz, decoder)  # also checks decoder
+    faster = sparse_kernel_is_faster(K, nnz, decoder, k)  # also checks decoder
     if K < SPARSE_VITERBI_MIN_LABELS or not faster:
         return None
     cols = (np.empty(K + 1, dtype=np.int64), np.empty(nnz, dtype=np.int64), np.empty(nnz))
@@ -47,9 +49,10 @@ def sparse_transition_table(trans, decoder="viterbi"):
     return cols + transition_rows(*cols) + (column_bits(cols[0], cols[1]),)
 
 
-def sparse_kernel_is_faster(K, nnz, decoder="viterbi"):
+def sparse_kernel_is_faster(K, nnz, decoder="viterbi", k=1):
     """Whether the sparse-table kernel of ``decoder`` is expected to beat
-    the dense one on a ``K x K`` transition table with ``nnz`` non-zeros.
+    the dense one on a ``K x K`` transition table with ``nnz`` non-zeros
+    (``k``: sequences per chain of the list Viterbi).
 
     Per position (ns, random tables and scores, ``benchmarks/
     bench_certificate.py --sweep`` and ``--sweep-topk``):
@@ -57,19 +60,22 @@ def sparse_kernel_is_faster(K, nnz, decoder="viterbi"):
     - ``"viterbi"``: the dense kernel (selects, no branch per entry) costs
       about ``0.15 K^2 + 150``; the sparse one about ``15 K`` plus
       ``0.1 + 90 / K`` per stored entry (fewer entries are read where the
-      scores spread widely; this is the cost at unit spread). So the sparse
-      kernel needs about 90 labels, and takes up to about 3 % fill at
-      K = 100, 20 % at K = 300, 60 % at K = 1,000.
-    - ``"topk"``: ``15 K + 1.5 nnz + 300 < 1.1 K^2``, the rule once fitted
-      for the Viterbi.  The dense list Viterbi costs more (10-30 ns per
-      ``K^2`` entry and position), so the rule is conservative: wherever it
-      picks the sparse kernel that kernel is the faster, and it leaves some
-      wins (below 32 labels, 30-60 % fill at small ``k``).
+      scores spread widely; this is the cost at unit spread), measured from
+      16 labels. So the sparse kernel needs about 90 labels, and takes up
+      to about 3 % fill at K = 100, 20 % at K = 300, 60 % at K = 1,000.
+    - ``"topk"``: ``15 K + 1.5 nnz + 300 < 1.1 K^2`` (the rule once fitted
+      for the Viterbi, which the dense list Viterbi's 10-30 ns per ``K^2``
+      entry and position make conservative: from about 30 labels, up to 22 % fill
+      at K = 32 and 53 % at 64), or up to 5 % fill, or from 16 labels up to
+      30 % fill when ``k <= 5``: where the sparse list Viterbi measured
+      1.6-11x faster at K = 8-64 (1.0x at K = 8, 30 % fill, ``k = 5``).
     """
     if decoder == "viterbi":
-        return 15.0 * K + (0.1 + 90.0 / K) * nnz < 0.15 * K * K + 150.0
+        return K >= 16 and 15.0 * K + (0.1 + 90.0 / K) * nnz < 0.15 * K * K + 150.0
     if decoder == "topk":
-        return 15.0 * K + 1.5 * nnz + 300.0 < 1.1 * K * K
+        fill = nnz / max(K * K, 1)
+        return (15.0 * K + 1.5 * nnz + 300.0 < 1.1 * K * K or fill <= 0.05
+                or (K >= 16 and k <= 5 and fill <= 0.3))
     raise ValueError(f"decoder must be 'viterbi' or 'topk', got {decoder!r}")
 
 
