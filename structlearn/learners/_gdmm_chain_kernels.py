@@ -452,7 +452,7 @@ def _marginal_support(alpha, ns, C, j, mu, sup, pos):
     """Token ``j``'s slots of positive marginal ``mu = e_gt - alpha / C``:
     ``mu[:n]``, their slots ``sup[:n]`` (increasing) and ``pos[slot]`` their
     index; returns ``n``."""
-    n = np.int64(0)
+    n = np.int64(0)  # not a literal (see gdmm_chain_dual)
     for s in range(ns[j]):
         m = max((1.0 if s == 0 else 0.0) - alpha[j, s] / C, 0.0)
         if m > 0.0:
