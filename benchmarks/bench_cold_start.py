@@ -1,11 +1,12 @@
 """First call from an empty numba cache: SequenceSSVM and SequenceCRF fits and a
 solve_map, each in a fresh process with its own empty NUMBA_CACHE_DIR; reports the
 wall time of the call and the kernels whose compilation took longest (numba's
-compile events, inclusive of the kernels they call).
+compile events, inclusive of the kernels they call).  ``--more`` adds a CRF fit
+over 45 labels (the grouped forward-backward) and a GraphCRF fit and predict.
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_cold_start.py [--top 5]
+    .venv/bin/python benchmarks/bench_cold_start.py [--top 5] [--more]
 """
 
 import argparse
@@ -17,6 +18,7 @@ import tempfile
 import time
 
 CASES = ("SequenceSSVM.fit", "SequenceCRF.fit", "solve_map")
+MORE = ("SequenceCRF.fit (45 labels)", "GraphCRF.fit+predict")
 
 
 def worker(case, top):
@@ -42,6 +44,21 @@ def worker(case, top):
         from structlearn.estimators import SequenceCRF
 
         SequenceCRF(max_iter=5).fit(X, y)
+    elif case == "SequenceCRF.fit (45 labels)":
+        from structlearn.estimators import SequenceCRF
+
+        X, y = make_chain_data(60, length=5, n_labels=45, n_features=20, random_state=0)
+        t0 = time.perf_counter()
+        SequenceCRF(max_iter=5).fit(X, y)
+    elif case == "GraphCRF.fit+predict":
+        from structlearn.estimators import GraphCRF
+        from structlearn.estimators.crf import image_grid_sample
+
+        rng = np.random.default_rng(0)
+        Xs = [image_grid_sample(rng.normal(size=(4, 4, 3))) for _ in range(5)]
+        ys = [rng.integers(0, 3, size=16) for _ in range(5)]
+        t0 = time.perf_counter()
+        GraphCRF(max_iter=3).fit(Xs, ys).predict(Xs)
     else:
         from structlearn.graphs import grid_graph
         from structlearn.inference import solve_map
@@ -65,6 +82,7 @@ def worker(case, top):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--top", type=int, default=5)
+    ap.add_argument("--more", action="store_true", help="also " + ", ".join(MORE))
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -72,7 +90,7 @@ def main():
         return
     print("| first call | wall s (empty cache) | kernels compiled | slowest compilations (s, inclusive) |")
     print("|---|---:|---:|---|")
-    for case in CASES:
+    for case in CASES + (MORE if args.more else ()):
         with tempfile.TemporaryDirectory() as cache:
             env = dict(os.environ, NUMBA_CACHE_DIR=cache)
             out = subprocess.run([sys.executable, __file__, "--worker", case, "--top",
