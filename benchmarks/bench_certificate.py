@@ -42,7 +42,7 @@ def sweep(repeat, spreads=(0.3, 1.0, 3.0)):
     """The Viterbi's two kernels as ``predict`` and the certificate call them
     (``viterbi`` with and without the sparse table), K = 16-1,000, fills
     1-50 %, 10-token sequences with N(0, spread^2) scores."""
-    from structlearn.inference.viterbi import sparse_transition_table, viterbi
+    from structlearn.inference.viterbi import sparse_table, sparse_transition_table, viterbi
 
     rng = np.random.default_rng(0)
     print("| K | fill | score spread | sparse kernel ns/position | dense ns/position | "
@@ -55,7 +55,7 @@ def sweep(repeat, spreads=(0.3, 1.0, 3.0)):
         z = np.empty(N, dtype=np.int64)
         for fill in (0.01, 0.02, 0.05, 0.1, 0.25, 0.5):
             T = rng.normal(size=(K, K)) * (rng.random((K, K)) < fill)
-            table = _forced_table(T)
+            table = sparse_table(T)
             picks = sparse_transition_table(T) is not None
             for spread in spreads:
                 U = spread * rng.normal(size=(N, K))
@@ -68,7 +68,7 @@ def sweep(repeat, spreads=(0.3, 1.0, 3.0)):
 
 
 def sweep_topk(repeat):
-    from structlearn.inference.viterbi import sparse_transition_table, viterbi_topk
+    from structlearn.inference.viterbi import sparse_table, sparse_transition_table, viterbi_topk
 
     rng = np.random.default_rng(0)
     print("| K | fill | k | dense us/position | sparse us/position | dense / sparse | "
@@ -82,7 +82,7 @@ def sweep_topk(repeat):
         for fill in (0.05, 0.15, 0.3, 0.6, 0.9):
             T = rng.normal(size=(K, K)) * (rng.random((K, K)) < fill)
             # the sparse layout whether or not the rule would pick it
-            table = _forced_table(T)
+            table = sparse_table(T)
             for k in (2, 5, 20):
                 out = (np.zeros((N, k), dtype=np.int64), np.empty((n_seq, k)),
                        np.zeros(n_seq, dtype=np.int64))
@@ -95,17 +95,6 @@ def sweep_topk(repeat):
                 picks = sparse_transition_table(T, "topk", k) is not None
                 print(f"| {K} | {fill} | {k} | {times[0]:.2f} | {times[1]:.2f} | "
                       f"{times[0] / times[1]:.2f} | {picks} |", flush=True)
-
-
-def _forced_table(T):
-    from structlearn.inference._chain_kernels import (column_bits, transition_columns,
-                                                      transition_rows)
-
-    K = T.shape[0]
-    nnz = int(np.count_nonzero(T))
-    cols = (np.empty(K + 1, dtype=np.int64), np.empty(nnz, dtype=np.int64), np.empty(nnz))
-    transition_columns(T, *cols)
-    return cols + transition_rows(*cols) + (column_bits(cols[0], cols[1]),)
 
 
 def main():

@@ -7,8 +7,8 @@ import numpy as np
 from ._chain_kernels import (column_bits, transition_columns, transition_rows, viterbi_batch,
                              viterbi_batch_sparse_rows)
 
-__all__ = ["SPARSE_VITERBI_MIN_LABELS", "sparse_kernel_is_faster", "sparse_transition_table",
-           "viterbi", "viterbi_topk"]
+__all__ = ["SPARSE_VITERBI_MIN_LABELS", "sparse_kernel_is_faster", "sparse_table",
+           "sparse_transition_table", "viterbi", "viterbi_topk"]
 
 # the sparse-table kernels are considered from this many labels (the list
 # Viterbi's; the Viterbi's own cost model starts at about 90: see
@@ -44,6 +44,14 @@ def sparse_transition_table(trans, decoder="viterbi", k=1):
     faster = sparse_kernel_is_faster(K, nnz, decoder, k)  # also checks decoder
     if K < SPARSE_VITERBI_MIN_LABELS or not faster:
         return None
+    return sparse_table(trans)
+
+
+def sparse_table(trans):
+    """The layout of :func:`sparse_transition_table` for any table, whatever
+    the rule says (benchmarks compare the kernels with it)."""
+    K = trans.shape[0]
+    nnz = int(np.count_nonzero(trans))
     cols = (np.empty(K + 1, dtype=np.int64), np.empty(nnz, dtype=np.int64), np.empty(nnz))
     transition_columns(trans, *cols)
     return cols + transition_rows(*cols) + (column_bits(cols[0], cols[1]),)
