@@ -7,7 +7,9 @@ Preprocessing (each step keeps a maximum-score labeling):
    (:func:`propagate_forbidden_labels`), which may prove the model
    infeasible;
 3. dominated labels are forbidden (:func:`prune_dominated_labels`);
-4. the graph is split into connected components, each solved on its own
+4. on a binary pairwise graph, the variables that roof duality labels (one
+   minimum cut, :mod:`.roof_duality`) are fixed and conditioned on;
+5. the graph is split into connected components, each solved on its own
    (isolated variables by their unary argmax, forests by exact max-product,
    components of at most :data:`ENUMERATION_LIMIT` labelings by enumeration).
 
@@ -48,6 +50,7 @@ from .exact import labelings_at_most
 from .registry import (AUTO_CYCLES, AUTO_LARGE_DOMAIN, check_method_params, get_method,
                        method_parameters, register_method, solve_map)
 from .result import MapResult
+from .roof_duality import condition_pairwise, roof_dual
 
 __all__ = ["branch_and_bound_map"]
 
@@ -378,8 +381,8 @@ def _cycle_relaxations(graph, n_cycles):
 
 
 def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_params=None,
-                         tighten=AUTO_CYCLES, max_nodes=None, dominance=True, tol=1e-6,
-                         enumeration_limit=ENUMERATION_LIMIT):
+                         tighten=AUTO_CYCLES, max_nodes=None, dominance=True, persistency=True,
+                         tol=1e-6, enumeration_limit=ENUMERATION_LIMIT):
     """Exact MAP by best-first branch and bound (see the module docstring).
 
     Parameters
@@ -407,6 +410,10 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         ``None``: 1000 without a time limit, no cap with one.
     dominance : bool, default=True
         Forbid dominated labels first.
+    persistency : bool, default=True
+        On a binary pairwise graph, fix the variables that roof duality
+        labels (:func:`~.roof_duality.roof_dual`: one minimum cut) and
+        search only the others.
     tol : float, default=1e-6
         Relative gap at which a subspace counts as solved.
     enumeration_limit : int, default=4096
@@ -444,6 +451,9 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
                              ("enumeration_limit", enumeration_limit, 0)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    for name, value in (("dominance", dominance), ("persistency", persistency)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{name} must be True or False, got {value!r}")
     if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol >= 0):
         raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
 
@@ -458,10 +468,16 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         work, _ = prune_dominated_labels(work)
 
     labels = np.zeros(graph.n_vars, dtype=np.int64)
+    variables_left = np.arange(graph.n_vars)  # variable j of `work` is variables_left[j]
+    persistent = roof_dual(work) if persistency else None
+    if persistent is not None and persistent.n_labeled:
+        labels[:] = persistent.labels
+        variables_left, work = condition_pairwise(work, persistent.labels)
+        _, merged = condition_pairwise(merged, persistent.labels)
     parts, isolated = component_subgraphs(work)
     if isolated.size:
         unary_max = work.unary_matrix()[isolated]
-        labels[isolated] = np.argmax(unary_max, axis=1)
+        labels[variables_left[isolated]] = np.argmax(unary_max, axis=1)
     total_gap, n_nodes, history, statuses = 0.0, 0, [], []
     scorer_parts, _ = component_subgraphs(merged) if parts else ([], None)
     # small components first: they finish fast and leave the rest the time
@@ -474,7 +490,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
             if res.status == "infeasible":  # cannot happen after propagation
                 statuses.append("infeasible")
                 continue
-            labels[variables] = res.labels
+            labels[variables_left[variables]] = res.labels
             n_nodes += 1
             continue
         tight, richer = _cycle_relaxations(sub, int(tighten))
@@ -486,7 +502,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         lab, score, ub, status = search.run()
         n_nodes += search.n_nodes
         statuses.append(status)
-        labels[variables] = lab
+        labels[variables_left[variables]] = lab
         total_gap += ub - score
     score = float(graph.score(labels))
     status = next((s for s in ("infeasible", "time_limit", "node_limit") if s in statuses),
@@ -502,4 +518,4 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
 
 register_method("exact", branch_and_bound_map, exact=True,
                 params=("bound_method", "bound_params", "tighten", "max_nodes", "dominance",
-                        "tol", "enumeration_limit"))
+                        "persistency", "tol", "enumeration_limit"))
