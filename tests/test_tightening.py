@@ -83,6 +83,27 @@ def test_cycle_search_matches_enumeration(seed, kind):
     np.testing.assert_array_equal(top, cycles[:2])
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_cycle_size_cap_keeps_every_cycle_that_fits(seed):
+    """Mixed domains (2-4 states): with a cap on the joint table, exactly the
+    enumerated cycles within the cap are found (pairs too large for any
+    cycle through them are skipped before the search)."""
+    rng = np.random.default_rng(300 + seed)
+    k = rng.integers(2, 5, size=5)
+    scopes = [(a, b) for a in range(5) for b in range(a + 1, 5)]
+    graph = FactorGraph(k, scopes=scopes,
+                        tables=[rng.normal(size=int(k[a] * k[b])) for a, b in scopes])
+    ref = reference_cycles(graph)
+    for cap in (8, 12, 18, 27, 36, 64, 256):
+        cycles, _ = frustrated_cycles(graph, 10**6, max_entries=cap)
+        got = {tuple(int(v) for v in c if v >= 0) for c in cycles}
+        assert got == {c for c, fr in ref.items()
+                       if fr > 1e-9 and np.prod(k[list(c)]) <= cap}
+    many = grid_graph(rng.normal(size=(3, 3, 21)), rng.normal(size=(21, 21)))
+    cycles, frustration = frustrated_cycles(many, 10**6)  # 21**3 > 4096: none fits
+    assert cycles.shape == (0, 4) and frustration.shape == (0,)
+
+
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("kind", ["grid", "complete"])
 def test_cluster_graph_keeps_every_score(seed, kind):

@@ -124,10 +124,15 @@ def frustrated_cycles(graph, max_cycles, *, max_entries=MAX_CLUSTER_ENTRIES, max
     from ._cycle_kernels import cycle_gaps, short_cycles
 
     k = graph.n_states.astype(np.int64)
-    # a cycle's joint table has at least twice the entries of each of its
-    # pairs: larger pairs cannot take part (and are not summed up)
+    # a cycle through a pair has at least a third variable, so its joint table
+    # has at least the pair's entries times the smallest domain: larger pairs
+    # cannot take part (and are not summed up)
     pair_entries = np.prod(_scope_states(graph, k), axis=1)
-    edges = _Edges(graph, 2 * pair_entries <= max_entries)
+    k_min = max(int(k.min()), 2) if k.size else 2
+    usable = (graph.factor_orders == 2) & (pair_entries * k_min <= max_entries)
+    if not usable.any():
+        return np.empty((0, 4), dtype=np.int64), np.empty(0)
+    edges = _Edges(graph, usable)
     args = (edges.indptr, edges.nbrs, edges.nbr_edge, k, int(max_entries))
     n = short_cycles(*args, MAX_CANDIDATES, np.empty((0, 4), dtype=np.int64))  # count
     cand = np.empty((n, 4), dtype=np.int64)
