@@ -201,6 +201,21 @@ def test_node_cap():
     assert res.score <= opt + 1e-9 <= res.upper_bound + 2e-9
 
 
+def test_components_above_max_search_vars_get_their_root_only():
+    graph = spin_glass(5, seed=3)
+    kw = dict(tighten=0, enumeration_limit=0, persistency=False,
+              bound_params={"polish": 0.0, "local_search": False})
+    capped = solve_map(graph, "exact", max_search_vars=24, **kw)
+    full = solve_map(graph, "exact", max_search_vars=25, **kw)
+    opt = solve_map(graph, "ilp").score
+    assert full.status == "exact" and full.n_iter > 1
+    assert full.score == pytest.approx(opt, abs=1e-9)
+    assert capped.status == "node_limit" and capped.n_iter == 1
+    assert capped.score <= opt + 1e-9 <= capped.upper_bound + 2e-9
+    with pytest.raises(ValueError, match="max_search_vars must be an integer >= 1"):
+        solve_map(graph, "exact", max_search_vars=0)
+
+
 def test_bad_parameters():
     graph = spin_glass(3)
     with pytest.raises(ValueError, match="bound_method must name an LP back-end"):

@@ -202,12 +202,34 @@ def test_auto_runs_ad3_above_the_search_size():
 
     rng = np.random.default_rng(3)
     side = int(np.ceil(np.sqrt(AUTO_SEARCH_VARS + 1)))
-    g = grid_graph(rng.normal(size=(side, side, 2)),
-                   rng.uniform(-1.0, 1.0, size=(2 * side * (side - 1), 1, 1)) * np.eye(2))
+    g = grid_graph(rng.normal(size=(side, side, 3)),
+                   rng.uniform(-1.0, 1.0, size=(2 * side * (side - 1), 1, 1)) * np.eye(3))
     method, reason = auto_choice(g)
     assert method == "ad3" and f"{side * side} variables" in reason
-    small = grid_graph(rng.normal(size=(10, 10, 2)), np.eye(2))
+    small = grid_graph(rng.normal(size=(10, 10, 3)), np.eye(3))
     assert auto_choice(small)[0] == "exact"
+
+
+def test_auto_runs_exact_on_large_binary_pairwise_graphs():
+    """Binary segmentation beyond the search size: the minimum cut of roof
+    duality labels every variable of a submodular grid, so auto certifies it."""
+    from structlearn.graphs import grid_graph
+    from structlearn.inference.registry import AUTO_SEARCH_VARS, auto_choice, resolve_auto
+
+    rng = np.random.default_rng(4)
+    side = int(np.ceil(np.sqrt(AUTO_SEARCH_VARS + 1)))
+    g = grid_graph(rng.normal(size=(side, side, 2)), 0.8 * np.eye(2))
+    method, reason = auto_choice(g)
+    assert method == "exact" and "binary pairwise" in reason
+    assert resolve_auto(g, {})[2] == {"max_search_vars": AUTO_SEARCH_VARS}
+    res = solve_map(g, "auto")
+    assert res.status == "exact" and res.reason == reason
+    assert res.upper_bound == pytest.approx(res.score, abs=1e-6)
+    # a local move cannot improve a certified optimum
+    for v in rng.choice(g.n_vars, size=20, replace=False):
+        flipped = res.labels.copy()
+        flipped[v] ^= 1
+        assert g.score(flipped) <= res.score + 1e-9
 
 
 def test_auto_is_exact_on_trees_and_chains():

@@ -382,7 +382,7 @@ def _cycle_relaxations(graph, n_cycles):
 
 def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_params=None,
                          tighten=AUTO_CYCLES, max_nodes=None, dominance=True, persistency=True,
-                         tol=1e-6, enumeration_limit=ENUMERATION_LIMIT):
+                         tol=1e-6, enumeration_limit=ENUMERATION_LIMIT, max_search_vars=None):
     """Exact MAP by best-first branch and bound (see the module docstring).
 
     Parameters
@@ -419,6 +419,10 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
     enumeration_limit : int, default=4096
         Components with at most this many labelings are enumerated instead
         of searched (0: search every loopy component).
+    max_search_vars : int or None, default=None
+        Components with more variables get their root solve only (the
+        tightened LP and its local search; status ``"node_limit"`` unless
+        the root is certified), not a search; ``None``: no such cap.
 
     Returns
     -------
@@ -447,8 +451,12 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
     check_method_params(bound_method, dict(params, cutoff=None))
     if max_nodes is None:
         max_nodes = DEFAULT_MAX_NODES if time_limit is None else np.iinfo(np.int64).max
+    search_cap = max_search_vars
+    if search_cap is None:
+        search_cap = np.iinfo(np.int64).max
     for name, value, low in (("max_nodes", max_nodes, 1), ("tighten", tighten, 0),
-                             ("enumeration_limit", enumeration_limit, 0)):
+                             ("enumeration_limit", enumeration_limit, 0),
+                             ("max_search_vars", search_cap, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     for name, value in (("dominance", dominance), ("persistency", persistency)):
@@ -497,8 +505,9 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         left = len(parts) - rank  # components not yet solved, this one included
         share = None if deadline is None else time.perf_counter() + \
             (deadline - time.perf_counter()) / left
+        nodes = int(max_nodes) if sub.n_vars <= search_cap else 1
         search = _Search(tight, score_graph, bound_method, params, share, tol,
-                         int(max_nodes), t0, history, richer=richer)
+                         nodes, t0, history, richer=richer)
         lab, score, ub, status = search.run()
         n_nodes += search.n_nodes
         statuses.append(status)
@@ -518,4 +527,4 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
 
 register_method("exact", branch_and_bound_map, exact=True,
                 params=("bound_method", "bound_params", "tighten", "max_nodes", "dominance",
-                        "persistency", "tol", "enumeration_limit"))
+                        "persistency", "tol", "enumeration_limit", "max_search_vars"))

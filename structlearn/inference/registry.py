@@ -124,6 +124,11 @@ def auto_choice(graph):
     if n_labelings is not None:
         return "brute_force", f"loopy, {n_labelings} labelings: exact enumeration"
     k_max = int(graph.n_states.max())
+    if k_max <= 2 and np.all(graph.factor_orders == 2) and graph.n_vars > AUTO_SEARCH_VARS:
+        return "exact", (f"loopy binary pairwise graph of {graph.n_vars} variables: roof "
+                         "duality fixes the variables one minimum cut labels; components "
+                         f"of the rest up to {AUTO_SEARCH_VARS} variables get branch and "
+                         "bound, larger ones the AD3 root of the search only")
     if k_max >= AUTO_LARGE_DOMAIN:
         return "gdmm", (f"loopy, domains up to {k_max} states: GDMM, whose factor oracle is "
                         "sublinear in the domain")
@@ -142,6 +147,8 @@ def resolve_auto(graph, params):
     method, reason = auto_choice(graph)
     if method == "ad3" and "cycles" not in params:
         params = dict(params, cycles=AUTO_CYCLES)
+    if method == "exact" and "max_search_vars" not in params:
+        params = dict(params, max_search_vars=AUTO_SEARCH_VARS)
     return method, reason, params
 
 
@@ -161,7 +168,10 @@ def solve_map(graph, method="auto", *, time_limit=None, **params):
         ``(graph, **params) -> MapResult``. ``"auto"``: exact max-product on
         chains and forests, enumeration up to 4096 labelings, ``"gdmm"``
         when a variable has 100 states or more, else branch and bound
-        (``"exact"``) up to 5000 variables and ``"ad3"`` above
+        (``"exact"``) up to 5000 variables and ``"ad3"`` above, except on
+        binary pairwise graphs, which always get ``"exact"`` (its roof
+        duality fixes what a minimum cut proves; components of more than
+        5000 variables left after it get the search's root solve only)
         (:func:`auto_choice`; the result's ``reason`` says which applied).
     time_limit : float or None, default=None
         Seconds, counted from this call (numba compilation on a first call
