@@ -11,23 +11,9 @@ from scipy.sparse.csgraph import maximum_flow
 from structlearn.graphs import FactorGraph, grid_edges
 from structlearn.inference import solve_map
 from structlearn.inference._maxflow_kernels import max_flow, residual_reachable
-from structlearn.inference.roof_duality import condition_pairwise, roof_dual
+from structlearn.inference.roof_duality import condition_pairwise, flow_network, roof_dual
 
 from _graphgen import all_labelings
-
-
-def flow_network(n, tails, heads, caps):
-    """The CSR arrays of :func:`max_flow` for arcs ``tails -> heads``."""
-    m = tails.shape[0]
-    all_tails = np.concatenate([tails, heads])
-    order = np.argsort(all_tails, kind="stable")
-    where = np.empty(2 * m, dtype=np.int64)
-    where[order] = np.arange(2 * m)
-    head = np.concatenate([heads, tails])[order]
-    rev = where[(order + m) % (2 * m)]
-    res = np.concatenate([caps, np.zeros(m)])[order]
-    indptr = np.searchsorted(all_tails[order], np.arange(n + 1)).astype(np.int64)
-    return indptr, head, all_tails[order], rev, res
 
 
 @settings(max_examples=60, deadline=None)

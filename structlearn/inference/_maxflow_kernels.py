@@ -102,19 +102,7 @@ def residual_reachable(indptr, head, res, s, eps, seen):
     """``seen[u]`` = 1 for the nodes reachable from ``s`` over arcs with
     residual above ``eps`` (the source side of a minimum cut), else 0."""
     n = indptr.shape[0] - 1
-    queue = np.empty(n, dtype=np.int64)
+    level = np.empty(n, dtype=np.int64)
+    _levels(indptr, head, res, s, s, eps, level, np.empty(n, dtype=np.int64))
     for u in range(n):
-        seen[u] = 0
-    seen[s] = 1
-    queue[0] = s
-    lo = 0
-    hi = 1
-    while lo < hi:
-        u = queue[lo]
-        lo += 1
-        for a in range(indptr[u], indptr[u + 1]):
-            v = head[a]
-            if seen[v] == 0 and res[a] > eps:
-                seen[v] = 1
-                queue[hi] = v
-                hi += 1
+        seen[u] = 1 if level[u] >= 0 else 0

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..graphs.factor_graph import FactorGraph
 
-__all__ = ["RoofDual", "condition_pairwise", "roof_dual"]
+__all__ = ["RoofDual", "condition_pairwise", "flow_network", "roof_dual"]
 
 CUT_EPS = 1e-12  # residuals below this share of the largest capacity count as saturated
 
@@ -60,6 +60,30 @@ def _pair_entries(graph, factors, a, b):
     second = graph.scope_vars[graph.scope_indptr[factors] + 1]
     return graph.table_data[graph.table_offsets[graph.table_ids[factors]]
                             + a * graph.n_states[second] + b]
+
+
+def flow_network(n_nodes, tails, heads, caps):
+    """The arrays of :func:`~._maxflow_kernels.max_flow` for arcs
+    ``tails[a] -> heads[a]`` of capacity ``caps[a]``, each with a reverse arc
+    of capacity 0.
+
+    Returns
+    -------
+    indptr : int64 (n_nodes + 1,)
+    head, tail, rev : int64 (2 n_arcs,)
+    res : float64 (2 n_arcs,)
+    """
+    m = caps.shape[0]
+    all_tails = np.concatenate([tails, heads]).astype(np.int64)
+    order = np.argsort(all_tails, kind="stable")
+    where = np.empty(2 * m, dtype=np.int64)
+    where[order] = np.arange(2 * m)
+    head = np.concatenate([heads, tails]).astype(np.int64)[order]
+    rev = where[(order + m) % (2 * m)]
+    res = np.concatenate([caps, np.zeros(m)]).astype(np.float64)[order]
+    tail = all_tails[order]
+    indptr = np.searchsorted(tail, np.arange(n_nodes + 1)).astype(np.int64)
+    return indptr, head, tail, rev, res
 
 
 def roof_dual(graph):
@@ -144,18 +168,8 @@ def roof_dual(graph):
                             np.where(sub, n + pp, pp)])
     caps = np.concatenate([c, c, ws, ws])
     keep = caps > 0
-    tails, heads, caps = tails[keep], heads[keep], caps[keep]
-    m = caps.shape[0]
-    all_tails = np.concatenate([tails, heads])
-    order = np.argsort(all_tails, kind="stable")
-    where = np.empty(2 * m, dtype=np.int64)
-    where[order] = np.arange(2 * m)
-    head = np.concatenate([heads, tails])[order]
-    tail = all_tails[order]
-    rev = where[(order + m) % (2 * m)]
-    res = np.concatenate([caps, np.zeros(m)])[order]
-    indptr = np.searchsorted(tail, np.arange(2 * n + 3)).astype(np.int64)
-    eps = CUT_EPS * (float(caps.max()) if m else 1.0)
+    indptr, head, tail, rev, res = flow_network(2 * n + 2, tails[keep], heads[keep], caps[keep])
+    eps = CUT_EPS * (float(caps.max()) if keep.any() else 1.0)
     flow = max_flow(indptr, head, tail, rev, res, s, t, eps)
     seen = np.empty(2 * n + 2, dtype=np.uint8)
     residual_reachable(indptr, head, res, s, eps, seen)
