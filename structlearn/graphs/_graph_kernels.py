@@ -3,7 +3,7 @@
 import numba as nb
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, no_cpython_wrapper=True)
 def factor_entry_index(scope_indptr, scope_vars, n_states, f, labels_row):
     """Flat C-order index into factor ``f``'s table for one labeling."""
     idx = 0

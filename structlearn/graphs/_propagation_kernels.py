@@ -109,7 +109,7 @@ def propagate_forbidden(n_states, unary_offsets, scope_indptr, scope_vars, table
     return -1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, no_cpython_wrapper=True)
 def _dominates(v, b, a, n_states, scope_indptr, scope_vars, table_ids, table_offsets,
                table_data, var_indptr, var_factors, budget):
     """Whether every table entry of the factors on ``v`` with ``x_v = b`` is

@@ -41,7 +41,7 @@ def _max_length(offsets):
     return max_len
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, no_cpython_wrapper=True)
 def _backtrack(delta, back, start, stop, out):
     """Labels of tokens ``start..stop-1`` from the last position's scores
     (lowest index among the best) and the back-pointers."""

@@ -13,7 +13,7 @@ import numpy as np
 from ._search_kernels import sorted_find
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, no_cpython_wrapper=True)
 def _edge_between(indptr, nbrs, nbr_edge, a, b):
     """Edge id joining ``a`` and ``b`` (binary search), or -1."""
     p = sorted_find(nbrs, indptr[a], indptr[a + 1], b)
@@ -82,14 +82,14 @@ def short_cycles(indptr, nbrs, nbr_edge, n_states, max_entries, max_count, out):
     return count
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, no_cpython_wrapper=True)
 def _cycle_edges(cycles, c, length, indptr, nbrs, nbr_edge, edges):
     for p in range(length):
         edges[p] = _edge_between(indptr, nbrs, nbr_edge, cycles[c, p],
                                  cycles[c, (p + 1) % length])
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, no_cpython_wrapper=True)
 def _joint_score(cycles, c, length, x, edges, weight, edge_lo, edge_off, edge_tab, n_states):
     """Sum over the cycle's edges of ``weight[e]`` times the edge entry of ``x``."""
     s = 0.0
@@ -105,7 +105,7 @@ def _joint_score(cycles, c, length, x, edges, weight, edge_lo, edge_off, edge_ta
     return s
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, no_cpython_wrapper=True)
 def _next_labeling(x, cycles, c, length, n_states):
     """Advance ``x`` to the next joint labeling (last variable fastest)."""
     p = length - 1

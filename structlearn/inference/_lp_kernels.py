@@ -25,7 +25,7 @@ import numpy as np
 NEG_INF = -np.inf
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, no_cpython_wrapper=True)
 def node_reparam(prob, delta, theta_hat):
     """theta_hat[unary_offsets[i] + x] = theta_i(x) + sum_{f ni i} delta_fi(x)."""
     n_states, unary_offsets, unary, scope_indptr, scope_vars, _, _, _, edge_offsets = prob
@@ -39,7 +39,7 @@ def node_reparam(prob, delta, theta_hat):
             theta_hat[u + x] += delta[o + x]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, no_cpython_wrapper=True)
 def _factor_offset_sum(prob, delta, f, lab):
     n_states, unary_offsets, unary, scope_indptr, scope_vars, _, _, _, edge_offsets = prob
     cur = 0.0
@@ -177,7 +177,7 @@ def factor_marginals(prob, delta, f, tau, mode, out, lab):
     return best, arg
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, no_cpython_wrapper=True)
 def segment_max(values, offsets, i):
     """(max, first argmax) of values[offsets[i]:offsets[i+1]] (local index)."""
     lo = offsets[i]

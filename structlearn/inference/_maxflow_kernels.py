@@ -4,7 +4,7 @@ import numba as nb
 import numpy as np
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, no_cpython_wrapper=True)
 def _levels(indptr, head, res, s, t, eps, level, queue):
     """Breadth-first levels from ``s`` over arcs with residual above ``eps``
     (``level`` -1: unreached); returns whether ``t`` was reached."""

@@ -103,7 +103,7 @@ def _listed_scores(W, data, indices, start, end, labels, n, g):
             g[s] += x * row[labels[s]]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, no_cpython_wrapper=True)
 def _unigram_step(j, search, data, indices, indptr, y, xnorm2, has_left, has_right, W, weights32,
                   Wsp, nu, parts, C, rho, slab, ns, alpha, margL, margR, lamL, lamR, iws, posmap,
                   scratch, stats):
@@ -213,7 +213,7 @@ def _unigram_step(j, search, data, indices, indptr, y, xnorm2, has_left, has_rig
     return rows, added
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, no_cpython_wrapper=True)
 def _bigram_step(j, search, y, v, vt, vstate, C, rho, has_left, has_right,
                  slab, ns, alpha, margL, margR, lamL, lamR,
                  pa, pb, psa, psb, beta, nb_, pws, m1d, m2d, val1, val2, g, z, newb,
@@ -463,7 +463,7 @@ def _marginal_support(alpha, ns, C, j, mu, sup, pos):
     return n
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, no_cpython_wrapper=True)
 def _scale_down(kept, line, nk, mu, sums, n):
     """Scale the entries ``kept[:nk]`` of each line (``line[q]`` of ``n``) whose
     sum exceeds ``mu[line]`` down to it; ``sums[:n]`` is scratch."""

@@ -250,7 +250,7 @@ def project_shifted_simplex(z, m, C, out):
         out[s] = C - w if s == 0 else -w
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, no_cpython_wrapper=True)
 def projected_block_step(cur, g, m, Q, C, z, out):
     """Block subproblem (25): ``out[:m] = Proj(cur[:m] - g[:m] / Q)`` onto the shifted simplex."""
     for s in range(m):

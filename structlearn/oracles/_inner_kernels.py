@@ -37,7 +37,7 @@ def _label_value(score, y, extra, loss, gt):
     return val
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, no_cpython_wrapper=True)
 def _better(val, y, best, by):
     """First maximum in label order: ``val`` beats ``best`` or ties it at a smaller label."""
     return val > best or (val == best and by >= 0 and y < by)
