@@ -81,9 +81,10 @@ def _parser():
         "--method",
         default="auto",
         help=(f"MAP method, one of {', '.join(available_methods())} (default: auto: exact "
-              "on chains, forests and up to 4096 labelings, gdmm when a variable has 100 "
-              "states or more, else branch and bound (exact) on binary pairwise graphs and "
-              "up to 5000 variables, ad3 above; the JSON's reason field says which)"),
+              "on chains, forests and graphs of at most 5e6 labelings x factors, gdmm when a "
+              "variable has 100 states or more, else branch and bound (exact) on binary "
+              "pairwise graphs and up to 5000 variables, ad3 above; the JSON's reason field "
+              "says which)"),
     )
     m.add_argument(
         "--time-limit",

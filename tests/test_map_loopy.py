@@ -181,8 +181,9 @@ def test_gdmm_large_shared_domain_without_dense_factor_arrays():
 
 @pytest.mark.parametrize("n, k, expected", [
     (4, 3, "brute_force"),   # 81 labelings
-    (8, 3, "exact"),         # 6561 labelings, small domains, few variables
-    (3, 100, "gdmm"),        # a domain of 100 states
+    (8, 4, "brute_force"),   # 65,536 labelings x 28 factors
+    (10, 4, "exact"),        # 1,048,576 labelings x 45 factors, small domains
+    (4, 100, "gdmm"),        # domains of 100 states
 ])
 def test_auto_chooses_by_size_on_loopy_graphs_and_says_why(n, k, expected):
     rng = np.random.default_rng(2)

@@ -95,10 +95,21 @@ def test_cycle_size_cap_keeps_every_cycle_that_fits(seed):
                         tables=[rng.normal(size=int(k[a] * k[b])) for a, b in scopes])
     ref = reference_cycles(graph)
     for cap in (8, 12, 18, 27, 36, 64, 256):
-        cycles, _ = frustrated_cycles(graph, 10**6, max_entries=cap)
+        cycles, _ = frustrated_cycles(graph, 10**6, max_entries=cap, max_total=10**9)
         got = {tuple(int(v) for v in c if v >= 0) for c in cycles}
         assert got == {c for c, fr in ref.items()
                        if fr > 1e-9 and np.prod(k[list(c)]) <= cap}
+    # by default the clusters hold at most four times the factors' entries,
+    # the most frustrated first
+    cycles, frustration = frustrated_cycles(graph, 10**6)
+    sizes = [int(np.prod(k[[v for v in c if v >= 0]])) for c in cycles]
+    entries = sum(int(k[a] * k[b]) for a, b in scopes)
+    assert sum(sizes) <= 4 * entries
+    everything, all_fr = frustrated_cycles(graph, 10**6, max_total=10**9)
+    np.testing.assert_array_equal(cycles, everything[:len(cycles)])
+    if len(cycles) < len(everything):
+        assert sum(sizes) + np.prod(k[[v for v in everything[len(cycles)] if v >= 0]]) \
+            > 4 * entries
     many = grid_graph(rng.normal(size=(3, 3, 21)), rng.normal(size=(21, 21)))
     cycles, frustration = frustrated_cycles(many, 10**6)  # 21**3 > 4096: none fits
     assert cycles.shape == (0, 4) and frustration.shape == (0,)

@@ -11,7 +11,8 @@ Preprocessing (each step keeps a maximum-score labeling):
    minimum cut, :mod:`.roof_duality`) are fixed and conditioned on;
 5. the graph is split into connected components, each solved on its own
    (isolated variables by their unary argmax, forests by exact max-product,
-   components of at most :data:`ENUMERATION_LIMIT` labelings by enumeration).
+   components whose enumeration costs at most :data:`ENUMERATION_WORK`
+   (labelings times factors) by enumeration).
 
 On every other component the relaxation is tightened once with its most
 frustrated short cycles (:mod:`.tightening`) whose joint tables have at most
@@ -46,7 +47,7 @@ from ..graphs.factor_graph import FactorGraph
 from ._budget import check_time_limit
 from ._lp_common import COMMON_DEFAULTS, Problem, Tracker
 from ._progress import quiet, report
-from .exact import labelings_at_most
+from .exact import enumeration_is_cheap, labelings_at_most
 from .registry import (AUTO_CYCLES, AUTO_LARGE_DOMAIN, check_method_params, get_method,
                        method_parameters, register_method, solve_map)
 from .result import MapResult
@@ -54,7 +55,7 @@ from .roof_duality import condition_pairwise, roof_dual
 
 __all__ = ["branch_and_bound_map"]
 
-ENUMERATION_LIMIT = 4096  # components with at most this many labelings are enumerated
+ENUMERATION_WORK = 5_000_000  # components enumerated up to this many labelings x factors (~20 ms)
 ROOT_MAX_ITER = 1000      # LP iterations at the root of a search tree
 NODE_MAX_ITER = 200       # and at every other node
 STALL_ITER = 25           # a node's LP stops once its bound fell < 1e-6 (relative) for this long
@@ -302,7 +303,8 @@ class _Search:
     def _polisher(self):
         """A tracker that runs the iterated local search of the LP back-ends
         on the incumbent between node expansions (``polish`` times the
-        search's own time at most, less after rounds without a gain)."""
+        search's own time at most, 4x while the gap is wide; both less after
+        rounds without a gain: the nodes close the gap too)."""
         if (not self.root_polish or self.labels is None
                 or not self.params.get("local_search", True)):
             return None
@@ -324,7 +326,8 @@ class _Search:
             tracker.offer(self.labels)
         ub = max((-e[0] for e in self.heap), default=self.score)
         tracker.count_iteration(ub)
-        tracker.polish_incumbent(reserve=self.last_eval, stalled=self._wide(ub, self.score))
+        tracker.polish_incumbent(reserve=self.last_eval, stalled=self._wide(ub, self.score),
+                                 fading=True)
         if tracker.score > self.score:
             self.score, self.labels = tracker.score, tracker.labels.copy()
 
@@ -382,7 +385,7 @@ def _cycle_relaxations(graph, n_cycles):
 
 def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_params=None,
                          tighten=AUTO_CYCLES, max_nodes=None, dominance=True, persistency=True,
-                         tol=1e-6, enumeration_limit=ENUMERATION_LIMIT, max_search_vars=None):
+                         tol=1e-6, enumeration_limit=None, max_search_vars=None):
     """Exact MAP by best-first branch and bound (see the module docstring).
 
     Parameters
@@ -416,9 +419,11 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         search only the others.
     tol : float, default=1e-6
         Relative gap at which a subspace counts as solved.
-    enumeration_limit : int, default=4096
+    enumeration_limit : int or None, default=None
         Components with at most this many labelings are enumerated instead
-        of searched (0: search every loopy component).
+        of searched (0: search every loopy component); ``None``: those whose
+        labelings times factors are at most 5,000,000 (about 20 ms of
+        enumeration, less than the search costs on small dense graphs).
     max_search_vars : int or None, default=None
         Components with more variables get their root solve only (the
         tightened LP and its local search; status ``"node_limit"`` unless
@@ -455,7 +460,8 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
     if search_cap is None:
         search_cap = np.iinfo(np.int64).max
     for name, value, low in (("max_nodes", max_nodes, 1), ("tighten", tighten, 0),
-                             ("enumeration_limit", enumeration_limit, 0),
+                             ("enumeration_limit",
+                              0 if enumeration_limit is None else enumeration_limit, 0),
                              ("max_search_vars", search_cap, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
@@ -493,7 +499,9 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
     for rank, idx in enumerate(np.argsort(sizes, kind="stable")):
         variables, sub = parts[idx]
         score_graph = scorer_parts[idx][1]
-        if is_forest(sub) or labelings_at_most(sub, enumeration_limit) is not None:
+        small = (enumeration_is_cheap(sub, ENUMERATION_WORK) if enumeration_limit is None
+                 else labelings_at_most(sub, enumeration_limit))
+        if is_forest(sub) or small is not None:
             res = solve_map(sub, "tree" if is_forest(sub) else "brute_force")
             if res.status == "infeasible":  # cannot happen after propagation
                 statuses.append("infeasible")

@@ -195,6 +195,12 @@ def labelings_at_most(graph, limit):
     return count if count <= limit else None
 
 
+def enumeration_is_cheap(graph, work):
+    """The number of joint labelings of ``graph`` when enumerating them costs
+    at most ``work`` (labelings times factors, about 4 ns each), else None."""
+    return labelings_at_most(graph, work // max(graph.n_factors, 1))
+
+
 def _format_power_of_ten(log10_value):
     """``1.23e+456``-style text for ``10**log10_value``, at any magnitude."""
     if log10_value < 300:

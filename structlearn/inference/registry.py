@@ -87,10 +87,10 @@ def check_method_params(method, params):
 
 
 # ``method="auto"`` on loopy graphs: exhaustive enumeration up to this many
-# labelings; GDMM (oracle sublinear in the domain) from this many states of
+# labelings times factors; GDMM (oracle sublinear in the domain) from this many states of
 # the largest variable; AD3 (fastest to a certified optimum on the shared UAI
 # instances, see BENCHMARKS.md) below it
-AUTO_ENUMERATION_LIMIT = 4096
+AUTO_ENUMERATION_WORK = 5_000_000  # labelings x factors (about 20 ms)
 AUTO_LARGE_DOMAIN = 100
 # and tightens the relaxation with this many frustrated short cycles at most;
 # loopy graphs of at most this many variables get the exact branch and bound
@@ -118,9 +118,9 @@ def auto_choice(graph):
         return "viterbi", "chain: exact max-product along the paths"
     if is_forest(graph):
         return "tree", "forest: exact max-product on the factor tree"
-    from .exact import labelings_at_most
+    from .exact import enumeration_is_cheap
 
-    n_labelings = labelings_at_most(graph, AUTO_ENUMERATION_LIMIT)
+    n_labelings = enumeration_is_cheap(graph, AUTO_ENUMERATION_WORK)
     if n_labelings is not None:
         return "brute_force", f"loopy, {n_labelings} labelings: exact enumeration"
     k_max = int(graph.n_states.max())
@@ -166,7 +166,8 @@ def solve_map(graph, method="auto", *, time_limit=None, **params):
     method : str or callable, default="auto"
         A name from :func:`available_methods` or a callable
         ``(graph, **params) -> MapResult``. ``"auto"``: exact max-product on
-        chains and forests, enumeration up to 4096 labelings, ``"gdmm"``
+        chains and forests, enumeration where labelings times factors are
+        at most 5,000,000, ``"gdmm"``
         when a variable has 100 states or more, else branch and bound
         (``"exact"``) up to 5000 variables and ``"ad3"`` above, except on
         binary pairwise graphs, which always get ``"exact"`` (its roof

@@ -111,8 +111,9 @@ def frustrated_cycles(graph, max_cycles, *, max_entries=MAX_CLUSTER_ENTRIES, max
         Cycles whose joint table has more entries are skipped.
     max_total : int or None
         Entries of all the returned cycles' tables together at most (the
-        most frustrated kept); ``None``: four times the graph's table pool,
-        at least 65,536.
+        most frustrated kept); ``None``: four times the entries of the
+        factors' tables (a shared table counted for each factor), so that
+        the tightened relaxation stays within a few times the plain one.
 
     Returns
     -------
@@ -144,7 +145,7 @@ def frustrated_cycles(graph, max_cycles, *, max_entries=MAX_CLUSTER_ENTRIES, max
     keep = np.flatnonzero(gaps > 1e-9 * np.maximum(1.0, np.abs(gaps)))
     order = keep[np.argsort(-gaps[keep], kind="stable")][:max_cycles]
     if max_total is None:
-        max_total = max(4 * graph.table_data.shape[0], 65536)
+        max_total = 4 * int(np.sum(np.diff(graph.table_offsets)[graph.table_ids]))
     entries = np.prod(np.where(cand[order] >= 0, k[np.maximum(cand[order], 0)], 1), axis=1)
     order = order[np.cumsum(entries) <= max_total]
     return cand[order], gaps[order]
