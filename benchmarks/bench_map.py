@@ -42,6 +42,9 @@ SYNTHETIC = ["potts_grid_k21", "complete_k400", "matching_k1000"]
 # large-domain graphs; not in the default "all" run (see --instances)
 POTTS = [f"potts{n}_k{k}" for n in (20, 50) for k in (2, 4, 8)]
 SPARSE = ["sparse_k100", "sparse_k300"]
+# small complete graphs with their own N(0, 1) tables: loose relaxations,
+# few labelings (dense like ProteinFolding, small like a CSP)
+DENSE = ["complete10_k4", "complete12_k5"]
 
 
 # ------------------------------------------------------------------ instances
@@ -87,13 +90,19 @@ def synthetic(name):
         edges = pairs[np.sort(rng.choice(len(pairs), size=n_edges, replace=False))]
         return graph_from_edges(rng.normal(size=(n, k)), edges,
                                 rng.normal(size=(n_edges, k, k))), None
+    if name in DENSE:
+        n, k = (int(t) for t in name[len("complete"):].split("_k"))
+        from structlearn.graphs import complete_graph
+
+        return complete_graph(rng.normal(size=(n, k)),
+                              list(rng.normal(size=(n * (n - 1) // 2, k, k)))), None
     raise ValueError(f"unknown synthetic instance {name!r}")
 
 
 def load(name):
     from structlearn.graphs import read_uai, read_uai_solution
 
-    if name in SYNTHETIC + POTTS + SPARSE:
+    if name in SYNTHETIC + POTTS + SPARSE + DENSE:
         return synthetic(name)
     path = os.path.join(UAI_DIR, name + ".uai")
     g = read_uai(path)
@@ -117,7 +126,7 @@ def toulbar2_worker(name, time_limit):
     g, ref = load(name)
     path = os.path.join(UAI_DIR, name + ".uai")
     tmp = None
-    if name in SYNTHETIC + POTTS + SPARSE:
+    if name in SYNTHETIC + POTTS + SPARSE + DENSE:
         tmp = tempfile.NamedTemporaryFile(suffix=".uai", delete=False)
         tmp.close()
         write_uai(g, tmp.name)
@@ -215,7 +224,7 @@ def main():
     ap.add_argument("--time-limit", type=float, default=3.0, help="seconds per run")
     ap.add_argument("--instances", default="all",
                     help="comma-separated names (UAI stems or "
-                    + ", ".join(SYNTHETIC + POTTS + SPARSE) + ")")
+                    + ", ".join(SYNTHETIC + POTTS + SPARSE + DENSE) + ")")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()

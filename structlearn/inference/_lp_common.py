@@ -282,7 +282,7 @@ class Tracker:
             return np.inf
         return (self.ub - self.score) / max(1.0, abs(self.ub))
 
-    def polish_incumbent(self, reserve=None, stalled=False, fading=False):
+    def polish_incumbent(self, reserve=None, stalled=False):
         """Iterated local search: perturb a random ball of variables of a
         walking labeling (initially the incumbent), re-optimize locally, move
         when the result is not worse; after 2000 steps without gain the walk
@@ -296,9 +296,7 @@ class Tracker:
         certifies does not pay for a search that finds nothing).  With a time
         limit it ends ``reserve`` seconds before the deadline (default: the
         last solver iteration's time); ``stalled``: the caller knows that its
-        bound has stalled (4x share); ``fading``: the 4x share is halved for
-        rounds without a gain too (a caller whose own work still makes
-        progress when its bound stalls: branch and bound)."""
+        bound has stalled (4x share)."""
         if not self.polish or not np.isfinite(self.score) or self.problem.graph.n_vars < 2:
             return
         now = time.perf_counter()
@@ -308,7 +306,7 @@ class Tracker:
         share = self.polish
         if stalled or self.n_iter - self._last_ub_gain >= 50:
             # the bound has stalled: the solver adds little, search gets more time
-            share *= 4.0 * (0.5 ** min(self._polish_misses, 4) if fading else 1.0)
+            share *= 4.0
         else:
             share *= 0.5 ** min(self._polish_misses, 4)
         budget = share * (solver_time - self._polish_time) - self._polish_time

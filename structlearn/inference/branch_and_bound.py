@@ -303,8 +303,7 @@ class _Search:
     def _polisher(self):
         """A tracker that runs the iterated local search of the LP back-ends
         on the incumbent between node expansions (``polish`` times the
-        search's own time at most, 4x while the gap is wide; both less after
-        rounds without a gain: the nodes close the gap too)."""
+        search's own time at most, less after rounds without a gain)."""
         if (not self.root_polish or self.labels is None
                 or not self.params.get("local_search", True)):
             return None
@@ -326,8 +325,7 @@ class _Search:
             tracker.offer(self.labels)
         ub = max((-e[0] for e in self.heap), default=self.score)
         tracker.count_iteration(ub)
-        tracker.polish_incumbent(reserve=self.last_eval, stalled=self._wide(ub, self.score),
-                                 fading=True)
+        tracker.polish_incumbent(reserve=self.last_eval, stalled=self._wide(ub, self.score))
         if tracker.score > self.score:
             self.score, self.labels = tracker.score, tracker.labels.copy()
 
