@@ -49,16 +49,18 @@ def enumerated_optimum(graph):
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10**6), integer=st.booleans(), tighten=st.sampled_from([0, 20]),
-       dominance=st.booleans(), search=st.booleans(), persistency=st.booleans())
+       dominance=st.booleans(), search=st.booleans(), persistency=st.booleans(),
+       depth_first=st.booleans())
 def test_branch_and_bound_finds_the_enumerated_optimum(seed, integer, tighten, dominance, search,
-                                                       persistency):
+                                                       persistency, depth_first):
     graph = random_loopy(seed, integer=integer, triple=seed % 3 == 0, isolated=seed % 2)
     best = enumerated_optimum(graph)
     # without local search the incumbents are the relaxation's roundings only,
     # so the tree search itself must find the optimum
     bound_params = {} if search else {"polish": 0.0, "local_search": False, "max_iter": 30}
     res = solve_map(graph, "exact", tighten=tighten, dominance=dominance, enumeration_limit=0,
-                    bound_params=bound_params, persistency=persistency)
+                    bound_params=bound_params, persistency=persistency,
+                    depth_first=depth_first)
     if best == -np.inf:
         assert res.status == "infeasible" and res.score == -np.inf
         return
@@ -74,6 +76,7 @@ def test_branch_and_bound_on_frustrated_grids_against_enumeration(seed):
     branches; without local search only the tree search finds the optimum."""
     graph = spin_glass(4, seed=seed)
     res = solve_map(graph, "exact", tighten=0, enumeration_limit=0, persistency=False,
+                    depth_first=False,
                     bound_params={"polish": 0.0, "local_search": False, "max_iter": 30})
     best = enumerated_optimum(graph)
     assert res.status == "exact" and res.n_iter > 1
@@ -86,7 +89,7 @@ def test_branch_and_bound_branches_where_the_relaxation_is_loose():
     search must branch (more than one node) and still end certified."""
     graph = spin_glass(5, seed=3)
     res = solve_map(graph, "exact", tighten=0, enumeration_limit=0, persistency=False,
-                    bound_params={"polish": 0.0, "local_search": False})
+                    depth_first=False, bound_params={"polish": 0.0, "local_search": False})
     ilp = solve_map(graph, "ilp")
     assert res.status == "exact" and res.n_iter > 1
     assert res.score == pytest.approx(ilp.score, abs=1e-9)
@@ -195,7 +198,8 @@ def test_time_limit_returns_incumbent_and_open_bound():
 def test_node_cap():
     graph = spin_glass(6, seed=4)
     res = solve_map(graph, "exact", tighten=0, max_nodes=1, enumeration_limit=0,
-                    persistency=False)
+                    persistency=False,
+                    depth_first=False)
     opt = solve_map(graph, "ilp").score
     assert res.status == "node_limit" and res.n_iter == 1
     assert res.score <= opt + 1e-9 <= res.upper_bound + 2e-9
@@ -203,7 +207,7 @@ def test_node_cap():
 
 def test_components_above_max_search_vars_get_their_root_only():
     graph = spin_glass(5, seed=3)
-    kw = dict(tighten=0, enumeration_limit=0, persistency=False,
+    kw = dict(tighten=0, enumeration_limit=0, persistency=False, depth_first=False,
               bound_params={"polish": 0.0, "local_search": False})
     capped = solve_map(graph, "exact", max_search_vars=24, **kw)
     full = solve_map(graph, "exact", max_search_vars=25, **kw)
@@ -250,7 +254,7 @@ def test_back_ends_without_beliefs_branch_on_the_strongest_variable(bound_method
     for seed in range(3):
         graph = spin_glass(4, seed=seed)
         res = solve_map(graph, "exact", tighten=0, enumeration_limit=0, persistency=False,
-                        bound_method=bound_method,
+                        depth_first=False, bound_method=bound_method,
                         bound_params={"polish": 0.0, "local_search": False, "max_iter": 30})
         best = enumerated_optimum(graph)
         assert res.status == "exact"
@@ -263,7 +267,7 @@ def test_children_start_cold_once_the_state_budget_is_spent(monkeypatch):
     import structlearn.inference.branch_and_bound as bb
 
     graph = spin_glass(5, seed=3)
-    kw = dict(tighten=0, enumeration_limit=0, persistency=False,
+    kw = dict(tighten=0, enumeration_limit=0, persistency=False, depth_first=False,
               bound_params={"polish": 0.0, "local_search": False, "max_iter": 30})
     warm = solve_map(graph, "exact", **kw)
     monkeypatch.setattr(bb, "STATE_BYTES", 0)
@@ -377,7 +381,8 @@ def test_node_stall_rule_defaults_and_a_callers_value(monkeypatch):
 
     monkeypatch.setattr(bb, "solve_map", spy)
     graph = spin_glass(5, seed=3)
-    kw = dict(tighten=0, enumeration_limit=0, persistency=False)
+    kw = dict(tighten=0, enumeration_limit=0, persistency=False,
+                    depth_first=False)
     res = solve_map(graph, "exact", bound_params={"polish": 0.0, "local_search": False}, **kw)
     assert res.status == "exact" and len(seen) > 1
     assert seen[0] == (False, bb.STALL_ITER)
@@ -408,7 +413,7 @@ def test_root_moves_to_the_larger_clusters_when_the_cheap_ones_leave_a_wide_gap(
     monkeypatch.setattr(bb, "solve_map", spy)
     graph = spin_glass(6, seed=2)
     res = solve_map(graph, "exact", enumeration_limit=0, persistency=False,
-                    bound_params={"polish": 0.0})
+                    depth_first=False, bound_params={"polish": 0.0})
     ilp = solve_map(graph, "ilp")
     assert res.status == "exact"
     assert res.score == pytest.approx(ilp.score, abs=1e-9)

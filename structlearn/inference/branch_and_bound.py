@@ -11,6 +11,8 @@ Preprocessing (each step keeps a maximum-score labeling):
    minimum cut, :mod:`.roof_duality`) are fixed and conditioned on;
 5. the graph is split into connected components, each solved on its own
    (isolated variables by their unary argmax, forests by exact max-product,
+   pairwise components of at most :data:`DFBB_MAX_VARS` variables first by a
+   few milliseconds of depth-first branch and bound without LP (:mod:`.dfbb`),
    components whose enumeration costs at most :data:`ENUMERATION_WORK`
    (labelings times factors) by enumeration).
 
@@ -33,7 +35,10 @@ variable to that label, the other forbids it.  Nodes whose bound is within the
 tolerance of the incumbent are pruned (the back-end stops early with status
 ``"cutoff"`` once its bound falls there).  The search ends with a certified
 optimum when no node is left, or at the time limit / node cap with the best
-open bound.
+open bound.  On a small pairwise component whose root leaves a gap, the
+depth-first search runs once more, from the root's incumbent, before any
+branching (dense graphs with loose relaxations: one LP per node costs far more
+than its cheap bounds).
 """
 
 import heapq
@@ -51,6 +56,7 @@ from .exact import enumeration_is_cheap, labelings_at_most
 from .registry import (AUTO_CYCLES, AUTO_LARGE_DOMAIN, check_method_params, get_method,
                        method_parameters, register_method, solve_map)
 from .result import MapResult
+from .dfbb import pairwise_dfbb
 from .roof_duality import condition_pairwise, roof_dual
 
 __all__ = ["branch_and_bound_map"]
@@ -66,6 +72,9 @@ FRACTIONAL = 1e-3         # a variable whose largest belief is below 1 - this is
 WIDE_GAP = 1e-2           # a relative gap this wide is left to the LP and the local search
 CHEAP_CLUSTER_ENTRIES = 1024  # clusters up to this size first; larger ones for a wide root gap
 STATE_BYTES = 256 << 20   # solver states kept for open nodes at most (then children start cold)
+DFBB_MAX_VARS = 64        # pairwise components up to this size try the depth-first search:
+DFBB_FIRST_WORK = 10**7   # first for about this many operations (a few ms) before any LP,
+DFBB_WORK = 4 * 10**8     # then from the root's incumbent for about this many
 
 
 def _interaction_strength(graph):
@@ -118,8 +127,9 @@ class _Search:
     """Branch and bound on one connected component."""
 
     def __init__(self, graph, score_graph, method, params, deadline, tol, max_nodes, t0,
-                 history, richer=None):
+                 history, richer=None, dfbb_graph=None):
         self.graph = graph              # tightened, with dominated labels forbidden
+        self.dfbb_graph = dfbb_graph    # not tightened, for the depth-first search (or None)
         self.richer = richer            # tightened with larger clusters too (or None)
         self.score_graph = score_graph  # the component as given (scores labelings)
         self.method = method
@@ -260,6 +270,8 @@ class _Search:
         """Search; returns ``(labels, score, upper_bound, status)``."""
         root = _Node(None, -1, -1, False)
         ub, branch, state = self._evaluate(root, self.root_iter, self.root_polish)
+        if branch is not None and self._open(ub) and self._depth_first(DFBB_WORK):
+            branch = None  # proved optimal by the depth-first search
         heap, counter = self.heap, 0
         if branch is not None and self._open(ub):
             self._push(ub, root, branch, state, counter)
@@ -299,6 +311,20 @@ class _Search:
         if self.labels is None:  # no finite labeling found (nor proved absent)
             self.labels = np.zeros(self.graph.n_vars, dtype=np.int64)
         return self.labels, self.score, max(open_bound, self.score), status
+
+    def _depth_first(self, work):
+        """Run the depth-first branch and bound (:mod:`.dfbb`) from the
+        incumbent for about ``work`` operations (nodes times variables times
+        states); returns whether it proved its labeling optimal."""
+        g = self.dfbb_graph
+        if g is None or (self.deadline is not None and time.perf_counter() >= self.deadline):
+            return False
+        budget = max(work // (g.n_vars * int(g.n_states.max())), 1)
+        labels, score, proved, _ = pairwise_dfbb(g, max_nodes=budget, tol=self.tol,
+                                                 incumbent=self.labels)
+        if score > self.score:
+            self.score, self.labels = score, labels
+        return proved and score > -np.inf
 
     def _polisher(self):
         """A tracker that runs the iterated local search of the LP back-ends
@@ -383,7 +409,8 @@ def _cycle_relaxations(graph, n_cycles):
 
 def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_params=None,
                          tighten=AUTO_CYCLES, max_nodes=None, dominance=True, persistency=True,
-                         tol=1e-6, enumeration_limit=None, max_search_vars=None):
+                         tol=1e-6, enumeration_limit=None, max_search_vars=None,
+                         depth_first=True):
     """Exact MAP by best-first branch and bound (see the module docstring).
 
     Parameters
@@ -422,6 +449,11 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         of searched (0: search every loopy component); ``None``: those whose
         labelings times factors are at most 5,000,000 (about 20 ms of
         enumeration, less than the search costs on small dense graphs).
+    depth_first : bool, default=True
+        Pairwise components of at most 64 variables first get a few
+        milliseconds of depth-first branch and bound (:mod:`.dfbb`, no LP),
+        and more of it from the root's incumbent when the root leaves a
+        gap.
     max_search_vars : int or None, default=None
         Components with more variables get their root solve only (the
         tightened LP and its local search; status ``"node_limit"`` unless
@@ -463,7 +495,8 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
                              ("max_search_vars", search_cap, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    for name, value in (("dominance", dominance), ("persistency", persistency)):
+    for name, value in (("dominance", dominance), ("persistency", persistency),
+                        ("depth_first", depth_first)):
         if not isinstance(value, (bool, np.bool_)):
             raise ValueError(f"{name} must be True or False, got {value!r}")
     if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol >= 0):
@@ -497,10 +530,23 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
     for rank, idx in enumerate(np.argsort(sizes, kind="stable")):
         variables, sub = parts[idx]
         score_graph = scorer_parts[idx][1]
+        forest = is_forest(sub)
+        dfbb_graph = sub if (depth_first and not forest and sub.n_vars <= DFBB_MAX_VARS
+                             and np.all(sub.factor_orders == 2)) else None
+        if dfbb_graph is not None:
+            budget = max(DFBB_FIRST_WORK // (sub.n_vars * int(sub.n_states.max())), 1)
+            lab, best, proved, _ = pairwise_dfbb(sub, max_nodes=budget, tol=tol)
+            if proved:
+                if best == -np.inf:  # no finite labeling (propagation usually proves it first)
+                    statuses.append("infeasible")
+                    continue
+                labels[variables_left[variables]] = lab
+                n_nodes += 1
+                continue
         small = (enumeration_is_cheap(sub, ENUMERATION_WORK) if enumeration_limit is None
                  else labelings_at_most(sub, enumeration_limit))
-        if is_forest(sub) or small is not None:
-            res = solve_map(sub, "tree" if is_forest(sub) else "brute_force")
+        if forest or small is not None:
+            res = solve_map(sub, "tree" if forest else "brute_force")
             if res.status == "infeasible":  # cannot happen after propagation
                 statuses.append("infeasible")
                 continue
@@ -513,7 +559,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
             (deadline - time.perf_counter()) / left
         nodes = int(max_nodes) if sub.n_vars <= search_cap else 1
         search = _Search(tight, score_graph, bound_method, params, share, tol,
-                         nodes, t0, history, richer=richer)
+                         nodes, t0, history, richer=richer, dfbb_graph=dfbb_graph)
         lab, score, ub, status = search.run()
         n_nodes += search.n_nodes
         statuses.append(status)
@@ -533,4 +579,5 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
 
 register_method("exact", branch_and_bound_map, exact=True,
                 params=("bound_method", "bound_params", "tighten", "max_nodes", "dominance",
-                        "persistency", "tol", "enumeration_limit", "max_search_vars"))
+                        "persistency", "tol", "enumeration_limit", "max_search_vars",
+                        "depth_first"))

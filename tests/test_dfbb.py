@@ -1,0 +1,87 @@
+"""Depth-first branch and bound of small pairwise graphs against enumeration."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from structlearn.graphs import FactorGraph, complete_graph
+from structlearn.inference import solve_map
+from structlearn.inference.dfbb import pairwise_dfbb
+
+from _graphgen import all_labelings
+
+
+def random_pairwise(seed, *, ties=False, p_inf=0.1):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 8))
+    k = rng.integers(1, 4, size=n)
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.6] or [(0, 1)]
+    draw = (lambda size: rng.integers(-2, 3, size=size).astype(float)) if ties else \
+        (lambda size: rng.normal(size=size))
+    tables = []
+    for i, j in pairs:
+        t = draw(int(k[i] * k[j]))
+        t[rng.random(t.shape[0]) < p_inf] = -np.inf
+        tables.append(t)
+    unary = [draw(int(kk)) for kk in k]
+    return FactorGraph(k, unary=unary, scopes=[(j, i) if rng.random() < 0.5 else (i, j)
+                                               for i, j in pairs], tables=tables)
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 10**6), ties=st.booleans(), start=st.booleans())
+def test_depth_first_search_finds_the_enumerated_optimum(seed, ties, start):
+    graph = random_pairwise(seed, ties=ties)
+    scores = graph.score_many(all_labelings(graph))
+    best = scores.max()
+    incumbent = all_labelings(graph)[int(np.argmin(scores))] if start else None
+    labels, score, proved, nodes = pairwise_dfbb(graph, max_nodes=10**7, incumbent=incumbent)
+    assert proved and nodes >= 0
+    if best == -np.inf:
+        assert score == -np.inf
+        return
+    assert score == pytest.approx(best, abs=1e-6 * max(1.0, abs(best)))
+    assert graph.score(labels) == score
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), budget=st.integers(1, 30))
+def test_a_budget_ends_the_search_with_a_true_score(seed, budget):
+    graph = random_pairwise(seed, p_inf=0.0)
+    labels, score, proved, nodes = pairwise_dfbb(graph, max_nodes=budget)
+    assert nodes <= budget + 1
+    if np.isfinite(score):
+        assert graph.score(labels) == score
+    if proved:
+        assert score == pytest.approx(graph.score_many(all_labelings(graph)).max(), abs=1e-6)
+
+
+def test_an_optimal_incumbent_is_kept_and_proved():
+    graph = random_pairwise(3, p_inf=0.0)
+    opt = solve_map(graph, "brute_force")
+    labels, score, proved, _ = pairwise_dfbb(graph, max_nodes=10**6, incumbent=opt.labels)
+    assert proved and score == opt.score and np.array_equal(labels, opt.labels)
+
+
+def test_dense_complete_graph_is_proved_in_the_exact_search():
+    """A 12-variable complete graph of random tables: the relaxation is
+    loose; the depth-first search proves the optimum without any LP."""
+    rng = np.random.default_rng(1)
+    g = complete_graph(rng.normal(size=(12, 5)), list(rng.normal(size=(66, 5, 5))))
+    res = solve_map(g, "exact", enumeration_limit=0)
+    ilp = solve_map(g, "ilp")
+    assert res.status == "exact" and res.n_iter == 1
+    assert res.score == pytest.approx(ilp.score, abs=1e-9)
+    off = solve_map(g, "exact", enumeration_limit=0, depth_first=False, time_limit=60)
+    assert off.score == pytest.approx(ilp.score, abs=1e-9)
+
+
+def test_bad_input():
+    triple = FactorGraph([2, 2, 2], scopes=[(0, 1, 2)], tables=[np.zeros(8)])
+    with pytest.raises(ValueError, match="pairwise"):
+        pairwise_dfbb(triple, max_nodes=10)
+    with pytest.raises(TypeError, match="FactorGraph"):
+        pairwise_dfbb(np.zeros(2), max_nodes=10)
+    with pytest.raises(ValueError, match="depth_first must be True or False"):
+        solve_map(complete_graph(np.zeros((3, 2)), [np.eye(2)] * 3), "exact", depth_first=1)
