@@ -179,7 +179,10 @@ def worker(method, name, time_limit):
 
         warm = grid_graph(np.random.default_rng(1).normal(size=(3, 3, 2)),
                           np.random.default_rng(2).uniform(-1, 1, size=(12, 1, 1)) * np.eye(2))
-        solve_map(warm, "exact", enumeration_limit=0, max_nodes=3)
+        # each stage of the search: roof duality, depth-first search, LP nodes
+        for stage in ({}, {"persistency": False},
+                      {"persistency": False, "depth_first": False}):
+            solve_map(warm, "exact", enumeration_limit=0, max_nodes=3, **stage)
     reset_peak()
     base = rss_kb()
     t0 = time.perf_counter()
