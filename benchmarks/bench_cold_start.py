@@ -2,7 +2,9 @@
 solve_map, each in a fresh process with its own empty NUMBA_CACHE_DIR; reports the
 wall time of the call and the kernels whose compilation took longest (numba's
 compile events, inclusive of the kernels they call).  ``--more`` adds a CRF fit
-over 45 labels (the grouped forward-backward) and a GraphCRF fit and predict.
+over 45 labels (the grouped forward-backward), a GraphCRF fit and predict, and a
+solve_map on a 12 x 12 grid (too large for the depth-first search that solves
+the 5 x 5 one: the LP-bounded search's kernels).
 
 Usage::
 
@@ -18,7 +20,7 @@ import tempfile
 import time
 
 CASES = ("SequenceSSVM.fit", "SequenceCRF.fit", "solve_map")
-MORE = ("SequenceCRF.fit (45 labels)", "GraphCRF.fit+predict")
+MORE = ("SequenceCRF.fit (45 labels)", "GraphCRF.fit+predict", "solve_map (12 x 12 grid)")
 
 
 def worker(case, top):
@@ -64,7 +66,8 @@ def worker(case, top):
         from structlearn.inference import solve_map
 
         rng = np.random.default_rng(0)
-        solve_map(grid_graph(rng.normal(size=(5, 5, 3)), rng.normal(size=(3, 3))))
+        side = 12 if case.endswith("(12 x 12 grid)") else 5  # 144 variables: LP-bounded search
+        solve_map(grid_graph(rng.normal(size=(side, side, 3)), rng.normal(size=(3, 3))))
     wall = time.perf_counter() - t0
     starts, spent = {}, {}
     for ts, ev in rec.buffer:

@@ -30,7 +30,7 @@ def static_order(nbr_ptr, nbr_var):
     return order
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, no_cpython_wrapper=True)
 def _pair_entry(table_data, base, stride_self, stride_other, x, y):
     return table_data[base + x * stride_self + y * stride_other]
 
@@ -164,7 +164,7 @@ def dfbb_pairwise(n_states, unary, unary_offsets, nbr_ptr, nbr_var, nbr_base, nb
     return best, True, nodes
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, no_cpython_wrapper=True)
 def _sort_labels(u, h, v, k, K, out, key):
     """``out[:k]``: the labels of ``v`` by ``u + h`` decreasing (insertion sort)."""
     for x in range(k):
