@@ -115,6 +115,18 @@ def test_cycle_size_cap_keeps_every_cycle_that_fits(seed):
     assert cycles.shape == (0, 4) and frustration.shape == (0,)
 
 
+def test_cycle_candidates_are_capped_by_their_entries():
+    """Scoring a candidate reads its joint table: the search stops once the
+    candidates' entries reach ``max_work`` (a 40-variable complete graph over
+    6 states has 270,000 4-cycles of 1,296 entries)."""
+    rng = np.random.default_rng(0)
+    graph = complete_graph(rng.normal(size=(6, 3)), list(rng.normal(size=(15, 3, 3))))
+    full, _ = frustrated_cycles(graph, 10**6, max_total=10**9)
+    capped, _ = frustrated_cycles(graph, 10**6, max_total=10**9, max_work=27 * 3)
+    assert 0 < capped.shape[0] <= 3 < full.shape[0]
+    assert frustrated_cycles(graph, 10**6, max_work=0)[0].shape == (0, 4)
+
+
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("kind", ["grid", "complete"])
 def test_cluster_graph_keeps_every_score(seed, kind):

@@ -89,6 +89,20 @@ def test_unknown_parameters_get_one_message_for_every_method(method):
     assert str(info.value) == expected
 
 
+def test_exact_search_keeps_a_short_limit_on_a_dense_graph():
+    """A 40-variable complete graph over 6 states has about 10^9 entries of
+    short-cycle tables: the search's cycle scan shares the time limit
+    (it took 10 s under a 0.3 s limit)."""
+    from structlearn.graphs import complete_graph
+
+    rng = np.random.default_rng(5)
+    graph = complete_graph(rng.normal(size=(40, 6)), list(rng.normal(size=(780, 6, 6))))
+    solve_map(graph, "exact", time_limit=0.3)  # kernels loaded first (see above)
+    res = solve_map(graph, "exact", time_limit=0.3)
+    assert res.status == "time_limit" and res.time < 1.0  # no more than a node late
+    assert res.score == graph.score(res.labels) <= res.upper_bound
+
+
 def test_exact_methods_cannot_be_interrupted_and_say_so():
     graph = FactorGraph([3] * 8, unary=np.random.default_rng(0).normal(size=(8, 3)))
     res = solve_map(graph, "brute_force", time_limit=1e-9)

@@ -75,6 +75,8 @@ STATE_BYTES = 256 << 20   # solver states kept for open nodes at most (then chil
 DFBB_MAX_VARS = 64        # pairwise components up to this size try the depth-first search:
 DFBB_FIRST_WORK = 10**7   # first for about this many operations (a few ms) before any LP,
 DFBB_WORK = 4 * 10**8     # then from the root's incumbent for about this many
+DFBB_OPS_PER_SECOND = 2 * 10**8  # a cautious rate of those operations (under a time limit)
+CYCLE_ENTRIES_PER_SECOND = 10**8  # and of the cycle search's candidate entries
 
 
 def _interaction_strength(graph):
@@ -317,8 +319,12 @@ class _Search:
         incumbent for about ``work`` operations (nodes times variables times
         states); returns whether it proved its labeling optimal."""
         g = self.dfbb_graph
-        if g is None or (self.deadline is not None and time.perf_counter() >= self.deadline):
+        if g is None:
             return False
+        if self.deadline is not None:  # about 3 ns per operation: stay within the limit
+            work = min(work, int((self.deadline - time.perf_counter()) * DFBB_OPS_PER_SECOND))
+            if work <= 0:
+                return False
         budget = max(work // (g.n_vars * int(g.n_states.max())), 1)
         labels, score, proved, _ = pairwise_dfbb(g, max_nodes=budget, tol=self.tol,
                                                  incumbent=self.labels)
@@ -388,20 +394,26 @@ class _Search:
         report("exact", self.n_nodes, rec["time"], self.score, ub, open=len(heap))
 
 
-def _cycle_relaxations(graph, n_cycles):
+def _cycle_relaxations(graph, n_cycles, deadline=None):
     """The graph with up to ``n_cycles`` frustrated short cycles as clusters
     of at most :data:`CHEAP_CLUSTER_ENTRIES` entries, and the one with
     clusters up to :data:`~.tightening.MAX_CLUSTER_ENTRIES` entries where
-    that adds cycles (else None)."""
-    from .tightening import cluster_graph, frustrated_cycles
+    that adds cycles (else None).  Before a ``deadline`` each of the two
+    cycle searches scores candidates for at most a quarter of the time left."""
+    from .tightening import MAX_CANDIDATE_ENTRIES, cluster_graph, frustrated_cycles
 
     if not n_cycles:
         return graph, None
-    cheap, _ = frustrated_cycles(graph, n_cycles, max_entries=CHEAP_CLUSTER_ENTRIES)
+    work = MAX_CANDIDATE_ENTRIES
+    if deadline is not None:
+        left = max(deadline - time.perf_counter(), 0.0)
+        work = min(work, int(0.25 * left * CYCLE_ENTRIES_PER_SECOND))
+    cheap, _ = frustrated_cycles(graph, n_cycles, max_entries=CHEAP_CLUSTER_ENTRIES,
+                                 max_work=work)
     tight = cluster_graph(graph, cheap) if cheap.shape[0] else graph
     if int(graph.n_states.max()) ** 4 <= CHEAP_CLUSTER_ENTRIES:
         return tight, None  # every short cycle is cheap
-    rich, _ = frustrated_cycles(graph, n_cycles)
+    rich, _ = frustrated_cycles(graph, n_cycles, max_work=work)
     same = (rich.shape == cheap.shape and
             np.array_equal(np.sort(rich, axis=0), np.sort(cheap, axis=0)))
     return tight, (None if same or not rich.shape[0] else cluster_graph(graph, rich))
@@ -553,7 +565,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
             labels[variables_left[variables]] = res.labels
             n_nodes += 1
             continue
-        tight, richer = _cycle_relaxations(sub, int(tighten))
+        tight, richer = _cycle_relaxations(sub, int(tighten), deadline)
         left = len(parts) - rank  # components not yet solved, this one included
         share = None if deadline is None else time.perf_counter() + \
             (deadline - time.perf_counter()) / left

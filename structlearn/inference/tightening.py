@@ -28,6 +28,7 @@ __all__ = ["cluster_graph", "frustrated_cycles"]
 
 MAX_CLUSTER_ENTRIES = 4096  # largest joint table of a cycle cluster
 MAX_CANDIDATES = 500_000  # short cycles examined at most (lowest variables first)
+MAX_CANDIDATE_ENTRIES = 50_000_000  # and their joint tables' entries at most (~0.5 s)
 
 
 class _Edges:
@@ -99,7 +100,8 @@ def _scope_states(graph, k):
     return out
 
 
-def frustrated_cycles(graph, max_cycles, *, max_entries=MAX_CLUSTER_ENTRIES, max_total=None):
+def frustrated_cycles(graph, max_cycles, *, max_entries=MAX_CLUSTER_ENTRIES, max_total=None,
+                      max_work=MAX_CANDIDATE_ENTRIES):
     """The most frustrated triangles and 4-cycles of a graph's pairwise factors.
 
     Parameters
@@ -114,6 +116,9 @@ def frustrated_cycles(graph, max_cycles, *, max_entries=MAX_CLUSTER_ENTRIES, max
         most frustrated kept); ``None``: four times the entries of the
         factors' tables (a shared table counted for each factor), so that
         the tightened relaxation stays within a few times the plain one.
+    max_work : int
+        Entries of the candidates' joint tables scored at most (about 10 ns
+        each; candidates beyond it, by lowest variables, are not examined).
 
     Returns
     -------
@@ -139,6 +144,10 @@ def frustrated_cycles(graph, max_cycles, *, max_entries=MAX_CLUSTER_ENTRIES, max
     cand = np.empty((n, 4), dtype=np.int64)
     if n:
         short_cycles(*args, n, cand)
+    # scoring a cycle reads its whole joint table: stop at max_work entries
+    sizes = np.prod(np.where(cand >= 0, k[np.maximum(cand, 0)], 1), axis=1)
+    cand = cand[np.cumsum(sizes) <= max_work]
+    n = cand.shape[0]
     gaps = np.empty(n)
     indptr, nbrs, nbr_edge, lo, off, tab = edges.kernel_args()
     cycle_gaps(cand, indptr, nbrs, nbr_edge, lo, off, tab, k, gaps)
