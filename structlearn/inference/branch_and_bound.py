@@ -52,11 +52,11 @@ from ..graphs.factor_graph import FactorGraph
 from ._budget import check_time_limit
 from ._lp_common import COMMON_DEFAULTS, Problem, Tracker
 from ._progress import quiet, report
+from .dfbb import pairwise_dfbb
 from .exact import enumeration_is_cheap, labelings_at_most
 from .registry import (AUTO_CYCLES, AUTO_LARGE_DOMAIN, check_method_params, get_method,
                        method_parameters, register_method, solve_map)
 from .result import MapResult
-from .dfbb import pairwise_dfbb
 from .roof_duality import condition_pairwise, roof_dual
 
 __all__ = ["branch_and_bound_map"]
@@ -321,7 +321,7 @@ class _Search:
         g = self.dfbb_graph
         if g is None:
             return False
-        if self.deadline is not None:  # about 3 ns per operation: stay within the limit
+        if self.deadline is not None:  # stay within the limit at a cautious rate
             work = min(work, int((self.deadline - time.perf_counter()) * DFBB_OPS_PER_SECOND))
             if work <= 0:
                 return False
