@@ -146,8 +146,8 @@ def frustrated_cycles(graph, max_cycles, *, max_entries=MAX_CLUSTER_ENTRIES, max
         short_cycles(*args, n, cand)
     # scoring a cycle reads its whole joint table: stop at max_work entries
     sizes = np.prod(np.where(cand >= 0, k[np.maximum(cand, 0)], 1), axis=1)
-    cand = cand[np.cumsum(sizes) <= max_work]
-    n = cand.shape[0]
+    n = int(np.count_nonzero(np.cumsum(sizes) <= max_work))
+    cand, sizes = cand[:n], sizes[:n]
     gaps = np.empty(n)
     indptr, nbrs, nbr_edge, lo, off, tab = edges.kernel_args()
     cycle_gaps(cand, indptr, nbrs, nbr_edge, lo, off, tab, k, gaps)
@@ -155,8 +155,7 @@ def frustrated_cycles(graph, max_cycles, *, max_entries=MAX_CLUSTER_ENTRIES, max
     order = keep[np.argsort(-gaps[keep], kind="stable")][:max_cycles]
     if max_total is None:
         max_total = 4 * int(np.sum(np.diff(graph.table_offsets)[graph.table_ids]))
-    entries = np.prod(np.where(cand[order] >= 0, k[np.maximum(cand[order], 0)], 1), axis=1)
-    order = order[np.cumsum(entries) <= max_total]
+    order = order[np.cumsum(sizes[order]) <= max_total]
     return cand[order], gaps[order]
 
 
