@@ -44,7 +44,7 @@ POTTS = [f"potts{n}_k{k}" for n in (20, 50) for k in (2, 4, 8)]
 SPARSE = ["sparse_k100", "sparse_k300"]
 # small complete graphs with their own N(0, 1) tables: loose relaxations,
 # few labelings (dense like ProteinFolding, small like a CSP)
-DENSE = ["complete10_k4", "complete12_k5"]
+DENSE = ["complete10_k4", "complete12_k5", "complete30_k4"]
 
 
 # ------------------------------------------------------------------ instances
