@@ -11,8 +11,9 @@ Preprocessing (each step keeps a maximum-score labeling):
    minimum cut, :mod:`.roof_duality`) are fixed and conditioned on;
 5. the graph is split into connected components, each solved on its own
    (isolated variables by their unary argmax, forests by exact max-product,
-   pairwise components of at most :data:`DFBB_MAX_VARS` variables first by a
-   few milliseconds of depth-first branch and bound without LP (:mod:`.dfbb`),
+   pairwise components of at most :data:`DFBB_MAX_VARS` variables of fewer
+   than 100 states first by a few milliseconds of depth-first branch and
+   bound without LP (:mod:`.dfbb`),
    components whose enumeration costs at most :data:`ENUMERATION_WORK`
    (labelings times factors) by enumeration).
 
@@ -72,7 +73,8 @@ FRACTIONAL = 1e-3         # a variable whose largest belief is below 1 - this is
 WIDE_GAP = 1e-2           # a relative gap this wide is left to the LP and the local search
 CHEAP_CLUSTER_ENTRIES = 1024  # clusters up to this size first; larger ones for a wide root gap
 STATE_BYTES = 256 << 20   # solver states kept for open nodes at most (then children start cold)
-DFBB_MAX_VARS = 64        # pairwise components up to this size try the depth-first search:
+DFBB_MAX_VARS = 64        # pairwise components up to this size (domains below
+                          # AUTO_LARGE_DOMAIN) try the depth-first search:
 DFBB_FIRST_WORK = 10**7   # first for about this many operations (a few ms) before any LP,
 DFBB_WORK = 4 * 10**8     # then from the root's incumbent for about this many
 DFBB_OPS_PER_SECOND = 2 * 10**8  # a cautious rate of those operations (under a time limit)
@@ -462,7 +464,8 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         labelings times factors are at most 5,000,000 (about 20 ms of
         enumeration, less than the search costs on small dense graphs).
     depth_first : bool, default=True
-        Pairwise components of at most 64 variables first get a few
+        Pairwise components of at most 64 variables with fewer than 100
+        states each first get a few
         milliseconds of depth-first branch and bound (:mod:`.dfbb`, no LP),
         and more of it from the root's incumbent when the root leaves a
         gap.
@@ -544,6 +547,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         score_graph = scorer_parts[idx][1]
         forest = is_forest(sub)
         dfbb_graph = sub if (depth_first and not forest and sub.n_vars <= DFBB_MAX_VARS
+                             and int(sub.n_states.max()) < AUTO_LARGE_DOMAIN
                              and np.all(sub.factor_orders == 2)) else None
         if dfbb_graph is not None:
             budget = max(DFBB_FIRST_WORK // (sub.n_vars * int(sub.n_states.max())), 1)
