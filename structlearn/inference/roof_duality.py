@@ -109,10 +109,9 @@ def roof_dual(graph):
     n = graph.n_vars
     if n == 0 or graph.n_states.max() > 2 or np.any(graph.factor_orders != 2):
         return None
-    u = np.full((n, 2), -np.inf)
-    u[:, 0] = graph.unary[graph.unary_offsets[:-1]]
-    two = graph.n_states == 2
-    u[two, 1] = graph.unary[graph.unary_offsets[:-1][two] + 1]
+    u = graph.unary_matrix()  # (n, 1 or 2), -inf past a variable's states
+    if u.shape[1] == 1:
+        u = np.hstack([u, np.full((n, 1), -np.inf)])
     allowed = np.isfinite(u)
     n_allowed = allowed.sum(axis=1)
     if np.any(n_allowed == 0):
