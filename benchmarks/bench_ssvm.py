@@ -52,7 +52,10 @@ the defaults (``check_every="auto"`` certificates included) on synthetic chains 
 300 sequences x 15 tokens, 40 of 2,000 features per token (``--features-per-token``),
 for K = 100 and 1,000:
 fit time per pass, the certificate's time in passes, and the K = 1,000 / K = 100
-ratio of the time per pass; ``--rounds`` alternating repetitions.
+ratio of the time per pass; ``--rounds`` alternating repetitions.  Then, from one
+more (untimed) fit per K, the sizes the work of a pass follows: slots and non-zero
+unigram duals per token, pairs and non-zero pair duals per edge, with the final
+primal value and gap.
 
 Section ``search-backoff`` (not run by default): whole fits to a certified 1 %
 gap (``tol=0.01``, up to 400 passes) with the GDMM searches backing off (the
@@ -246,6 +249,30 @@ def bench_fit_scaling(Ks, rounds, per_token=40):
                   f"{cert:.4f} | {cert / pass_s:.2f} | {n_checks} | {gap:.3g} |", flush=True)
         print(f"\nround {r + 1}: fit s per pass K={Ks[-1]} / K={Ks[0]}: "
               f"{per_pass[Ks[-1]] / per_pass[Ks[0]]:.2f}x\n")
+    _fit_support(Ks, data)
+
+
+def _fit_support(Ks, data):
+    """The active sets and the supports of the duals after the same default fits
+    (one more, untimed fit per K, keeping its solver state): the work of a pass
+    grows with them (each unigram step writes nnz(x) weights per changed dual)."""
+    print("| K | slots per token | non-zero unigram duals per token | pairs per edge | "
+          "non-zero pair duals per edge | final primal | final rel. gap |")
+    print("|---|---|---|---|---|---|---|")
+    for K in Ks:
+        m = SequenceSSVM(C=1.0, random_state=0, warm_start=True).fit(*data[K])
+        st = m._solver_state
+        inside = np.arange(st.slab.shape[1])[None, :] < st.ns[:, None]
+        n_tok = st.ns.size
+        n_edges = sum(len(seq) - 1 for seq in data[K][1])
+        pairs = np.arange(st.pa.shape[1])[None, :] < st.nb[:, None]
+        last = np.cumsum([len(seq) for seq in data[K][1]]) - 1  # tokens without a right edge
+        pairs[last] = False
+        print(f"| {K} | {st.ns.mean():.1f} | {np.count_nonzero(st.alpha[inside]) / n_tok:.1f} | "
+              f"{pairs.sum() / n_edges:.1f} | "
+              f"{np.count_nonzero(st.beta[pairs]) / n_edges:.1f} | "
+              f"{m.history_[-1]['primal']:.3g} | {m.history_[-1]['relative_gap']:.3g} |",
+              flush=True)
 
 
 def bench_search_backoff(Ks, rounds=2, per_token=40):
