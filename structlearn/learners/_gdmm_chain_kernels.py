@@ -48,7 +48,7 @@ from ..oracles._inner_kernels import (inner_product_fmo, inner_product_fmo32,
 from ..oracles._pair_kernels import dense_pair_argmax
 from ..oracles._sparse_rows_kernels import (sparse_rows_fmo, sparse_rows_listed_scores,
                                             sparse_rows_sq_sum, sparse_rows_update)
-from ._ssvm_chain_kernels import projected_block_step
+from ._ssvm_chain_kernels import projected_block_step, sq_sum_2d
 
 
 @nb.njit(cache=True, inline="always")
@@ -514,8 +514,11 @@ def gdmm_chain_dual(W, Wsp, K, v, y, C, has_right, slab, ns, alpha, pa, pb, psa,
     r2 = np.empty(A)
     sup1 = np.empty(A, dtype=np.int64)
     sup2 = np.empty(A, dtype=np.int64)
-    pos1 = np.full(A, -1, dtype=np.int64)
-    pos2 = np.full(A, -1, dtype=np.int64)
+    pos1 = np.empty(A, dtype=np.int64)
+    pos2 = np.empty(A, dtype=np.int64)
+    for s in range(A):
+        pos1[s] = -1
+        pos2[s] = -1
     kept = np.empty(B)  # the kept pairs' coupling entries and their support indices
     ki1 = np.empty(B, dtype=np.int64)
     ki2 = np.empty(B, dtype=np.int64)
@@ -571,10 +574,7 @@ def gdmm_chain_dual(W, Wsp, K, v, y, C, has_right, slab, ns, alpha, pa, pb, psa,
         for i2 in range(n2):
             pos2[sup2[i2]] = -1
     if Wsp is None:
-        reg = 0.0
-        for f in range(W.shape[0]):
-            for c in range(K):
-                reg += W[f, c] * W[f, c]
+        reg = sq_sum_2d(W)
     else:
         reg = sparse_rows_sq_sum(Wsp)  # the dense loop's value
     for i in range(K * K):

@@ -48,14 +48,12 @@ def unary_scores(W, data, indices, indptr, start, stop, out):
                 out[r, k] += x * row[k]
 
 
-@nb.njit(cache=True)
-def token_sq_norms(data, indptr, out):
-    """``out[t] = ||x_t||^2`` for every token."""
-    for t in range(indptr.shape[0] - 1):
-        s = 0.0
-        for p in range(indptr[t], indptr[t + 1]):
-            s += data[p] * data[p]
-        out[t] = s
+def token_sq_norms(data, indptr):
+    """``||x_t||^2`` per token (float64 (N,)): each token's squares summed in
+    stored order (``np.bincount`` adds its weights in input order)."""
+    n = indptr.shape[0] - 1
+    rows = np.repeat(np.arange(n), np.diff(indptr))
+    return np.bincount(rows, weights=data * data, minlength=n).astype(np.float64, copy=False)
 
 
 @nb.njit(cache=True)
@@ -63,6 +61,18 @@ def _sq_sum(a):
     s = 0.0
     for i in range(a.shape[0]):
         s += a[i] * a[i]
+    return s
+
+
+@nb.njit(cache=True, no_cpython_wrapper=True)
+def sq_sum_2d(a):
+    """Sum of the squared entries of a 2-D array in row-major order (the
+    value of :func:`_sq_sum` over its C-order ravel, without compiling a
+    ravel)."""
+    s = 0.0
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            s += a[i, j] * a[i, j]
     return s
 
 
@@ -136,15 +146,9 @@ def chain_hinges(W, Wsp, vs, cols, data, indices, indptr, offsets, y, scale, s_l
         s = e
 
 
-@nb.njit(cache=True)
 def scaled_transitions(v, scale):
-    """``scale * v`` as a new (K, K) array."""
-    K = v.shape[0]
-    vs = np.empty((K, K))
-    for a in range(K):
-        for b in range(K):
-            vs[a, b] = v[a, b] * scale
-    return vs
+    """``scale * v`` as a new C-ordered float64 (K, K) array."""
+    return np.multiply(np.asarray(v, dtype=np.float64), scale, order="C")
 
 
 @nb.njit(cache=True)
@@ -156,10 +160,10 @@ def primal_from_hinges(W, Wsp, v, scale, C, hinge):
     for s in range(hinge.shape[0]):
         total += hinge[s]
     if Wsp is None:
-        wsq = _sq_sum(W.ravel())
+        wsq = sq_sum_2d(W)
     else:
         wsq = sparse_rows_sq_sum(Wsp)
-    reg = 0.5 * scale * scale * (wsq + _sq_sum(v.ravel()))
+    reg = 0.5 * scale * scale * (wsq + sq_sum_2d(v))
     return reg + C * total
 
 

@@ -52,9 +52,7 @@ class ChainProblem:
 
     def sq_norms(self):
         """``||x_t||^2`` per token, float64 (N,)."""
-        out = np.empty(self.n_tokens)
-        token_sq_norms(self.data, self.indptr, out)
-        return out
+        return token_sq_norms(self.data, self.indptr)
 
     def signature(self):
         """Cheap fingerprint used to decide whether a warm start may reuse duals."""
