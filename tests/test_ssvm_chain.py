@@ -968,3 +968,40 @@ def test_auto_tol_is_a_one_percent_gap_or_the_ssg_primal_change(solver, resolved
     if solver == "gdmm":  # stopped at the first certificate within 1 %
         gaps = [r["relative_gap"] for r in auto.history_ if np.isfinite(r["primal"])]
         assert auto.converged_ and gaps[-1] <= 1e-2 < min(gaps[:-1])
+
+
+def test_token_norms_and_primal_squares_equal_the_sequential_sums():
+    """The numpy token norms and the primal's squared sums (2-D loops) are the
+    floats of a sequential sum in stored / row-major order, empty tokens
+    included, for C- and F-ordered weights."""
+    from structlearn.learners._ssvm_chain_kernels import (_sq_sum, primal_from_hinges,
+                                                          scaled_transitions, token_sq_norms)
+
+    rng = np.random.default_rng(3)
+    X = sp.random(40, 30, density=0.1, format="csr", random_state=4) * 7.3
+    X.data[X.indptr[5]:X.indptr[6]] = 0.0  # a token without features
+    X.eliminate_zeros()
+    assert X.indptr[5] == X.indptr[6]
+    data = X.data.astype(np.float64)
+    indptr = X.indptr.astype(np.int64)
+    expect = np.zeros(40)
+    for t in range(40):
+        s = 0.0
+        for p in range(indptr[t], indptr[t + 1]):
+            s += data[p] * data[p]
+        expect[t] = s
+    got = token_sq_norms(data, indptr)
+    assert got.dtype == np.float64 and got.shape == (40,)
+    np.testing.assert_array_equal(got, expect)
+    assert token_sq_norms(np.empty(0), np.zeros(1, dtype=np.int64)).shape == (0,)
+    hinge = rng.random(6)
+    v = rng.normal(size=(4, 4))
+    for W in (rng.normal(size=(9, 4)), np.asfortranarray(rng.normal(size=(9, 4)))):
+        total = 0.0
+        for h in hinge:
+            total += h
+        reg = 0.5 * 1.7 * 1.7 * (_sq_sum(np.ravel(W)) + _sq_sum(v.ravel()))
+        assert primal_from_hinges(W, None, v, 1.7, 0.3, hinge) == reg + 0.3 * total
+    vs = scaled_transitions(np.asfortranarray(v), 1.7)
+    assert vs.flags.c_contiguous
+    np.testing.assert_array_equal(vs, v * 1.7)
