@@ -533,6 +533,25 @@ def test_warm_start_continues(solver):
     assert m.history_[-1]["primal"] < cold.history_[-1]["primal"]
 
 
+@pytest.mark.parametrize("solver", ["gdmm", "bcfw", "ssg"])
+def test_warm_start_on_relabeled_tokens_starts_afresh(solver):
+    """Two tokens swapping their labels keep every size and sum: the duals,
+    tied to each token's true label, are still not reused."""
+    X, y = _tiny(8, lengths=(3, 4, 2, 5), K=3, d=4)
+    y2 = [s.copy() for s in y]
+    a, b = (0, 0), (3, 4)
+    assert y2[a[0]][a[1]] != y2[b[0]][b[1]]
+    y2[a[0]][a[1]], y2[b[0]][b[1]] = y2[b[0]][b[1]], y2[a[0]][a[1]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m = SequenceSSVM(solver=solver, max_iter=5, tol=0.0, warm_start=True, random_state=0)
+        m.fit(X, y).fit(X, y2)
+        fresh = SequenceSSVM(solver=solver, max_iter=5, tol=0.0, random_state=0).fit(X, y2)
+    assert m.n_iter_ == 5
+    np.testing.assert_array_equal(m.coef_, fresh.coef_)
+    np.testing.assert_array_equal(m.transition_, fresh.transition_)
+
+
 def test_callback_stops_training():
     X, y = _tiny(9)
     seen = []

@@ -350,6 +350,22 @@ def test_conventions():
     assert w.n_iter_ == 10 and w.history_[-1]["primal"] <= first + 1e-12
 
 
+def test_warm_start_on_swapped_targets_starts_afresh():
+    """Two samples swapping their label rows keep every size and sum: the
+    duals of the first fit are still not reused."""
+    X, Y = _data(3, n=8)
+    i, j = next((i, j) for i in range(8) for j in range(i + 1, 8) if (Y[i] != Y[j]).any())
+    Y2 = Y.copy()
+    Y2[[i, j]] = Y[[j, i]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m = MultiLabelSSVM(max_iter=5, tol=0.0, random_state=1, warm_start=True)
+        m.fit(X, Y).fit(X, Y2)
+        fresh = MultiLabelSSVM(max_iter=5, tol=0.0, random_state=1).fit(X, Y2)
+    assert m.n_iter_ == 5
+    np.testing.assert_array_equal(m.coef_, fresh.coef_)
+
+
 def test_bad_input():
     X, Y = _data(0)
     with pytest.raises(ValueError, match="only 0 and 1"):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._multilabel_kernels import multilabel_bcfw_pass, multilabel_primal, multilabel_ssg_pass
-from ._ssvm_common import HistoryMonitor, sq_norm, warn_not_converged
+from ._ssvm_common import HistoryMonitor, content_digest, sq_norm, warn_not_converged
 
 __all__ = ["MultilabelProblem", "fit_multilabel", "MAX_ENUM_LABELS"]
 
@@ -47,8 +47,10 @@ class MultilabelProblem:
         return out
 
     def signature(self):
-        return (self.Y.shape, int(self.Y.sum()), float(self.data.sum()), self.n_edges,
-                self.n_features)
+        """Fingerprint deciding whether a warm start may reuse the duals: the
+        sizes and a digest of the features, the targets and the edge mask."""
+        return (self.Y.shape, self.n_edges, self.n_features,
+                content_digest(self.Y, self.E, self.indptr, self.indices, self.data))
 
 
 class MultilabelState:
