@@ -49,8 +49,9 @@ def unary_scores(W, data, indices, indptr, start, stop, out):
 
 
 def token_sq_norms(data, indptr):
-    """``||x_t||^2`` per token (float64 (N,)): each token's squares summed in
-    stored order (``np.bincount`` adds its weights in input order)."""
+    """``||x_t||^2`` per CSR row (token, or sample) (float64 (N,)): each row's
+    squares summed in stored order (``np.bincount`` adds its weights in input
+    order)."""
     n = indptr.shape[0] - 1
     rows = np.repeat(np.arange(n), np.diff(indptr))
     return np.bincount(rows, weights=data * data, minlength=n).astype(np.float64, copy=False)

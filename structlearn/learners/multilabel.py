@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._multilabel_kernels import multilabel_bcfw_pass, multilabel_primal, multilabel_ssg_pass
+from ._ssvm_chain_kernels import token_sq_norms
 from ._ssvm_common import HistoryMonitor, content_digest, sq_norm, warn_not_converged
 
 __all__ = ["MultilabelProblem", "fit_multilabel", "MAX_ENUM_LABELS"]
@@ -42,9 +43,7 @@ class MultilabelProblem:
 
     def sq_norms(self):
         """``||x_i||^2`` per sample, float64 (n,)."""
-        out = np.zeros(self.Y.shape[0])
-        np.add.at(out, np.repeat(np.arange(out.shape[0]), np.diff(self.indptr)), self.data ** 2)
-        return out
+        return token_sq_norms(self.data, self.indptr)  # a sample is one CSR row
 
     def signature(self):
         """Fingerprint deciding whether a warm start may reuse the duals: the
