@@ -22,28 +22,24 @@ Sparsity: an inactive pair factor sits at ``z = ybar_a ybar_b`` with
 ``nu = 0``; the kernels keep every inactive factor consistent (a unigram
 step that would violate an inactive edge's constraints activates it; only
 edges to labels with ``x > 0`` can be violated), so inactive factors carry
-no penalty, their gradient is ``P_f`` alone (the joint oracle searches
-``P_f``), and sums over active factors are sums over the whole problem.
+no penalty, their gradient is ``P_f`` alone (the greedy search reads
+``P_f`` over the edges among the sample's labels with ``x > 0``, the only
+inactive pairs whose dual can move), and sums over active factors are sums
+over the whole problem.
 ``tmask`` uint8 (n, L) marks the labels whose unigram factor is active
 (any label not marked has ``A = 0``).
 
 Per-sample active pair factors (dense rows with a count): ``fa, fb`` labels
 (``fa < fb``), ``fv`` the dual ``b``, ``fnu`` (cap, 3) the multipliers,
-``nf[i]`` the count.  The pair scores
-live in ``ostate[0]`` (upper-triangle order, ``-inf`` off the edge set) and
-the joint binary-interaction oracle state ``ostate`` of
-:mod:`structlearn.oracles.binary` (heaps used only when ``sublinear``).
+``nf[i]`` the count; rows widen when a sample needs more (the pass stops
+and asks for it); factors back at their inactive state are removed after
+each multiplier step, so a row holds the active factors only.
 """
 
 import numba as nb
 import numpy as np
 
-from ..oracles._binary_kernels import (
-    binary_add,
-    binary_pair_fmo,
-    dense_binary_pair_argmax,
-    pair_id,
-)
+from ..oracles._binary_kernels import pair_id
 from ._multilabel_kernels import sample_scores
 
 
@@ -206,24 +202,30 @@ def _unigram_step(i, j, u, Y, A, C, rho, xnorm2, fa, fb, fv, fnu, head, nxa, nxb
 
 
 @nb.njit(cache=True)
-def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, order, C, rho, rounds,
-                         W, Pw, s, ostate, A, tmask, fa, fb, fv, fnu, nf, ows, stats):
+def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, nbr_ptr, nbr, order,
+                         start, C, rho, rounds, W, Pw, A, tmask, fa, fb, fv, fnu, nf, stats):
     """One pass of block-greedy coordinate descent (Algorithm 3) over the samples in ``order``.
 
     Per sample: scores of all labels; every unigram factor whose projected
     gradient at its bound is non-zero joins the active set (its search is
     the dense argmax the inner products give anyway); the greedy inactive
-    pair factor (joint oracle: largest ``P_f``; a positive pair by smallest
-    ``P_f``) joins it; then ``rounds`` rounds of exact-curvature projected
+    pair factor (largest gradient among the edges whose dual can move, see
+    the comment in the body) joins it; then ``rounds`` rounds of exact-curvature projected
     coordinate steps (19) on every active factor, activating the edges whose
     constraints a unigram step violates.  The label scores follow the steps
     (``||x_i||^2`` per unit of dual), so a round costs O(active factors);
-    ``W`` takes the sample's summed steps once per visit.  ``Pw`` float64 (L (L-1)/2,) pair weights (0 off
-    the edges); ``s`` the pair scores the oracle searches (``Pw``, ``-inf``
-    off the edges); ``ostate`` the joint oracle's state over ``s``
-    (``ostate[0] is s``) or None for dense scans (the oracle's kernels are
-    then not compiled); ``ows`` the oracle workspace.  ``stats`` int64 (2,): +=
-    oracle entries visited, += factors not added for lack of capacity.
+    ``W`` takes the sample's summed steps once per visit.  ``Pw`` float64
+    (L (L-1)/2,) pair weights (0 off the edges).  ``nbr_ptr, nbr``:
+    the edges' adjacency (CSR, int64) of every label.  ``stats`` int64 (2,):
+    += label pairs the greedy search examined, += stops for lack of capacity.
+
+    Capacity: no step is ever dropped.  When a sample's next step could
+    activate more pairs than its row of ``fa, fb, fv, fnu`` holds, the
+    sample's steps so far are written to ``W`` and the pass stops there;
+    it returns ``(t, need)``: the position in ``order`` to resume from (the
+    sample is then visited again from its start, a valid coordinate-descent
+    visit) and the number of pair slots it needs.  A finished pass returns
+    ``(len(order), 0)``.  Starts at ``order[start]``.
 
     A label's penalty reads only its own active pairs (per-label lists),
     so a sample costs O(L + active pairs) besides the oracle and the
@@ -233,13 +235,7 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, order, C,
     cap = fa.shape[1]
     u = np.empty(L)
     mark = np.zeros(L, dtype=np.uint8)
-    act = np.empty(0, dtype=np.int64)
-    actv = np.empty(0)
-    exi = np.empty(cap + L * L // 2, dtype=np.int64)
-    exj = np.empty(cap + L * L // 2, dtype=np.int64)
-    zc = np.zeros(L)
-    npairs = L * (L - 1) // 2
-    exmask = np.zeros(npairs if ostate is None else 0, dtype=np.uint8)
+    cand = np.empty(L, dtype=np.int64)
     head = np.empty(L, dtype=np.int64)
     tail = np.empty(L, dtype=np.int64)
     nxa = np.empty(cap, dtype=np.int64)
@@ -247,9 +243,8 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, order, C,
     positives = np.empty(L, dtype=np.int64)
     dsum = np.zeros(L)
     Qp = 1.0 + 3.0 * rho
-    for i in order:
-        start = indptr[i]
-        end = indptr[i + 1]
+    for t in range(start, order.shape[0]):
+        i = order[t]
         sample_scores(W, data, indices, indptr, i, u)
         m = nf[i]
         _adjacency_build(i, fa, fb, m, head, tail, nxa, nxb)
@@ -261,62 +256,52 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, order, C,
                 if (g > 0.0 and Y[i, j] == 0) or (g < 0.0 and Y[i, j] != 0):
                     tmask[i, j] = 1
         stats[0] += L
-        # greedy pair factor: inactive pairs have gradient P_f (no penalty term)
+        # greedy pair factor.  An inactive pair's gradient is P_f (no penalty
+        # term), but its dual can only move where the local polytope lets z
+        # move: z = 0 is forced when an endpoint has x = 0, and z = 1 while
+        # both endpoints sit at x = 1.  So only the edges among the labels
+        # with x > 0 (the positives and the moved negatives) are searched:
+        # O(|S|^2) per sample whatever the number of labels.
         if n_edges > 0:
-            nex = 0
-            for q in range(m):
-                exi[nex] = fa[i, q]
-                exj[nex] = fb[i, q]
-                nex += 1
+            ns = 0
+            for k in range(L):
+                if (Y[i, k] != 0 and A[i, k] < C) or (Y[i, k] == 0 and A[i, k] != 0.0):
+                    cand[ns] = k
+                    ns += 1
             pbest = 0.0
             pa = -1
             pb = -1
-            # inactive positive pairs (z = 1) descend when P_f < 0
-            for a in range(L):
-                if Y[i, a] == 0:
-                    continue
-                for b in range(a + 1, L):
-                    if Y[i, b] == 0 or E[a, b] == 0:
+            for r in range(ns):
+                a = cand[r]
+                for r2 in range(r + 1, ns):
+                    b = cand[r2]
+                    if E[a, b] == 0:
                         continue
-                    exi[nex] = a
-                    exj[nex] = b
-                    nex += 1
-                    if _find_pair(i, a, b, fa, fb, m) < 0 and -Pw[pair_id(a, b, L)] > pbest:
-                        pbest = -Pw[pair_id(a, b, L)]
+                    g = Pw[pair_id(a, b, L)]
+                    if Y[i, a] != 0 and Y[i, b] != 0:
+                        if A[i, a] == 0.0 and A[i, b] == 0.0:
+                            continue  # x_a = x_b = 1 forces z = 1
+                        g = -g  # z = 1 descends when P_f < 0
+                    if g > pbest and _find_pair(i, a, b, fa, fb, m) < 0:
+                        pbest = g
                         pa = a
                         pb = b
-            if ostate is not None:
-                best, ga, gb, nv = binary_pair_fmo(ostate, act, actv, 0, exi, exj, nex, ows)
-                stats[0] += nv
-            else:
-                for q in range(nex):
-                    exmask[pair_id(exi[q], exj[q], L)] = 1
-                best, ga, gb = dense_binary_pair_argmax(s, L, zc, exmask)
-                for q in range(nex):
-                    exmask[pair_id(exi[q], exj[q], L)] = 0
-                stats[0] += npairs
-            if ga >= 0 and best > pbest:
-                pbest = best
-                pa = ga
-                pb = gb
+            stats[0] += ns * (ns - 1) // 2
             if pa >= 0:
-                if m < cap:
-                    _append_pair(i, pa, pb, fa, fb, fv, fnu, nf, head, tail, nxa, nxb)
-                    m += 1
-                else:
+                if m == cap:
                     stats[1] += 1
-        # labels whose x may be positive (the only partners a step can
-        # violate), the positive ones listed, and a bound on x of the others
-        n_cand = 0
+                    return t, cap + 1
+                _append_pair(i, pa, pb, fa, fb, fv, fnu, nf, head, tail, nxa, nxb)
+                m += 1
+        # the positive labels listed, and a bound on x of the negative ones
+        # (the partners with x > 0 are the only ones a step can violate)
         n_pos = 0
         xneg_max = 0.0
         for k in range(L):
             if Y[i, k] != 0:
                 positives[n_pos] = k
                 n_pos += 1
-                n_cand += 1
             elif tmask[i, k] != 0:
-                n_cand += 1
                 xk = _x(i, k, Y, A, C)
                 if xk > xneg_max:
                     xneg_max = xk
@@ -327,16 +312,17 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, order, C,
             for j in range(L):
                 if tmask[i, j] == 0:
                     continue
-                if 0 < n_edges and cap < n_edges and nf[i] + n_cand > cap:
+                if cap < n_edges and nf[i] + nbr_ptr[j + 1] - nbr_ptr[j] > cap:
                     # room for the edges this step might activate (conservative)
                     room = 0
-                    for k in range(L):
-                        if (k != j and (tmask[i, k] != 0 or Y[i, k] != 0)
-                                and E[min(j, k), max(j, k)] != 0):
+                    for r in range(nbr_ptr[j], nbr_ptr[j + 1]):
+                        k = nbr[r]
+                        if tmask[i, k] != 0 or Y[i, k] != 0:
                             room += 1
                     if nf[i] + room > cap:
+                        _flush_weights(W, data, indices, indptr, i, dsum)
                         stats[1] += 1
-                        continue
+                        return t, nf[i] + room
                 d = _unigram_step(i, j, u, Y, A, C, rho, xnorm2, fa, fb, fv, fnu, head, nxa,
                                   nxb)
                 dsum[j] += d
@@ -362,35 +348,59 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, order, C,
                 if d != 0.0:
                     fv[i, q] = new
                     Pw[pid] += d
-                    if ostate is None:
-                        s[pid] += d
-                    else:
-                        binary_add(ostate, a, b, d)
         # the weights follow the sample's unigram duals once per visit
-        for j in range(L):
-            if dsum[j] != 0.0:
-                d = dsum[j]
-                for p in range(start, end):
-                    W[indices[p], j] += data[p] * d
-                dsum[j] = 0.0
+        _flush_weights(W, data, indices, indptr, i, dsum)
+    return order.shape[0], 0
+
+
+@nb.njit(cache=True, inline="always")
+def _flush_weights(W, data, indices, indptr, i, dsum):
+    """``W[:, j] += x_i dsum[j]`` for every label, then ``dsum = 0``."""
+    for j in range(dsum.shape[0]):
+        if dsum[j] != 0.0:
+            d = dsum[j]
+            for p in range(indptr[i], indptr[i + 1]):
+                W[indices[p], j] += data[p] * d
+            dsum[j] = 0.0
 
 
 @nb.njit(cache=True)
-def gdmm_multilabel_multipliers(Y, A, C, eta, fa, fb, fv, fnu, nf):
-    """Multiplier step ``nu <- max(0, nu + eta h)`` on every active factor.
+def gdmm_multilabel_multipliers(Y, A, C, eta, tmask, fa, fb, fv, fnu, nf):
+    """Multiplier step ``nu <- max(0, nu + eta h)`` on every active factor,
+    then the factors back at their inactive state leave the active sets.
 
+    A pair factor leaves when its dual is 0 (``z = ybar_a ybar_b``), its
+    multipliers are 0 and its constraints hold: exactly the state the
+    kernels keep inactive factors in, so nothing changes but the storage
+    (kept in order).  A unigram factor leaves ``tmask`` when its dual is 0.
     Returns the squared constraint violation ``sum max(0, h)^2`` before the
     step, over the whole problem (inactive factors satisfy their constraints
     exactly, see the module docstring).
     """
     res = 0.0
-    for i in range(Y.shape[0]):
+    n, L = Y.shape
+    for i in range(n):
+        kept = 0
         for q in range(nf[i]):
             h1, h2, h3 = _constraints(i, q, Y, A, C, fa, fb, fv)
             for c, h in ((0, h1), (1, h2), (2, h3)):
                 if h > 0.0:
                     res += h * h
                 fnu[i, q, c] = max(0.0, fnu[i, q, c] + eta * h)
+            idle = (fv[i, q] == 0.0 and fnu[i, q, 0] == 0.0 and fnu[i, q, 1] == 0.0
+                    and fnu[i, q, 2] == 0.0 and h1 <= 0.0 and h2 <= 0.0 and h3 <= 0.0)
+            if not idle:
+                if kept != q:
+                    fa[i, kept] = fa[i, q]
+                    fb[i, kept] = fb[i, q]
+                    fv[i, kept] = fv[i, q]
+                    for c in range(3):
+                        fnu[i, kept, c] = fnu[i, q, c]
+                kept += 1
+        nf[i] = kept
+        for j in range(L):
+            if A[i, j] == 0.0:
+                tmask[i, j] = 0
     return res
 
 

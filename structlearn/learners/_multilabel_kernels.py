@@ -15,6 +15,8 @@ flip gains in O(L) per labeling (``L <= 30``).  With no edges it reduces to
 import numba as nb
 import numpy as np
 
+from ..inference._binary_forest_kernels import binary_forest_map
+
 
 @nb.njit(cache=True)
 def sample_scores(W, data, indices, indptr, i, out):
@@ -245,3 +247,35 @@ def multilabel_ssg_pass(data, indices, indptr, Y, order, Cn, Wsum, Psum, Wacc, P
                         Psum[a, b] += Cn * dp
                         Pacc[a, b] += wk * Cn * dp
     return t
+
+
+@nb.njit(cache=True)
+def forest_hinges(W, data, indices, indptr, Y, order, parent, weight, out):
+    """Exact hinge of every sample when the interaction edges form a forest.
+
+    ``out[i] = max_y [score_i(y) + Hamming(y, ybar_i)] - score_i(ybar_i)``
+    by max-product on the rooted forest (``order``, ``parent``, ``weight``:
+    see :mod:`structlearn.inference._binary_forest_kernels`; ``weight[j]``
+    the pair weight of ``(parent[j], j)``).  O(nnz(x_i) L) per sample for
+    the label scores, O(L) for the rest.  ``out`` float64 (n,).
+    """
+    n, L = Y.shape
+    u = np.empty(L)
+    msg0 = np.empty(L)
+    msg1 = np.empty(L)
+    z = np.empty(L, dtype=np.int64)
+    for i in range(n):
+        sample_scores(W, data, indices, indptr, i, u)
+        truth = 0.0
+        npos = 0
+        for j in range(L):
+            if Y[i, j] != 0:
+                truth += u[j]
+                npos += 1
+                p = parent[j]
+                if p >= 0 and Y[i, p] != 0:
+                    truth += weight[j]
+            u[j] += 1.0 - 2.0 * Y[i, j]
+        best = binary_forest_map(u, order, parent, weight, msg0, msg1, z)
+        h = best + npos - truth
+        out[i] = h if h > 0.0 else 0.0

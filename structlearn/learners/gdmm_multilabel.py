@@ -53,7 +53,7 @@ from ._gdmm_multilabel_kernels import (
     lp_hinge_bound,
 )
 from ._multilabel_kernels import multilabel_primal
-from ._ssvm_common import HistoryMonitor, sq_norm, warn_not_converged
+from ._ssvm_common import HistoryMonitor, check_schedule, sq_norm, warn_not_converged
 
 __all__ = ["GDMMMultilabelState", "fit_gdmm_multilabel", "is_forest_mask"]
 
@@ -65,6 +65,10 @@ _INITIAL_PAIRS = 8
 _SAMPLE_ROUNDS = 2
 # exact primal from the weights when n * 2^L * L stays below this
 _ENUM_BUDGET = 2e7
+# samples in the first block of a pass; later blocks are sized to take about
+# _TIME_SLICE seconds (the granularity of max_time inside a pass)
+_FIRST_BLOCK = 256
+_TIME_SLICE = 0.25
 
 
 def is_forest_mask(E):
@@ -112,10 +116,11 @@ class GDMMMultilabelState:
     def capacity(self):
         return self.fa.shape[1]
 
-    def grow(self, limit):
-        """Double the per-sample pair capacity (at most ``limit``)."""
+    def grow(self, new_capacity):
+        """Widen every sample's pair row to ``new_capacity`` slots (amortized:
+        the pass asks for at least twice the old width)."""
         cap = self.capacity
-        extra = min(limit, 2 * cap) - cap
+        extra = int(new_capacity) - cap
         if extra <= 0:
             return
         for name in ("fa", "fb", "fv"):
@@ -131,22 +136,86 @@ class GDMMMultilabelState:
         return self.W, P
 
 
-def _oracle_state(Pw, E, sublinear):
-    """The pair scores the oracle searches (the pair weights, ``-inf`` off the
-    edges) and the joint binary-interaction oracle over them (None: dense scans)."""
-    from ..oracles.binary import make_binary_oracle
-
+def _label_adjacency(E):
+    """Neighbours of every label on the edge mask: CSR ``(ptr, nbr)`` of int64."""
+    a, b = np.nonzero(E)
     L = E.shape[0]
-    s = np.where(E[np.triu_indices(L, 1)] != 0, Pw, -np.inf)
-    if sublinear and L >= 2:
-        # the pass searches with no active label (case (i)): no partner heaps to keep
-        state = make_binary_oracle(s, partner_heaps=False)
-        return state[0], state
-    return s, None
+    rows = np.concatenate([a, b])
+    cols = np.concatenate([b, a])
+    order = np.lexsort((cols, rows))
+    ptr = np.zeros(L + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=L), out=ptr[1:])
+    return ptr, np.ascontiguousarray(cols[order], dtype=np.int64)
+
+
+def edge_pair_ids(E):
+    """The edges ``(a, b)`` of the mask (row-major) and their ids in ``Pw``."""
+    L = E.shape[0]
+    a, b = np.nonzero(E)
+    return np.stack([a, b], axis=1), a * (2 * L - a - 1) // 2 + (b - a - 1)
+
+
+class _Certificate:
+    """Primal and dual values of a multilabel GDMM state (see the module docstring).
+
+    The primal is exact when the edges form a forest (max-product per
+    sample, :func:`._multilabel_kernels.forest_hinges`); otherwise it is the
+    Lagrangian bound of each sample's loss-augmented LP, or the exact
+    objective by enumeration when that is cheap and the edges form a forest.
+    The dual reported is the best value certified so far and never below 0
+    (the value of the zero dual): each evaluation is a lower bound on the
+    optimum, so their maximum is too.
+    """
+
+    def __init__(self, problem, C, rho):
+        from ..inference.binary_forest import rooted_forest
+
+        Y, E = problem.Y, problem.E
+        n, L = Y.shape
+        self.problem = problem
+        self.C = float(C)
+        self.rho = float(rho)
+        edges, self.pids = edge_pair_ids(E)
+        self.forest = rooted_forest(edges, L)
+        self.node_weight = np.zeros(L)
+        self.enum_ok = problem.n_edges == 0 or n * (2.0 ** L) * L <= _ENUM_BUDGET
+        self.hinge = np.empty(n)
+        self.best_dual = 0.0
+
+    def evaluate(self, state):
+        """``(primal, dual, primal_exact)`` at the state's current weights."""
+        from ._multilabel_kernels import forest_hinges
+
+        p = self.problem
+        C = self.C
+        W = state.W
+        Pfeas = np.empty_like(state.Pw)
+        dual = float(gdmm_multilabel_dual(W, state.Pw, p.Y, state.A, C, state.fa, state.fb,
+                                          state.fv, state.nf, Pfeas))
+        self.best_dual = max(self.best_dual, dual)
+        reg = 0.5 * sq_norm(W, state.Pw)
+        exact = np.nan
+        if self.forest is not None:
+            f = self.forest
+            self.node_weight[:] = 0.0
+            has = f.edge >= 0
+            self.node_weight[has] = state.Pw[self.pids[f.edge[has]]]
+            forest_hinges(W, p.data, p.indices, p.indptr, p.Y, f.order, f.parent,
+                          self.node_weight, self.hinge)
+            exact = primal = float(reg + C * self.hinge.sum())
+        else:
+            lp_hinge_bound(W, state.Pw, p.E, p.data, p.indices, p.indptr, p.Y, self.rho,
+                           state.fa, state.fb, state.fnu, state.nf, self.hinge)
+            primal = float(reg + C * self.hinge.sum())
+            if self.enum_ok:
+                _, P = state.weights()
+                exact = float(multilabel_primal(W, P, p.E, p.n_edges, 1.0, p.data, p.indices,
+                                                p.indptr, p.Y, C))
+        return primal, self.best_dual, exact
 
 
 def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, state=None,
-                        verbose=0, callback=None, rounds=None):
+                        verbose=0, callback=None, rounds=None, check_every=1, max_time=None):
     """Run up to ``max_iter`` GDMM iterations; returns ``(W, P, history, state, converged)``.
 
     Parameters
@@ -159,7 +228,7 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
     max_iter : int
     tol : float
         Stop when the certified relative gap ``(primal - dual) / |primal|``
-        is at most ``tol`` (after a pass without capacity overflow).
+        is at most ``tol``.
     sublinear : bool
         Joint oracle over sorted pair scores (heaps), or a dense scan of all
         pairs (same results).
@@ -170,14 +239,19 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
     rounds : int or None
         Coordinate-step rounds over a sample's active factors per visit
         (None: ``_SAMPLE_ROUNDS``).
+    check_every : int or CheckSchedule
+        Evaluate the certificate (and so the stopping rule) after these
+        passes and after the last one; other records hold NaN.
+    max_time : float or None
+        Stop once this many seconds have passed since the start, checked
+        between blocks of samples inside a pass (about ``_TIME_SLICE``
+        seconds apart); the last (partial) pass is then certified.
 
     Returns
     -------
     W : ndarray (n_features, L), P : ndarray (L, L) upper triangle,
     history : list of dict, state : GDMMMultilabelState, converged : bool
     """
-    from ..oracles.binary import make_binary_workspace
-
     Y, E = problem.Y, problem.E
     n, L = Y.shape
     ne = problem.n_edges
@@ -186,51 +260,57 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
     if rounds is None:
         rounds = _SAMPLE_ROUNDS
     xnorm2 = problem.sq_norms()
-    scores, ostate = _oracle_state(state.Pw, E, sublinear)
-    ows = make_binary_workspace(L)
-    forest = is_forest_mask(E)
-    enum_ok = ne == 0 or n * (2.0 ** L) * L <= _ENUM_BUDGET
-    Pfeas = np.empty_like(state.Pw)
-    hinge = np.empty(n)
+    nbr_ptr, nbr = _label_adjacency(E)
+    cert = _Certificate(problem, C, rho)
     stats = np.zeros(2, dtype=np.int64)
     monitor = HistoryMonitor(verbose, callback)
+    schedule = check_schedule(check_every, tol)
+    block = max(1, min(n, _FIRST_BLOCK))
     converged = False
     rel_gap = np.inf
-    for _ in range(max_iter):
+    for it in range(max_iter):
         t0 = time.perf_counter()
         order = rng.permutation(n).astype(np.int64)
         stats[:] = 0
-        gdmm_multilabel_pass(problem.data, problem.indices, problem.indptr, Y, xnorm2, E, ne,
-                             order, float(C), float(rho), int(rounds), state.W, state.Pw,
-                             scores, ostate, state.A, state.tmask, state.fa, state.fb, state.fv,
-                             state.fnu, state.nf, ows, stats)
-        res2 = gdmm_multilabel_multipliers(Y, state.A, float(C), float(eta), state.fa, state.fb,
-                                           state.fv, state.fnu, state.nf)
+        pos = 0
+        out_of_time = False
+        while pos < n:
+            # blocks of samples, sized to take about _TIME_SLICE seconds, so
+            # that max_time is honoured inside a pass
+            stop_at = min(n, pos + block)
+            tb = time.perf_counter()
+            pos, need = gdmm_multilabel_pass(
+                problem.data, problem.indices, problem.indptr, Y, xnorm2, E, ne, nbr_ptr, nbr,
+                order[:stop_at], pos, float(C), float(rho), int(rounds), state.W, state.Pw,
+                state.A, state.tmask, state.fa, state.fb, state.fv, state.fnu, state.nf, stats)
+            if need:
+                state.grow(min(ne, max(need, 2 * state.capacity)))
+            else:
+                spent = time.perf_counter() - tb
+                block = int(min(n, max(1, block * min(4.0, _TIME_SLICE / max(spent, 1e-6)))))
+            if max_time is not None and time.perf_counter() - monitor.start >= max_time:
+                out_of_time = pos < n
+                break
+        res2 = gdmm_multilabel_multipliers(Y, state.A, float(C), float(eta), state.tmask,
+                                           state.fa, state.fb, state.fv, state.fnu, state.nf)
         pass_time = time.perf_counter() - t0
         state.n_iter += 1
-        W, P = state.weights()
-        dual = float(gdmm_multilabel_dual(W, state.Pw, Y, state.A, float(C), state.fa, state.fb,
-                                          state.fv, state.nf, Pfeas))
-        lp_hinge_bound(W, state.Pw, E, problem.data, problem.indices, problem.indptr, Y,
-                       float(rho), state.fa, state.fb, state.fnu, state.nf, hinge)
-        reg = 0.5 * sq_norm(W, state.Pw)
-        primal = float(reg + C * hinge.sum())
-        exact = np.nan
-        if enum_ok:
-            exact = float(multilabel_primal(W, P, E, ne, 1.0, problem.data, problem.indices,
-                                            problem.indptr, Y, float(C)))
-            if forest:
-                primal = min(primal, exact)
+        timed_out = max_time is not None and time.perf_counter() - monitor.start >= max_time
+        checking = schedule.due(it + 1, max_iter) or timed_out
+        primal = dual = exact = np.nan
+        if checking:
+            primal, dual, exact = cert.evaluate(state)
         active = (state.tmask.sum() + state.nf.sum()) / max(n, 1)
         stop = monitor.record(state.n_iter, primal, dual, float(np.sqrt(res2)), float(active),
-                              stats[0], pass_time, primal_exact=exact, overflow=int(stats[1]))
+                              stats[0], pass_time, primal_exact=exact, overflow=int(stats[1]),
+                              checked=bool(checking), partial=bool(out_of_time))
         rel_gap = monitor.history[-1]["relative_gap"]
-        if stats[1] > 0 or state.nf.max(initial=0) + L > state.capacity:
-            state.grow(max(ne, 1))
-        if stats[1] == 0 and rel_gap <= tol:
-            converged = True
-            break
-        if stop:
+        if checking:
+            schedule.checked(it + 1, rel_gap)
+            if rel_gap <= tol:
+                converged = True
+                break
+        if stop or timed_out:
             break
     if not converged and len(monitor.history) == max_iter:
         warn_not_converged("GDMM", max_iter, rel_gap)
