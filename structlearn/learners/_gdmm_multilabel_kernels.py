@@ -36,6 +36,8 @@ and asks for it); factors back at their inactive state are removed after
 each multiplier step, so a row holds the active factors only.
 """
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 
@@ -43,14 +45,74 @@ from ..oracles._binary_kernels import pair_id
 from ._multilabel_kernels import sample_scores
 
 
+class PairPool(NamedTuple):
+    """Active pair factors of every sample, in one flat pool.
+
+    Sample ``i`` owns the slots ``base[i] : base[i] + capacity[i]``, of which
+    the first ``count[i]`` are in use; ``top[0]`` is the first free slot at
+    the end of the pool.  A sample that needs more slots moves to the end
+    (:func:`_widen`); the driver compacts the pool when that end is full.
+
+    Attributes
+    ----------
+    left, right : int64 (P,)
+        The pair's labels, ``left < right``.
+    dual : float64 (P,)
+        The pair dual ``b``.
+    nu : float64 (P, 3)
+        Scaled multipliers of the three consistency constraints.
+    base, capacity, count : int64 (n,)
+    top : int64 (1,)
+    """
+
+    left: np.ndarray
+    right: np.ndarray
+    dual: np.ndarray
+    nu: np.ndarray
+    base: np.ndarray
+    capacity: np.ndarray
+    count: np.ndarray
+    top: np.ndarray
+
+
+@nb.njit(cache=True, inline="always")
+def pair_rows(pool, i):
+    """Views of sample ``i``'s slots: ``(left, right, dual, nu)``."""
+    b = pool.base[i]
+    e = b + pool.capacity[i]
+    return pool.left[b:e], pool.right[b:e], pool.dual[b:e], pool.nu[b:e]
+
+
+@nb.njit(cache=True)
+def _widen(pool, i, need, n_edges):
+    """Move sample ``i``'s pairs to ``max(need, 2 capacity)`` slots (at most
+    ``n_edges``, at least one more) at the end of the pool; False (nothing
+    moved) when the pool has no such room."""
+    new_cap = max(pool.capacity[i] + 1, min(max(need, 2 * pool.capacity[i]), n_edges))
+    top = pool.top[0]
+    if top + new_cap > pool.left.shape[0]:
+        return False
+    b = pool.base[i]
+    for q in range(pool.count[i]):
+        pool.left[top + q] = pool.left[b + q]
+        pool.right[top + q] = pool.right[b + q]
+        pool.dual[top + q] = pool.dual[b + q]
+        for c in range(3):
+            pool.nu[top + q, c] = pool.nu[b + q, c]
+    pool.base[i] = top
+    pool.capacity[i] = new_cap
+    pool.top[0] = top + new_cap
+    return True
+
+
 @nb.njit(cache=True, inline="always")
 def _constraints(i, q, Y, A, C, fa, fb, fv):
-    a = fa[i, q]
-    b = fb[i, q]
+    a = fa[q]
+    b = fb[q]
     ya = Y[i, a]
     yb = Y[i, b]
     yf = ya * yb
-    v = fv[i, q]
+    v = fv[q]
     h1 = C * (yf - ya) - v + A[i, a]
     h2 = C * (yf - yb) - v + A[i, b]
     h3 = C * (ya + yb - 1 - yf) - A[i, a] - A[i, b] + v
@@ -67,8 +129,8 @@ def _adjacency_build(i, fa, fb, m, head, tail, nxa, nxb):
     """Lists of the active pairs of sample ``i`` by label, in pair order.
 
     ``head[j]``/``tail[j]`` first/last pair touching label ``j`` (-1: none);
-    the pair after ``q`` in the list of ``fa[i, q]`` is ``nxa[q]``, in the
-    list of ``fb[i, q]`` it is ``nxb[q]``.  O(L + m)."""
+    the pair after ``q`` in the list of ``fa[q]`` is ``nxa[q]``, in the
+    list of ``fb[q]`` it is ``nxb[q]``.  O(L + m)."""
     head[:] = -1
     tail[:] = -1
     for q in range(m):
@@ -80,11 +142,11 @@ def _adjacency_append(i, q, fa, fb, head, tail, nxa, nxb):
     """Add pair ``q`` (the largest index so far) to both of its labels' lists."""
     nxa[q] = -1
     nxb[q] = -1
-    for lab in (fa[i, q], fb[i, q]):
+    for lab in (fa[q], fb[q]):
         t = tail[lab]
         if t < 0:
             head[lab] = q
-        elif fa[i, t] == lab:
+        elif fa[t] == lab:
             nxa[t] = q
         else:
             nxb[t] = q
@@ -100,12 +162,12 @@ def _label_penalty(i, j, Y, A, C, fa, fb, fv, fnu, head, nxa, nxb):
     q = head[j]
     while q >= 0:
         h1, h2, h3 = _constraints(i, q, Y, A, C, fa, fb, fv)
-        p3 = max(0.0, h3 + fnu[i, q, 2])
-        if fa[i, q] == j:
-            pen += max(0.0, h1 + fnu[i, q, 0]) - p3
+        p3 = max(0.0, h3 + fnu[q, 2])
+        if fa[q] == j:
+            pen += max(0.0, h1 + fnu[q, 0]) - p3
             q = nxa[q]
         else:
-            pen += max(0.0, h2 + fnu[i, q, 1]) - p3
+            pen += max(0.0, h2 + fnu[q, 1]) - p3
             q = nxb[q]
         k += 1
     return pen, k
@@ -114,7 +176,7 @@ def _label_penalty(i, j, Y, A, C, fa, fb, fv, fnu, head, nxa, nxb):
 @nb.njit(cache=True)
 def _find_pair(i, a, b, fa, fb, m):
     for q in range(m):
-        if fa[i, q] == a and fb[i, q] == b:
+        if fa[q] == a and fb[q] == b:
             return q
     return -1
 
@@ -122,12 +184,12 @@ def _find_pair(i, a, b, fa, fb, m):
 @nb.njit(cache=True, inline="always")
 def _append_pair(i, a, b, fa, fb, fv, fnu, nf, head, tail, nxa, nxb):
     q = nf[i]
-    fa[i, q] = a
-    fb[i, q] = b
-    fv[i, q] = 0.0
-    fnu[i, q, 0] = 0.0
-    fnu[i, q, 1] = 0.0
-    fnu[i, q, 2] = 0.0
+    fa[q] = a
+    fb[q] = b
+    fv[q] = 0.0
+    fnu[q, 0] = 0.0
+    fnu[q, 1] = 0.0
+    fnu[q, 2] = 0.0
     nf[i] = q + 1
     _adjacency_append(i, q, fa, fb, head, tail, nxa, nxb)
 
@@ -153,11 +215,11 @@ def _activate_violated(i, j, Y, A, C, E, tmask, fa, fb, fv, fnu, nf, mark, head,
     L = Y.shape[1]
     q = head[j]
     while q >= 0:  # partners of j's active pairs
-        if fa[i, q] == j:
-            mark[fb[i, q]] = 1
+        if fa[q] == j:
+            mark[fb[q]] = 1
             q = nxa[q]
         else:
-            mark[fa[i, q]] = 1
+            mark[fa[q]] = 1
             q = nxb[q]
     xj = _x(i, j, Y, A, C)
     scan_all = xj + xneg_max > 1.0
@@ -177,9 +239,9 @@ def _activate_violated(i, j, Y, A, C, E, tmask, fa, fb, fv, fnu, nf, mark, head,
             _append_pair(i, min(j, k), max(j, k), fa, fb, fv, fnu, nf, head, tail, nxa, nxb)
     q = head[j]
     while q >= 0:
-        mark[fa[i, q]] = 0
-        mark[fb[i, q]] = 0
-        q = nxa[q] if fa[i, q] == j else nxb[q]
+        mark[fa[q]] = 0
+        mark[fb[q]] = 0
+        q = nxa[q] if fa[q] == j else nxb[q]
 
 
 @nb.njit(cache=True, inline="always")
@@ -203,7 +265,7 @@ def _unigram_step(i, j, u, Y, A, C, rho, xnorm2, fa, fb, fv, fnu, head, nxa, nxb
 
 @nb.njit(cache=True)
 def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, nbr_ptr, nbr, order,
-                         start, C, rho, rounds, W, Pw, A, tmask, fa, fb, fv, fnu, nf, stats):
+                         start, C, rho, rounds, W, Pw, A, tmask, pool, stats):
     """One pass of block-greedy coordinate descent (Algorithm 3) over the samples in ``order``.
 
     Per sample: scores of all labels; every unigram factor whose projected
@@ -232,20 +294,22 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, nbr_ptr, 
     edges its steps activate, not O(L x active pairs).
     """
     n, L = Y.shape
-    cap = fa.shape[1]
+    nf = pool.count
     u = np.empty(L)
     mark = np.zeros(L, dtype=np.uint8)
     cand = np.empty(L, dtype=np.int64)
     head = np.empty(L, dtype=np.int64)
     tail = np.empty(L, dtype=np.int64)
-    nxa = np.empty(cap, dtype=np.int64)
-    nxb = np.empty(cap, dtype=np.int64)
+    nxa = np.empty(n_edges + 1, dtype=np.int64)
+    nxb = np.empty(n_edges + 1, dtype=np.int64)
     positives = np.empty(L, dtype=np.int64)
     dsum = np.zeros(L)
     Qp = 1.0 + 3.0 * rho
     for t in range(start, order.shape[0]):
         i = order[t]
         sample_scores(W, data, indices, indptr, i, u)
+        fa, fb, fv, fnu = pair_rows(pool, i)
+        cap = pool.capacity[i]
         m = nf[i]
         _adjacency_build(i, fa, fb, m, head, tail, nxa, nxb)
         # unigram factors: untouched labels sit at A = 0 (x = ybar)
@@ -289,8 +353,11 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, nbr_ptr, 
             stats[0] += ns * (ns - 1) // 2
             if pa >= 0:
                 if m == cap:
-                    stats[1] += 1
-                    return t, cap + 1
+                    if not _widen(pool, i, cap + 1, n_edges):
+                        stats[1] += 1
+                        return t, cap + 1
+                    fa, fb, fv, fnu = pair_rows(pool, i)
+                    cap = pool.capacity[i]
                 _append_pair(i, pa, pb, fa, fb, fv, fnu, nf, head, tail, nxa, nxb)
                 m += 1
         # the positive labels listed, and a bound on x of the negative ones
@@ -320,9 +387,12 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, nbr_ptr, 
                         if tmask[i, k] != 0 or Y[i, k] != 0:
                             room += 1
                     if nf[i] + room > cap:
-                        _flush_weights(W, data, indices, indptr, i, dsum)
-                        stats[1] += 1
-                        return t, nf[i] + room
+                        if not _widen(pool, i, nf[i] + room, n_edges):
+                            _flush_weights(W, data, indices, indptr, i, dsum)
+                            stats[1] += 1
+                            return t, nf[i] + room
+                        fa, fb, fv, fnu = pair_rows(pool, i)
+                        cap = pool.capacity[i]
                 d = _unigram_step(i, j, u, Y, A, C, rho, xnorm2, fa, fb, fv, fnu, head, nxa,
                                   nxb)
                 dsum[j] += d
@@ -334,19 +404,19 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, nbr_ptr, 
                     _activate_violated(i, j, Y, A, C, E, tmask, fa, fb, fv, fnu, nf, mark, head,
                                        tail, nxa, nxb, positives, n_pos, xneg_max)
             for q in range(nf[i]):
-                a = fa[i, q]
-                b = fb[i, q]
+                a = fa[q]
+                b = fb[q]
                 h1, h2, h3 = _constraints(i, q, Y, A, C, fa, fb, fv)
                 pid = pair_id(a, b, L)
-                g = Pw[pid] + rho * (max(0.0, h3 + fnu[i, q, 2]) - max(0.0, h1 + fnu[i, q, 0])
-                                     - max(0.0, h2 + fnu[i, q, 1]))
+                g = Pw[pid] + rho * (max(0.0, h3 + fnu[q, 2]) - max(0.0, h1 + fnu[q, 0])
+                                     - max(0.0, h2 + fnu[q, 1]))
                 pos = Y[i, a] * Y[i, b] != 0
                 lo = 0.0 if pos else -C
                 hi = C if pos else 0.0
-                new = _clip(fv[i, q] - g / Qp, lo, hi)
-                d = new - fv[i, q]
+                new = _clip(fv[q] - g / Qp, lo, hi)
+                d = new - fv[q]
                 if d != 0.0:
-                    fv[i, q] = new
+                    fv[q] = new
                     Pw[pid] += d
         # the weights follow the sample's unigram duals once per visit
         _flush_weights(W, data, indices, indptr, i, dsum)
@@ -365,7 +435,7 @@ def _flush_weights(W, data, indices, indptr, i, dsum):
 
 
 @nb.njit(cache=True)
-def gdmm_multilabel_multipliers(Y, A, C, eta, tmask, fa, fb, fv, fnu, nf):
+def gdmm_multilabel_multipliers(Y, A, C, eta, tmask, pool):
     """Multiplier step ``nu <- max(0, nu + eta h)`` on every active factor,
     then the factors back at their inactive state leave the active sets.
 
@@ -379,23 +449,25 @@ def gdmm_multilabel_multipliers(Y, A, C, eta, tmask, fa, fb, fv, fnu, nf):
     """
     res = 0.0
     n, L = Y.shape
+    nf = pool.count
     for i in range(n):
+        fa, fb, fv, fnu = pair_rows(pool, i)
         kept = 0
         for q in range(nf[i]):
             h1, h2, h3 = _constraints(i, q, Y, A, C, fa, fb, fv)
             for c, h in ((0, h1), (1, h2), (2, h3)):
                 if h > 0.0:
                     res += h * h
-                fnu[i, q, c] = max(0.0, fnu[i, q, c] + eta * h)
-            idle = (fv[i, q] == 0.0 and fnu[i, q, 0] == 0.0 and fnu[i, q, 1] == 0.0
-                    and fnu[i, q, 2] == 0.0 and h1 <= 0.0 and h2 <= 0.0 and h3 <= 0.0)
+                fnu[q, c] = max(0.0, fnu[q, c] + eta * h)
+            idle = (fv[q] == 0.0 and fnu[q, 0] == 0.0 and fnu[q, 1] == 0.0
+                    and fnu[q, 2] == 0.0 and h1 <= 0.0 and h2 <= 0.0 and h3 <= 0.0)
             if not idle:
                 if kept != q:
-                    fa[i, kept] = fa[i, q]
-                    fb[i, kept] = fb[i, q]
-                    fv[i, kept] = fv[i, q]
+                    fa[kept] = fa[q]
+                    fb[kept] = fb[q]
+                    fv[kept] = fv[q]
                     for c in range(3):
-                        fnu[i, kept, c] = fnu[i, q, c]
+                        fnu[kept, c] = fnu[q, c]
                 kept += 1
         nf[i] = kept
         for j in range(L):
@@ -405,7 +477,7 @@ def gdmm_multilabel_multipliers(Y, A, C, eta, tmask, fa, fb, fv, fnu, nf):
 
 
 @nb.njit(cache=True)
-def gdmm_multilabel_dual(W, Pw, Y, A, C, fa, fb, fv, nf, Pfeas):
+def gdmm_multilabel_dual(W, Pw, Y, A, C, pool, Pfeas):
     """Dual value ``-D`` at a feasible point repaired from the iterate.
 
     The unigram duals are kept (their boxes make ``x`` a valid vertex
@@ -419,18 +491,19 @@ def gdmm_multilabel_dual(W, Pw, Y, A, C, fa, fb, fv, nf, Pfeas):
         Pfeas[p] = Pw[p]
     lin = 0.0
     for i in range(n):
+        fa, fb, fv, _ = pair_rows(pool, i)
         for j in range(L):
             lin += (1.0 - 2.0 * Y[i, j]) * A[i, j]
-        for q in range(nf[i]):
-            a = fa[i, q]
-            b = fb[i, q]
+        for q in range(pool.count[i]):
+            a = fa[q]
+            b = fb[q]
             yf = Y[i, a] * Y[i, b]
             xa = Y[i, a] - A[i, a] / C
             xb = Y[i, b] - A[i, b] / C
-            z = yf - fv[i, q] / C
+            z = yf - fv[q] / C
             z2 = _clip(z, max(0.0, xa + xb - 1.0), min(xa, xb))
             if z2 != z:
-                Pfeas[pair_id(a, b, L)] += C * (yf - z2) - fv[i, q]
+                Pfeas[pair_id(a, b, L)] += C * (yf - z2) - fv[q]
     reg = 0.0
     for f in range(W.shape[0]):
         for j in range(L):
@@ -441,7 +514,7 @@ def gdmm_multilabel_dual(W, Pw, Y, A, C, fa, fb, fv, nf, Pfeas):
 
 
 @nb.njit(cache=True)
-def lp_hinge_bound(W, Pw, E, data, indices, indptr, Y, rho, fa, fb, fnu, nf, out):
+def lp_hinge_bound(W, Pw, E, data, indices, indptr, Y, rho, pool, up_a, up_b, out):
     """Upper bound on each sample's LP-relaxed hinge loss (``out`` float64 (n,)).
 
     Lagrangian relaxation of the loss-augmented LP
@@ -454,47 +527,57 @@ def lp_hinge_bound(W, Pw, E, data, indices, indptr, Y, rho, fa, fb, fnu, nf, out
     bounds the LP value.  Active factors use ``mu = rho nu``; an inactive
     edge with ``P_f > 0`` moves ``P_f`` onto the multiplier of the endpoint
     with the smaller reduced score so far.  Valid whatever the multipliers; tight when they are
-    optimal.  Cost O(nnz L + L^2) per sample.
+    optimal.  ``up_a, up_b`` int64: the edges with ``P_f > 0`` (the only
+    inactive ones that contribute).  Cost O(nnz L + active pairs + positive
+    pairs + |up|) per sample: sublinear in the edges where few weights are
+    positive.
     """
     n, L = Y.shape
     acc = np.empty(L)
     act = np.zeros((L, L), dtype=np.uint8)
+    pos = np.empty(L, dtype=np.int64)
     for i in range(n):
         sample_scores(W, data, indices, indptr, i, acc)
         truth = 0.0
+        npos = 0
         for j in range(L):
             if Y[i, j] != 0:
                 truth += acc[j] - 1.0
+                pos[npos] = j
+                npos += 1
             acc[j] += 1.0 - 2.0 * Y[i, j]
+        for r in range(npos):
+            for r2 in range(r + 1, npos):
+                if E[pos[r], pos[r2]] != 0:
+                    truth += Pw[pair_id(pos[r], pos[r2], L)]
         total = 0.0
+        fa, fb, _, fnu = pair_rows(pool, i)
+        nf = pool.count
         for q in range(nf[i]):
-            a = fa[i, q]
-            b = fb[i, q]
+            a = fa[q]
+            b = fb[q]
             act[a, b] = 1
-            m1 = rho * fnu[i, q, 0]
-            m2 = rho * fnu[i, q, 1]
-            m3 = rho * fnu[i, q, 2]
+            m1 = rho * fnu[q, 0]
+            m2 = rho * fnu[q, 1]
+            m3 = rho * fnu[q, 2]
             total += m3
             acc[a] += m1 - m3
             acc[b] += m2 - m3
             total += max(0.0, Pw[pair_id(a, b, L)] - m1 - m2 + m3)
-        for a in range(L):
-            for b in range(a + 1, L):
-                if E[a, b] == 0:
-                    continue
-                pf = Pw[pair_id(a, b, L)]
-                if Y[i, a] != 0 and Y[i, b] != 0:
-                    truth += pf
-                if act[a, b] != 0 or pf <= 0.0:
-                    continue
-                # move P_f onto the endpoint with the smaller reduced score
-                if acc[a] <= acc[b]:
-                    acc[a] += pf
-                else:
-                    acc[b] += pf
+        for e in range(up_a.shape[0]):
+            a = up_a[e]
+            b = up_b[e]
+            if act[a, b] != 0:
+                continue
+            pf = Pw[pair_id(a, b, L)]
+            # move P_f onto the endpoint with the smaller reduced score
+            if acc[a] <= acc[b]:
+                acc[a] += pf
+            else:
+                acc[b] += pf
         for j in range(L):
             if acc[j] > 0.0:
                 total += acc[j]
         out[i] = total - truth
         for q in range(nf[i]):
-            act[fa[i, q], fb[i, q]] = 0
+            act[fa[q], fb[q]] = 0

@@ -47,6 +47,7 @@ import time
 import numpy as np
 
 from ._gdmm_multilabel_kernels import (
+    PairPool,
     gdmm_multilabel_dual,
     gdmm_multilabel_multipliers,
     gdmm_multilabel_pass,
@@ -91,7 +92,12 @@ def is_forest_mask(E):
 
 
 class GDMMMultilabelState:
-    """Duals, multipliers, active sets and weights of a multilabel GDMM run."""
+    """Duals, multipliers, active sets and weights of a multilabel GDMM run.
+
+    The unigram duals ``A`` are dense (n, L); the active pair factors live
+    in a :class:`PairPool` whose memory follows the active sets (each sample
+    starts with ``_INITIAL_PAIRS`` slots and widens alone when it needs more).
+    """
 
     def __init__(self, problem, sublinear):
         n, L = problem.Y.shape
@@ -100,33 +106,36 @@ class GDMMMultilabelState:
         self.sublinear = sublinear
         self.A = np.zeros((n, L))
         self.tmask = np.zeros((n, L), dtype=np.uint8)
-        self._alloc(n, min(_INITIAL_PAIRS, max(problem.n_edges, 1)))
+        cap = min(_INITIAL_PAIRS, max(problem.n_edges, 1))
+        size = n * cap + max(n * cap // 2, 64)
+        self.pool = PairPool(np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64),
+                             np.zeros(size), np.zeros((size, 3)),
+                             np.arange(n, dtype=np.int64) * cap, np.full(n, cap, dtype=np.int64),
+                             np.zeros(n, dtype=np.int64), np.array([n * cap], dtype=np.int64))
         self.W = np.zeros((problem.n_features, L))
         self.Pw = np.zeros(L * (L - 1) // 2)
         self.n_iter = 0
 
-    def _alloc(self, n, cap):
-        self.fa = np.zeros((n, cap), dtype=np.int64)
-        self.fb = np.zeros((n, cap), dtype=np.int64)
-        self.fv = np.zeros((n, cap))
-        self.fnu = np.zeros((n, cap, 3))
-        self.nf = np.zeros(n, dtype=np.int64)
-
     @property
-    def capacity(self):
-        return self.fa.shape[1]
+    def n_pairs(self):
+        """Active pair factors per sample, int64 (n,)."""
+        return self.pool.count
 
-    def grow(self, new_capacity):
-        """Widen every sample's pair row to ``new_capacity`` slots (amortized:
-        the pass asks for at least twice the old width)."""
-        cap = self.capacity
-        extra = int(new_capacity) - cap
-        if extra <= 0:
-            return
-        for name in ("fa", "fb", "fv"):
-            setattr(self, name, np.ascontiguousarray(np.pad(getattr(self, name),
-                                                            ((0, 0), (0, extra)))))
-        self.fnu = np.ascontiguousarray(np.pad(self.fnu, ((0, 0), (0, extra), (0, 0))))
+    def compact(self, need):
+        """Rebuild the pool with each sample's slots packed at the front and
+        room at the end for ``need`` more slots (and half the live slots)."""
+        old = self.pool
+        caps = np.maximum(old.count + old.count // 2, min(_INITIAL_PAIRS, old.capacity.min()))
+        caps = np.minimum(np.maximum(caps, old.count), old.capacity)
+        base = np.zeros_like(caps)
+        np.cumsum(caps[:-1], out=base[1:])
+        live = int(caps.sum())
+        size = live + max(2 * int(need), live // 2, 64)
+        new = PairPool(np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64),
+                       np.zeros(size), np.zeros((size, 3)), base, caps, old.count.copy(),
+                       np.array([live], dtype=np.int64))
+        _copy_pairs(old, new)
+        self.pool = new
 
     def weights(self):
         """``W`` (d, L) and the symmetric-free upper-triangular ``P`` (L, L)."""
@@ -134,6 +143,26 @@ class GDMMMultilabelState:
         P = np.zeros((L, L))
         P[np.triu_indices(L, 1)] = self.Pw
         return self.W, P
+
+
+def _copy_pairs(old, new):
+    """Copy every sample's used slots from pool ``old`` to pool ``new``."""
+    n = old.count.shape[0]
+    counts = old.count
+    src = np.repeat(old.base, counts) + _ranks(counts)
+    dst = np.repeat(new.base, counts) + _ranks(counts)
+    new.left[dst] = old.left[src]
+    new.right[dst] = old.right[src]
+    new.dual[dst] = old.dual[src]
+    new.nu[dst] = old.nu[src]
+    assert n == new.count.shape[0]
+
+
+def _ranks(counts):
+    """``0 .. c-1`` for each count ``c``, concatenated."""
+    total = int(counts.sum())
+    starts = np.repeat(np.cumsum(counts) - counts, counts)
+    return np.arange(total, dtype=np.int64) - starts
 
 
 def _label_adjacency(E):
@@ -175,8 +204,8 @@ class _Certificate:
         self.problem = problem
         self.C = float(C)
         self.rho = float(rho)
-        edges, self.pids = edge_pair_ids(E)
-        self.forest = rooted_forest(edges, L)
+        self.edges, self.pids = edge_pair_ids(E)
+        self.forest = rooted_forest(self.edges, L)
         self.node_weight = np.zeros(L)
         self.enum_ok = problem.n_edges == 0 or n * (2.0 ** L) * L <= _ENUM_BUDGET
         self.hinge = np.empty(n)
@@ -190,8 +219,7 @@ class _Certificate:
         C = self.C
         W = state.W
         Pfeas = np.empty_like(state.Pw)
-        dual = float(gdmm_multilabel_dual(W, state.Pw, p.Y, state.A, C, state.fa, state.fb,
-                                          state.fv, state.nf, Pfeas))
+        dual = float(gdmm_multilabel_dual(W, state.Pw, p.Y, state.A, C, state.pool, Pfeas))
         self.best_dual = max(self.best_dual, dual)
         reg = 0.5 * sq_norm(W, state.Pw)
         exact = np.nan
@@ -204,8 +232,10 @@ class _Certificate:
                           self.node_weight, self.hinge)
             exact = primal = float(reg + C * self.hinge.sum())
         else:
+            up = self.edges[state.Pw[self.pids] > 0.0]
             lp_hinge_bound(W, state.Pw, p.E, p.data, p.indices, p.indptr, p.Y, self.rho,
-                           state.fa, state.fb, state.fnu, state.nf, self.hinge)
+                           state.pool, np.ascontiguousarray(up[:, 0]), np.ascontiguousarray(up[:, 1]),
+                           self.hinge)
             primal = float(reg + C * self.hinge.sum())
             if self.enum_ok:
                 _, P = state.weights()
@@ -282,9 +312,9 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
             pos, need = gdmm_multilabel_pass(
                 problem.data, problem.indices, problem.indptr, Y, xnorm2, E, ne, nbr_ptr, nbr,
                 order[:stop_at], pos, float(C), float(rho), int(rounds), state.W, state.Pw,
-                state.A, state.tmask, state.fa, state.fb, state.fv, state.fnu, state.nf, stats)
-            if need:
-                state.grow(min(ne, max(need, 2 * state.capacity)))
+                state.A, state.tmask, state.pool, stats)
+            if need:  # the pool's free end is full: pack it, with room for more
+                state.compact(need)
             else:
                 spent = time.perf_counter() - tb
                 block = int(min(n, max(1, block * min(4.0, _TIME_SLICE / max(spent, 1e-6)))))
@@ -292,7 +322,7 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
                 out_of_time = pos < n
                 break
         res2 = gdmm_multilabel_multipliers(Y, state.A, float(C), float(eta), state.tmask,
-                                           state.fa, state.fb, state.fv, state.fnu, state.nf)
+                                           state.pool)
         pass_time = time.perf_counter() - t0
         state.n_iter += 1
         timed_out = max_time is not None and time.perf_counter() - monitor.start >= max_time
@@ -300,7 +330,7 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         primal = dual = exact = np.nan
         if checking:
             primal, dual, exact = cert.evaluate(state)
-        active = (state.tmask.sum() + state.nf.sum()) / max(n, 1)
+        active = (state.tmask.sum() + state.pool.count.sum()) / max(n, 1)
         stop = monitor.record(state.n_iter, primal, dual, float(np.sqrt(res2)), float(active),
                               stats[0], pass_time, primal_exact=exact, overflow=int(stats[1]),
                               checked=bool(checking), partial=bool(out_of_time))
