@@ -415,6 +415,44 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         return out
 
 
+def _unary_scores(X, coef, intercept, out):
+    """``X @ coef.T + intercept`` (float64 (rows, L)) into ``out`` when its
+    size fits, without a dense copy of ``X``."""
+    rows = X.shape[0]
+    L = coef.shape[0]
+    if out.size < rows * L:
+        out = np.empty(rows * L)
+    U = out[:rows * L].reshape(rows, L)
+    U[:] = intercept
+    U += np.asarray(X @ coef.T) if sp.issparse(X) else X @ coef.T
+    return U
+
+
+def _resolve_pairwise(pairwise, Y):
+    """``pairwise`` with ``"auto"`` and ``"tree"`` replaced by edge arrays or names."""
+    from ..learners.multilabel import MAX_ENUM_LABELS
+
+    if isinstance(pairwise, str) and pairwise == "auto":
+        pairwise = "full" if Y.shape[1] <= MAX_ENUM_LABELS else "tree"
+    if isinstance(pairwise, str) and pairwise == "tree":
+        from ..graphs.label_graphs import chow_liu_edges
+
+        return chow_liu_edges(Y)
+    return pairwise
+
+
+def _rooted_edges(E):
+    """``(RootedForest, edge index -> (a, b))`` of the mask when it is a
+    forest with edges, else None (what prediction needs to run max-product)."""
+    from ..inference.binary_forest import rooted_forest
+
+    a, b = np.nonzero(E)
+    if a.size == 0:
+        return None
+    forest = rooted_forest(np.stack([a, b], axis=1), E.shape[0])
+    return None if forest is None else (forest, np.stack([a, b], axis=1))
+
+
 def _edge_mask(pairwise, L):
     """Upper-triangular uint8 (L, L) mask of the interaction edges."""
     E = np.zeros((L, L), dtype=np.uint8)
@@ -489,8 +527,18 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
     Parameters
     ----------
     C : float, default=1.0
-    pairwise : {"full", "none"} or array-like of shape (n_edges, 2), default="full"
-        Label pairs with an interaction weight.
+    pairwise : {"auto", "tree", "full", "none"} or array-like of shape (n_edges, 2), \
+default="auto"
+        Label pairs with an interaction weight. ``"tree"``: the Chow-Liu
+        tree of the training labels (maximum spanning forest of the pairwise
+        mutual information over the pairs seen together,
+        :func:`structlearn.graphs.label_graphs.chow_liu_edges`): the
+        relaxation is then tight, the certificate exact and prediction exact
+        by max-product in O(L) per sample. ``"full"``: every pair (LP
+        relaxation; approximate prediction above 24 labels). ``"none"``:
+        independent labels with the same solver and loss. ``"auto"``:
+        ``"full"`` up to 24 labels (exact enumeration), ``"tree"`` above
+        (BENCHMARKS.md, "Multilabel at hundreds of labels").
     fit_intercept : bool, default=True
         Learn one bias per label (``intercept_``). As in
         :class:`sklearn.svm.LinearSVC`, the bias is the weight of an extra
@@ -510,13 +558,12 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
     eta : float, default=1.0
         GDMM multiplier step (scaled multipliers).
     oracle : {"auto", "sublinear", "dense"}, default="auto"
-        GDMM joint pair oracle: sorted pair scores (heaps) or a scan of all
-        pairs.  Both return a pair of the largest score; where several
-        pairs share it exactly (pair weights moved by identical steps), the
-        scan takes the first and the heaps may take another, so the
-        iterates can differ between the two.  ``"auto"``: the sorted search
-        from 90 labels, where it is the faster, dense scans below (its
-        kernels are then not compiled).
+        Kept for compatibility; every value runs the same GDMM pair search.
+        An inactive pair's dual can move only where both of its labels have
+        a positive marginal (the local polytope forces ``z = 0`` next to a
+        label at 0), so the greedy search enumerates the edges among a
+        sample's positive and moved labels: O(|S|^2) per sample, sublinear
+        in the ``L (L - 1) / 2`` pairs, with no sorted structure to keep.
     n_partitions : int, default=1
         Accepted for interface symmetry with :class:`SequenceSSVM`, unused.
     max_iter : int, default=300
@@ -539,6 +586,18 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         ``"auto"`` and ``"exact"`` predictors take none.
     random_state, verbose, warm_start, callback, n_jobs :
         As in :class:`SequenceSSVM`.
+    check_every : int or "auto", default="auto"
+        gdmm evaluates its certificate (primal, dual, and so the stopping
+        rule) after every ``check_every``-th pass and after the last one;
+        the other history records hold NaN there. ``"auto"``: after every
+        pass, spaced out (up to 10 passes apart) while the last certified
+        gap is far above ``tol``, as in :class:`SequenceSSVM`: after a check
+        at pass ``p`` with relative gap ``g`` the next comes ``0.1 p (g /
+        tol - 1)`` passes later.
+    max_time : float or None, default=None
+        gdmm stops after this many seconds, checked between blocks of
+        samples of about 0.25 s inside a pass; the partial pass is then
+        certified (``history_[-1]["partial"]``), which takes one check more.
 
     Attributes
     ----------
@@ -565,17 +624,22 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
 
     _parameter_constraints = {
         **_SSVMParamsMixin._parameter_constraints,
-        "pairwise": [StrOptions({"full", "none"}), "array-like"],
+        "pairwise": [StrOptions({"auto", "tree", "full", "none"}), "array-like"],
         "oracle": [StrOptions({"auto", *_ORACLES})],
         "fit_intercept": ["boolean"],
         "intercept_scaling": [POSITIVE],
+        "check_every": [POSITIVE_INT, StrOptions({"auto"})],
+        "max_time": [POSITIVE, None],
     }
 
-    def __init__(self, C=1.0, *, pairwise="full", fit_intercept=True, intercept_scaling=1.0,
+    def __init__(self, C=1.0, *, pairwise="auto", fit_intercept=True, intercept_scaling=1.0,
                  solver="gdmm", rho="auto", eta=1.0, max_iter=300, tol="auto", oracle="auto",
                  n_partitions=1, inference="auto", inference_params=None, random_state=None,
-                 verbose=0, warm_start=False, callback=None, n_jobs=None):  # fmt: skip
+                 verbose=0, warm_start=False, callback=None, n_jobs=None, check_every="auto",
+                 max_time=None):  # fmt: skip
         self.C = C
+        self.check_every = check_every
+        self.max_time = max_time
         self.n_jobs = n_jobs
         self.pairwise = pairwise
         self.fit_intercept = fit_intercept
@@ -643,7 +707,7 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         n_features = X.shape[1]
         X = self._with_bias(X)
         n, L = Y.shape
-        E = _edge_mask(self.pairwise, L)
+        E = _edge_mask(_resolve_pairwise(self.pairwise, Y), L)
         if solver != "gdmm" and E.any() and L > MAX_ENUM_LABELS:
             raise ValueError(
                 f"solver={solver!r} with pairwise interactions and {L} labels needs an exact "
@@ -673,10 +737,16 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         ):
             state = None
         prev_history = list(self.history_) if state is not None else []
+        if self.check_every == "auto":
+            from ..learners._ssvm_common import CheckSchedule
+
+            check_every = CheckSchedule(1, adaptive=True, tol=tol)
+        else:
+            check_every = int(self.check_every)
         W, P, history, state, converged = fit_multilabel(
             problem, solver=solver, C=C, max_iter=max_iter, tol=tol, rng=rng, state=state,
             verbose=self.verbose, callback=self.callback, rho=rho, eta=eta,
-            sublinear=oracle == "sublinear")
+            sublinear=oracle == "sublinear", check_every=check_every, max_time=self.max_time)
         Pu = np.triu(P, 1) * E
         self.coef_ = np.ascontiguousarray(W[:n_features].T)
         self.intercept_ = (W[n_features] * float(self.intercept_scaling) if self.fit_intercept
@@ -688,6 +758,7 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         self.n_iter_ = len(self.history_)
         self.converged_ = bool(converged)
         self._edges = E
+        self._forest = _rooted_edges(E)
         self._solver_state = state if self.warm_start else None
         return self
 
@@ -712,6 +783,20 @@ class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
         out = np.zeros((X.shape[0], L), dtype=np.int64)
         method = self.inference
         params = self._check_inference()
+        forest = getattr(self, "_forest", None)
+        if method in ("auto", "exact") and forest is not None and L > MAX_ENUM_LABELS:
+            # exact max-product over the tree of label pairs, rows in blocks
+            # (the unary scores of a block are the only (rows, L) array)
+            from ..inference.binary_forest import binary_forest_map_batch
+
+            rooted, edges = forest
+            weights = self.pairwise_coef_[edges[:, 0], edges[:, 1]]
+            U = np.empty(0)
+            step = max(1, (1 << 20) // max(L, 1))
+            for a in range(0, X.shape[0], step):
+                U = _unary_scores(X[a:a + step], self.coef_, self.intercept_, U)
+                out[a:a + step] = binary_forest_map_batch(U, rooted, weights)[0]
+            return out
         if method == "auto" and n_edges and L > MAX_ENUM_LABELS:
             # all samples in one compiled call: at most 50 rounds of 10 GDMM
             # iterations each, decodings improved by local search

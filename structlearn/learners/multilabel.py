@@ -82,18 +82,20 @@ class MultilabelState:
 
 
 def fit_multilabel(problem, *, solver, C, max_iter, tol, rng, state=None, verbose=0,
-                   callback=None, rho=1.0, eta=1.0, sublinear=True):
+                   callback=None, rho=1.0, eta=1.0, sublinear=True, check_every=1,
+                   max_time=None):
     """Train with ``solver`` in {"gdmm", "bcfw", "ssg"}; returns ``(W, P, history, state, converged)``.
 
-    ``rho``, ``eta`` and ``sublinear`` are used by gdmm only
-    (:func:`.gdmm_multilabel.fit_gdmm_multilabel`).
+    ``rho``, ``eta``, ``sublinear``, ``check_every`` and ``max_time`` are
+    used by gdmm only (:func:`.gdmm_multilabel.fit_gdmm_multilabel`).
     """
     if solver == "gdmm":
         from .gdmm_multilabel import fit_gdmm_multilabel
 
         return fit_gdmm_multilabel(problem, C=C, rho=rho, eta=eta, max_iter=max_iter, tol=tol,
                                    sublinear=sublinear, rng=rng, state=state, verbose=verbose,
-                                   callback=callback)
+                                   callback=callback, check_every=check_every,
+                                   max_time=max_time)
     n, L = problem.Y.shape
     E = problem.E
     ne = problem.n_edges
