@@ -13,7 +13,8 @@ from structlearn.learners._gdmm_multilabel_kernels import (
     gdmm_multilabel_pass,
 )
 from structlearn.learners._gdmm_multilabel_kernels import PairPool
-from structlearn.learners.gdmm_multilabel import GDMMMultilabelState, _label_adjacency
+from structlearn.learners.gdmm_multilabel import (GDMMMultilabelState, _label_adjacency,
+                                                   _positive_edges, edge_pair_ids)
 from structlearn.learners.multilabel import MultilabelProblem
 from structlearn.oracles._binary_kernels import pair_id
 from structlearn.learners._multilabel_kernels import sample_scores
@@ -70,23 +71,26 @@ def _reference_pass(p, order, C, rho, st, rounds):
                 g = u[j] + (1.0 - 2.0 * Y[i, j]) + rho * pen
                 if (g > 0.0 and Y[i, j] == 0) or (g < 0.0 and Y[i, j] != 0):
                     tmask[i, j] = 1
-        if p.n_edges > 0:  # greedy pair among the labels with x > 0
-            S = [k for k in range(L) if x(i, k) > 0.0]
+        if p.n_edges > 0:  # greedy pair: the largest joint gain over every edge
             active = {(f[0], f[1]) for f in pairs}
+            g = u + 1.0 - 2.0 * Y[i]
             pbest, pa, pb = 0.0, -1, -1
-            for r, a in enumerate(S):
-                for b in S[r + 1:]:
+            for a in range(L):
+                for b in range(a + 1, L):
                     if E[a, b] == 0 or (a, b) in active:
                         continue
-                    g = Pw[pair_id(a, b, L)]
+                    P = Pw[pair_id(a, b, L)]
                     if Y[i, a] and Y[i, b]:
-                        if A[i, a] == 0.0 and A[i, b] == 0.0:
-                            continue
-                        g = -g
-                    if g > pbest:
-                        pbest, pa, pb = g, a, b
+                        gain = -P - (min(g[a], g[b]) if A[i, a] == 0 and A[i, b] == 0 else 0.0)
+                    elif P > 0.0:
+                        gain = P + sum(g[k] for k in (a, b) if x(i, k) == 0.0)
+                    else:
+                        continue
+                    if gain > pbest:
+                        pbest, pa, pb = gain, a, b
             if pa >= 0:
                 pairs.append([pa, pb, 0.0, [0.0, 0.0, 0.0]])
+                tmask[i, pa] = tmask[i, pb] = 1
         dsum = np.zeros(L)  # the visit's steps per label, for the weights
         for _ in range(rounds):
             for j in range(L):
@@ -179,13 +183,18 @@ def _small_pool(n, cap, slack):
 
 
 def _run_pass(p, order, C, rho, rounds, st, stats):
-    """The kernel pass to the end, compacting the pool whenever it asks."""
+    """The kernel pass to the end, compacting the pool whenever it asks.
+    The greedy search's sorted edges are those of the pass start, which the
+    reference reads live: both agree when the weights' order stays (tiny
+    problems), else the test would show it."""
     nbr_ptr, nbr = _label_adjacency(p.E)
+    edges, pids = edge_pair_ids(p.E)
     pos, stops = 0, 0
     while pos < order.shape[0]:
+        up = _positive_edges(edges, pids, np.full_like(st.Pw, np.inf))
         pos, need = gdmm_multilabel_pass(p.data, p.indices, p.indptr, p.Y, p.sq_norms(), p.E,
-                                         p.n_edges, nbr_ptr, nbr, order, pos, C, rho, rounds,
-                                         st.W, st.Pw, st.A, st.tmask, st.pool, stats)
+                                         p.n_edges, nbr_ptr, nbr, *up, order, pos, C, rho,
+                                         rounds, st.W, st.Pw, st.A, st.tmask, st.pool, stats)
         if need:
             st.compact(need)
             stops += 1

@@ -263,9 +263,78 @@ def _unigram_step(i, j, u, Y, A, C, rho, xnorm2, fa, fb, fv, fnu, head, nxa, nxb
     return d
 
 
+@nb.njit(cache=True, inline="always")
+def _greedy_pair(i, u, Y, A, C, E, Pw, up_a, up_b, up_w, fa, fb, m, cand):
+    """The inactive pair factor whose joint move lowers the objective most.
+
+    An inactive pair's gradient is ``P_f`` (no penalty term), but the local
+    polytope lets its ``z`` move only together with its labels: ``z`` goes
+    up from 0 (a pair with a negative label) only with every endpoint at
+    ``x = 0``, and down from 1 (two positives) only with one endpoint going
+    down.  The gain of the joint move is (``g_e = u_e + 1 - 2 ybar_e``, the
+    endpoint's gradient at its bound, penalties left out)::
+
+        z up:   P_f + sum of g_e over the endpoints at x = 0
+        z down: -P_f (an endpoint below 1), -P_f - min(g_a, g_b) (both at 1)
+
+    Searched: the pairs of positive labels (enumerated), and the edges with
+    ``P_f > 0`` in the caller's decreasing order, until ``up_w + 2 max(g, 0)``
+    cannot beat the best gain (the order may be stale by one block of
+    samples: a heuristic bound, the search stays a valid greedy choice).
+    Returns ``(a, b, pairs examined)``; ``a = -1`` when no move gains.
+    """
+    L = Y.shape[1]
+    gmax = 0.0
+    npos = 0
+    for k in range(L):
+        g = u[k] + 1.0 - 2.0 * Y[i, k]
+        if g > gmax:
+            gmax = g
+        if Y[i, k] != 0:
+            cand[npos] = k
+            npos += 1
+    best = 0.0
+    pa = -1
+    pb = -1
+    seen = 0
+    for r in range(npos):
+        a = cand[r]
+        for r2 in range(r + 1, npos):
+            b = cand[r2]
+            if E[a, b] == 0:
+                continue
+            seen += 1
+            gain = -Pw[pair_id(a, b, L)]
+            if A[i, a] == 0.0 and A[i, b] == 0.0:
+                gain -= min(u[a] - 1.0, u[b] - 1.0)
+            if gain > best and _find_pair(i, a, b, fa, fb, m) < 0:
+                best = gain
+                pa = a
+                pb = b
+    for e in range(up_a.shape[0]):
+        if up_w[e] + 2.0 * gmax <= best:
+            break
+        a = up_a[e]
+        b = up_b[e]
+        if Y[i, a] != 0 and Y[i, b] != 0:
+            continue
+        seen += 1
+        gain = Pw[pair_id(a, b, L)]
+        if gain <= 0.0:
+            continue  # turned non-positive since the caller sorted
+        for k in (a, b):
+            if (Y[i, k] == 0 and A[i, k] == 0.0) or (Y[i, k] != 0 and A[i, k] == C):
+                gain += u[k] + 1.0 - 2.0 * Y[i, k]
+        if gain > best and _find_pair(i, a, b, fa, fb, m) < 0:
+            best = gain
+            pa = a
+            pb = b
+    return pa, pb, seen
+
+
 @nb.njit(cache=True)
-def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, nbr_ptr, nbr, order,
-                         start, C, rho, rounds, W, Pw, A, tmask, pool, stats):
+def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, nbr_ptr, nbr, up_a, up_b,
+                         up_w, order, start, C, rho, rounds, W, Pw, A, tmask, pool, stats):
     """One pass of block-greedy coordinate descent (Algorithm 3) over the samples in ``order``.
 
     Per sample: scores of all labels; every unigram factor whose projected
@@ -278,7 +347,9 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, nbr_ptr, 
     (``||x_i||^2`` per unit of dual), so a round costs O(active factors);
     ``W`` takes the sample's summed steps once per visit.  ``Pw`` float64
     (L (L-1)/2,) pair weights (0 off the edges).  ``nbr_ptr, nbr``:
-    the edges' adjacency (CSR, int64) of every label.  ``stats`` int64 (2,):
+    the edges' adjacency (CSR, int64) of every label.  ``up_a, up_b, up_w``:
+    the edges with ``P_f > 0`` by decreasing weight, as the caller last
+    sorted them (``up_w`` those weights), for the greedy search.  ``stats`` int64 (2,):
     += label pairs the greedy search examined, += stops for lack of capacity.
 
     Capacity: no step is ever dropped.  When a sample's next step could
@@ -320,37 +391,10 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, nbr_ptr, 
                 if (g > 0.0 and Y[i, j] == 0) or (g < 0.0 and Y[i, j] != 0):
                     tmask[i, j] = 1
         stats[0] += L
-        # greedy pair factor.  An inactive pair's gradient is P_f (no penalty
-        # term), but its dual can only move where the local polytope lets z
-        # move: z = 0 is forced when an endpoint has x = 0, and z = 1 while
-        # both endpoints sit at x = 1.  So only the edges among the labels
-        # with x > 0 (the positives and the moved negatives) are searched:
-        # O(|S|^2) per sample whatever the number of labels.
+        # greedy pair factor (joint gains: see _greedy_pair)
         if n_edges > 0:
-            ns = 0
-            for k in range(L):
-                if (Y[i, k] != 0 and A[i, k] < C) or (Y[i, k] == 0 and A[i, k] != 0.0):
-                    cand[ns] = k
-                    ns += 1
-            pbest = 0.0
-            pa = -1
-            pb = -1
-            for r in range(ns):
-                a = cand[r]
-                for r2 in range(r + 1, ns):
-                    b = cand[r2]
-                    if E[a, b] == 0:
-                        continue
-                    g = Pw[pair_id(a, b, L)]
-                    if Y[i, a] != 0 and Y[i, b] != 0:
-                        if A[i, a] == 0.0 and A[i, b] == 0.0:
-                            continue  # x_a = x_b = 1 forces z = 1
-                        g = -g  # z = 1 descends when P_f < 0
-                    if g > pbest and _find_pair(i, a, b, fa, fb, m) < 0:
-                        pbest = g
-                        pa = a
-                        pb = b
-            stats[0] += ns * (ns - 1) // 2
+            pa, pb, seen = _greedy_pair(i, u, Y, A, C, E, Pw, up_a, up_b, up_w, fa, fb, m, cand)
+            stats[0] += seen
             if pa >= 0:
                 if m == cap:
                     if not _widen(pool, i, cap + 1, n_edges):
@@ -360,6 +404,9 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, nbr_ptr, 
                     cap = pool.capacity[i]
                 _append_pair(i, pa, pb, fa, fb, fv, fnu, nf, head, tail, nxa, nxb)
                 m += 1
+                # an endpoint at x = 0 has to move with z: its factor joins too
+                tmask[i, pa] = 1
+                tmask[i, pb] = 1
         # the positive labels listed, and a bound on x of the negative ones
         # (the partners with x > 0 are the only ones a step can violate)
         n_pos = 0

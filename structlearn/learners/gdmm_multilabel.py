@@ -184,6 +184,15 @@ def edge_pair_ids(E):
     return np.stack([a, b], axis=1), a * (2 * L - a - 1) // 2 + (b - a - 1)
 
 
+def _positive_edges(edges, pids, Pw):
+    """The edges with a positive weight by decreasing weight: ``(a, b, w)``."""
+    w = Pw[pids]
+    keep = np.flatnonzero(w > 0.0)
+    keep = keep[np.argsort(-w[keep], kind="stable")]
+    return (np.ascontiguousarray(edges[keep, 0]), np.ascontiguousarray(edges[keep, 1]),
+            np.ascontiguousarray(w[keep]))
+
+
 class _Certificate:
     """Primal and dual values of a multilabel GDMM state (see the module docstring).
 
@@ -291,6 +300,7 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         rounds = _SAMPLE_ROUNDS
     xnorm2 = problem.sq_norms()
     nbr_ptr, nbr = _label_adjacency(E)
+    edges, pids = edge_pair_ids(E)
     cert = _Certificate(problem, C, rho)
     stats = np.zeros(2, dtype=np.int64)
     monitor = HistoryMonitor(verbose, callback)
@@ -309,9 +319,10 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
             # that max_time is honoured inside a pass
             stop_at = min(n, pos + block)
             tb = time.perf_counter()
+            up_a, up_b, up_w = _positive_edges(edges, pids, state.Pw)
             pos, need = gdmm_multilabel_pass(
                 problem.data, problem.indices, problem.indptr, Y, xnorm2, E, ne, nbr_ptr, nbr,
-                order[:stop_at], pos, float(C), float(rho), int(rounds), state.W, state.Pw,
+                up_a, up_b, up_w, order[:stop_at], pos, float(C), float(rho), int(rounds), state.W, state.Pw,
                 state.A, state.tmask, state.pool, stats)
             if need:  # the pool's free end is full: pack it, with room for more
                 state.compact(need)
