@@ -545,6 +545,11 @@ def check_multilabel(X, Y=None, *, accept_sparse=True, n_features=None, estimato
     if Y is None:
         return X, None
     if sp.issparse(Y):
+        from .._memory import check_memory
+
+        check_memory(8 * Y.shape[0] * Y.shape[1],
+                     f"{estimator}'s dense 0/1 targets for {Y.shape[0]} samples and "
+                     f"{Y.shape[1]} labels", "reduce the number of samples or labels")
         Y = Y.toarray()
     Y = np.asarray(Y)
     if Y.ndim != 2:

@@ -718,9 +718,11 @@ default="auto"
         d = X.shape[1]
         _check_sparse_indices(indices, indptr, d)
         _check_weight_size(d, L)
-        # W (d, L) and coef_; ssg also its average; bcfw an (n, L, L) table
+        # W (d, L) and coef_; ssg also its average; bcfw an (n, L, L) table;
+        # gdmm the unigram duals and their flags (n, L) and the pair pool
         dense = 8 * d * L * (3 if solver == "ssg" else 2)
-        check_memory(dense + (8 * n * L * L if solver == "bcfw" else 0),
+        per_sample = {"bcfw": 8 * L * L, "gdmm": 9 * L + 12 * 48}.get(solver, 0)
+        check_memory(dense + n * per_sample,
                      f"MultiLabelSSVM(solver={solver!r}) over {d} features, {L} labels and "
                      f"{n} samples", "reduce the feature space or the number of samples")
         rng = check_random_state(self.random_state)
