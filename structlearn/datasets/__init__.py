@@ -2,7 +2,8 @@
 
 from ._bundled import load_ocr_letters, load_scene, load_yeast
 from .conllu import read_conllu
-from .synthetic import make_chain_data, make_grid_mrf, make_multilabel_pairwise
+from .synthetic import (make_chain_data, make_grid_mrf, make_multilabel_pairwise,
+                        make_sparse_multilabel)
 from .sequence_vectorizer import SequenceVectorizer
 from .token_features import token_features, vectorize_sequences
 
@@ -17,4 +18,5 @@ __all__ = [
     "make_chain_data",
     "make_grid_mrf",
     "make_multilabel_pairwise",
+    "make_sparse_multilabel",
 ]

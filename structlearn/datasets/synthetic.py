@@ -14,7 +14,7 @@ from sklearn.utils import check_random_state
 
 from ._sparse import split_csr_rows
 
-__all__ = ["make_chain_data", "make_grid_mrf", "make_multilabel_pairwise"]
+__all__ = ["make_chain_data", "make_grid_mrf", "make_multilabel_pairwise", "make_sparse_multilabel"]
 
 # Probability that a hidden chain stays in its current label; the rest of a
 # transition row is a Dirichlet(_TRANSITION_ALPHA) draw, i.e. a few preferred
@@ -336,4 +336,70 @@ def make_multilabel_pairwise(
     Y = Y.astype(np.int64)
     if return_params:
         return X, Y, {"W": W, "bias": bias, "J": J, "edges": edges}
+    return X, Y
+
+
+def make_sparse_multilabel(n_samples=1000, *, n_labels=100, n_features=500, labels_per_sample=5.0,
+                           words_per_label=15, word_rate=0.25, background=8.0, group_size=20,
+                           random_state=None):
+    """Sparse binary bag-of-words data with many correlated labels.
+
+    Shaped like multilabel text benchmarks (bibtex, delicious): label
+    frequencies fall off like ``rank ** -0.8``; labels come in groups of
+    ``group_size`` and each sample draws three groups whose labels are six
+    times as likely as the others (so labels co-occur); the mean number of
+    labels per sample is ``labels_per_sample`` (up to the cap of 0.95 per
+    label).  Every label has ``words_per_label`` indicative features, each
+    switched on with probability ``word_rate`` in a sample carrying the
+    label, plus Poisson(``background``) random words per sample.
+
+    Parameters
+    ----------
+    n_samples, n_labels, n_features : int
+    labels_per_sample : float
+    words_per_label : int
+    word_rate : float in (0, 1]
+    background : float >= 0
+    group_size : int
+    random_state : int, RandomState instance or None
+
+    Returns
+    -------
+    X : csr_matrix of float64, shape (n_samples, n_features)
+        0/1 entries.
+    Y : ndarray of int64, shape (n_samples, n_labels)
+    """
+    n_samples = _check_int(n_samples, "n_samples")
+    n_labels = _check_int(n_labels, "n_labels")
+    n_features = _check_int(n_features, "n_features")
+    words_per_label = _check_int(words_per_label, "words_per_label")
+    group_size = _check_int(group_size, "group_size")
+    word_rate = _check_fraction(word_rate, "word_rate", low_open=True)
+    labels_per_sample = _check_real(labels_per_sample, "labels_per_sample")
+    background = _check_real(background, "background")
+    if labels_per_sample <= 0 or background < 0:
+        raise ValueError("labels_per_sample must be positive and background non-negative")
+    rng = check_random_state(random_state)
+    n_groups = max(1, n_labels // group_size)
+    freq = 1.0 / np.arange(1, n_labels + 1) ** 0.8
+    group = rng.randint(0, n_groups, size=n_labels)
+    group_rate = rng.rand(n_groups) + 1e-3
+    picks = np.stack([rng.choice(n_groups, size=min(3, n_groups), replace=False,
+                                 p=group_rate / group_rate.sum()) for _ in range(n_samples)])
+    boost = np.where((group[None, :, None] == picks[:, None, :]).any(axis=2), 6.0, 0.6)
+    p = freq[None, :] * boost
+    p *= labels_per_sample / p.sum(axis=1, keepdims=True)
+    Y = (rng.rand(n_samples, n_labels) < np.minimum(p, 0.95)).astype(np.int64)
+    words = rng.randint(0, n_features, size=(n_labels, words_per_label))
+    rows, cols = np.nonzero(Y)
+    w_rows = np.repeat(rows, words_per_label)
+    w_cols = words[cols].ravel()
+    keep = rng.rand(w_rows.size) < word_rate
+    n_bg = rng.poisson(background, size=n_samples)
+    b_rows = np.repeat(np.arange(n_samples), n_bg)
+    b_cols = rng.randint(0, n_features, size=b_rows.size)
+    r = np.concatenate([w_rows[keep], b_rows])
+    c = np.concatenate([w_cols[keep], b_cols])
+    X = sp.csr_matrix((np.ones(r.size), (r, c)), shape=(n_samples, n_features))
+    X.data[:] = 1.0  # repeated words stay binary
     return X, Y
