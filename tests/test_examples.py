@@ -14,6 +14,8 @@ CASES = {
     "ocr_sequence_labeling.py": (["--max-words", "40"], r"SequenceCRF .* letter accuracy 0\.\d+"),
     "map_inference_uai.py": (["--size", "5", "--states", "3", "--time-limit", "0.5"], r"gdmm\s+-?\d"),
     "multilabel_pipeline.py": (["--max-iter", "2"], r"pairwise=full\s+Hamming accuracy 0\.\d+"),
+    "multilabel_many_labels.py": (["--n-samples", "300", "--max-iter", "5"],
+                                  r"label tree\)\s+Hamming 0\.\d+ .* certified gap"),
     "grid_crf_denoising.py": (["--size", "8", "--images", "2"], r"GraphCRF \(BBPL\): pixel accuracy"),
     "conllu_pos_tagging.py": ([], r"token accuracy on 1 held-out sentences"),
 }

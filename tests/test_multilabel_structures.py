@@ -186,3 +186,26 @@ def test_sizes_too_big_for_memory_are_refused_before_allocating():
     Y[0, 0] = 1
     with pytest.raises(MemoryError, match="40000 labels"):
         MultiLabelSSVM(pairwise="none").fit(X, Y)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_persistency_map_matches_enumeration(seed):
+    from structlearn.inference.binary_forest import persistency_map_batch
+
+    rng = np.random.RandomState(seed)
+    L = rng.randint(2, 9)
+    edges = np.array([(a, b) for a in range(L) for b in range(a + 1, L) if rng.rand() < 0.6],
+                     dtype=np.int64).reshape(-1, 2)
+    w = rng.randn(edges.shape[0]) * 2 * (rng.rand(edges.shape[0]) < 0.8)
+    U = rng.randn(5, L) * 2 - 1
+    labels, scores, bounds, exact = persistency_map_batch(U, edges, w, max_free=seed % 9)
+    for i in range(5):
+        best, _ = _brute_force(U[i], edges, w)
+        y = labels[i]
+        value = U[i] @ y + sum(w[e] * y[a] * y[b] for e, (a, b) in enumerate(edges))
+        assert value == pytest.approx(scores[i], abs=1e-9)
+        assert bounds[i] >= best - 1e-9
+        if exact[i]:
+            assert scores[i] == pytest.approx(best, abs=1e-9)
+    if seed % 9 >= L:
+        assert exact.all()  # few enough labels: always enumerated

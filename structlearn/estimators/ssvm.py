@@ -800,15 +800,19 @@ default="auto"
                 out[a:a + step] = binary_forest_map_batch(U, rooted, weights)[0]
             return out
         if method == "auto" and n_edges and L > MAX_ENUM_LABELS:
-            # all samples in one compiled call: at most 50 rounds of 10 GDMM
-            # iterations each, decodings improved by local search
-            from ..inference.gdmm_binary import gdmm_binary_batch
+            # persistency fixes most labels, the rest are enumerated; rows
+            # left with more than 16 undecided labels go to batched GDMM
+            from ..inference.binary_forest import persistency_map_batch
 
             a, b = np.nonzero(E)
-            labels, _, _, _ = gdmm_binary_batch(self.decision_function(X),
-                                                np.stack([a, b], axis=1),
-                                                self.pairwise_coef_[a, b], max_iter=50)
-            return labels
+            edges = np.stack([a, b], axis=1)
+            weights = self.pairwise_coef_[a, b]
+            U = np.empty(0)
+            step = max(1, (1 << 20) // max(L, 1))
+            for r in range(0, X.shape[0], step):
+                U = _unary_scores(X[r:r + step], self.coef_, self.intercept_, U)
+                out[r:r + step] = persistency_map_batch(U, edges, weights)[0]
+            return out
         if method in ("auto", "exact"):
             if n_edges and L > MAX_ENUM_LABELS:
                 raise ValueError(f"exact inference supports at most {MAX_ENUM_LABELS} labels")
