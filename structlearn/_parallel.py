@@ -59,7 +59,7 @@ def chunk_bounds(weights, n_chunks):
     return np.unique(np.concatenate(([0], cuts, [n]))).astype(np.int64)
 
 
-def map_chunks(func, chunks, n_jobs, progress=None):
+def map_chunks(func, chunks, n_jobs, progress=None, *, sharedmem=False):
     """``[func(*args) for args in chunks]``, in parallel when ``n_jobs`` asks
     for more than one job and there is more than one chunk.
 
@@ -75,6 +75,10 @@ def map_chunks(func, chunks, n_jobs, progress=None):
         A description and the number of samples in each chunk: a progress
         bar advanced as chunks complete, when the configuration draws bars
         (:func:`structlearn.set_config`).
+    sharedmem : bool, default=False
+        ``func`` writes its results into arrays of the caller: run on
+        threads whatever joblib back-end is configured (a process back-end
+        such as loky or dask would write into copies and lose them).
 
     Returns
     -------
@@ -94,6 +98,7 @@ def map_chunks(func, chunks, n_jobs, progress=None):
         from joblib import Parallel, delayed
 
         results = Parallel(n_jobs=n_jobs, prefer="threads",
+                           require="sharedmem" if sharedmem else None,
                            return_as="list" if bar is None else "generator")(
             delayed(func)(*args) for args in chunks)
     if bar is None:

@@ -206,3 +206,43 @@ def test_chunk_scores_equal_scipy_products():
         lazy = SparseSequences(parts, offsets, d, 0)
         np.testing.assert_array_equal(chunk_scores(_rows(lazy, offsets, a, b), coef),
                                       expected[lo:hi])
+
+
+@pytest.mark.parametrize("backend", ["loky", "dask"])
+def test_fits_under_process_backends_equal_the_single_job_fits(chain_data, backend):
+    """Parallel work that writes into the caller's arrays (the SSVM
+    certificate's hinges, the CRF's gradient parts) runs on threads whatever
+    joblib back-end is configured: same bits as n_jobs=1."""
+    X, y = chain_data
+    one = _fit_quietly(SequenceSSVM(C=0.1, max_iter=6, check_every=1, random_state=0), X, y)
+    crf_one = _fit_quietly(SequenceCRF(max_iter=8), X, y)
+    if backend == "dask":
+        distributed = pytest.importorskip("distributed")
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           dashboard_address=None)
+        client = distributed.Client(cluster)
+    try:
+        with joblib.parallel_config(backend=backend):
+            two = _fit_quietly(SequenceSSVM(C=0.1, max_iter=6, check_every=1, random_state=0,
+                                            n_jobs=2), X, y)
+            crf_two = _fit_quietly(SequenceCRF(max_iter=8, n_jobs=2), X, y)
+    finally:
+        if backend == "dask":
+            client.close()
+            cluster.close()
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+    for a, b in zip(one.history_, two.history_):
+        for key in ("primal", "dual", "gap"):
+            assert np.array_equal(a[key], b[key], equal_nan=True), key
+    _same(crf_one.predict(X), crf_two.predict(X))
+    dense = [c.toarray() if hasattr(c, "toarray") else c for c in (crf_one.coef_, crf_two.coef_)]
+    np.testing.assert_array_equal(*dense)
+
+
+def test_a_certificate_with_the_dual_above_the_primal_raises():
+    from structlearn.learners._ssvm_common import HistoryMonitor
+
+    monitor = HistoryMonitor()
+    monitor.record(1, 10.0, 9.0, 0.0, 1.0, 0, 0.1)
+    with pytest.raises(RuntimeError, match="invalid certificate"):
+        monitor.record(2, 10.0, 12.0, 0.0, 1.0, 0, 0.1)

@@ -121,6 +121,12 @@ class HistoryMonitor:
     def record(self, iteration, primal, dual, infeasibility, active, visited, pass_time, **extra):
         """Append one history record; returns True when ``callback`` asks to stop."""
         self.solver_time += pass_time
+        if dual > primal + 1e-9 * max(1.0, abs(primal)):  # False for NaN
+            raise RuntimeError(
+                f"invalid certificate after pass {iteration}: the dual value {dual!r} exceeds "
+                f"the primal value {primal!r} (a lower bound above an upper bound); the "
+                "training state is inconsistent, please report this"
+            )
         gap = primal - dual if np.isfinite(dual) else np.nan
         rec = {
             "iter": int(iteration),
@@ -183,7 +189,8 @@ class ChainMonitor(HistoryMonitor):
         cols = sparse_transition_table(vs)
         map_chunks(chain_hinges, [(W, Wsp, vs, cols, p.data, p.indices, p.indptr, p.offsets, p.y,
                                    float(scale), a, b, self._z, self._hinge)
-                                  for a, b in zip(bounds[:-1], bounds[1:])], self.n_jobs)
+                                  for a, b in zip(bounds[:-1], bounds[1:])], self.n_jobs,
+                   sharedmem=True)  # the hinges are written into self._hinge
         return float(primal_from_hinges(W, Wsp, v, float(scale), self.C, self._hinge))
 
 

@@ -227,7 +227,8 @@ class _ChainProblem:
         # threads, not BLAS's own, share the cores
         with single_threaded_blas():
             if parallel:
-                nll = map_chunks(_part_nll_grad, jobs, self.n_jobs)
+                # the parts write their gradients into bufs: threads only
+                nll = map_chunks(_part_nll_grad, jobs, self.n_jobs, sharedmem=True)
                 for buf in bufs:
                     g += buf
                 return float(sum(nll))
