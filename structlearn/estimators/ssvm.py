@@ -787,18 +787,13 @@ default="auto"
         params = self._check_inference()
         forest = getattr(self, "_forest", None)
         if method in ("auto", "exact") and forest is not None and L > MAX_ENUM_LABELS:
-            # exact max-product over the tree of label pairs, rows in blocks
-            # (the unary scores of a block are the only (rows, L) array)
+            # exact max-product over the tree of label pairs
             from ..inference.binary_forest import binary_forest_map_batch
 
             rooted, edges = forest
             weights = self.pairwise_coef_[edges[:, 0], edges[:, 1]]
-            U = np.empty(0)
-            step = max(1, (1 << 20) // max(L, 1))
-            for a in range(0, X.shape[0], step):
-                U = _unary_scores(X[a:a + step], self.coef_, self.intercept_, U)
-                out[a:a + step] = binary_forest_map_batch(U, rooted, weights)[0]
-            return out
+            return self._decode_in_blocks(X, out, lambda U: binary_forest_map_batch(
+                U, rooted, weights)[0])
         if method == "auto" and n_edges and L > MAX_ENUM_LABELS:
             # persistency fixes most labels, the rest are enumerated; rows
             # left with more than 16 undecided labels go to batched GDMM
@@ -807,12 +802,8 @@ default="auto"
             a, b = np.nonzero(E)
             edges = np.stack([a, b], axis=1)
             weights = self.pairwise_coef_[a, b]
-            U = np.empty(0)
-            step = max(1, (1 << 20) // max(L, 1))
-            for r in range(0, X.shape[0], step):
-                U = _unary_scores(X[r:r + step], self.coef_, self.intercept_, U)
-                out[r:r + step] = persistency_map_batch(U, edges, weights)[0]
-            return out
+            return self._decode_in_blocks(X, out, lambda U: persistency_map_batch(
+                U, edges, weights)[0])
         if method in ("auto", "exact"):
             if n_edges and L > MAX_ENUM_LABELS:
                 raise ValueError(f"exact inference supports at most {MAX_ENUM_LABELS} labels")
@@ -829,6 +820,18 @@ default="auto"
         chunks = [(graphs[a:b], method, params) for a, b in rows]
         parts = map_chunks(_map_labels, chunks, self.n_jobs, self._progress(rows))
         return np.concatenate(parts) if parts else out
+
+    def _decode_in_blocks(self, X, out, decode):
+        """``out[rows] = decode(unary scores of rows)`` over blocks of rows of
+        ``X`` (validated): the block's (rows, L) scores are the only dense
+        array, about 8 MiB whatever the number of samples."""
+        L = out.shape[1]
+        U = np.empty(0)
+        step = max(1, (1 << 20) // max(L, 1))
+        for r in range(0, X.shape[0], step):
+            U = _unary_scores(X[r:r + step], self.coef_, self.intercept_, U)
+            out[r:r + step] = decode(U)
+        return out
 
     def _row_chunks(self, n):
         """Contiguous ``(start, stop)`` runs of ``n`` samples, one per job

@@ -21,6 +21,45 @@ _FREE = 2
 
 
 @nb.njit(cache=True, nogil=True)
+def gray_code_max(gain, Wpair, m, cur, best_y):
+    """Best labeling of ``m`` binary labels by enumeration in Gray-code order.
+
+    Maximizes ``sum_t gain[t] y_t + sum_{t<s} Wpair[t, s] y_t y_s`` (``Wpair``
+    symmetric, zero diagonal, at least (m, m)); one flip per labeling, O(m)
+    to update the flip gains.  Ties go to the labeling met first (all-off
+    first).  ``gain`` float64 (>= m,) is used as scratch (restored to the
+    all-off gains only up to round-off); ``cur``, ``best_y`` int64 (>= m,):
+    scratch and the argmax.  Returns the best value (>= 0, all off).
+    """
+    for t in range(m):
+        cur[t] = 0
+        best_y[t] = 0
+    score = 0.0
+    best = 0.0
+    for code in range(1, 1 << m):
+        t = 0
+        c = code
+        while (c & 1) == 0:
+            c >>= 1
+            t += 1
+        if cur[t] == 0:
+            score += gain[t]
+            cur[t] = 1
+            sgn = 1.0
+        else:
+            score -= gain[t]
+            cur[t] = 0
+            sgn = -1.0
+        for s in range(m):
+            gain[s] += sgn * Wpair[s, t]
+        if score > best:
+            best = score
+            for s in range(m):
+                best_y[s] = cur[s]
+    return best
+
+
+@nb.njit(cache=True, nogil=True)
 def _fix_by_persistency(u, ptr, nbr, w, pos_sum, state, free):
     """Fix labels on or off (``state``); returns the number of free labels,
     listed in ``free``."""
@@ -128,30 +167,7 @@ def sparse_binary_map_rows(U, ptr, nbr, w, max_free, out, scores, exact):
                 elif state[k] == _FREE:
                     Wf[t, slot[k]] = w[r]
             gain[t] = g
-            cur[t] = 0
-            best_y[t] = 0
-        score = 0.0
-        best = 0.0
-        for code in range(1, 1 << n_free):
-            t = 0
-            c = code
-            while (c & 1) == 0:
-                c >>= 1
-                t += 1
-            if cur[t] == 0:
-                score += gain[t]
-                cur[t] = 1
-                sgn = 1.0
-            else:
-                score -= gain[t]
-                cur[t] = 0
-                sgn = -1.0
-            for t2 in range(n_free):
-                gain[t2] += sgn * Wf[t2, t]
-            if score > best:
-                best = score
-                for t2 in range(n_free):
-                    best_y[t2] = cur[t2]
+        best = gray_code_max(gain, Wf, n_free, cur, best_y)
         for t in range(n_free):
             out[i, free[t]] = best_y[t]
             slot[free[t]] = -1

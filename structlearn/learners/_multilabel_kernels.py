@@ -16,6 +16,7 @@ import numba as nb
 import numpy as np
 
 from ..inference._binary_forest_kernels import binary_forest_map
+from ..inference._binary_sparse_map_kernels import gray_code_max
 
 
 @nb.njit(cache=True)
@@ -48,39 +49,16 @@ def max_labeling(u, P, E, n_edges, out, gain):
             else:
                 out[l] = 0
         return best
-    cur = np.zeros(L, dtype=np.int64)
+    # flip gains from all off, and the symmetric pair weights on the edges
+    Wpair = np.zeros((L, L))
+    for a in range(L):
+        for b in range(a + 1, L):
+            if E[a, b] != 0:
+                Wpair[a, b] = P[a, b]
+                Wpair[b, a] = P[a, b]
     for l in range(L):
-        gain[l] = u[l]  # score change when switching l on (all off)
-        out[l] = 0
-    score = 0.0
-    best = 0.0
-    total = 1 << L
-    for k in range(1, total):
-        # bit to flip: lowest set bit of k
-        l = 0
-        kk = k
-        while (kk & 1) == 0:
-            kk >>= 1
-            l += 1
-        if cur[l] == 0:
-            score += gain[l]
-            cur[l] = 1
-            sgn = 1.0
-        else:
-            score -= gain[l]
-            cur[l] = 0
-            sgn = -1.0
-        for m in range(L):
-            if m != l:
-                a = min(l, m)
-                b = max(l, m)
-                if E[a, b] != 0:
-                    gain[m] += sgn * P[a, b]
-        if score > best:
-            best = score
-            for m in range(L):
-                out[m] = cur[m]
-    return best
+        gain[l] = u[l]
+    return gray_code_max(gain, Wpair, L, np.empty(L, dtype=np.int64), out)
 
 
 @nb.njit(cache=True)
