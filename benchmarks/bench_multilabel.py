@@ -159,6 +159,7 @@ def main():
     ap.add_argument("--sets", nargs="+", default=["bibtex:0.1", "corel5k:1", "synthetic1k:0.1"])
     ap.add_argument("--pairwise", nargs="+", default=["auto"])
     ap.add_argument("--cpp", default=None, help="the C++ Multilabel/train binary")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per worker")
     ap.add_argument("--worker", nargs=5, metavar=("METHOD", "SET", "C", "DIR", "PAIRWISE"))
     args = ap.parse_args()
     if args.worker:
@@ -170,10 +171,16 @@ def main():
         rows = []
         jobs = [("structlearn", pw) for pw in args.pairwise] + [("ovr", "none")]
         for method, pw in jobs:
-            proc = subprocess.run([sys.executable, __file__, "--worker", method, name, C,
-                                   args.data_dir, pw], capture_output=True, text=True)
+            try:
+                proc = subprocess.run([sys.executable, __file__, "--worker", method, name, C,
+                                       args.data_dir, pw], capture_output=True, text=True,
+                                      timeout=args.timeout)
+            except subprocess.TimeoutExpired:
+                rows.append({"method": method, "pairwise": pw,
+                             "error": f"no result within {args.timeout} s"})
+                continue
             line = [x for x in proc.stdout.splitlines() if x.startswith("{")]
-            rows.append(json.loads(line[-1]) if line else {"method": method,
+            rows.append(json.loads(line[-1]) if line else {"method": method, "pairwise": pw,
                                                           "error": proc.stderr[-500:]})
         if args.cpp:
             rows.append(run_cpp(args.cpp, name, float(C), args.data_dir))
