@@ -209,3 +209,18 @@ def test_persistency_map_matches_enumeration(seed):
             assert scores[i] == pytest.approx(best, abs=1e-9)
     if seed % 9 >= L:
         assert exact.all()  # few enough labels: always enumerated
+
+
+def test_decoding_in_blocks_gives_the_rows_of_one_block(monkeypatch):
+    import structlearn.estimators.ssvm as ssvm_module
+
+    X, Y = _data(3, n=50)
+    for pairwise in ("tree", "full"):
+        m = MultiLabelSSVM(C=1.0, pairwise=pairwise, max_iter=30, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            m.fit(X, Y)
+        whole = m.predict(X)
+        monkeypatch.setattr(ssvm_module, "_DECODE_BLOCK_ENTRIES", 7 * Y.shape[1])  # 7 rows
+        np.testing.assert_array_equal(m.predict(X), whole)
+        monkeypatch.undo()

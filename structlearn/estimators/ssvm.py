@@ -28,6 +28,8 @@ SORTED_ORACLE_MIN_LABELS = 50
 # pairs is as fast or faster (dense passes 0.67x of the sorted search's time
 # at 14 labels, 0.98x at 50; 1.07x at 100, 1.38x at 200: BENCHMARKS.md, SSVM 3e)
 SORTED_PAIR_ORACLE_MIN_LABELS = 90
+# label scores per block of rows when a multilabel model decodes (8 MiB)
+_DECODE_BLOCK_ENTRIES = 1 << 20
 # GDMM keeps the unigram weights as sparse rows (with the sorted oracle and no
 # partition sampling) when a dense (n_features, K) array would hold this many
 # entries (64 MiB): coef_ is then a CSR matrix.  Per pass the rows cost 1.1x
@@ -415,14 +417,12 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         return out
 
 
-def _unary_scores(X, coef, intercept, out):
-    """``X @ coef.T + intercept`` (float64 (rows, L)) into ``out`` when its
-    size fits, without a dense copy of ``X``."""
+def _unary_scores(X, coef, intercept, buf):
+    """``X @ coef.T + intercept`` (float64 (rows, L)), a view of the flat
+    buffer ``buf`` (at least ``rows * L`` entries), without a dense copy of ``X``."""
     rows = X.shape[0]
     L = coef.shape[0]
-    if out.size < rows * L:
-        out = np.empty(rows * L)
-    U = out[:rows * L].reshape(rows, L)
+    U = buf[:rows * L].reshape(rows, L)
     U[:] = intercept
     U += np.asarray(X @ coef.T) if sp.issparse(X) else X @ coef.T
     return U
@@ -826,11 +826,11 @@ default="auto"
         ``X`` (validated): the block's (rows, L) scores are the only dense
         array, about 8 MiB whatever the number of samples."""
         L = out.shape[1]
-        U = np.empty(0)
-        step = max(1, (1 << 20) // max(L, 1))
+        step = max(1, _DECODE_BLOCK_ENTRIES // max(L, 1))
+        buf = np.empty(min(step, X.shape[0]) * L)
         for r in range(0, X.shape[0], step):
-            U = _unary_scores(X[r:r + step], self.coef_, self.intercept_, U)
-            out[r:r + step] = decode(U)
+            out[r:r + step] = decode(_unary_scores(X[r:r + step], self.coef_, self.intercept_,
+                                                   buf))
         return out
 
     def _row_chunks(self, n):
