@@ -200,8 +200,8 @@ def _x(i, j, Y, A, C):
 
 
 @nb.njit(cache=True, inline="always")
-def _activate_violated(i, j, Y, A, C, E, tmask, fa, fb, fv, fnu, nf, mark, head, tail, nxa,
-                       nxb, positives, n_pos, xneg_max):
+def _activate_violated(i, j, Y, A, C, E, nbr_ptr, nbr, tmask, fa, fb, fv, fnu, nf, mark, head,
+                       tail, nxa, nxb, positives, n_pos, xneg_max):
     """Activate every inactive edge of label ``j`` whose constraints its new
     marginal violates (only partners with ``x > 0`` can be: marked or positive),
     in increasing partner order.
@@ -210,8 +210,11 @@ def _activate_violated(i, j, Y, A, C, E, tmask, fa, fb, fv, fnu, nf, mark, head,
     ``xneg_max`` bounds ``x`` of every negative label: a negative partner
     ``k`` violates only if ``x_j + x_k > 1``, so when ``x_j + xneg_max <= 1``
     only the positive partners are examined (the scan of all ``L`` labels
-    is skipped, with the same result).  ``mark`` uint8 (L,) scratch of
-    zeros (restored)."""
+    is skipped, with the same result).  When ``j`` has fewer edges than
+    that, its neighbours (``nbr_ptr, nbr``: sorted adjacency) are examined
+    instead: the same partners in the same order, as a negative neighbour
+    that cannot violate fails the test below.  ``mark`` uint8 (L,) scratch
+    of zeros (restored)."""
     L = Y.shape[1]
     q = head[j]
     while q >= 0:  # partners of j's active pairs
@@ -224,8 +227,15 @@ def _activate_violated(i, j, Y, A, C, E, tmask, fa, fb, fv, fnu, nf, mark, head,
     xj = _x(i, j, Y, A, C)
     scan_all = xj + xneg_max > 1.0
     n_k = L if scan_all else n_pos
+    deg = nbr_ptr[j + 1] - nbr_ptr[j]
+    by_edges = deg < n_k
+    if by_edges:
+        n_k = deg
     for t in range(n_k):
-        k = t if scan_all else positives[t]
+        if by_edges:
+            k = nbr[nbr_ptr[j] + t]
+        else:
+            k = t if scan_all else positives[t]
         if k == j or mark[k] != 0 or E[min(j, k), max(j, k)] == 0:
             continue
         if tmask[i, k] == 0 and Y[i, k] == 0:
@@ -448,8 +458,9 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, nbr_ptr, 
                         xj = _x(i, j, Y, A, C)
                         if xj > xneg_max:
                             xneg_max = xj
-                    _activate_violated(i, j, Y, A, C, E, tmask, fa, fb, fv, fnu, nf, mark, head,
-                                       tail, nxa, nxb, positives, n_pos, xneg_max)
+                    _activate_violated(i, j, Y, A, C, E, nbr_ptr, nbr, tmask, fa, fb, fv, fnu,
+                                       nf, mark, head, tail, nxa, nxb, positives, n_pos,
+                                       xneg_max)
             for q in range(nf[i]):
                 a = fa[q]
                 b = fb[q]
