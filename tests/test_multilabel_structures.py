@@ -182,8 +182,7 @@ def test_sizes_too_big_for_memory_are_refused_before_allocating():
     import scipy.sparse as sp
 
     X = sp.csr_matrix((2_000_000, 3))
-    Y = sp.csr_matrix((2_000_000, 40_000), dtype=np.int64)
-    Y[0, 0] = 1
+    Y = sp.csr_matrix(([1], ([0], [0])), shape=(2_000_000, 40_000), dtype=np.int64)
     with pytest.raises(MemoryError, match="40000 labels"):
         MultiLabelSSVM(pairwise="none").fit(X, Y)
 
