@@ -68,3 +68,17 @@ def test_verbose_prints_without_logging_set_up(name, capsys, monkeypatch):
     assert capsys.readouterr().out == ""
     # the temporary handler is gone after fit
     assert not logging.getLogger("structlearn").handlers
+
+
+def test_verbose_shows_the_gap_only_on_checked_passes(capsys, monkeypatch):
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])
+    X, Y = make_multilabel_pairwise(60, n_labels=5, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        MultiLabelSSVM(max_iter=4, check_every=2, tol=0.0, verbose=1,
+                       random_state=0).fit(X, Y)
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if "iter " in ln]
+    assert len(lines) == 4
+    assert all("nan" not in ln for ln in lines)
+    assert ["gap not checked" in ln for ln in lines] == [True, False, True, False]
+    assert "rel. gap" in lines[1] and "rel. gap" in lines[3]

@@ -145,12 +145,19 @@ class HistoryMonitor:
         rec.update(extra)
         self.history.append(rec)
         progress_tick(rec)
-        if self.verbose:
+        if self.verbose and np.isfinite(primal):
             logger.info(
                 "iter %d: primal %.6g dual %.6g rel. gap %.3g infeas. %.3g |A| %.2f "
                 "entries %d pass %.3fs elapsed %.2fs",
                 rec["iter"], primal, dual, rec["relative_gap"], infeasibility, active,
                 rec["oracle_entries"], pass_time, rec["time"],
+            )  # fmt: skip
+        elif self.verbose:  # a pass without a certificate: no gap to show
+            logger.info(
+                "iter %d: (gap not checked) infeas. %.3g |A| %.2f entries %d pass %.3fs "
+                "elapsed %.2fs",
+                rec["iter"], infeasibility, active, rec["oracle_entries"], pass_time,
+                rec["time"],
             )  # fmt: skip
         if self.callback is not None:
             return bool(self.callback(rec))
