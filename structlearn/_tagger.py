@@ -6,6 +6,7 @@ dump of the fitted estimator with the column it predicts.
 """
 
 import argparse
+import os
 import sys
 import time
 
@@ -65,8 +66,9 @@ def _read(path, columns):
         return read_conllu(path, columns=columns)
     except OSError as exc:
         raise TaggerError(f"{exc.filename or path}: {exc.strerror or exc}", 1) from None
-    except (ValueError, UnicodeDecodeError, EOFError) as exc:
-        raise TaggerError(f"{path}: {exc}", 1) from None
+    except ValueError as exc:
+        msg = str(exc)
+        raise TaggerError(msg if msg.startswith(str(path)) else f"{path}: {msg}", 1) from None
 
 
 def _features(sentences):
@@ -81,6 +83,7 @@ def _train(args):
     from .datasets import SequenceVectorizer
     from .estimators import SequenceCRF, SequencePerceptron, SequenceSSVM
 
+    _check_writable(args.model)  # before minutes of training, not after
     sentences = _read(args.corpus, ("form", args.column))
     if not sentences:
         raise TaggerError(f"{args.corpus}: no sentences", 1)
@@ -107,6 +110,17 @@ def _train(args):
           f"{time.perf_counter() - started:.1f} s; model written to {args.model}",
           file=sys.stderr)
     return 0
+
+
+def _check_writable(path):
+    """TaggerError unless a model file can be written at ``path``."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise TaggerError(f"--model {path}: is a folder, not a file name", 1)
+    if not os.path.isdir(folder):
+        raise TaggerError(f"--model {path}: the folder {folder} does not exist", 1)
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise TaggerError(f"--model {path}: not writable", 1)
 
 
 def _load(path):
@@ -144,15 +158,12 @@ def _eval(args):
 def _predict(args):
     """Rewrite the predicted column of every token line; every other byte of
     the input (comments, multiword ranges, empty nodes, other fields) stays."""
-    from .datasets.conllu import _read_text
+    from .datasets.conllu import _read_text, token_id_kind
 
     saved = _load(args.model)
     column = saved["column"]
-    try:
-        text = _read_text(args.corpus)
-    except OSError as exc:
-        raise TaggerError(f"{exc.filename or args.corpus}: {exc.strerror or exc}", 1) from None
-    sentences = _read(args.corpus, ("form",))  # validates every line first
+    sentences = _read(args.corpus, ("form",))  # validates the bytes and every line first
+    text = _read_text(args.corpus)
     pred = saved["model"].predict(_features(sentences)) if sentences else []
     lines = text.split("\n")
     out, k, t = [], 0, 0  # sentence k, token t within it
@@ -160,7 +171,7 @@ def _predict(args):
     for line in lines:
         body = line[:-1] if line.endswith("\r") else line
         fields = body.split("\t")
-        if len(fields) == 10 and fields[0].isdigit():
+        if len(fields) == 10 and token_id_kind(fields[0]) == "word":
             label = str(pred[k][t])
             if len(_FIELDS[column]) == 1:
                 fields[_FIELDS[column][0]] = label

@@ -422,3 +422,49 @@ def test_make_multilabel_pairwise_bad_input():
         make_multilabel_pairwise(10, density=1.5)
     with pytest.raises(ValueError, match="n_samples"):
         make_multilabel_pairwise(0)
+
+
+def test_read_conllu_bad_bytes_gzip_and_ids_raise_value_errors():
+    import gzip as gz
+
+    line = "\tA\ta\tNOUN\t_\t_\t0\troot\t_\t_\n"
+    with pytest.raises(ValueError, match="not a valid gzip file"):
+        read_conllu(io.BytesIO(gz.compress(b"x" * 999)[:20]))
+    with pytest.raises(ValueError, match="line 2: bytes that are not UTF-8"):
+        read_conllu(io.BytesIO(("1" + line).encode() + b"2\tcaf\xe9\ta\tNOUN\t_\t_\t0\tr\t_\t_\n"))
+    assert read_conllu(io.BytesIO(b"\xef\xbb\xbf" + ("1" + line).encode())) == [
+        {"form": ["A"], "upos": ["NOUN"]}]
+    for bad_id in ("0", "\u00b2", "\u0663", "1-x", "2-1", "1.", "x.1", "01"):
+        with pytest.raises(ValueError, match="invalid token ID"):
+            read_conllu(io.StringIO(bad_id + line))
+    # ranges and empty nodes are skipped
+    text = "1-2" + line + "1" + line + "2" + line + "2.1" + line
+    assert read_conllu(io.StringIO(text))[0]["form"] == ["A", "A"]
+
+
+def test_read_conllu_fuzzed_files_raise_only_value_errors():
+    """Seeded mutations of a valid file (byte flips, cuts, insertions, gzip):
+    a result or a ValueError, nothing else."""
+    import gzip as gz
+
+    rng = np.random.default_rng(0)
+    base = CONLLU.encode()
+    outcomes = {"ok": 0, "ValueError": 0}
+    for case in range(400):
+        raw = bytearray(gz.compress(base) if case % 3 == 0 else base)
+        for _ in range(rng.integers(1, 4)):
+            op = rng.integers(3)
+            pos = int(rng.integers(len(raw))) if raw else 0
+            if op == 0 and raw:
+                raw[pos] = int(rng.integers(256))
+            elif op == 1:
+                raw = raw[:pos]
+            else:
+                raw[pos:pos] = bytes(rng.integers(0, 256, size=int(rng.integers(1, 4)),
+                                                  dtype=np.uint8))
+        try:
+            read_conllu(io.BytesIO(bytes(raw)))
+            outcomes["ok"] += 1
+        except ValueError:
+            outcomes["ValueError"] += 1
+    assert outcomes["ok"] > 0 and outcomes["ValueError"] > 0

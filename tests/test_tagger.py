@@ -88,3 +88,26 @@ def test_malformed_corpus_names_the_line(tmp_path, capsys):
     assert main(["tag", "train", str(tmp_path / "missing.conllu"), "--model",
                  str(tmp_path / "m.joblib")]) == 1
     assert "missing.conllu" in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_bad_bytes_and_model_paths_give_one_clean_error(tmp_path, corpus, capsys):
+    model = tmp_path / "m.joblib"
+    assert main(["tag", "train", str(corpus), "--model", str(model), "--estimator",
+                 "perceptron", "--max-iter", "1", "--quiet"]) == 0
+    capsys.readouterr()
+    latin1 = tmp_path / "l.conllu"
+    latin1.write_bytes(b"1\tcaf\xe9\tx\tNOUN\t_\t_\t0\troot\t_\t_\n\n")
+    for action in ("predict", "eval"):
+        assert main(["tag", action, str(model), str(latin1)]) == 1
+        err = capsys.readouterr().err
+        assert "not UTF-8" in err and "line 1" in err and "Traceback" not in err
+    # a model path in a missing folder fails before any training
+    assert main(["tag", "train", str(corpus), "--model",
+                 str(tmp_path / "no" / "such" / "m.joblib")]) == 1
+    err = capsys.readouterr().err
+    assert "does not exist" in err and "trained" not in err
+    # a byte-order mark is accepted
+    bom = tmp_path / "bom.conllu"
+    bom.write_bytes(b"\xef\xbb\xbf" + corpus.read_bytes())
+    assert main(["tag", "eval", str(model), str(bom)]) == 0

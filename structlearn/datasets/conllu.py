@@ -2,6 +2,8 @@
 
 import gzip
 import os
+import re
+import zlib
 
 __all__ = ["read_conllu", "CONLLU_COLUMNS"]
 
@@ -10,29 +12,70 @@ CONLLU_COLUMNS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "depre
 _DERIVED = {"upos+feats": (3, 5)}
 _INDEX = {name: i for i, name in enumerate(CONLLU_COLUMNS)}
 _GZIP_MAGIC = b"\x1f\x8b"
+# token IDs: ASCII digits only (str.isdigit also takes "²" or "٣")
+_WORD_ID = re.compile(r"[1-9][0-9]*", re.ASCII)
+_RANGE_ID = re.compile(r"([1-9][0-9]*)-([1-9][0-9]*)", re.ASCII)
+_EMPTY_ID = re.compile(r"(?:0|[1-9][0-9]*)\.[1-9][0-9]*", re.ASCII)
+
+
+def _decode(raw, name):
+    """UTF-8 text of ``raw`` (gzip-compressed when it starts with the gzip
+    magic bytes or ``name`` ends in ``.gz``), without a byte-order mark.
+
+    Damaged gzip data and bytes that are not UTF-8 raise ``ValueError``
+    naming the file (and the line of the first bad byte)."""
+    if raw[:2] == _GZIP_MAGIC or name.endswith(".gz"):
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError
+            raise ValueError(f"{name}: not a valid gzip file ({exc or type(exc).__name__})"
+                             ) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise ValueError(f"{name}: line {line}: bytes that are not UTF-8 "
+                         f"({raw[exc.start:exc.start + 4]!r})") from None
+    return text[1:] if text.startswith("\ufeff") else text
 
 
 def _read_text(path_or_file):
-    """Whole content as str; gzip detected by its magic bytes (or a .gz suffix)."""
+    """Whole content as str; gzip detected by its magic bytes (or a .gz suffix).
+
+    Raises ``OSError`` when a path cannot be read, ``ValueError`` for damaged
+    gzip data or bytes that are not UTF-8, ``TypeError`` for other objects."""
     if isinstance(path_or_file, (str, os.PathLike)):
         with open(path_or_file, "rb") as f:
             raw = f.read()
-        if raw[:2] == _GZIP_MAGIC or os.fspath(path_or_file).endswith(".gz"):
-            raw = gzip.decompress(raw)
-        return raw.decode("utf-8")
+        return _decode(raw, os.fspath(path_or_file))
     if not hasattr(path_or_file, "read"):
         raise TypeError(
             "path_or_file must be a path or an open file, got " f"{type(path_or_file).__name__}"
         )
-    raw = path_or_file.read()
+    name = str(getattr(path_or_file, "name", "<file>"))
+    try:
+        raw = path_or_file.read()
+    except UnicodeDecodeError as exc:  # a text-mode file over bytes that are not UTF-8
+        raise ValueError(f"{name}: bytes that are not UTF-8 ({exc.reason})") from None
     if isinstance(raw, str):
-        return raw
+        return raw[1:] if raw.startswith("\ufeff") else raw
     if isinstance(raw, (bytes, bytearray)):
-        raw = bytes(raw)
-        if raw[:2] == _GZIP_MAGIC:
-            raw = gzip.decompress(raw)
-        return raw.decode("utf-8")
+        return _decode(bytes(raw), name)
     raise TypeError(f"path_or_file.read() returned {type(raw).__name__}, expected str or bytes")
+
+
+def token_id_kind(tok_id):
+    """``"word"`` (1, 2, ...), ``"range"`` (a multiword token ``1-2``),
+    ``"empty"`` (an empty node ``1.1``) or None for anything else (``0``,
+    non-ASCII digits, malformed ranges)."""
+    if _WORD_ID.fullmatch(tok_id):
+        return "word"
+    m = _RANGE_ID.fullmatch(tok_id)
+    if m:
+        return "range" if int(m.group(1)) < int(m.group(2)) else None
+    if _EMPTY_ID.fullmatch(tok_id):
+        return "empty"
+    return None
 
 
 def _column_getters(columns):
@@ -82,9 +125,11 @@ def read_conllu(path_or_file, columns=("form", "upos")):
     Raises
     ------
     ValueError
-        For an unknown column name, or a token line that does not have 10
+        For an unknown column name, a token line that does not have 10
         tab-separated fields or has an invalid ID (the message gives the
-        1-based line number).
+        1-based line number), damaged gzip data, or bytes that are not
+        UTF-8 (the message names the file and line). A leading UTF-8
+        byte-order mark is skipped.
     """
     columns, getters = _column_getters(columns)
     text = _read_text(path_or_file)
@@ -108,11 +153,12 @@ def read_conllu(path_or_file, columns=("form", "upos")):
                 f"CoNLL-U line {lineno}: expected 10 tab-separated fields, got {len(fields)}: "
                 f"{line[:80]!r}"
             )
-        tok_id = fields[0]
-        if not tok_id.isdigit():
-            if "-" in tok_id or "." in tok_id:
-                continue  # multiword token range or empty node
-            raise ValueError(f"CoNLL-U line {lineno}: invalid token ID {tok_id!r}")
+        kind = token_id_kind(fields[0])
+        if kind is None:
+            raise ValueError(f"CoNLL-U line {lineno}: invalid token ID {fields[0]!r} (expected "
+                             "1, 2, ..., a range such as 1-2 or an empty node such as 1.1)")
+        if kind != "word":
+            continue  # multiword token range or empty node
         for out, g in zip(current, getters):
             out.append(fields[g] if g.__class__ is int else fields[g[0]] + "|" + fields[g[1]])
     if current[0]:
