@@ -2,6 +2,7 @@
 
 import itertools
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -309,3 +310,15 @@ def test_only_observed_states_and_transitions_get_weights(monkeypatch, max_fill)
     assert np.count_nonzero(everything.coef_) > np.count_nonzero(model.coef_)
     with pytest.raises(TypeError, match="'all_possible_states' parameter of SequenceCRF must be an instance of 'bool'"):
         SequenceCRF(all_possible_states="yes").fit(X, y)
+
+
+def test_an_overflowing_objective_raises_a_clear_error():
+    from structlearn.datasets import make_chain_data
+
+    X, y = make_chain_data(20, length=5, n_labels=3, n_features=6, random_state=0)
+    X = [x.toarray() if hasattr(x, "toarray") else np.array(x) for x in X]
+    X[0][0, 0] = 1e300
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # and no numpy warning first
+        with pytest.raises(ValueError, match="not finite .* largest feature value is 1e\\+300"):
+            SequenceCRF(max_iter=20).fit(X, y)

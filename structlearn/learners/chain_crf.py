@@ -240,14 +240,25 @@ class _ChainProblem:
 
     def __call__(self, w, g):
         """Objective at ``w``; its gradient is written into ``g``."""
-        from ._chain_crf_kernels import finish_gradient
+        from ._chain_crf_kernels import finish_gradient, vdot
 
         nll = self._nll_grad(w, g)
         self.n_eval += 1
         ww = finish_gradient(g, 1.0 / self.n_seq, self.alpha, w)
         if self.fixed is not None:
             g[self.fixed] = 0.0
-        return nll / self.n_seq + 0.5 * self.alpha * ww
+        value = nll / self.n_seq + 0.5 * self.alpha * ww
+        # a finite gradient whose squared norm overflows stalls L-BFGS too
+        finite = np.isfinite(value) and np.isfinite(vdot(g, g))
+        if not finite:
+            big = float(np.abs(self.data).max()) if self.data.size else 0.0
+            raise ValueError(
+                f"the training objective or its gradient is not finite at evaluation "
+                f"{self.n_eval} (objective {value!r}): the computation overflowed float64; "
+                f"the largest feature value is {big:.3g}: scale the features (e.g. "
+                "sklearn.preprocessing.MaxAbsScaler)"
+            )
+        return value
 
 
 def _csr_arrays(Xcat):
