@@ -149,6 +149,9 @@ def _eval(args):
         raise TaggerError(f"{args.corpus}: no sentences", 1)
     pred = saved["model"].predict(_features(sentences))
     truth = [s[column] for s in sentences]
+    if all(tag in ("_", "_|_") for sent in truth for tag in sent):
+        raise TaggerError(f"{args.corpus}: the {column} column holds no tags (every value is "
+                          "'_'): nothing to evaluate against", 1)
     print(f"token accuracy ({column}): {flat_accuracy_score(truth, pred):.4f} on "
           f"{len(sentences)} sentences")
     print(flat_classification_report(truth, pred, zero_division=0))

@@ -111,3 +111,16 @@ def test_bad_bytes_and_model_paths_give_one_clean_error(tmp_path, corpus, capsys
     bom = tmp_path / "bom.conllu"
     bom.write_bytes(b"\xef\xbb\xbf" + corpus.read_bytes())
     assert main(["tag", "eval", str(model), str(bom)]) == 0
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_eval_on_a_corpus_without_tags_says_so(tmp_path, corpus, capsys):
+    model = tmp_path / "m.joblib"
+    assert main(["tag", "train", str(corpus), "--model", str(model), "--estimator",
+                 "perceptron", "--max-iter", "1", "--quiet"]) == 0
+    untagged = tmp_path / "untagged.conllu"
+    untagged.write_text("1\tDe\tde\t_\t_\t_\t3\tcase\t_\t_\n2\tmar\tmar\t_\t_\t_\t0\troot\t_\t_\n\n",
+                        encoding="utf-8")
+    capsys.readouterr()
+    assert main(["tag", "eval", str(model), str(untagged)]) == 1
+    assert "holds no tags" in capsys.readouterr().err
