@@ -65,7 +65,7 @@ def test_ocr_letters_fast():
     load_ocr_letters()
     t = time.perf_counter()
     load_ocr_letters()
-    assert time.perf_counter() - t < 1.0
+    assert time.perf_counter() - t < 3.0  # 3x margin: busy shared machines
 
 
 def test_ocr_letters_match_the_reference_file():
@@ -215,7 +215,7 @@ def test_read_conllu_porttinari(test_data):
     assert sum(len(s["form"]) for s in sents) == 168400
     assert len({u for s in sents for u in s["upos"]}) == 16
     assert len({u for s in sents for u in s["upos+feats"]}) == 278
-    assert elapsed < 5.0
+    assert elapsed < 15.0  # 3x margin: busy shared machines
 
 
 # ----------------------------------------------------------------- token features
@@ -316,7 +316,7 @@ def test_make_chain_data_many_labels_fast():
     t = time.perf_counter()
     X, y = make_chain_data(200, length=(5, 15), n_labels=1000, n_features=2000, density=0.01,
                            random_state=0)
-    assert time.perf_counter() - t < 2.0
+    assert time.perf_counter() - t < 6.0  # 3x margin: busy shared machines
     assert max(s.max() for s in y) < 1000
     assert len(np.unique(np.concatenate(y))) > 300
 
@@ -410,7 +410,7 @@ def test_make_multilabel_pairwise_many_labels():
     t = time.perf_counter()
     X, Y = make_multilabel_pairwise(300, n_features=30, n_labels=200, n_active=5, density=0.2,
                                     random_state=0)
-    assert time.perf_counter() - t < 3.0
+    assert time.perf_counter() - t < 9.0  # 3x margin: busy shared machines
     assert Y.shape == (300, 200)
     assert 3 < Y.sum(1).mean() < 8
 
