@@ -12,9 +12,8 @@ from structlearn.learners._gdmm_multilabel_kernels import (
     gdmm_multilabel_multipliers,
     gdmm_multilabel_pass,
 )
-from structlearn.learners._gdmm_multilabel_kernels import PairPool
 from structlearn.learners.gdmm_multilabel import (GDMMMultilabelState, _label_adjacency,
-                                                   _positive_edges, edge_pair_ids)
+                                                   _positive_edges, edge_pair_ids, new_pair_pool)
 from structlearn.learners.multilabel import MultilabelProblem
 from structlearn.oracles._binary_kernels import pair_id
 from structlearn.learners._multilabel_kernels import sample_scores
@@ -175,11 +174,7 @@ def _problem(seed):
 
 def _small_pool(n, cap, slack):
     """A pool of ``cap`` slots per sample and ``slack`` free slots at the end."""
-    size = n * cap + slack
-    return PairPool(np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64),
-                    np.zeros(size), np.zeros((size, 3)), np.arange(n, dtype=np.int64) * cap,
-                    np.full(n, cap, dtype=np.int64), np.zeros(n, dtype=np.int64),
-                    np.array([n * cap], dtype=np.int64))
+    return new_pair_pool(np.full(n, cap, dtype=np.int64), slack)
 
 
 def _run_pass(p, order, C, rho, rounds, st, stats):

@@ -124,11 +124,7 @@ class GDMMMultilabelState:
         self.A = np.zeros((n, L))
         self.tmask = np.zeros((n, L), dtype=np.uint8)
         cap = min(_INITIAL_PAIRS, max(problem.n_edges, 1))
-        size = n * cap + max(n * cap // 2, 64)
-        self.pool = PairPool(np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64),
-                             np.zeros(size), np.zeros((size, 3)),
-                             np.arange(n, dtype=np.int64) * cap, np.full(n, cap, dtype=np.int64),
-                             np.zeros(n, dtype=np.int64), np.array([n * cap], dtype=np.int64))
+        self.pool = new_pair_pool(np.full(n, cap, dtype=np.int64), max(n * cap // 2, 64))
         self.W = np.zeros((problem.n_features, L))
         self.Pw = np.zeros(L * (L - 1) // 2)
         self.n_iter = 0
@@ -144,13 +140,9 @@ class GDMMMultilabelState:
         old = self.pool
         caps = np.maximum(old.count + old.count // 2, min(_INITIAL_PAIRS, old.capacity.min()))
         caps = np.minimum(np.maximum(caps, old.count), old.capacity)
-        base = np.zeros_like(caps)
-        np.cumsum(caps[:-1], out=base[1:])
         live = int(caps.sum())
-        size = live + max(2 * int(need), live // 2, 64)
-        new = PairPool(np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64),
-                       np.zeros(size), np.zeros((size, 3)), base, caps, old.count.copy(),
-                       np.array([live], dtype=np.int64))
+        new = new_pair_pool(caps, max(2 * int(need), live // 2, 64))
+        new.count[:] = old.count
         _copy_pairs(old, new)
         self.pool = new
 
@@ -162,9 +154,22 @@ class GDMMMultilabelState:
         return self.W, P
 
 
+def new_pair_pool(capacities, free):
+    """An empty :class:`PairPool`: ``capacities[i]`` slots for sample ``i``,
+    packed in sample order, then ``free`` slots at the end."""
+    capacities = np.asarray(capacities, dtype=np.int64)
+    base = np.zeros_like(capacities)
+    np.cumsum(capacities[:-1], out=base[1:])
+    live = int(capacities.sum())
+    size = live + int(free)
+    return PairPool(np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64),
+                    np.zeros(size), np.zeros((size, 3)), base, capacities.copy(),
+                    np.zeros(capacities.shape[0], dtype=np.int64),
+                    np.array([live], dtype=np.int64))
+
+
 def _copy_pairs(old, new):
     """Copy every sample's used slots from pool ``old`` to pool ``new``."""
-    n = old.count.shape[0]
     counts = old.count
     src = np.repeat(old.base, counts) + _ranks(counts)
     dst = np.repeat(new.base, counts) + _ranks(counts)
@@ -172,7 +177,6 @@ def _copy_pairs(old, new):
     new.right[dst] = old.right[src]
     new.dual[dst] = old.dual[src]
     new.nu[dst] = old.nu[src]
-    assert n == new.count.shape[0]
 
 
 def _ranks(counts):
