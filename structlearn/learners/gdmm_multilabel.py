@@ -219,8 +219,9 @@ class _Certificate:
 
     The primal is exact when the edges form a forest (max-product per
     sample, :func:`._multilabel_kernels.forest_hinges`); otherwise it is the
-    Lagrangian bound of each sample's loss-augmented LP, or the exact
-    objective by enumeration when that is cheap and the edges form a forest.
+    Lagrangian bound of each sample's loss-augmented LP, and the exact
+    (unrelaxed) objective is computed apart by enumeration when that is
+    cheap (``primal_exact``; NaN otherwise).
     The dual reported is the best value certified so far and never below 0
     (the value of the zero dual): each evaluation is a lower bound on the
     optimum, so their maximum is too.
@@ -262,10 +263,9 @@ class _Certificate:
                           self.node_weight, self.hinge)
             exact = primal = float(reg + C * self.hinge.sum())
         else:
-            up = self.edges[state.Pw[self.pids] > 0.0]
+            up_a, up_b, _ = _positive_edges(self.edges, self.pids, state.Pw)
             lp_hinge_bound(W, state.Pw, p.E, p.data, p.indices, p.indptr, p.Y, self.rho,
-                           state.pool, np.ascontiguousarray(up[:, 0]), np.ascontiguousarray(up[:, 1]),
-                           self.hinge)
+                           state.pool, up_a, up_b, self.hinge)
             primal = float(reg + C * self.hinge.sum())
             if self.enum_ok:
                 _, P = state.weights()
@@ -290,8 +290,8 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         Stop when the certified relative gap ``(primal - dual) / |primal|``
         is at most ``tol``.
     sublinear : bool
-        Joint oracle over sorted pair scores (heaps), or a dense scan of all
-        pairs (same results).
+        Recorded in the state (the estimator's ``oracle``); every value runs
+        the same greedy pair search.
     rng : RandomState
         Draws the sample orders.
     state : GDMMMultilabelState or None
@@ -343,8 +343,8 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
             up_a, up_b, up_w = _positive_edges(edges, pids, state.Pw)
             pos, need = gdmm_multilabel_pass(
                 problem.data, problem.indices, problem.indptr, Y, xnorm2, E, ne, nbr_ptr, nbr,
-                up_a, up_b, up_w, order[:stop_at], pos, float(C), float(rho), int(rounds), state.W, state.Pw,
-                state.A, state.tmask, state.pool, stats)
+                up_a, up_b, up_w, order[:stop_at], pos, float(C), float(rho), int(rounds),
+                state.W, state.Pw, state.A, state.tmask, state.pool, stats)
             if need:  # the pool's free end is full: pack it, with room for more
                 state.compact(need)
             else:
