@@ -140,3 +140,18 @@ def test_text_bar_throttles_and_closes_with_the_last_state():
     lines = out.getvalue().splitlines()
     assert len(lines) == 2  # the first update, then the final state
     assert lines[-1].startswith("work: 1000/1000 (100%)") and "objective 0.5" in lines[-1]
+
+
+@pytest.mark.parametrize("make", [lambda: SequenceCRF(max_iter=5),
+                                  lambda: SequenceSSVM(max_iter=3, random_state=0)])
+def test_sequence_predictions_advance_per_sequence(chain_data, capsys, make):
+    X, y = chain_data
+    model = _quiet_fit(make(), X, y)
+    expected = model.predict(X)
+    capsys.readouterr()
+    with structlearn.config_context(progress_bar="text"):
+        got = model.predict(X)
+    for a, b in zip(expected, got):
+        np.testing.assert_array_equal(a, b)
+    name = type(model).__name__
+    assert _last_count(capsys.readouterr().err, f"{name} sequences") == (len(X), len(X))

@@ -17,7 +17,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
-from .._parallel import CHUNKS_PER_JOB, chunk_bounds, map_chunks, n_chunks_for
+from .._parallel import (CHUNKS_PER_JOB, chunk_bounds, map_chunks, n_chunks_for,
+                         progress_chunk_count)
 from ._validation import (check_sequence_items, check_sequence_labels, check_sequences,
                           split_sequences, stack_sequences)
 
@@ -121,10 +122,17 @@ class SequenceEstimatorMixin:
         non-zeros of a mostly-zero ``transition_`` where that is faster."""
         from ..inference.viterbi import sparse_transition_table
 
-        chunks = self._chunks(Xcat, offsets)
+        n_seq = offsets.shape[0] - 1
+        # while progress bars are drawn, enough chunks for the bar to move
+        n_chunks = max(n_chunks_for(self.n_jobs, CHUNKS_PER_JOB),
+                       progress_chunk_count(self.n_jobs, n_seq))
+        bounds = chunk_bounds(np.diff(offsets), n_chunks)
+        chunks = self._chunks(Xcat, offsets, bounds)
         trans = chunks[0][3] if chunks else None  # one table, shared by the chunks
         table = None if trans is None else sparse_transition_table(trans)
-        parts = map_chunks(_viterbi_chunk, [c + (table,) for c in chunks], self.n_jobs)
+        progress = (f"{type(self).__name__} sequences", np.diff(bounds))
+        parts = map_chunks(_viterbi_chunk, [c + (table,) for c in chunks], self.n_jobs,
+                           progress)
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
     def decision_function(self, X):
