@@ -205,7 +205,7 @@ def test_check_multilabel_valid():
     Y = rng.random((5, 4)) < 0.5
     Xc, Yc = check_multilabel(X, Y)
     assert Xc.dtype == np.float64 and Xc.flags.c_contiguous
-    assert Yc.dtype == np.int64 and Yc.shape == (5, 4)
+    assert Yc.dtype == np.int8 and Yc.shape == (5, 4)  # one byte per entry
     np.testing.assert_array_equal(Yc, Y.astype(int))
     Xs, Ys = check_multilabel(sp.csr_matrix(X), sp.csr_matrix(Y.astype(float)))
     assert Xs.indices.dtype == np.int64

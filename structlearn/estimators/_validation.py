@@ -520,7 +520,8 @@ def check_multilabel(X, Y=None, *, accept_sparse=True, n_features=None, estimato
     Returns
     -------
     X : ndarray of float64 (C-contiguous) or csr_matrix, shape (n_samples, n_features)
-    Y : ndarray of int64, shape (n_samples, n_labels), or None
+    Y : ndarray of int8, shape (n_samples, n_labels), or None
+        0/1, one byte per entry.
 
     Raises
     ------
@@ -569,7 +570,7 @@ def check_multilabel(X, Y=None, *, accept_sparse=True, n_features=None, estimato
     if not np.isin(Y, (0, 1)).all():
         bad = Y[~np.isin(Y, (0, 1))].ravel()[0].item()
         raise ValueError(f"Unknown label type: Y must hold only 0 and 1; found {bad!r}")
-    return X, np.ascontiguousarray(Y, dtype=np.int64)
+    return X, np.ascontiguousarray(Y, dtype=np.int8)  # 0/1: a byte each (n x L can be large)
 
 
 def check_inference_params(inference_params, method, builtin=()):

@@ -595,9 +595,10 @@ default="auto"
         at pass ``p`` with relative gap ``g`` the next comes ``0.1 p (g /
         tol - 1)`` passes later.
     max_time : float or None, default=None
-        gdmm stops after this many seconds, checked between blocks of
-        samples of about 0.25 s inside a pass; the partial pass is then
-        certified (``history_[-1]["partial"]``), which takes one check more.
+        gdmm stops after this many seconds, checked between the 16 blocks
+        of samples of a pass (a fixed split: the iterates do not depend on
+        the machine); the partial pass is then certified
+        (``history_[-1]["partial"]``), which takes one check more.
 
     Attributes
     ----------

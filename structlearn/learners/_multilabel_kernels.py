@@ -4,7 +4,7 @@ Model: ``score(x, y) = sum_l y_l <W[:, l], x> + sum_{a < b, E[a, b]} y_a y_b P[a
 for ``y`` in ``{0, 1}^L``; ``W`` float64 ``(d, L)`` feature-major, ``P``
 float64 ``(L, L)`` used on its strict upper triangle where the edge mask
 ``E`` (uint8 ``(L, L)``, upper triangle) is set.  Loss: Hamming.  Samples
-are CSR rows (``data, indices, indptr``); ``Y`` int64 ``(n, L)``.
+are CSR rows (``data, indices, indptr``); ``Y`` int8 ``(n, L)`` (a signed type: numba computes ``ya - yb`` on it in int64; an unsigned one would wrap).
 
 The structured oracle :func:`max_labeling` is exact: it enumerates all
 ``2^L`` labelings in Gray-code order, updating the score and the per-label

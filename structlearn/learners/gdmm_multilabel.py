@@ -83,10 +83,10 @@ _INITIAL_PAIRS = 8
 _SAMPLE_ROUNDS = 2
 # exact primal from the weights when n * 2^L * L stays below this
 _ENUM_BUDGET = 2e7
-# samples in the first block of a pass; later blocks are sized to take about
-# _TIME_SLICE seconds (the granularity of max_time inside a pass)
-_FIRST_BLOCK = 256
-_TIME_SLICE = 0.25
+# blocks of samples per pass: the greedy search's sorted pair weights are
+# refreshed at each block, and max_time is checked between blocks.  A fixed
+# count (not a time slice) keeps the iterates independent of the machine
+_BLOCKS_PER_PASS = 16
 
 
 def is_forest_mask(E):
@@ -304,8 +304,8 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         passes and after the last one; other records hold NaN.
     max_time : float or None
         Stop once this many seconds have passed since the start, checked
-        between blocks of samples inside a pass (about ``_TIME_SLICE``
-        seconds apart); the last (partial) pass is then certified.
+        between the ``_BLOCKS_PER_PASS`` blocks of samples of a pass; the
+        last (partial) pass is then certified.
 
     Returns
     -------
@@ -326,7 +326,7 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
     stats = np.zeros(2, dtype=np.int64)
     monitor = HistoryMonitor(verbose, callback)
     schedule = check_schedule(check_every, tol)
-    block = max(1, min(n, _FIRST_BLOCK))
+    block_ends = np.unique(np.linspace(0, n, _BLOCKS_PER_PASS + 1).astype(np.int64))[1:]
     converged = False
     rel_gap = np.inf
     for it in range(max_iter):
@@ -335,21 +335,15 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         stats[:] = 0
         pos = 0
         out_of_time = False
-        while pos < n:
-            # blocks of samples, sized to take about _TIME_SLICE seconds, so
-            # that max_time is honoured inside a pass
-            stop_at = min(n, pos + block)
-            tb = time.perf_counter()
-            up_a, up_b, up_w = _positive_edges(edges, pids, state.Pw)
-            pos, need = gdmm_multilabel_pass(
-                problem.data, problem.indices, problem.indptr, Y, xnorm2, E, ne, nbr_ptr, nbr,
-                up_a, up_b, up_w, order[:stop_at], pos, float(C), float(rho), int(rounds),
-                state.W, state.Pw, state.A, state.tmask, state.pool, stats)
-            if need:  # the pool's free end is full: pack it, with room for more
-                state.compact(need)
-            else:
-                spent = time.perf_counter() - tb
-                block = int(min(n, max(1, block * min(4.0, _TIME_SLICE / max(spent, 1e-6)))))
+        for stop_at in block_ends:
+            while pos < stop_at:
+                up_a, up_b, up_w = _positive_edges(edges, pids, state.Pw)
+                pos, need = gdmm_multilabel_pass(
+                    problem.data, problem.indices, problem.indptr, Y, xnorm2, E, ne, nbr_ptr,
+                    nbr, up_a, up_b, up_w, order[:stop_at], pos, float(C), float(rho),
+                    int(rounds), state.W, state.Pw, state.A, state.tmask, state.pool, stats)
+                if need:  # the pool's free end is full: pack it, with room for more
+                    state.compact(need)
             if max_time is not None and time.perf_counter() - monitor.start >= max_time:
                 out_of_time = pos < n
                 break
