@@ -468,3 +468,22 @@ def test_read_conllu_fuzzed_files_raise_only_value_errors():
         except ValueError:
             outcomes["ValueError"] += 1
     assert outcomes["ok"] > 0 and outcomes["ValueError"] > 0
+
+
+def test_make_sparse_multilabel_shapes_rates_and_errors():
+    from structlearn.datasets import make_sparse_multilabel
+
+    X, Y = make_sparse_multilabel(800, n_labels=120, n_features=300, labels_per_sample=6,
+                                  random_state=3)
+    assert X.shape == (800, 300) and Y.shape == (800, 120) and Y.dtype == np.int64
+    assert set(np.unique(X.data)) == {1.0} and set(np.unique(Y)) <= {0, 1}
+    assert 4.5 < Y.sum(1).mean() < 6.5
+    freq = Y.mean(0)
+    assert freq[:10].mean() > freq[-10:].mean()  # frequent labels first
+    X2, Y2 = make_sparse_multilabel(800, n_labels=120, n_features=300, labels_per_sample=6,
+                                    random_state=3)
+    assert (X2 != X).nnz == 0 and np.array_equal(Y, Y2)
+    with pytest.raises(ValueError):
+        make_sparse_multilabel(10, labels_per_sample=0)
+    with pytest.raises(ValueError):
+        make_sparse_multilabel(0)
