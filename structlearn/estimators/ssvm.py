@@ -535,7 +535,7 @@ default="auto"
         :func:`structlearn.graphs.label_graphs.chow_liu_edges`): the
         relaxation is then tight, the certificate exact and prediction exact
         by max-product in O(L) per sample. ``"full"``: every pair (LP
-        relaxation; approximate prediction above 24 labels). ``"none"``:
+        relaxation; see ``inference`` for prediction). ``"none"``:
         independent labels with the same solver and loss. ``"auto"``:
         ``"full"`` up to 24 labels (exact enumeration), ``"tree"`` above
         (BENCHMARKS.md, "Multilabel at hundreds of labels").
@@ -559,11 +559,12 @@ default="auto"
         GDMM multiplier step (scaled multipliers).
     oracle : {"auto", "sublinear", "dense"}, default="auto"
         Kept for compatibility; every value runs the same GDMM pair search.
-        An inactive pair's dual can move only where both of its labels have
-        a positive marginal (the local polytope forces ``z = 0`` next to a
-        label at 0), so the greedy search enumerates the edges among a
-        sample's positive and moved labels: O(|S|^2) per sample, sublinear
-        in the ``L (L - 1) / 2`` pairs, with no sorted structure to keep.
+        An inactive pair's dual can move only together with its labels (the
+        local polytope forces ``z = 0`` next to a label at 0), so the greedy
+        search scores the joint move of a pair and its labels: it enumerates
+        the pairs of the sample's positive labels and reads the positive pair
+        weights in decreasing order until they cannot win, sublinear in the
+        ``L (L - 1) / 2`` pairs where few weights are positive.
     n_partitions : int, default=1
         Accepted for interface symmetry with :class:`SequenceSSVM`, unused.
     max_iter : int, default=300
