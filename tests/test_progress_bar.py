@@ -87,13 +87,18 @@ def test_graph_predictions_advance_per_sample(capsys):
         Xs.append(image_grid_sample(f, edge_bin_thresholds=[1.0]))
         ys.append((f[:, :, 0] > 0).astype(int).ravel())
     model = GraphCRF(alpha=1e-2, max_iter=20).fit(Xs, ys)
-    expected = model.predict(Xs)
+    assert _same_predictions_with_a_text_bar(model, Xs, capsys, "GraphCRF samples") == (12, 12)
+
+
+def _same_predictions_with_a_text_bar(model, X, capsys, label):
+    """Predictions without and with the text bar agree; returns the bar's last count."""
+    expected = model.predict(X)
     capsys.readouterr()
     with structlearn.config_context(progress_bar="text"):
-        got = model.predict(Xs)
+        got = model.predict(X)
     for a, b in zip(expected, got):
         np.testing.assert_array_equal(a, b)
-    assert _last_count(capsys.readouterr().err, "GraphCRF samples") == (12, 12)
+    return _last_count(capsys.readouterr().err, label)
 
 
 def test_failed_fit_leaves_no_bar_line(capsys):
@@ -147,11 +152,5 @@ def test_text_bar_throttles_and_closes_with_the_last_state():
 def test_sequence_predictions_advance_per_sequence(chain_data, capsys, make):
     X, y = chain_data
     model = _quiet_fit(make(), X, y)
-    expected = model.predict(X)
-    capsys.readouterr()
-    with structlearn.config_context(progress_bar="text"):
-        got = model.predict(X)
-    for a, b in zip(expected, got):
-        np.testing.assert_array_equal(a, b)
-    name = type(model).__name__
-    assert _last_count(capsys.readouterr().err, f"{name} sequences") == (len(X), len(X))
+    label = f"{type(model).__name__} sequences"
+    assert _same_predictions_with_a_text_bar(model, X, capsys, label) == (len(X), len(X))

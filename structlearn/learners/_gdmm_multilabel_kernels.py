@@ -42,7 +42,7 @@ import numba as nb
 import numpy as np
 
 from ..oracles._binary_kernels import pair_id
-from ._multilabel_kernels import sample_scores
+from ._multilabel_kernels import loss_augment, sample_scores
 
 
 class PairPool(NamedTuple):
@@ -596,14 +596,8 @@ def lp_hinge_bound(W, Pw, E, data, indices, indptr, Y, rho, pool, up_a, up_b, ou
     pos = np.empty(L, dtype=np.int64)
     for i in range(n):
         sample_scores(W, data, indices, indptr, i, acc)
-        truth = 0.0
-        npos = 0
-        for j in range(L):
-            if Y[i, j] != 0:
-                truth += acc[j] - 1.0
-                pos[npos] = j
-                npos += 1
-            acc[j] += 1.0 - 2.0 * Y[i, j]
+        truth, npos = loss_augment(Y, i, acc, pos)
+        truth -= npos  # the loss's constant |ybar| moves to this side
         for r in range(npos):
             for r2 in range(r + 1, npos):
                 if E[pos[r], pos[r2]] != 0:

@@ -32,6 +32,23 @@ def sample_scores(W, data, indices, indptr, i, out):
             out[l] += x * row[l]
 
 
+@nb.njit(cache=True, inline="always")
+def loss_augment(Y, i, u, positives):
+    """Add the Hamming loss's ``1 - 2 ybar_l`` to the label scores ``u`` of
+    sample ``i``; returns the unary score of the true labeling (before the
+    addition) and its number of positive labels, listed in ``positives``
+    (int64 (>= L,), increasing)."""
+    truth = 0.0
+    npos = 0
+    for j in range(u.shape[0]):
+        if Y[i, j] != 0:
+            truth += u[j]
+            positives[npos] = j
+            npos += 1
+        u[j] += 1.0 - 2.0 * Y[i, j]
+    return truth, npos
+
+
 @nb.njit(cache=True)
 def max_labeling(u, P, E, n_edges, out, gain):
     """argmax over y in {0,1}^L of ``y.u + sum_{a<b, E} y_a y_b P[a, b]``.
@@ -242,18 +259,14 @@ def forest_hinges(W, data, indices, indptr, Y, order, parent, weight, out):
     msg0 = np.empty(L)
     msg1 = np.empty(L)
     z = np.empty(L, dtype=np.int64)
+    pos = np.empty(L, dtype=np.int64)
     for i in range(n):
         sample_scores(W, data, indices, indptr, i, u)
-        truth = 0.0
-        npos = 0
-        for j in range(L):
-            if Y[i, j] != 0:
-                truth += u[j]
-                npos += 1
-                p = parent[j]
-                if p >= 0 and Y[i, p] != 0:
-                    truth += weight[j]
-            u[j] += 1.0 - 2.0 * Y[i, j]
+        truth, npos = loss_augment(Y, i, u, pos)
+        for r in range(npos):
+            p = parent[pos[r]]
+            if p >= 0 and Y[i, p] != 0:
+                truth += weight[pos[r]]
         best = binary_forest_map(u, order, parent, weight, msg0, msg1, z)
         h = best + npos - truth
         out[i] = h if h > 0.0 else 0.0
