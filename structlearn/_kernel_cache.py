@@ -11,6 +11,13 @@ folder, in numba's order) with a source stamp that adds a hash of every module
 of the package that uses numba, so any change to one of them recompiles them
 all on their next use.
 
+The module's ``__pycache__`` is used only in a source checkout (a
+``setup.cfg``, ``setup.py`` or ``pyproject.toml`` beside the package folder).
+An installed package caches into numba's user-wide folder instead: cache files
+inside ``site-packages/structlearn`` would outlive ``pip uninstall`` (they are
+not in the wheel's record) and leave behind a folder that shadows a later
+editable install as an empty namespace package.
+
 Nothing is installed when numba's cache classes are not the expected ones, or
 when ``NUMBA_CACHE_LOCATOR_CLASSES`` names the user's own locators; caching
 then works as numba's defaults do.
@@ -51,6 +58,16 @@ def package_stamp(package_dir):
     return digest.hexdigest()
 
 
+_CHECKOUT_MARKERS = ("setup.cfg", "setup.py", "pyproject.toml")
+
+
+@functools.lru_cache(maxsize=None)
+def in_source_checkout(package_dir):
+    """Whether ``package_dir`` sits in a source checkout (a build file beside it)."""
+    parent = os.path.dirname(os.path.abspath(package_dir))
+    return any(os.path.isfile(os.path.join(parent, m)) for m in _CHECKOUT_MARKERS)
+
+
 def _package_of(py_file):
     path = os.path.normcase(os.path.abspath(py_file))
     for pkg in _packages:
@@ -78,9 +95,12 @@ class _PackageStampMixin:
     """A numba locator restricted to the registered packages' files, whose
     source stamp adds the package's stamp to numba's own."""
 
+    in_tree = False  # True for the locator writing into the module's __pycache__
+
     @classmethod
     def from_function(cls, py_func, py_file):
-        if _package_of(py_file) is None:
+        pkg = _package_of(py_file)
+        if pkg is None or (cls.in_tree and not in_source_checkout(pkg)):
             return None
         return super().from_function(py_func, py_file)
 
@@ -112,7 +132,9 @@ def stamp_package_kernels(package_dir):
         if pkg not in _packages:
             _packages.append(pkg)
         if _installed_classes is None:
-            _installed_classes = [type("Package" + b.__name__.lstrip("_"), (_PackageStampMixin, b), {})
-                                  for b in bases]
+            _installed_classes = [
+                type("Package" + b.__name__.lstrip("_"), (_PackageStampMixin, b),
+                     {"in_tree": "InTree" in b.__name__})
+                for b in bases]
             impl._locator_classes[:0] = _installed_classes
     return True

@@ -82,3 +82,51 @@ def test_package_stamp_follows_the_numba_modules_only(tmp_path):
     (tmp_path / "sub" / "m.py").write_text("import numba\nx = 2\n")
     assert stamp(str(tmp_path)) != first
     stamp.cache_clear()
+
+
+def _demo_package(root):
+    pkg = root / "cachedemo"
+    pkg.mkdir(parents=True)
+    _write(pkg / "__init__.py", """\
+        import os
+        from structlearn._kernel_cache import stamp_package_kernels
+        stamp_package_kernels(os.path.dirname(os.path.abspath(__file__)))
+        """)
+    _write(pkg / "k.py", """\
+        import numba
+        @numba.njit(cache=True)
+        def f(x):
+            return x * 3
+        """)
+    return pkg
+
+
+def _cache_files(folder):
+    return [p for p in folder.rglob("*") if p.suffix in (".nbi", ".nbc")]
+
+
+def test_an_installed_package_caches_outside_its_folder(tmp_path):
+    """Installed (no build file beside the package): kernels cache into the
+    user-wide folder, nothing lands in the package's __pycache__ (files there
+    would survive ``pip uninstall``)."""
+    site = tmp_path / "site-packages"
+    pkg = _demo_package(site)
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(PYTHONPATH=os.pathsep.join([str(site)] + sys.path),
+               XDG_CACHE_HOME=str(tmp_path / "user-cache"))
+    code = "from cachedemo.k import f; print(f(2))"
+    assert _run(code, env) == "6"
+    assert _cache_files(pkg) == []
+    assert _cache_files(tmp_path / "user-cache")
+
+
+def test_a_source_checkout_caches_beside_its_modules(tmp_path):
+    checkout = tmp_path / "checkout"
+    pkg = _demo_package(checkout)
+    (checkout / "setup.cfg").write_text("[metadata]\nname = cachedemo\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(PYTHONPATH=os.pathsep.join([str(checkout)] + sys.path),
+               XDG_CACHE_HOME=str(tmp_path / "user-cache"))
+    assert _run("from cachedemo.k import f; print(f(2))", env) == "6"
+    assert _cache_files(pkg / "__pycache__")
+    assert not (tmp_path / "user-cache").exists() or not _cache_files(tmp_path / "user-cache")
