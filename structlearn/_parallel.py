@@ -132,6 +132,18 @@ def progress_chunk_count(n_jobs, n_items):
 CHUNKS_PER_JOB = 4
 
 
+# the most bytes one chunk of a prediction stacks and scores at a time (its
+# input rows and per-token scores): a call over a million tokens then adds
+# about this much per running job, not a copy of its whole input
+CHUNK_BYTES = 16 * 2**20
+
+
+def memory_chunk_count(nbytes):
+    """Chunks enough for ``nbytes`` of per-chunk work to stay within
+    :data:`CHUNK_BYTES` a chunk (at least 1)."""
+    return max(1, -(-int(nbytes) // CHUNK_BYTES))
+
+
 def n_chunks_for(n_jobs, per_job=1):
     """How many chunks to cut for ``n_jobs``: ``per_job`` per job when
     there are several jobs (see :data:`CHUNKS_PER_JOB`), else 1."""

@@ -184,7 +184,8 @@ def test_chunk_scores_equal_scipy_products():
     # each form the rows come in
     import scipy.sparse as sp
 
-    from structlearn.estimators._base import SparseSequences, _rows, _scoring_weights, chunk_scores
+    from structlearn.estimators._base import (UnstackedSequences, _rows, _scoring_weights,
+                                             chunk_scores)
     from structlearn.estimators._validation import check_sequence_items, check_sequences
 
     rng = np.random.default_rng(3)
@@ -203,9 +204,13 @@ def test_chunk_scores_equal_scipy_products():
         lo, hi = offsets[a], offsets[b]
         np.testing.assert_array_equal(chunk_scores(_rows(Xcat, offsets, a, b), coef),
                                       expected[lo:hi])
-        lazy = SparseSequences(parts, offsets, d, 0)
+        lazy = UnstackedSequences(parts, offsets, d, 0, True)
         np.testing.assert_array_equal(chunk_scores(_rows(lazy, offsets, a, b), coef),
                                       expected[lo:hi])
+        dense = [x.toarray() for x in X]  # dense rows, scored in the chunk too
+        lazy = UnstackedSequences(check_sequence_items(dense)[0], offsets, d, 0, False)
+        np.testing.assert_allclose(chunk_scores(_rows(lazy, offsets, a, b), coef),
+                                   expected[lo:hi], rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("backend", ["loky", "dask"])

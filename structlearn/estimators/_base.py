@@ -17,8 +17,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
-from .._parallel import (CHUNKS_PER_JOB, chunk_bounds, map_chunks, n_chunks_for,
-                         progress_chunk_count)
+from .._parallel import (CHUNKS_PER_JOB, chunk_bounds, map_chunks, memory_chunk_count,
+                         n_chunks_for, progress_chunk_count)
 from ._validation import (check_sequence_items, check_sequence_labels, check_sequences,
                           split_sequences, stack_sequences)
 
@@ -70,9 +70,10 @@ class SequenceEstimatorMixin:
     def _check_X(self, X, y=None, stack=True):
         """Validate ``X`` (and ``y``) against the fitted estimator; feature
         dicts go through ``vectorizer_`` (unseen features are ignored).
-        ``stack=False``: sparse sequences come back as
-        :class:`SparseSequences`, stacked later by the chunks that read them
-        (only :meth:`_chunks` and :meth:`_unary_scores` take them)."""
+        ``stack=False``: the sequences come back as
+        :class:`UnstackedSequences`, stacked later by the chunks that read them
+        (only :meth:`_chunks` and :meth:`_unary_scores` take them): a
+        prediction holds one chunk's copy of the input at a time."""
         from ..datasets.sequence_vectorizer import is_dict_sequences
 
         check_is_fitted(self, ("coef_", "transition_", "classes_"))
@@ -84,13 +85,12 @@ class SequenceEstimatorMixin:
         if stack:
             return check_sequences(X, y, n_features=self.n_features_in_)
         parts, offsets, d, sparse = check_sequence_items(X, n_features=self.n_features_in_)
-        Xcat = (SparseSequences(parts, offsets, d, 0) if sparse
-                else stack_sequences(parts, offsets, d, False))
+        Xcat = UnstackedSequences(parts, offsets, d, 0, sparse)
         return Xcat, offsets, None if y is None else check_sequence_labels(y, offsets)
 
     def _unary_scores(self, Xcat):
         """Per-token class scores, float64 C-contiguous (n_tokens, n_classes)."""
-        if isinstance(Xcat, SparseSequences):
+        if isinstance(Xcat, UnstackedSequences):
             Xcat = Xcat.stack()
         if sp.issparse(Xcat):
             return chunk_scores(Xcat, _scoring_weights(self.coef_))
@@ -101,21 +101,34 @@ class SequenceEstimatorMixin:
         """Work units of whole sequences, about equal in tokens,
         :data:`~structlearn._parallel.CHUNKS_PER_JOB` per job (one for one job):
         ``(rows, coef, offsets, trans)``.  ``rows`` are CSR rows of
-        ``Xcat`` or its sequences not yet stacked (:class:`SparseSequences`;
-        both scored in the chunk: sparse products are row by row, so
-        identical to the whole product) or, for dense
-        input, the rows of the scores computed at once (``coef`` None).
-        ``bounds``: the chunks' first sequences (and the end), when the
-        caller cuts them."""
+        ``Xcat`` or its sequences not yet stacked (:class:`UnstackedSequences`;
+        both scored in the chunk: the products are row by row, so identical
+        to the whole product) or, for a stacked dense array, the rows of the
+        scores computed at once (``coef`` None).  ``bounds``: the chunks'
+        first sequences (and the end), when the caller cuts them; else about
+        equal runs of tokens, a few per job, and enough of them that one
+        chunk's stacked input and scores stay within
+        :data:`~structlearn._parallel.CHUNK_BYTES`."""
         trans = np.ascontiguousarray(self.transition_, dtype=np.float64)
-        if sp.issparse(Xcat) or isinstance(Xcat, SparseSequences):
+        if sp.issparse(Xcat) or isinstance(Xcat, UnstackedSequences):
             source, coef = Xcat, _scoring_weights(self.coef_)
         else:
             source, coef = self._unary_scores(Xcat), None
         if bounds is None:
-            bounds = chunk_bounds(np.diff(offsets), n_chunks_for(self.n_jobs, CHUNKS_PER_JOB))
+            n_chunks = max(n_chunks_for(self.n_jobs, CHUNKS_PER_JOB),
+                           self._memory_chunk_count(Xcat, offsets))
+            bounds = chunk_bounds(np.diff(offsets), n_chunks)
         return [(_rows(source, offsets, a, b), coef, offsets[a:b + 1] - offsets[a], trans)
                 for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def _memory_chunk_count(self, Xcat, offsets):
+        """Chunks enough for one chunk's stacked input (dense rows of
+        :class:`UnstackedSequences`) and token scores to stay within
+        :data:`~structlearn._parallel.CHUNK_BYTES`."""
+        per_token = 8 * self.classes_.shape[0]
+        if isinstance(Xcat, UnstackedSequences) and not Xcat.sparse:
+            per_token += 8 * Xcat.n_features
+        return memory_chunk_count(int(offsets[-1]) * per_token)
 
     def _decode(self, Xcat, offsets):
         """Viterbi codes (int64, (n_tokens,)) for stacked sequences; over the
@@ -125,7 +138,8 @@ class SequenceEstimatorMixin:
         n_seq = offsets.shape[0] - 1
         # while progress bars are drawn, enough chunks for the bar to move
         n_chunks = max(n_chunks_for(self.n_jobs, CHUNKS_PER_JOB),
-                       progress_chunk_count(self.n_jobs, n_seq))
+                       progress_chunk_count(self.n_jobs, n_seq),
+                       self._memory_chunk_count(Xcat, offsets))
         bounds = chunk_bounds(np.diff(offsets), n_chunks)
         chunks = self._chunks(Xcat, offsets, bounds)
         trans = chunks[0][3] if chunks else None  # one table, shared by the chunks
@@ -235,33 +249,37 @@ class CsrRows(NamedTuple):
     indptr: np.ndarray
 
 
-class SparseSequences(NamedTuple):
-    """Sequences that passed :func:`check_sequence_items`, some sparse, not
-    yet stacked: a chunk of work stacks its own sequences, and that Python
+class UnstackedSequences(NamedTuple):
+    """Sequences that passed :func:`check_sequence_items`, not yet stacked:
+    a chunk of work stacks its own sequences (so a prediction holds one
+    chunk's copy of the input, not a copy of all of it), and that Python
     work (under the GIL) overlaps the other chunks' compiled kernels.
 
     ``offsets``: their row boundaries, from 0; ``first``: the index of
-    ``parts[0]`` in the caller's ``X`` (for error messages)."""
+    ``parts[0]`` in the caller's ``X`` (for error messages); ``sparse``:
+    whether any part is sparse (they then stack into CSR)."""
 
     parts: list
     offsets: np.ndarray
     n_features: int
     first: int
+    sparse: bool
 
     def stack(self):
-        """The canonical CSR matrix of :func:`check_sequences` (ValueError
-        naming the sequence for NaN/inf)."""
-        return stack_sequences(self.parts, self.offsets, self.n_features, True, self.first)
+        """The canonical CSR matrix or float64 array of
+        :func:`check_sequences` (ValueError naming the sequence for NaN/inf)."""
+        return stack_sequences(self.parts, self.offsets, self.n_features, self.sparse,
+                               self.first)
 
 
 def _rows(X, offsets, a, b):
     """The rows of sequences ``a:b``: of a dense array (a view), of a
     validated CSR matrix (a :class:`CsrRows`; scipy's slicing would copy the
-    arrays in the calling thread) or of :class:`SparseSequences` (a
-    :class:`SparseSequences` of those sequences)."""
-    if isinstance(X, SparseSequences):
-        return SparseSequences(X.parts[a:b], offsets[a:b + 1] - offsets[a], X.n_features,
-                               X.first + a)
+    arrays in the calling thread) or of :class:`UnstackedSequences` (a
+    :class:`UnstackedSequences` of those sequences)."""
+    if isinstance(X, UnstackedSequences):
+        return UnstackedSequences(X.parts[a:b], offsets[a:b + 1] - offsets[a], X.n_features,
+                                  X.first + a, X.sparse)
     lo, hi = offsets[a], offsets[b]
     if not sp.issparse(X):
         return X[lo:hi]
@@ -296,8 +314,11 @@ def chunk_scores(rows, coef):
     tokens one after the other)."""
     if coef is None:
         return rows
-    if isinstance(rows, SparseSequences):
+    if isinstance(rows, UnstackedSequences):
         rows = rows.stack()
+    if not sp.issparse(rows) and not isinstance(rows, CsrRows):  # dense rows
+        weights = coef if sp.issparse(coef) else coef.T  # (d, K) either way
+        return np.ascontiguousarray(rows @ weights, dtype=np.float64)
     data = np.asarray(rows.data, dtype=np.float64)
     indices = rows.indices.astype(np.int64, copy=False)
     indptr = rows.indptr.astype(np.int64, copy=False)

@@ -70,7 +70,11 @@ def _dense_sequence(x, i):
         raise ValueError(
             f"X[{i}] must be 2-D (n_tokens, n_features); got shape {arr.shape}"
         )
-    return arr.astype(np.float64, copy=False)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"X[{i}] must hold real numbers; got dtype {arr.dtype}")
+    # kept in its own dtype: stacking converts to float64, one chunk at a
+    # time where the caller stacks by chunks
+    return arr
 
 
 def _sparse_sequence(x, i):
@@ -194,7 +198,8 @@ def check_sequence_items(X, *, accept_sparse=True, n_features=None):
     Returns
     -------
     parts : list
-        The sequences: dense ones as float64 arrays, sparse ones as given.
+        The sequences as given (dense ones as numeric arrays, not yet
+        converted to float64).
     offsets : ndarray of int64, shape (n_sequences + 1,)
     n_features : int
     sparse : bool

@@ -232,13 +232,16 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         size = block_tokens_for(self.classes_.shape[0])
         blocks = block_bounds(offsets, 0, offsets.shape[0] - 1, size)
         cuts = chunk_bounds(offsets[blocks[1:]] - offsets[blocks[:-1]],
-                            n_chunks_for(self.n_jobs))
+                            max(n_chunks_for(self.n_jobs),
+                                self._memory_chunk_count(Xcat, offsets)))
         chunks = [args + (blocks[a:b + 1] - blocks[a],)  # the chunk's blocks, local
                   for args, a, b in zip(self._chunks(Xcat, offsets, blocks[cuts]),
                                         cuts[:-1], cuts[1:])]
         with single_threaded_blas():  # a threaded product splits its sums differently
             parts = map_chunks(_marginals_chunk, chunks, self.n_jobs)
-        return split_sequences(np.concatenate(parts), offsets)
+        # views into each chunk's array: no second copy of the whole output
+        return [seq for part, (_, _, local, _, _) in zip(parts, chunks)
+                for seq in split_sequences(part, local)]
 
     def log_likelihood(self, X, y):
         """Mean conditional log-likelihood of the labeled sequences (no penalty).
