@@ -47,7 +47,8 @@ from ._registry_base import Registry
 
 __all__ = ["MBestResult", "available_mbest_methods", "register_mbest_method", "solve_mbest"]
 
-STATUSES = ("exact", "bounded", "exhausted", "infeasible", "no_feasible_found", "time_limit")
+STATUSES = ("exact", "bounded", "exhausted", "incomplete", "infeasible", "no_feasible_found",
+            "time_limit")
 
 
 @dataclass
@@ -73,6 +74,9 @@ class MBestResult:
         ``"exact"``: ``m`` ranks, every one certified; ``"bounded"``: ``m``
         ranks, some with an open gap; ``"exhausted"``: fewer than ``m``
         labelings have a finite score and all of them are listed;
+        ``"incomplete"``: fewer than ``m`` labelings, the method found no
+        other one of finite score but did not prove that there is none (a
+        relaxation cannot);
         ``"infeasible"``: no labeling has a finite score (proved);
         ``"no_feasible_found"``: the method ended without a finite-score
         labeling and without proving that there is none;
@@ -130,7 +134,7 @@ def final_status(result_scores, bounds, m, exhausted):
     if len(result_scores) == 0:
         return "infeasible" if exhausted else "no_feasible_found"
     if len(result_scores) < m:
-        return "exhausted" if exhausted else "bounded"
+        return "exhausted" if exhausted else "incomplete"
     scores = np.asarray(result_scores, dtype=np.float64)
     tol = 1e-9 * np.maximum(1.0, np.abs(scores))
     return "exact" if np.all(np.asarray(bounds) - scores <= tol) else "bounded"
