@@ -13,12 +13,16 @@ prediction, exact certificate), the same solver without interactions
 (``pairwise="none"``), and scikit-learn's ``OneVsRestClassifier(LinearSVC)``.
 It prints Hamming accuracy, micro-F1 and example-F1 on the test rows with
 fit and prediction times, and saves the structural SVM's convergence (primal,
-certified dual and gap per pass) to ``multilabel_convergence.png``.
+certified dual and gap per pass) to ``multilabel_convergence.png`` in the
+system's temporary folder (``--figure`` to choose the file; its path is
+printed).
 
-Run: ``python examples/multilabel_many_labels.py [--data bibtex.npz] [--max-iter N]``
+Run: ``python examples/multilabel_many_labels.py [--data bibtex.npz] [--max-iter N] [--figure F.png]``
 """
 
 import argparse
+import os
+import tempfile
 import time
 import warnings
 
@@ -57,6 +61,9 @@ def main(argv=None):
                         help="synthetic samples, train and test (default 7000)")
     parser.add_argument("--max-iter", type=int, default=300, help="solver passes (default 300)")
     parser.add_argument("--C", type=float, default=0.1)
+    parser.add_argument("--figure", default=os.path.join(tempfile.gettempdir(),
+                                                         "multilabel_convergence.png"),
+                        help="where to save the convergence plot (default: %(default)s)")
     args = parser.parse_args(argv)
 
     X, Y, X_test, Y_test = load(args.data, args.n_samples)
@@ -95,8 +102,8 @@ def main(argv=None):
 
         ax = plot_convergence(models["MultiLabelSSVM (label tree)"], x="iter")
         ax.set_title("MultiLabelSSVM: primal, certified dual and gap per pass")
-        ax.figure.savefig("multilabel_convergence.png", dpi=100, bbox_inches="tight")
-        print("convergence plot: multilabel_convergence.png")
+        ax.figure.savefig(args.figure, dpi=100, bbox_inches="tight")
+        print(f"convergence plot: {os.path.abspath(args.figure)}")
     except ImportError:
         print("matplotlib is not installed: no convergence plot")
 

@@ -8,10 +8,13 @@ with Viterbi.
 
 Run: ``python examples/ocr_sequence_labeling.py [--max-words N] [--figure F.png]``
 (the figure, the training curves of the SSVM and the CRF, needs the ``plot``
-extra: ``pip install "structlearn[plot]"``).
+extra: ``pip install "structlearn[plot]"``; it goes to the system's temporary
+folder unless ``--figure`` names a file, and its path is printed).
 """
 
 import argparse
+import os
+import tempfile
 import time
 
 import numpy as np
@@ -24,7 +27,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-words", type=int, default=None,
                         help="use at most this many training and test words")
-    parser.add_argument("--figure", default="ocr_convergence.png",
+    parser.add_argument("--figure", default=os.path.join(tempfile.gettempdir(),
+                                                         "ocr_convergence.png"),
                         help="where to save the training curves (default: %(default)s)")
     args = parser.parse_args(argv)
 
@@ -73,7 +77,7 @@ def save_curves(models, path):
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
-    print(f"training curves saved to {path}")
+    print(f"training curves saved to {os.path.abspath(path)}")
 
 
 if __name__ == "__main__":

