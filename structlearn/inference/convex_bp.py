@@ -30,7 +30,6 @@ or the batch kernels) is cheaper and is what the chain CRF uses.
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.utils import check_random_state
 
 __all__ = [
     "ConvexBPResult",
@@ -171,6 +170,7 @@ def trw_counting_numbers(n_nodes, edges, *, min_trees=10, random_state=0, node="
     if node not in ("convergent", "ones"):
         raise ValueError(f"node must be 'convergent' or 'ones', got {node!r}")
     edges = check_pairwise_edges(edges, n_nodes)
+    from sklearn.utils import check_random_state  # late: MAP inference alone needs no sklearn
     rng = check_random_state(random_state)
     E = edges.shape[0]
     rho_node = np.ones(n_nodes)

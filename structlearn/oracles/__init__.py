@@ -14,17 +14,31 @@
 Every module documents how to call its kernels from numba.
 """
 
-from .binary import binary_pair_argmax, make_binary_oracle, make_binary_workspace
-from .inner_product import inner_product_argmax, make_inner_workspace
-from .indicator import indicator_argmax, make_indicator_oracle
-from .multimap import make_cursor, make_multimap, multimap_from_keys
-from .sorted_tables import (
-    build_sorted_orders,
-    make_pair_workspace,
-    pair_argmax,
-    sorted_orders_for_graph,
-    unary_orders,
-)
+import importlib
+
+# name -> submodule; loaded on first access, so that importing one submodule
+# (MAP inference uses sorted_tables) does not import the others' dependencies
+_WHERE = {
+    "binary_pair_argmax": "binary", "make_binary_oracle": "binary",
+    "make_binary_workspace": "binary",
+    "inner_product_argmax": "inner_product", "make_inner_workspace": "inner_product",
+    "indicator_argmax": "indicator", "make_indicator_oracle": "indicator",
+    "make_cursor": "multimap", "make_multimap": "multimap", "multimap_from_keys": "multimap",
+    "build_sorted_orders": "sorted_tables", "make_pair_workspace": "sorted_tables",
+    "pair_argmax": "sorted_tables", "sorted_orders_for_graph": "sorted_tables",
+    "unary_orders": "sorted_tables",
+}
+
+
+def __getattr__(name):
+    if name in _WHERE:
+        return getattr(importlib.import_module("." + _WHERE[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_WHERE))
+
 
 __all__ = [
     "binary_pair_argmax",

@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils import check_random_state
 
 from ._inner_kernels import inner_product_fmo, inner_product_fmo_sampled, inner_product_scores
 
@@ -129,6 +128,7 @@ def inner_product_argmax(W, x, *, add=None, loss=0.0, gt=-1, exclude=-1, nu=1,
         best, y = inner_product_fmo(W, indices, data, 0, indices.shape[0], add_idx, add_val,
                                     add_idx.shape[0], float(loss), int(gt), int(exclude), ws)
         return float(best), int(y)
+    from sklearn.utils import check_random_state  # late: MAP inference alone needs no sklearn
     rng = check_random_state(random_state)
     if perm is None:
         perm = np.zeros(0, dtype=np.int64)
