@@ -20,6 +20,16 @@ Sections:
     ``--time-limit 3`` with ``NUMBA_CACHE_DIR`` pointing at an empty folder:
     how much of the budget compilation takes (reported as compile_time).
 
+``api``
+    In a fresh process: ``solve_map(graph, method, time_limit=S)`` for each
+    limit, the wall time of the call against ``S`` (target: <= S + 0.3 s),
+    then the first call's overhead (registry and kernel loading, not counted
+    by ``compile_time``) on that graph: wall of the first call minus its
+    ``compile_time`` minus the wall of a second, identical call.
+
+``--uai FILE`` runs the sections on that network instead of the grids (for
+example the shared ``Grids_18.uai``, with ``--methods auto,gdmm,ad3,trn``).
+
 Usage::
 
     .venv/bin/python benchmarks/bench_time_limit.py                 # ~15 minutes
@@ -78,6 +88,36 @@ HEADER = ("| run | process wall s | command wall s | compile s | status | iterat
           "score | gap |\n|---|---|---|---|---|---|---|---|")
 
 
+API_SCRIPT = """
+import json, sys, time
+from structlearn.graphs import read_uai
+from structlearn.inference import solve_map
+path, method, limits = sys.argv[1], sys.argv[2], [float(x) for x in sys.argv[3].split(",")]
+g = read_uai(path)
+t = time.perf_counter(); r = solve_map(g, method, time_limit=limits[0]); first = time.perf_counter() - t
+out = [dict(limit=limits[0], wall=first, compile=r.compile_time, status=r.status)]
+for limit in limits:
+    t = time.perf_counter(); r = solve_map(g, method, time_limit=limit)
+    out.append(dict(limit=limit, wall=time.perf_counter() - t, compile=r.compile_time,
+                    status=r.status))
+print(json.dumps(out))
+"""
+
+
+def api_rows(path, method, limits):
+    proc = subprocess.run([sys.executable, "-c", API_SCRIPT, path, method, limits],
+                          capture_output=True, text=True, timeout=1800)
+    if proc.returncode:
+        return [f"| {method} | error: {proc.stderr.strip().splitlines()[-1]} |"]
+    first, *runs = json.loads(proc.stdout)
+    rows = [f"| {method} | {r['limit']:g} | {r['wall']:.3f} | {r['wall'] - r['limit']:+.3f} | "
+            f"{r['status']} |" for r in runs]
+    overhead = first["wall"] - first["compile"] - runs[0]["wall"]
+    rows.append(f"| {method} | first call | {first['wall']:.3f} | overhead {overhead:+.3f} "
+                f"(compile {first['compile']:.3f}) | {first['status']} |")
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sections", default="limit,cap,cold")
@@ -85,18 +125,22 @@ def main(argv=None):
     ap.add_argument("--size", type=int, default=40)
     ap.add_argument("--ks", default="2")
     ap.add_argument("--limits", default="5")
+    ap.add_argument("--uai", default=None, help="a UAI file instead of the generated grids")
     args = ap.parse_args(argv)
     sections = args.sections.split(",")
     methods = args.methods.split(",")
     ks = [int(k) for k in args.ks.split(",")]
     folder = tempfile.mkdtemp(prefix="bench_time_limit_")
-    for k in ks:
-        path = potts_grid_file(folder, args.size, k)
-        usable = [m for m in methods if m != "gdmm_binary" or k == 2]
+    instances = ([(os.path.basename(args.uai), args.uai)] if args.uai else
+                 [(f"{args.size} x {args.size} Potts grid, K = {k}",
+                   potts_grid_file(folder, args.size, k)) for k in ks])
+    for title, path in instances:
+        binary = args.uai is not None or title.endswith("K = 2")
+        usable = [m for m in methods if m != "gdmm_binary" or binary]
         # warm the numba cache of every back-end
         for m in usable:
             run_cli(path, m, time_limit=0.5)
-        print(f"\n### {args.size} x {args.size} Potts grid, K = {k}\n")
+        print(f"\n### {title}\n")
         if "limit" in sections:
             for limit in [float(x) for x in args.limits.split(",")]:
                 print(f"--time-limit {limit:g} (warm cache; target: process wall <= "
@@ -104,6 +148,12 @@ def main(argv=None):
                 for m in usable:
                     print(row(m, run_cli(path, m, time_limit=limit)), flush=True)
                 print()
+        if "api" in sections:
+            print("solve_map in one process (warm cache; target: wall <= limit + 0.3 s)\n\n"
+                  "| method | limit s | wall s | wall - limit | status |\n|---|---|---|---|---|")
+            for m in usable:
+                print("\n".join(api_rows(path, m, args.limits)), flush=True)
+            print()
         if "cap" in sections:
             print(f"no limit (default max_iter = 1000) vs --time-limit 20\n\n{HEADER}")
             for m in usable:
