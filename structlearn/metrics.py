@@ -25,6 +25,7 @@ __all__ = [
     "entity_recall_score",
     "flat_accuracy_score",
     "flat_classification_report",
+    "flat_fbeta_score",
     "flat_f1_score",
     "flat_precision_score",
     "flat_recall_score",
@@ -74,14 +75,22 @@ def flat_f1_score(y_true, y_pred, **kwargs):
     return _skm.f1_score(*_flatten(y_true, y_pred), **kwargs)
 
 
+def flat_fbeta_score(y_true, y_pred, beta, **kwargs):
+    """:func:`sklearn.metrics.fbeta_score` over all tokens."""
+    return _skm.fbeta_score(*_flatten(y_true, y_pred), beta=beta, **kwargs)
+
+
 def flat_classification_report(y_true, y_pred, **kwargs):
     """:func:`sklearn.metrics.classification_report` over all tokens."""
     return _skm.classification_report(*_flatten(y_true, y_pred), **kwargs)
 
 
 def sequence_accuracy_score(y_true, y_pred):
-    """Fraction of sequences whose every label is right."""
+    """Fraction of sequences whose every label is right (0 for no sequences,
+    as sklearn-crfsuite)."""
     true, pred = list(y_true), list(y_pred)
+    if not true and not pred:
+        return 0.0
     _flatten(true, pred)
     return float(np.mean([list(t) == list(p) for t, p in zip(true, pred)]))
 

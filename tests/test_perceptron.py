@@ -316,10 +316,10 @@ def test_bad_inputs():
 
 def test_verbose_logs_epochs(caplog):
     X, y = _chain_data(10, n_seq=5)
-    with caplog.at_level(logging.INFO, logger="structlearn.estimators.perceptron"):
+    with caplog.at_level(logging.INFO, logger="structlearn.learners.online_chain"):
         SequencePerceptron(max_iter=2, verbose=1, random_state=0).fit(X, y)
     assert any("epoch 1" in r.getMessage() for r in caplog.records)
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="structlearn.estimators.perceptron"):
+    with caplog.at_level(logging.INFO, logger="structlearn.learners.online_chain"):
         SequencePerceptron(max_iter=2, verbose=0, random_state=0).fit(X, y)
     assert not caplog.records

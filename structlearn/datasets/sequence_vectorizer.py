@@ -203,16 +203,35 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
 
 
 def _validated(X):
-    """``(sentences, all token dicts)``; errors name the sentence and token."""
+    """``(sentences, all token dicts)``; errors name the sentence and token;
+    ``bytes`` values come back decoded (in copies of their tokens' dicts)."""
     sentences = [_sentence_list(i, s) for i, s in enumerate(_sentences_of(X))]
     for i, s in enumerate(sentences):
+        copied = False
         for j, token in enumerate(s):
             if not isinstance(token, dict):
                 _token_error(i, j, token)
+            decoded = None
             for key, value in token.items():
-                if not isinstance(key, str) or not isinstance(value, (str, numbers.Real)):
+                if isinstance(value, bytes) and isinstance(key, str):
+                    decoded = dict(token) if decoded is None else decoded
+                    decoded[key] = _decoded(i, j, key, value)
+                elif not isinstance(key, str) or not isinstance(value, (str, numbers.Real)):
                     _token_error(i, j, token, key, value)
+            if decoded is not None:
+                if not copied:  # never write into the caller's sentences
+                    s = sentences[i] = list(s)
+                    copied = True
+                s[j] = decoded
     return sentences, list(itertools.chain.from_iterable(sentences))
+
+
+def _decoded(i, j, key, value):
+    """A ``bytes`` feature value as text (UTF-8, as CRFsuite reads it)."""
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"X[{i}][{j}][{key!r}] is bytes that are not UTF-8: {exc}") from None
 
 
 def _sentences_of(X):
@@ -329,6 +348,8 @@ def _encode(X, columns, n_columns, *, grow):
                 if type(key) is not str and not isinstance(key, str):
                     _token_error(i, j, token, key, value)
                 kind = type(value)
+                if kind is bytes:  # CRFsuite's attribute strings are bytes: UTF-8
+                    value, kind = _decoded(i, j, key, value), str
                 if kind is str or (kind is not float and kind is not int and kind is not bool
                                    and isinstance(value, str)):
                     sub = indicator.get(key)

@@ -159,19 +159,30 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
 
     @verbose_fit
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, X_dev=None, y_dev=None):
         """Train on labeled sequences.
 
         Parameters
         ----------
         X : list of {ndarray, sparse matrix}, each of shape (n_tokens_i, n_features)
         y : list of array-like, each of shape (n_tokens_i,)
+        X_dev, y_dev : lists like ``X`` and ``y``, optional
+            Held-out sequences scored after every iteration (CRFsuite's
+            holdout evaluation; training does not use them): their token and
+            sequence accuracy go into ``history_`` as ``dev_accuracy`` and
+            ``dev_sequence_accuracy`` (and into the verbose log).  Give both
+            or neither.
 
         Returns
         -------
         self : SequenceCRF
         """
         from ..learners.chain_crf import compact_features, fit_chain_crf_lbfgs
+
+        if (X_dev is None) != (y_dev is None):
+            raise ValueError("X_dev and y_dev go together: give both or neither "
+                             f"(got X_dev={'None' if X_dev is None else 'data'}, "
+                             f"y_dev={'None' if y_dev is None else 'data'})")
 
         c1, c2 = float(self.c1), float(self.c2)
         deprecated_alpha = not (isinstance(self.alpha, str) and self.alpha == "deprecated")
@@ -194,13 +205,15 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
             and np.array_equal(self.classes_, classes)
         ):
             W0, T0 = self.coef_, self.transition_
+        monitor = (None if X_dev is None else
+                   _dev_monitor(self, X_dev, y_dev, classes, Xcat.shape[1]))
         W, T, history, converged, n_iter = fit_chain_crf_lbfgs(
             Xcat, offsets, codes, classes.shape[0], alpha=alpha, l1=c1 / n_seq,
             all_states=bool(self.all_possible_states),
             all_transitions=bool(self.all_possible_transitions),
             max_iter=int(self.max_iter), tol=float(self.tol), W_init=W0, T_init=T0,
             n_jobs=self.n_jobs,
-            verbose=self.verbose,
+            verbose=self.verbose, monitor=monitor,
         )  # fmt: skip
         self.coef_ = W
         self.transition_ = T
@@ -211,18 +224,26 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         self.converged_ = converged
         return self
 
-    def predict_marginals(self, X):
+    def predict_marginals(self, X, *, as_dicts=False):
         """Per-token label marginals ``P(y_t = k | x)``.
 
         Parameters
         ----------
         X : list of {ndarray, sparse matrix}, each (n_tokens_i, n_features)
+        as_dicts : bool, default=False
+            Return sklearn-crfsuite's form instead: per sequence a list of
+            ``{label: probability}`` dicts, one per token.
 
         Returns
         -------
         marginals : list of ndarray, each of shape (n_tokens_i, n_classes)
-            Columns follow ``classes_``.
+            Columns follow ``classes_`` (or, with ``as_dicts``, lists of
+            dicts keyed by the labels).
         """
+        if as_dicts:
+            labels = self.classes_.tolist()
+            return [[dict(zip(labels, row)) for row in m.tolist()]
+                    for m in self.predict_marginals(X)]
         from ..learners.chain_crf import block_bounds, block_tokens_for
 
         Xcat, offsets, _ = self._check_X(X, stack=False)
@@ -256,6 +277,30 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         _, codes = encode_sequence_labels(ycat, self.classes_)
         f, _, _ = chain_crf_objective(self.coef_, self.transition_, Xcat, offsets, codes)
         return -f
+
+
+def _dev_monitor(estimator, X_dev, y_dev, classes, n_features):
+    """``monitor(W, T)`` for :func:`fit_chain_crf_lbfgs`: token and sequence
+    accuracy of Viterbi on the held-out sequences (validated once, here;
+    labels absent from ``classes`` count as errors)."""
+    probe = type(estimator)(n_jobs=estimator.n_jobs)
+    probe.vectorizer_ = getattr(estimator, "vectorizer_", None)
+    probe.classes_, probe.n_features_in_ = classes, n_features
+    probe.coef_ = np.zeros((classes.shape[0], n_features))
+    probe.transition_ = np.zeros((classes.shape[0], classes.shape[0]))
+    try:
+        Xd, offsets, yd = probe._check_X(X_dev, y_dev)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"X_dev / y_dev: {exc}") from None
+    starts = offsets[:-1]
+
+    def monitor(W, T):
+        probe.coef_, probe.transition_ = W, T
+        hit = _equal_labels(classes[probe._decode(Xd, offsets)], yd)
+        whole = np.logical_and.reduceat(hit, starts) if hit.size else hit
+        return {"dev_accuracy": float(hit.mean()), "dev_sequence_accuracy": float(whole.mean())}
+
+    return monitor
 
 
 def _marginals_chunk(rows, coef, offsets, trans, blocks):

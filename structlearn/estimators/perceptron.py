@@ -1,22 +1,14 @@
 """Averaged structured perceptron for sequence labeling."""
 
-import logging
-import time
-
-import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils import check_random_state
 
-from .._memory import check_memory
-from .._progress_bar import progress_tick
 from .._verbose import verbose_fit
 from ._base import SequenceEstimatorMixin
 from ._params import COMMON, POSITIVE_INT
 from ._validation import check_n_classes, csr_arrays, encode_sequence_labels
 
 __all__ = ["SequencePerceptron"]
-
-logger = logging.getLogger(__name__)
 
 
 class SequencePerceptron(SequenceEstimatorMixin, BaseEstimator):
@@ -48,7 +40,7 @@ class SequencePerceptron(SequenceEstimatorMixin, BaseEstimator):
         identical weights.
     verbose : int, default=0
         Log one line per epoch at INFO level when > 0 (logger
-        ``structlearn.estimators.perceptron``).
+        ``structlearn.learners.online_chain``).
     n_jobs : int or None, default=None
         Jobs for prediction (``predict``, ``predict_topk``, ``score``,
         ``predict_marginals`` where it exists): chunks of samples on joblib
@@ -120,69 +112,18 @@ class SequencePerceptron(SequenceEstimatorMixin, BaseEstimator):
         -------
         self : SequencePerceptron
         """
-        from ..learners._perceptron_kernels import perceptron_epoch
+        from ..learners.online_chain import fit_online_chain
 
-        max_iter = int(self.max_iter)
         rng = check_random_state(self.random_state)
-
         Xcat, offsets, ycat = self._check_fit_input(X, y)
         classes, codes = encode_sequence_labels(ycat)
         check_n_classes(classes, minimum=2)
-        data, indices, indptr = csr_arrays(Xcat)
+        coef, trans, history = fit_online_chain(
+            *csr_arrays(Xcat), offsets, codes, Xcat.shape[1], classes.shape[0],
+            rule="perceptron", average=bool(self.average), max_iter=int(self.max_iter),
+            shuffle=bool(self.shuffle), rng=rng, verbose=self.verbose)
         n_features = Xcat.shape[1]
-        n_labels = classes.shape[0]
-        n_seq = offsets.shape[0] - 1
-        max_len = int(np.max(np.diff(offsets)))
-
-        check_memory(8 * 2 * n_features * n_labels,
-                     f"SequencePerceptron weights (and their average) over {n_features} "
-                     f"features and {n_labels} classes", "reduce the feature space")
-        W = np.zeros((n_features, n_labels))
-        trans = np.zeros((n_labels, n_labels))
-        W_acc = np.zeros_like(W)
-        trans_acc = np.zeros_like(trans)
-        unary_buf = np.empty((max_len, n_labels))
-        pred_buf = np.empty(max_len, dtype=np.int64)
-        seg = np.empty(2, dtype=np.int64)
-        errors = np.zeros(2, dtype=np.int64)
-
-        history = []
-        step = 0
-        start = time.perf_counter()
-        for epoch in range(max_iter):
-            if self.shuffle:
-                order = rng.permutation(n_seq).astype(np.int64)
-            else:
-                order = np.arange(n_seq, dtype=np.int64)
-            perceptron_epoch(
-                data, indices, indptr, offsets, codes, order,
-                W, trans, W_acc, trans_acc, step,
-                unary_buf, pred_buf, seg, errors,
-            )  # fmt: skip
-            step += n_seq
-            record = {
-                "iter": epoch + 1,
-                "time": time.perf_counter() - start,
-                "objective": float(errors[0]),
-                "gap": np.nan,
-                "token_errors": int(errors[0]),
-                "sequence_errors": int(errors[1]),
-            }
-            history.append(record)
-            progress_tick(record)
-            if self.verbose:
-                logger.info(
-                    "epoch %d: %d token errors in %d/%d sequences, %.3f s",
-                    record["iter"], record["token_errors"], record["sequence_errors"],
-                    n_seq, record["time"],
-                )  # fmt: skip
-            if errors[1] == 0:
-                break
-
-        if self.average:
-            W -= W_acc / step
-            trans -= trans_acc / step
-        self.coef_ = np.ascontiguousarray(W.T)
+        self.coef_ = coef
         self.transition_ = trans
         self.classes_ = classes
         self.n_features_in_ = n_features

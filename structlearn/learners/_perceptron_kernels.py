@@ -1,15 +1,27 @@
-"""Numba kernel for the averaged structured perceptron on first-order chains.
+"""Numba kernel for online training of first-order chains: the averaged
+structured perceptron, passive-aggressive updates and AROW.
 
-Collins (2002): for each training sequence, decode with Viterbi under the
-current weights; if the decoded labeling ``z`` differs from the truth ``y``,
-add the features of ``y`` and subtract those of ``z``. Features are the
-token features per label (unigram weights) and label pairs of consecutive
-tokens (transition weights).
+Every rule visits the training sequences one at a time, decodes each with
+Viterbi under the current weights and, when the decoded labeling ``z``
+differs from the truth ``y``, moves the weights along the feature difference
+``sv = phi(y) - phi(z)`` (token features per label, label pairs of
+consecutive tokens).  The rules differ in the step:
 
-Averaging uses the trick of Daume (2006): besides the weights ``w`` keep
-``acc = sum_s (s - 1) * delta_s`` over the updates ``delta_s`` made at the
-``s``-th example seen (1-based, counted across epochs). After ``T`` examples
-the average of the weights after each example is::
+* perceptron (Collins 2002): ``w += sv``;
+* passive-aggressive (Crammer et al. 2006), with the loss
+  ``l = cost - (score(y) - score(z))``, ``cost = sqrt(#wrong tokens)`` when
+  error sensitive, else 1: PA ``tau = l / ||sv||^2``, PA-I
+  ``min(C, l / ||sv||^2)``, PA-II ``l / (||sv||^2 + 1 / (2 C))``;
+  ``w += tau sv``;
+* AROW (Crammer, Kulesza and Dredze 2009), diagonal confidence ``sigma``
+  (one per weight, starting at ``variance``): ``beta = 1 / (sum sigma sv^2 +
+  gamma)``, ``w += l beta sigma sv``, ``sigma -= beta sigma^2 sv^2``.
+
+Averaging (perceptron and passive-aggressive) uses the trick of Daume
+(2006): besides the weights ``w`` keep ``acc = sum_s (s - 1) * delta_s`` over
+the updates ``delta_s`` made at the ``s``-th example seen (1-based, counted
+across epochs). After ``T`` examples the average of the weights after each
+example is::
 
     (1 / T) * sum_{t=1..T} w_t  =  w - acc / T
 
@@ -17,18 +29,37 @@ so averaging costs one extra sparse update per update, not a pass over all
 weights per example.
 
 Weights are stored feature-major, ``W[j, k]`` for feature ``j`` and label
-``k``, so that the inner loop over labels is contiguous.
+``k``, so that the inner loop over labels is contiguous.  ``sv`` is gathered
+in a scratch array of the weights' shape (only its touched entries are
+visited and reset), so repeated (feature, label) pairs add up before its norm
+is taken.
 """
 
 import numba as nb
+import numpy as np
 
 from ..inference._chain_kernels import viterbi_batch
 
-__all__ = ["perceptron_epoch"]
+__all__ = ["AROW", "PA", "PA1", "PA2", "PERCEPTRON", "online_chain_epoch"]
+
+PERCEPTRON, PA, PA1, PA2, AROW = 0, 1, 2, 3, 4
+
+
+@nb.njit(cache=True, inline="always")
+def _touch(D, j, k, v, touched, n_touched):
+    """``D[j, k] += v``, listing ``(j, k)`` when it was 0 (an entry that
+    cancelled to 0 and comes back is listed twice; :func:`_take` reads each
+    once)."""
+    if D[j, k] == 0.0:
+        touched[n_touched, 0] = j
+        touched[n_touched, 1] = k
+        n_touched += 1
+    D[j, k] += v
+    return n_touched
 
 
 @nb.njit(cache=True)
-def perceptron_epoch(
+def online_chain_epoch(
     data,
     indices,
     indptr,
@@ -40,6 +71,14 @@ def perceptron_epoch(
     W_acc,
     trans_acc,
     step,
+    rule,
+    params,
+    sigma_W,
+    sigma_trans,
+    D_W,
+    D_trans,
+    touched,
+    values,
     unary_buf,
     pred_buf,
     seg,
@@ -65,19 +104,37 @@ def perceptron_epoch(
         Step-weighted sums of the updates (see module docstring).
     step : int
         Number of examples seen before this epoch.
+    rule : int
+        :data:`PERCEPTRON`, :data:`PA`, :data:`PA1`, :data:`PA2` or :data:`AROW`.
+    params : float64 (3,)
+        ``C`` (PA-I, PA-II), ``error_sensitive`` (1.0 or 0.0), ``gamma`` (AROW).
+    sigma_W, sigma_trans : float64, shapes of ``W`` and ``trans``
+        AROW's confidences, updated in place (unused by the other rules).
+    D_W, D_trans : float64, shapes of ``W`` and ``trans``, all zeros
+        Scratch for ``sv`` (left all zeros).
+    touched : int64 (2 * (max_seq_nnz + max_len), 2)
+        Scratch list of the entries of ``D_W`` / ``D_trans`` one sequence
+        touches (``max_seq_nnz``: the most stored features of a sequence).
+    values : float64 (2 * (max_seq_nnz + max_len),)
+        Scratch for their values.
     unary_buf : float64 (max_len, n_labels)
         Scratch for one sequence's token scores.
     pred_buf : int64 (max_len,)
         Scratch for one sequence's decoded labels.
     seg : int64 (2,)
         Scratch offsets for decoding one sequence.
-    errors : int64 (2,)
-        Output: ``errors[0]`` wrongly decoded tokens, ``errors[1]``
-        sequences with at least one wrong token (before their update).
+    errors : float64 (3,)
+        Output: wrongly decoded tokens, sequences with at least one wrong
+        token (before their update), and the sum of the losses ``l`` of
+        those sequences (PA and AROW; the wrong tokens for the perceptron).
     """
     n_labels = W.shape[1]
+    C = params[0]
+    error_sensitive = params[1] != 0.0
+    gamma = params[2]
     tok_err = 0
     seq_err = 0
+    loss_sum = 0.0
     for r in range(order.shape[0]):
         s = order[r]
         a = offsets[s]
@@ -105,19 +162,23 @@ def perceptron_epoch(
         tok_err += n_wrong
         seq_err += 1
         c = float(step + r)  # (index of this example, 1-based) - 1
+
+        # sv = phi(y) - phi(z), gathered in D_W / D_trans
+        n_touched = 0
+        margin = 0.0
         for t in range(n):
             yt = y[a + t]
             zt = pred_buf[t]
             if yt == zt:
                 continue
+            margin += unary_buf[t, yt] - unary_buf[t, zt]
             row = a + t
             for p in range(indptr[row], indptr[row + 1]):
                 j = indices[p]
                 v = data[p]
-                W[j, yt] += v
-                W[j, zt] -= v
-                W_acc[j, yt] += c * v
-                W_acc[j, zt] -= c * v
+                n_touched = _touch(D_W, j, yt, v, touched, n_touched)
+                n_touched = _touch(D_W, j, zt, -v, touched, n_touched)
+        n_unigram = n_touched
         for t in range(1, n):
             yp = y[a + t - 1]
             yt = y[a + t]
@@ -125,9 +186,64 @@ def perceptron_epoch(
             zt = pred_buf[t]
             if yp == zp and yt == zt:
                 continue
-            trans[yp, yt] += 1.0
-            trans[zp, zt] -= 1.0
-            trans_acc[yp, yt] += c
-            trans_acc[zp, zt] -= c
+            margin += trans[yp, yt] - trans[zp, zt]
+            n_touched = _touch(D_trans, yp, yt, 1.0, touched, n_touched)
+            n_touched = _touch(D_trans, zp, zt, -1.0, touched, n_touched)
+
+        # read sv once per entry (a listed duplicate reads 0), leaving D zero
+        norm2 = 0.0
+        for q in range(n_touched):
+            j = touched[q, 0]
+            k = touched[q, 1]
+            if q < n_unigram:
+                v = D_W[j, k]
+                D_W[j, k] = 0.0
+                weight = sigma_W[j, k] if rule == AROW else 1.0
+            else:
+                v = D_trans[j, k]
+                D_trans[j, k] = 0.0
+                weight = sigma_trans[j, k] if rule == AROW else 1.0
+            values[q] = v
+            norm2 += weight * v * v
+
+        tau = 1.0
+        if rule == PERCEPTRON:
+            loss_sum += n_wrong
+        else:
+            cost = np.sqrt(float(n_wrong)) if error_sensitive else 1.0
+            loss = max(cost - margin, 0.0)
+            loss_sum += loss
+            if rule == PA:
+                tau = loss / norm2 if norm2 > 0.0 else 0.0
+            elif rule == PA1:
+                tau = min(C, loss / norm2) if norm2 > 0.0 else 0.0
+            elif rule == PA2:
+                tau = loss / (norm2 + 0.5 / C)
+            else:  # AROW: loss * beta; each step scaled by its sigma below
+                tau = loss / (norm2 + gamma)
+
+        for q in range(n_touched):
+            v = values[q]
+            if v == 0.0:
+                continue
+            j = touched[q, 0]
+            k = touched[q, 1]
+            if q < n_unigram:
+                if rule == AROW:
+                    sg = sigma_W[j, k]
+                    W[j, k] += tau * sg * v
+                    sigma_W[j, k] = sg - sg * sg * v * v / (norm2 + gamma)
+                else:
+                    W[j, k] += tau * v
+                    W_acc[j, k] += c * tau * v
+            else:
+                if rule == AROW:
+                    sg = sigma_trans[j, k]
+                    trans[j, k] += tau * sg * v
+                    sigma_trans[j, k] = sg - sg * sg * v * v / (norm2 + gamma)
+                else:
+                    trans[j, k] += tau * v
+                    trans_acc[j, k] += c * tau * v
     errors[0] = tok_err
     errors[1] = seq_err
+    errors[2] = loss_sum

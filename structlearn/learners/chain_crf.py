@@ -496,6 +496,7 @@ def fit_chain_crf_lbfgs(
     storage="auto",
     n_jobs=None,
     verbose=0,
+    monitor=None,
 ):
     """Fit a linear-chain CRF by L-BFGS.
 
@@ -551,6 +552,10 @@ def fit_chain_crf_lbfgs(
         number of parts (set by the data, not by ``n_jobs``) whose gradients
         are summed in order, so the fit does not depend on ``n_jobs``.
     verbose : int, default=0
+    monitor : callable or None, default=None
+        ``monitor(W, T) -> dict`` called after every iteration with that
+        iteration's weights (as returned below); its items are added to the
+        iteration's history record (held-out scores, say).
 
     Returns
     -------
@@ -648,10 +653,14 @@ def fit_chain_crf_lbfgs(
             "step_norm": float(step * np.sqrt(vdot(p, p))),
             "n_eval": prob.n_eval,
         }
+        if monitor is not None:
+            rec.update(monitor(*prob.weights(w)))
         history.append(rec)
         progress_tick(rec)
         if verbose:
-            logger.info("lbfgs iter %d: objective %.6f time %.2fs", n_iter, f, rec["time"])
+            extra = "".join(f" {k} {v:.4f}" for k, v in rec.items() if k.startswith("dev_"))
+            logger.info("lbfgs iter %d: objective %.6f time %.2fs%s", n_iter, f, rec["time"],
+                        extra)
         if len(history) > period:
             old = history[-1 - period]["objective"]
             if abs(old - f) <= tol * max(abs(f), 1e-300):
