@@ -112,3 +112,51 @@ def test_a_separable_task_stops_after_an_epoch_without_mistakes():
                                             max_iter=50, rng=np.random.RandomState(0))
         assert history[-1]["sequence_errors"] == 0 and len(history) < 50
         assert np.array_equal(np.argmax(X @ coef.T, axis=1), codes)
+
+
+def _sgd_reference(X, offsets, codes, d, K, lam, t0, epochs, W_mask, T_mask):
+    """L2 SGD on the chain likelihood with marginals by enumeration."""
+    W, T = np.zeros((d, K)), np.zeros((K, K))
+    t = 0
+    for _ in range(epochs):
+        for s in range(offsets.shape[0] - 1):
+            a, b = offsets[s], offsets[s + 1]
+            n = b - a
+            eta = 1.0 / (lam * (t0 + t))
+            t += 1
+            W *= 1.0 - eta * lam
+            T *= 1.0 - eta * lam
+            U = X[a:b] @ W
+            labelings = list(itertools.product(range(K), repeat=n))
+            scores = np.array([sum(U[i, z[i]] for i in range(n))
+                               + sum(T[z[i - 1], z[i]] for i in range(1, n)) for z in labelings])
+            p = np.exp(scores - scores.max())
+            p /= p.sum()
+            gW, gT = np.zeros((d, K)), np.zeros((K, K))
+            for z, pz in zip(labelings + [tuple(codes[a:b])], list(-p) + [1.0]):
+                for i in range(n):
+                    gW[:, z[i]] += pz * X[a + i]
+                for i in range(1, n):
+                    gT[z[i - 1], z[i]] += pz
+            W += eta * gW * W_mask
+            T += eta * gT * T_mask
+    return W.T, T
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_sgd_epochs_match_their_reference(seed):
+    from structlearn.learners.online_chain import observed_weights
+    from structlearn.learners.sgd_chain import _Epochs
+
+    X, offsets, codes, d, K = _data(seed, n_seq=4)
+    W_mask, T_mask = observed_weights(X, offsets, codes, K)
+    if seed == 2:
+        W_mask, T_mask = np.ones_like(W_mask), np.ones_like(T_mask)
+    lam, t0 = 0.5, 3.0
+    run = _Epochs(*_csr(X), offsets, codes, d, K, lam, W_mask, T_mask)
+    for _ in range(2):
+        run.run(np.arange(offsets.shape[0] - 1, dtype=np.int64), t0)
+    coef, T = run.weights()
+    ref_coef, ref_T = _sgd_reference(X, offsets, codes, d, K, lam, t0, 2, W_mask, T_mask)
+    np.testing.assert_allclose(coef, ref_coef, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(T, ref_T, rtol=1e-8, atol=1e-10)

@@ -45,12 +45,13 @@ class SequenceEstimatorMixin:
         tags.target_tags.required = True
         return tags
 
-    def _check_fit_input(self, X, y):
+    def _check_fit_input(self, X, y, min_freq=1):
         """``(Xcat, offsets, ycat)`` of the training data (see
         :func:`check_sequences`).  Sentences of per-token feature dicts
         (CRFsuite's input) go through a :class:`SequenceVectorizer` fitted
-        here (``vectorizer_``; kept under ``warm_start``) straight into one
-        stacked matrix, else ``vectorizer_`` is None."""
+        here (``vectorizer_``, keeping the features of at least ``min_freq``
+        tokens; kept under ``warm_start``) straight into one stacked matrix,
+        else ``vectorizer_`` is None."""
         from ..datasets.sequence_vectorizer import SequenceVectorizer, is_dict_sequences
 
         if not is_dict_sequences(X):
@@ -60,7 +61,7 @@ class SequenceEstimatorMixin:
         if getattr(self, "warm_start", False) and previous is not None:
             Xcat, offsets = previous.transform_stacked(X)
         else:
-            self.vectorizer_ = SequenceVectorizer()
+            self.vectorizer_ = SequenceVectorizer(min_freq=min_freq)
             Xcat, offsets = self.vectorizer_.fit_transform_stacked(X)
         empty = np.flatnonzero(offsets[1:] == offsets[:-1])
         if empty.size:

@@ -33,7 +33,7 @@ from ._params import (
     POSITIVE_INT,
     deprecated_option,
 )
-from ._validation import check_n_classes, encode_sequence_labels, split_sequences
+from ._validation import check_n_classes, csr_arrays, encode_sequence_labels, split_sequences
 
 __all__ = ["SequenceCRF", "GraphCRF", "image_grid_sample"]
 
@@ -177,6 +177,17 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         -------
         self : SequenceCRF
         """
+        return self._fit(X, y, X_dev, y_dev)
+
+    def _fit(self, X, y, X_dev=None, y_dev=None, *, trainer=None, min_freq=1,
+             lbfgs_options=None):
+        """:meth:`fit`, with what :class:`structlearn.compat.CRF` sets too:
+        ``trainer(data, indices, indptr, offsets, codes, d, K, W_mask,
+        T_mask, monitor, verbose) -> (coef, trans, history)`` in place of
+        L-BFGS (``W_mask``/``T_mask`` None under ``all_possible_states`` /
+        ``all_possible_transitions``, else the weights seen in training),
+        the vectorizer's ``min_freq``, and options of
+        :func:`~structlearn.learners.chain_crf.fit_chain_crf_lbfgs`."""
         from ..learners.chain_crf import compact_features, fit_chain_crf_lbfgs
 
         if (X_dev is None) != (y_dev is None):
@@ -190,7 +201,7 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
             warn_user("alpha is deprecated and will be removed; use c2 (CRFsuite's L2 "
                       "penalty of the summed log-likelihood: c2 = alpha * n_sequences / 2)",
                       FutureWarning)
-        Xcat, offsets, ycat = self._check_fit_input(X, y)
+        Xcat, offsets, ycat = self._check_fit_input(X, y, min_freq)
         Xcat = compact_features(Xcat)  # the stacked copy, in less memory
         n_seq = offsets.shape[0] - 1
         alpha = float(self.alpha) if deprecated_alpha else 2.0 * c2 / n_seq
@@ -207,13 +218,15 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
             W0, T0 = self.coef_, self.transition_
         monitor = (None if X_dev is None else
                    _dev_monitor(self, X_dev, y_dev, classes, Xcat.shape[1]))
+        if trainer is not None:
+            return self._fit_trainer(trainer, Xcat, offsets, codes, classes, monitor)
         W, T, history, converged, n_iter = fit_chain_crf_lbfgs(
             Xcat, offsets, codes, classes.shape[0], alpha=alpha, l1=c1 / n_seq,
             all_states=bool(self.all_possible_states),
             all_transitions=bool(self.all_possible_transitions),
             max_iter=int(self.max_iter), tol=float(self.tol), W_init=W0, T_init=T0,
             n_jobs=self.n_jobs,
-            verbose=self.verbose, monitor=monitor,
+            verbose=self.verbose, monitor=monitor, **(lbfgs_options or {}),
         )  # fmt: skip
         self.coef_ = W
         self.transition_ = T
@@ -222,6 +235,25 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         self.n_iter_ = n_iter
         self.history_ = history
         self.converged_ = converged
+        return self
+
+    def _fit_trainer(self, trainer, Xcat, offsets, codes, classes, monitor):
+        """Fit with another trainer of the same chain model (see :meth:`_fit`)."""
+        from ..learners.online_chain import observed_weights
+
+        K = classes.shape[0]
+        W_mask, T_mask = observed_weights(Xcat, offsets, codes, K)
+        coef, trans, history = trainer(
+            *csr_arrays(Xcat), offsets, codes, Xcat.shape[1], K,
+            None if self.all_possible_states else W_mask,
+            None if self.all_possible_transitions else T_mask, monitor, self.verbose)
+        self.coef_ = coef
+        self.transition_ = trans
+        self.classes_ = classes
+        self.n_features_in_ = Xcat.shape[1]
+        self.n_iter_ = len(history)
+        self.history_ = history
+        self.converged_ = True
         return self
 
     def predict_marginals(self, X, *, as_dicts=False):

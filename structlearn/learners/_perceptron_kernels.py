@@ -77,6 +77,8 @@ def online_chain_epoch(
     sigma_trans,
     D_W,
     D_trans,
+    W_mask,
+    T_mask,
     touched,
     values,
     unary_buf,
@@ -112,6 +114,10 @@ def online_chain_epoch(
         AROW's confidences, updated in place (unused by the other rules).
     D_W, D_trans : float64, shapes of ``W`` and ``trans``, all zeros
         Scratch for ``sv`` (left all zeros).
+    W_mask, T_mask : bool, shapes of ``W`` and ``trans``, or (0, 0)
+        The weights that exist (CRFsuite's features: the (feature, label)
+        pairs and label bigrams seen in training); the others stay 0 and are
+        not part of ``sv``.  Empty: all exist.
     touched : int64 (2 * (max_seq_nnz + max_len), 2)
         Scratch list of the entries of ``D_W`` / ``D_trans`` one sequence
         touches (``max_seq_nnz``: the most stored features of a sequence).
@@ -132,6 +138,8 @@ def online_chain_epoch(
     C = params[0]
     error_sensitive = params[1] != 0.0
     gamma = params[2]
+    masked_W = W_mask.shape[0] > 0
+    masked_T = T_mask.shape[0] > 0
     tok_err = 0
     seq_err = 0
     loss_sum = 0.0
@@ -198,10 +206,14 @@ def online_chain_epoch(
             if q < n_unigram:
                 v = D_W[j, k]
                 D_W[j, k] = 0.0
+                if masked_W and not W_mask[j, k]:
+                    v = 0.0
                 weight = sigma_W[j, k] if rule == AROW else 1.0
             else:
                 v = D_trans[j, k]
                 D_trans[j, k] = 0.0
+                if masked_T and not T_mask[j, k]:
+                    v = 0.0
                 weight = sigma_trans[j, k] if rule == AROW else 1.0
             values[q] = v
             norm2 += weight * v * v

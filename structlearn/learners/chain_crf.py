@@ -497,6 +497,8 @@ def fit_chain_crf_lbfgs(
     n_jobs=None,
     verbose=0,
     monitor=None,
+    grad_tol=None,
+    max_linesearch=None,
 ):
     """Fit a linear-chain CRF by L-BFGS.
 
@@ -552,6 +554,12 @@ def fit_chain_crf_lbfgs(
         number of parts (set by the data, not by ``n_jobs``) whose gradients
         are summed in order, so the fit does not depend on ``n_jobs``.
     verbose : int, default=0
+    grad_tol : float or None, default=None
+        The gradient-norm test's tolerance (CRFsuite's ``epsilon``); None:
+        ``tol``.
+    max_linesearch : int or None, default=None
+        Line-search trials per iteration at most (the last point is then
+        taken, as CRFsuite does); None: until the Armijo condition holds.
     monitor : callable or None, default=None
         ``monitor(W, T) -> dict`` called after every iteration with that
         iteration's weights (as returned below); its items are added to the
@@ -599,6 +607,7 @@ def fit_chain_crf_lbfgs(
     p = np.empty(n)
     history = []
     start = time.perf_counter()
+    grad_tol = tol if grad_tol is None else float(grad_tol)
     l1 = float(l1)
     f = prob(w, g) + (l1 * abs_sum(w) if l1 else 0.0)
     pg = np.empty(n) if l1 else g  # the (pseudo-)gradient of the whole objective
@@ -610,7 +619,7 @@ def fit_chain_crf_lbfgs(
         else:
             pg = g
         gnorm = np.sqrt(vdot(pg, pg))
-        if gnorm <= tol * max(1.0, np.sqrt(vdot(w, w))):
+        if gnorm <= grad_tol * max(1.0, np.sqrt(vdot(w, w))):
             converged = True
             break
         lbfgs_direction(pg, S, Y, rho, np.asarray(order, dtype=np.int64), coef, p)
@@ -622,6 +631,7 @@ def fit_chain_crf_lbfgs(
             np.negative(pg, out=p)
             slope = -gnorm * gnorm
         step = 1.0 if order else 1.0 / gnorm
+        trials = 0
         while True:
             if l1:
                 owlqn_step_to(w_new, w, step, p, pg)
@@ -631,7 +641,9 @@ def fit_chain_crf_lbfgs(
                 axpy_to(w_new, w, step, p)
                 f_new = prob(w_new, g_new)
                 decrease = step * slope
-            if f_new <= f + 1e-4 * decrease or step < 1e-20:
+            trials += 1
+            if (f_new <= f + 1e-4 * decrease or step < 1e-20
+                    or (max_linesearch is not None and trials >= max_linesearch)):
                 break
             step *= 0.5
         sy, yy = secant_products(w_new, w, g_new, g)

@@ -13,17 +13,46 @@ from .._memory import check_memory
 from .._progress_bar import progress_tick
 from ._perceptron_kernels import AROW, PA, PA1, PA2, PERCEPTRON, online_chain_epoch
 
-__all__ = ["RULES", "fit_online_chain"]
+__all__ = ["RULES", "fit_online_chain", "observed_weights"]
 
 logger = logging.getLogger(__name__)
 
 RULES = {"perceptron": PERCEPTRON, "pa": PA, "pa1": PA1, "pa2": PA2, "arow": AROW}
 
 
+def _mask(mask):
+    """A mask as the kernels take it: bool, C-contiguous, (0, 0) for none."""
+    return np.zeros((0, 0), dtype=np.bool_) if mask is None else np.ascontiguousarray(
+        mask, dtype=np.bool_)
+
+
+def observed_weights(Xcat, offsets, codes, n_labels):
+    """The weights CRFsuite creates by default: ``(feature, label)`` pairs
+    where a training token with that label has that feature non-zero, and
+    the label bigrams of consecutive training tokens.
+
+    Returns
+    -------
+    W_mask : bool ndarray (n_features, n_labels)
+    T_mask : bool ndarray (n_labels, n_labels)
+    """
+    import scipy.sparse as sp
+
+    n_tokens = codes.shape[0]
+    onehot = sp.csr_matrix((np.ones(n_tokens), (np.arange(n_tokens), codes)),
+                           shape=(n_tokens, n_labels))
+    W_mask = np.asarray((abs(sp.csr_matrix(Xcat)).T @ onehot).toarray() > 0)
+    T_mask = np.zeros((n_labels, n_labels), dtype=bool)
+    inner = np.ones(n_tokens, dtype=bool)
+    inner[offsets[:-1]] = False  # a sequence's first token has no predecessor
+    T_mask[codes[np.flatnonzero(inner) - 1], codes[inner]] = True
+    return W_mask, T_mask
+
+
 def fit_online_chain(data, indices, indptr, offsets, codes, n_features, n_labels, *,
                      rule="perceptron", C=1.0, error_sensitive=True, gamma=1.0,
                      variance=1.0, average=True, max_iter=10, epsilon=0.0, shuffle=True,
-                     rng=None, monitor=None, verbose=0):
+                     rng=None, W_mask=None, T_mask=None, monitor=None, verbose=0):
     """Online epochs over the training sequences.
 
     Parameters
@@ -53,6 +82,8 @@ def fit_online_chain(data, indices, indptr, offsets, codes, n_features, n_labels
     shuffle : bool, default=True
         A new visiting order every epoch, drawn from ``rng``.
     rng : numpy RandomState, optional
+    W_mask, T_mask : bool arrays (n_features, n_labels), (n_labels, n_labels), optional
+        The weights that exist (:func:`observed_weights`); the others stay 0.
     monitor : callable or None
         ``monitor(W (n_labels, n_features), T) -> dict`` after every epoch,
         merged into its history record (held-out scores).
@@ -108,7 +139,8 @@ def fit_online_chain(data, indices, indptr, offsets, codes, n_features, n_labels
         order = (rng.permutation(n_seq) if shuffle else np.arange(n_seq)).astype(np.int64)
         online_chain_epoch(data, indices, indptr, offsets, codes, order, W, trans, W_acc,
                            trans_acc, step, rule_code, params, sigma_W, sigma_trans, D_W,
-                           D_trans, touched, values, unary_buf, pred_buf, seg, errors)
+                           D_trans, _mask(W_mask), _mask(T_mask), touched, values, unary_buf,
+                           pred_buf, seg, errors)
         step += n_seq
         record = {
             "iter": epoch + 1,
