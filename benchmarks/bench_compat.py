@@ -1,0 +1,100 @@
+"""Each of CRFsuite's five training algorithms: ``structlearn.compat.CRF``
+against ``sklearn_crfsuite.CRF``, same algorithm, same settings, same feature
+dicts, each fit in its own process.
+
+Porttinari UPOS (``../shared/data``), the CRFsuite tutorial features
+(:func:`structlearn.datasets.token_features`), first 80 % of the sentences
+for training, the rest for held-out token accuracy.  Both libraries run with
+their defaults for each algorithm (``c2 = 1``; ``--max-iterations`` caps the
+epochs of the online algorithms and SGD, default: the libraries' own); fit
+time includes building the vocabulary from the dicts, and structlearn's
+kernels are compiled on a tiny problem first.  The last column is the
+inspection check: how many of sklearn-crfsuite's top-10 transition features
+(by weight) are also structlearn's top 10.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_compat.py [--algorithms lbfgs l2sgd ap pa arow]
+        [--sentences N] [--max-iterations N]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "..", "..", "shared", "data", "porttinari_pos.conllu.gz")
+
+
+def worker(lib, algorithm, n_sentences, max_iterations):
+    import numpy as np
+
+    from structlearn.datasets import read_conllu, token_features
+
+    sents = read_conllu(CORPUS, columns=("form", "upos"))
+    if n_sentences:
+        sents = sents[:n_sentences]
+    n_tr = int(0.8 * len(sents))
+    D = [token_features(s["form"]) for s in sents]
+    L = [list(s["upos"]) for s in sents]
+    kwargs = {} if max_iterations is None or algorithm == "lbfgs" else {
+        "max_iterations": max_iterations}
+    if lib == "structlearn":
+        from structlearn.compat import CRF
+
+        CRF(algorithm).fit(D[:3], L[:3])  # kernels compiled / loaded before timing
+    else:
+        from sklearn_crfsuite import CRF
+    model = CRF(algorithm, **kwargs)
+    t0 = time.perf_counter()
+    model.fit(D[:n_tr], L[:n_tr])
+    fit_s = time.perf_counter() - t0
+    pred = model.predict(D[n_tr:])
+    truth = np.concatenate([np.asarray(t) for t in L[n_tr:]])
+    acc = float(np.mean(np.concatenate([np.asarray(p) for p in pred]) == truth))
+    top = sorted(model.transition_features_.items(), key=lambda kv: -kv[1])[:10]
+    print(json.dumps({"fit_s": fit_s, "acc": acc, "train": n_tr, "test": len(sents) - n_tr,
+                      "top_transitions": [list(k) for k, _ in top]}))
+
+
+def run(lib, algorithm, args):
+    cmd = [sys.executable, __file__, "--worker", lib, algorithm, "--sentences",
+           str(args.sentences)]
+    if args.max_iterations is not None:
+        cmd += ["--max-iterations", str(args.max_iterations)]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE)
+    if out.returncode:
+        return {"error": out.stderr.strip().splitlines()[-1]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--algorithms", nargs="+", default=["lbfgs", "l2sgd", "ap", "pa", "arow"])
+    ap.add_argument("--sentences", type=int, default=0)
+    ap.add_argument("--max-iterations", type=int, default=None)
+    ap.add_argument("--worker", nargs=2)
+    args = ap.parse_args()
+    if args.worker:
+        worker(*args.worker, args.sentences, args.max_iterations)
+        return
+    print("| algorithm | structlearn acc | crfsuite acc | diff | structlearn fit s | "
+          "crfsuite fit s | time ratio | top-10 transitions shared |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for alg in args.algorithms:
+        ours, peer = run("structlearn", alg, args), run("crfsuite", alg, args)
+        if "error" in ours or "error" in peer:
+            print(f"| {alg} | {ours.get('error', '')} | {peer.get('error', '')} |", flush=True)
+            continue
+        shared = len({tuple(t) for t in ours["top_transitions"]}
+                     & {tuple(t) for t in peer["top_transitions"]})
+        print(f"| {alg} | {ours['acc']:.4f} | {peer['acc']:.4f} | "
+              f"{ours['acc'] - peer['acc']:+.4f} | {ours['fit_s']:.2f} | {peer['fit_s']:.2f} | "
+              f"{ours['fit_s'] / peer['fit_s']:.2f}x | {shared} / 10 |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
