@@ -368,6 +368,7 @@ def _trainer(algorithm, p):
             error_sensitive=bool(p.get("error_sensitive", True)),
             gamma=float(p.get("gamma", 1.0)), variance=float(p.get("variance", 1.0)),
             average=bool(p.get("averaging", True)), max_iter=int(p["max_iterations"]),
-            epsilon=float(p["epsilon"]), **common)
+            epsilon=float(p["epsilon"]), owner=f"CRF(algorithm={algorithm!r}) weights",
+            **common)
 
     return train

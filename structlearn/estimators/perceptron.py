@@ -121,7 +121,8 @@ class SequencePerceptron(SequenceEstimatorMixin, BaseEstimator):
         coef, trans, history = fit_online_chain(
             *csr_arrays(Xcat), offsets, codes, Xcat.shape[1], classes.shape[0],
             rule="perceptron", average=bool(self.average), max_iter=int(self.max_iter),
-            shuffle=bool(self.shuffle), rng=rng, verbose=self.verbose)
+            shuffle=bool(self.shuffle), rng=rng, verbose=self.verbose,
+            owner="SequencePerceptron weights")
         n_features = Xcat.shape[1]
         self.coef_ = coef
         self.transition_ = trans

@@ -52,7 +52,8 @@ def observed_weights(Xcat, offsets, codes, n_labels):
 def fit_online_chain(data, indices, indptr, offsets, codes, n_features, n_labels, *,
                      rule="perceptron", C=1.0, error_sensitive=True, gamma=1.0,
                      variance=1.0, average=True, max_iter=10, epsilon=0.0, shuffle=True,
-                     rng=None, W_mask=None, T_mask=None, monitor=None, verbose=0):
+                     rng=None, W_mask=None, T_mask=None, monitor=None, verbose=0,
+                     owner="online chain training"):
     """Online epochs over the training sequences.
 
     Parameters
@@ -88,6 +89,8 @@ def fit_online_chain(data, indices, indptr, offsets, codes, n_features, n_labels
         ``monitor(W (n_labels, n_features), T) -> dict`` after every epoch,
         merged into its history record (held-out scores).
     verbose : int, default=0
+    owner : str
+        What the weights are for, in a MemoryError's message.
 
     Returns
     -------
@@ -106,7 +109,7 @@ def fit_online_chain(data, indices, indptr, offsets, codes, n_features, n_labels
     # W, the sv scratch and one of the averaging sums (perceptron, PA; the
     # kernel keeps them whether or not they are used) or AROW's confidences
     check_memory(8 * 3 * n_features * n_labels,
-                 f"online chain training ({rule}) over {n_features} features and "
+                 f"{owner} ({rule}) over {n_features} features and "
                  f"{n_labels} classes", "reduce the feature space")
     W = np.zeros((n_features, n_labels))
     trans = np.zeros((n_labels, n_labels))
