@@ -40,9 +40,38 @@ import numpy as np
 
 from ..inference._chain_kernels import viterbi_batch
 
-__all__ = ["AROW", "PA", "PA1", "PA2", "PERCEPTRON", "online_chain_epoch"]
+__all__ = ["AROW", "PA", "PA1", "PA2", "PERCEPTRON", "online_chain_epoch", "sequence_scores"]
 
 PERCEPTRON, PA, PA1, PA2, AROW = 0, 1, 2, 3, 4
+
+
+@nb.njit(cache=True, inline="always")
+def sequence_scores(data, indices, indptr, a, n, W, scale, out):
+    """``out[t, k] = scale * sum_j x_{a+t, j} W[j, k]`` for the ``n`` tokens
+    from ``a`` (CSR features, feature-major weights)."""
+    K = W.shape[1]
+    for t in range(n):
+        row = a + t
+        for k in range(K):
+            out[t, k] = 0.0
+        for p in range(indptr[row], indptr[row + 1]):
+            j = indices[p]
+            v = data[p] * scale
+            for k in range(K):
+                out[t, k] += v * W[j, k]
+
+
+@nb.njit(cache=True, inline="always")
+def _apply(M, M_acc, sigma, j, k, v, tau, c, arow, denom):
+    """One entry of the update: AROW's confidence-scaled step (and its
+    confidence shrunk), or ``tau v`` with its averaging sum."""
+    if arow:
+        sg = sigma[j, k]
+        M[j, k] += tau * sg * v
+        sigma[j, k] = sg - sg * sg * v * v / denom
+    else:
+        M[j, k] += tau * v
+        M_acc[j, k] += c * tau * v
 
 
 @nb.njit(cache=True, inline="always")
@@ -147,16 +176,7 @@ def online_chain_epoch(
         s = order[r]
         a = offsets[s]
         n = offsets[s + 1] - a
-        # token scores under the current weights
-        for t in range(n):
-            row = a + t
-            for k in range(n_labels):
-                unary_buf[t, k] = 0.0
-            for p in range(indptr[row], indptr[row + 1]):
-                j = indices[p]
-                v = data[p]
-                for k in range(n_labels):
-                    unary_buf[t, k] += v * W[j, k]
+        sequence_scores(data, indices, indptr, a, n, W, 1.0, unary_buf)
         seg[0] = 0
         seg[1] = n
         viterbi_batch(unary_buf[:n], seg, trans, pred_buf[:n])
@@ -241,21 +261,10 @@ def online_chain_epoch(
             j = touched[q, 0]
             k = touched[q, 1]
             if q < n_unigram:
-                if rule == AROW:
-                    sg = sigma_W[j, k]
-                    W[j, k] += tau * sg * v
-                    sigma_W[j, k] = sg - sg * sg * v * v / (norm2 + gamma)
-                else:
-                    W[j, k] += tau * v
-                    W_acc[j, k] += c * tau * v
+                _apply(W, W_acc, sigma_W, j, k, v, tau, c, rule == AROW, norm2 + gamma)
             else:
-                if rule == AROW:
-                    sg = sigma_trans[j, k]
-                    trans[j, k] += tau * sg * v
-                    sigma_trans[j, k] = sg - sg * sg * v * v / (norm2 + gamma)
-                else:
-                    trans[j, k] += tau * v
-                    trans_acc[j, k] += c * tau * v
+                _apply(trans, trans_acc, sigma_trans, j, k, v, tau, c, rule == AROW,
+                       norm2 + gamma)
     errors[0] = tok_err
     errors[1] = seq_err
     errors[2] = loss_sum

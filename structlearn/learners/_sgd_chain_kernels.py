@@ -18,6 +18,7 @@ import numba as nb
 import numpy as np
 
 from ..inference._chain_kernels import fb_log_batch, fb_scaled_batch
+from ._perceptron_kernels import sequence_scores
 
 __all__ = ["sgd_chain_epoch"]
 
@@ -82,15 +83,7 @@ def sgd_chain_epoch(data, indices, indptr, offsets, y, order, V, T, scale_t, lam
                     T[p, q] *= scale
             scale = 1.0
         scale_t[0] = scale
-        for t in range(n):
-            row = a + t
-            for k in range(K):
-                unary[t, k] = 0.0
-            for p in range(indptr[row], indptr[row + 1]):
-                j = indices[p]
-                v = data[p] * scale
-                for k in range(K):
-                    unary[t, k] += v * V[j, k]
+        sequence_scores(data, indices, indptr, a, n, V, scale, unary)
         for p in range(K):
             for q in range(K):
                 Tw[p, q] = scale * T[p, q]
