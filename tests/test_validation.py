@@ -249,3 +249,19 @@ def test_split_sequences_equals_np_split(lengths, width):
     for a, b in zip(ours, ref):
         assert a.shape == b.shape and a.dtype == b.dtype and np.shares_memory(a, stacked) == (a.size > 0)
         np.testing.assert_array_equal(a, b)
+
+
+def test_plain_array_sequences_take_the_fast_path_and_bad_ones_are_still_named():
+    from structlearn.estimators._validation import check_sequence_items
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(n, 3)) for n in (2, 5, 1)]
+    parts, offsets, d, sparse = check_sequence_items(X)
+    assert all(p is x for p, x in zip(parts, X)) and d == 3 and not sparse
+    np.testing.assert_array_equal(offsets, [0, 2, 7, 8])
+    for bad, match in [(X[:1] + [np.zeros((0, 3))], r"X\[1\] is an empty sequence"),
+                       (X[:2] + [np.zeros((2, 4))], r"X\[2\] has 4 features but X\[0\] has 3"),
+                       (X[:1] + [np.zeros(3)], r"X\[1\] must be 2-D"),
+                       (X[:1] + [np.array([["a", "b", "c"]])], r"X\[1\] must hold real numbers")]:
+        with pytest.raises((ValueError, TypeError), match=match):
+            check_sequence_items(bad)

@@ -228,6 +228,44 @@ def check_sequence_items(X, *, accept_sparse=True, n_features=None):
             f"X[{first}] is a sparse matrix, but this estimator needs dense input"
         )
 
+    fast = None if any_sparse else _plain_arrays(seqs)
+    if fast is not None:
+        parts, lengths, d_ref = fast
+    else:
+        parts, lengths, d_ref = _checked_items(seqs, is_sparse)
+    if d_ref == 0:
+        raise ValueError("X has 0 features: at least one is required")
+    if n_features is not None and d_ref != n_features:
+        raise ValueError(
+            f"X has {d_ref} features, but the estimator was fitted with "
+            f"{n_features} features"
+        )
+    offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return parts, offsets, d_ref, any_sparse
+
+
+def _plain_arrays(seqs):
+    """The common case at once: every sequence a non-empty 2-D ndarray of
+    real numbers, all of one width; ``(parts, lengths, width)``, or None to
+    let :func:`_checked_items` name the first problem (275,080 OCR words:
+    0.36 s item by item, a few list passes here)."""
+    if not all(type(x) is np.ndarray for x in seqs):
+        return None
+    if any(dt.kind not in "biuf" for dt in {x.dtype for x in seqs}):
+        return None
+    shapes = [x.shape for x in seqs]
+    if any(len(shape) != 2 for shape in shapes) or len({shape[1] for shape in shapes}) != 1:
+        return None
+    lengths = np.fromiter((shape[0] for shape in shapes), dtype=np.int64, count=len(shapes))
+    if not lengths.all():
+        return None
+    return list(seqs), lengths, int(shapes[0][1])
+
+
+def _checked_items(seqs, is_sparse):
+    """Item-by-item checks with messages naming the item; ``(parts,
+    lengths, width)``."""
     parts = []
     lengths = np.empty(len(seqs), dtype=np.int64)
     d_ref = None
@@ -245,16 +283,7 @@ def check_sequence_items(X, *, accept_sparse=True, n_features=None):
             )
         lengths[i] = n_i
         parts.append(part)
-    if d_ref == 0:
-        raise ValueError("X has 0 features: at least one is required")
-    if n_features is not None and d_ref != n_features:
-        raise ValueError(
-            f"X has {d_ref} features, but the estimator was fitted with "
-            f"{n_features} features"
-        )
-    offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return parts, offsets, d_ref, any_sparse
+    return parts, lengths, d_ref
 
 
 def stack_sequences(parts, offsets, n_features, sparse, first=0):
