@@ -10,7 +10,8 @@ epochs of the online algorithms and SGD, default: the libraries' own); fit
 time includes building the vocabulary from the dicts, and structlearn's
 kernels are compiled on a tiny problem first.  The last column is the
 inspection check: how many of sklearn-crfsuite's top-10 transition features
-(by weight) are also structlearn's top 10.
+and top-10 state features (by weight, the tutorial's listing) are also
+structlearn's top 10, and whether the two top-10 lists are in the same order.
 
 Usage::
 
@@ -56,8 +57,10 @@ def worker(lib, algorithm, n_sentences, max_iterations):
     truth = np.concatenate([np.asarray(t) for t in L[n_tr:]])
     acc = float(np.mean(np.concatenate([np.asarray(p) for p in pred]) == truth))
     top = sorted(model.transition_features_.items(), key=lambda kv: -kv[1])[:10]
+    states = sorted(model.state_features_.items(), key=lambda kv: -kv[1])[:10]
     print(json.dumps({"fit_s": fit_s, "acc": acc, "train": n_tr, "test": len(sents) - n_tr,
-                      "top_transitions": [list(k) for k, _ in top]}))
+                      "top_transitions": [list(k) for k, _ in top],
+                      "top_states": [list(k) for k, _ in states]}))
 
 
 def run(lib, algorithm, args):
@@ -82,18 +85,21 @@ def main():
         worker(*args.worker, args.sentences, args.max_iterations)
         return
     print("| algorithm | structlearn acc | crfsuite acc | diff | structlearn fit s | "
-          "crfsuite fit s | time ratio | top-10 transitions shared |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+          "crfsuite fit s | time ratio | top-10 transitions shared (same order) | "
+          "top-10 state features shared (same order) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for alg in args.algorithms:
         ours, peer = run("structlearn", alg, args), run("crfsuite", alg, args)
         if "error" in ours or "error" in peer:
             print(f"| {alg} | {ours.get('error', '')} | {peer.get('error', '')} |", flush=True)
             continue
-        shared = len({tuple(t) for t in ours["top_transitions"]}
-                     & {tuple(t) for t in peer["top_transitions"]})
+        tops = []
+        for key in ("top_transitions", "top_states"):
+            a, b = [tuple(t) for t in ours[key]], [tuple(t) for t in peer[key]]
+            tops.append(f"{len(set(a) & set(b))} / 10 ({'yes' if a == b else 'no'})")
         print(f"| {alg} | {ours['acc']:.4f} | {peer['acc']:.4f} | "
               f"{ours['acc'] - peer['acc']:+.4f} | {ours['fit_s']:.2f} | {peer['fit_s']:.2f} | "
-              f"{ours['fit_s'] / peer['fit_s']:.2f}x | {shared} / 10 |", flush=True)
+              f"{ours['fit_s'] / peer['fit_s']:.2f}x | {tops[0]} | {tops[1]} |", flush=True)
 
 
 if __name__ == "__main__":

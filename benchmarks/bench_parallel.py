@@ -5,6 +5,10 @@ data, one run; outputs checked bit-identical).  Each time is the best of
 Usage::
 
     .venv/bin/python benchmarks/bench_parallel.py [--sequences 10000] [--labels 50]
+    .venv/bin/python benchmarks/bench_parallel.py --ocr 40   # OCR words repeated 40 times
+
+``--ocr N``: only ``SequenceSSVM.predict`` (fitted on OCR fold 1, 20 passes)
+over the 6,877 OCR words repeated ``N`` times (dense float64 pixels).
 """
 
 import argparse
@@ -43,7 +47,10 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--cert-sequences", type=int, default=2000)
     ap.add_argument("--cert-labels", type=int, default=300)
+    ap.add_argument("--ocr", type=int, default=0)
     args = ap.parse_args()
+    if args.ocr:
+        return ocr_predict(args.ocr, args.repeat)
     X, y = make_chain_data(300, length=args.length, n_labels=args.labels,
                            n_features=args.features, random_state=0)
     Xb, yb = make_chain_data(args.sequences, length=args.length, n_labels=args.labels,
@@ -70,6 +77,26 @@ def main():
             print(f"| {name} | {call} | {t1:.3f} | {t2:.3f} | {t1 / t2:.2f}x | {same} |")
     certificate(args)
     blas_concurrency(args.labels, args.repeat)
+
+
+def ocr_predict(times, repeat):
+    from sklearn.exceptions import ConvergenceWarning
+
+    from structlearn.datasets import load_ocr_letters
+    from structlearn.estimators import SequenceSSVM
+
+    ocr = load_ocr_letters()
+    train = [i for i, f in enumerate(ocr.folds) if f == 1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = SequenceSSVM(C=0.1, max_iter=20, random_state=0).fit(
+            [ocr.X[i] for i in train], [ocr.y[i] for i in train])
+    X = list(ocr.X) * times
+    model.predict(X[:100])
+    t1, t2, o1, o2 = best_of_alternating(model, lambda m: m.predict(X), repeat)
+    print(f"SequenceSSVM.predict over {len(X)} OCR words ({sum(len(x) for x in X)} letters), "
+          f"best of {repeat}: n_jobs=1 {t1:.3f} s, n_jobs=2 {t2:.3f} s, speed-up {t1 / t2:.2f}x, "
+          f"identical {_identical(o1, o2)}")
 
 
 def blas_concurrency(K, repeat, rows=64, calls=20000):
