@@ -186,8 +186,6 @@ calibration_candidates, calibration_max_trials :
                              "structlearn trains the model itself")
         defaults = _DEFAULTS[algorithm]
         given = {k: getattr(self, k) for k in _ALL_TRAINING if getattr(self, k) is not None}
-        if algorithm == "lbfgs" and self.epsilon is None and "epsilon" in given:
-            given.pop("epsilon")
         wrong = sorted(set(given) - set(defaults))
         if wrong:
             raise ValueError(f"parameter(s) {', '.join(wrong)} do not apply to algorithm "
@@ -352,7 +350,7 @@ def _trainer(algorithm, p):
         common = dict(W_mask=W_mask, T_mask=T_mask, monitor=monitor, verbose=verbose,
                       rng=rng)
         if algorithm == "l2sgd":
-            coef, trans, history, _ = fit_chain_crf_sgd(
+            return fit_chain_crf_sgd(
                 data, indices, indptr, offsets, codes, d, K, c2=float(p["c2"]),
                 max_iter=int(p["max_iterations"]), period=int(p["period"]),
                 delta=float(p["delta"]), calibration_eta=float(p["calibration_eta"]),
@@ -360,7 +358,6 @@ def _trainer(algorithm, p):
                 calibration_samples=int(p["calibration_samples"]),
                 calibration_candidates=int(p["calibration_candidates"]),
                 calibration_max_trials=int(p["calibration_max_trials"]), **common)
-            return coef, trans, history
         rule = {"ap": "perceptron", "arow": "arow"}.get(algorithm) or (
             "pa", "pa1", "pa2")[int(p["pa_type"])]
         return fit_online_chain(

@@ -94,7 +94,7 @@ def test_each_rule_matches_its_reference(rule, seed):
     X, offsets, codes, d, K = _data(seed)
     C, es, gamma, variance = [(1.0, True, 1.0, 1.0), (0.3, False, 0.5, 2.0)][seed % 2]
     average = seed % 3 != 2
-    coef, T, history = fit_online_chain(
+    coef, T, history, _ = fit_online_chain(
         *_csr(X), offsets, codes, d, K, rule=rule, C=C, error_sensitive=es, gamma=gamma,
         variance=variance, average=average, max_iter=3, epsilon=-1.0, shuffle=False)
     ref_coef, ref_T = _reference(X, offsets, codes, d, K, rule, C, es, gamma, variance,
@@ -108,9 +108,10 @@ def test_a_separable_task_stops_after_an_epoch_without_mistakes():
     offsets = np.array([0, 3, 6])
     codes = np.array([0, 1, 2, 0, 1, 2])
     for rule in ("perceptron", "pa1", "arow"):
-        coef, T, history = fit_online_chain(*_csr(X), offsets, codes, 3, 3, rule=rule,
-                                            max_iter=50, rng=np.random.RandomState(0))
-        assert history[-1]["sequence_errors"] == 0 and len(history) < 50
+        coef, T, history, converged = fit_online_chain(
+            *_csr(X), offsets, codes, 3, 3, rule=rule, max_iter=50,
+            rng=np.random.RandomState(0))
+        assert history[-1]["sequence_errors"] == 0 and len(history) < 50 and converged
         assert np.array_equal(np.argmax(X @ coef.T, axis=1), codes)
 
 

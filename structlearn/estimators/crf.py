@@ -183,7 +183,7 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
              lbfgs_options=None):
         """:meth:`fit`, with what :class:`structlearn.compat.CRF` sets too:
         ``trainer(data, indices, indptr, offsets, codes, d, K, W_mask,
-        T_mask, monitor, verbose) -> (coef, trans, history)`` in place of
+        T_mask, monitor, verbose) -> (coef, trans, history, converged)`` in place of
         L-BFGS (``W_mask``/``T_mask`` None under ``all_possible_states`` /
         ``all_possible_transitions``, else the weights seen in training),
         the vectorizer's ``min_freq``, and options of
@@ -243,7 +243,7 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
 
         K = classes.shape[0]
         W_mask, T_mask = observed_weights(Xcat, offsets, codes, K)
-        coef, trans, history = trainer(
+        coef, trans, history, converged = trainer(
             *csr_arrays(Xcat), offsets, codes, Xcat.shape[1], K,
             None if self.all_possible_states else W_mask,
             None if self.all_possible_transitions else T_mask, monitor, self.verbose)
@@ -253,7 +253,7 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         self.n_features_in_ = Xcat.shape[1]
         self.n_iter_ = len(history)
         self.history_ = history
-        self.converged_ = True
+        self.converged_ = bool(converged)
         return self
 
     def predict_marginals(self, X, *, as_dicts=False):

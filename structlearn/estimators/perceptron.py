@@ -118,7 +118,7 @@ class SequencePerceptron(SequenceEstimatorMixin, BaseEstimator):
         Xcat, offsets, ycat = self._check_fit_input(X, y)
         classes, codes = encode_sequence_labels(ycat)
         check_n_classes(classes, minimum=2)
-        coef, trans, history = fit_online_chain(
+        coef, trans, history, _ = fit_online_chain(
             *csr_arrays(Xcat), offsets, codes, Xcat.shape[1], classes.shape[0],
             rule="perceptron", average=bool(self.average), max_iter=int(self.max_iter),
             shuffle=bool(self.shuffle), rng=rng, verbose=self.verbose,

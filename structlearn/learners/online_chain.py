@@ -99,6 +99,8 @@ def fit_online_chain(data, indices, indptr, offsets, codes, n_features, n_labels
     history : list of dict
         Per epoch ``iter``, ``time``, ``objective`` (token errors),
         ``gap`` (NaN), ``token_errors``, ``sequence_errors``, ``loss``.
+    converged : bool
+        Whether the last epoch met the stopping rule (else ``max_iter`` ended it).
     """
     rule_code = RULES[rule]
     n_seq = offsets.shape[0] - 1
@@ -137,6 +139,7 @@ def fit_online_chain(data, indices, indptr, offsets, codes, n_features, n_labels
 
     history = []
     step = 0
+    converged = False
     start = time.perf_counter()
     for epoch in range(int(max_iter)):
         order = (rng.permutation(n_seq) if shuffle else np.arange(n_seq)).astype(np.int64)
@@ -164,6 +167,7 @@ def fit_online_chain(data, indices, indptr, offsets, codes, n_features, n_labels
                         record["iter"], record["token_errors"], record["sequence_errors"],
                         n_seq, record["loss"], record["time"], extra)
         if errors[1] == 0 or errors[2] / n_seq <= epsilon:
+            converged = True
             break
     coef, T = averaged()
-    return np.ascontiguousarray(coef), T, history
+    return np.ascontiguousarray(coef), T, history, converged
