@@ -52,10 +52,18 @@ def set_config(*, progress_bar=None):
             raise ValueError(f"progress_bar must be one of False, True, 'tqdm', 'text'; "
                              f"got {progress_bar!r}")
         if progress_bar == "tqdm":
-            from ._progress_bar import require_tqdm
-
             require_tqdm()
         _config()["progress_bar"] = progress_bar
+
+
+def require_tqdm():
+    """Import tqdm, or raise an ImportError naming the extra that installs it."""
+    try:
+        import tqdm
+    except ImportError:
+        raise ImportError("progress_bar='tqdm' needs the tqdm package: pip install "
+                          "'structlearn[progress]' (or pip install tqdm)") from None
+    return tqdm
 
 
 @contextmanager

@@ -14,21 +14,11 @@ import time
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from ._config import get_config
+from ._config import get_config, require_tqdm
 
-__all__ = ["fit_progress", "make_bar", "progress_tick", "require_tqdm"]
+__all__ = ["fit_progress", "make_bar", "progress_tick"]
 
 _current = ContextVar("structlearn_progress_bar", default=None)
-
-
-def require_tqdm():
-    """Import tqdm, or raise an ImportError naming the extra that installs it."""
-    try:
-        import tqdm
-    except ImportError:
-        raise ImportError("progress_bar='tqdm' needs the tqdm package: pip install "
-                          "'structlearn[progress]' (or pip install tqdm)") from None
-    return tqdm
 
 
 class TextBar:

@@ -21,9 +21,12 @@ __all__ = [
     "chain_order",
     "component_subgraphs",
     "connected_components",
+    "enumeration_is_cheap",
     "incidence_csr",
     "is_chain",
     "is_forest",
+    "labelings_at_most",
+    "log10_n_labelings",
     "merge_parallel_factors",
     "variable_degrees",
     "variable_factors",
@@ -369,3 +372,24 @@ def merge_parallel_factors(graph):
         np.concatenate([graph.table_data] + new_tables),
         validate=False,
     )
+
+
+# ---------------------------------------------------------- labelings counts
+def log10_n_labelings(graph):
+    """log10 of the number of joint labelings (the count itself may overflow)."""
+    return float(np.log10(graph.n_states.astype(np.float64)).sum()) if graph.n_vars else 0.0
+
+
+def labelings_at_most(graph, limit):
+    """The number of joint labelings of ``graph`` when it is at most
+    ``limit``, else None (no overflow for graphs of any size)."""
+    if log10_n_labelings(graph) > np.log10(max(limit, 1)) + 1e-9:
+        return None
+    count = int(np.prod(graph.n_states.astype(object))) if graph.n_vars else 1
+    return count if count <= limit else None
+
+
+def enumeration_is_cheap(graph, work):
+    """The number of joint labelings of ``graph`` when enumerating them costs
+    at most ``work`` (labelings times factors, about 4 ns each), else None."""
+    return labelings_at_most(graph, work // max(graph.n_factors, 1))

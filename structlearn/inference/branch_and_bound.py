@@ -54,7 +54,7 @@ from ._budget import check_time_limit
 from ._lp_common import COMMON_DEFAULTS, Problem, Tracker
 from ._progress import quiet, report
 from .dfbb import pairwise_dfbb
-from .exact import enumeration_is_cheap, labelings_at_most
+from ..graphs.structure import enumeration_is_cheap, labelings_at_most
 from .registry import (AUTO_CYCLES, AUTO_LARGE_DOMAIN, check_method_params, get_method,
                        method_parameters, register_method, solve_map)
 from .result import MapResult

@@ -36,11 +36,7 @@ import time
 import numpy as np
 
 from ..graphs.factor_graph import FactorGraph
-from ..graphs.structure import (
-    _chain_precheck,
-    _chain_walk,
-    bfs_schedule,
-)
+from ..graphs.structure import _chain_precheck, _chain_walk, bfs_schedule, log10_n_labelings
 from ._exact_kernels import (
     brute_force_max,
     chain_max_product,
@@ -181,26 +177,6 @@ def tree_map(graph, *, time_limit=None, **params):
     return _result(graph, labels, "tree", t0, time_limit)
 
 
-def _log10_n_labelings(graph):
-    """log10 of the number of joint labelings (the count itself may overflow)."""
-    return float(np.log10(graph.n_states.astype(np.float64)).sum()) if graph.n_vars else 0.0
-
-
-def labelings_at_most(graph, limit):
-    """The number of joint labelings of ``graph`` when it is at most
-    ``limit``, else None (no overflow for graphs of any size)."""
-    if _log10_n_labelings(graph) > np.log10(max(limit, 1)) + 1e-9:
-        return None
-    count = int(np.prod(graph.n_states.astype(object))) if graph.n_vars else 1
-    return count if count <= limit else None
-
-
-def enumeration_is_cheap(graph, work):
-    """The number of joint labelings of ``graph`` when enumerating them costs
-    at most ``work`` (labelings times factors, about 4 ns each), else None."""
-    return labelings_at_most(graph, work // max(graph.n_factors, 1))
-
-
 def _format_power_of_ten(log10_value):
     """``1.23e+456``-style text for ``10**log10_value``, at any magnitude."""
     if log10_value < 300:
@@ -239,7 +215,7 @@ def brute_force_map(graph, *, max_states=DEFAULT_MAX_STATES, time_limit=None, **
     if not np.isscalar(max_states) or not max_states > 0:
         raise ValueError(f"max_states must be a positive number, got {max_states!r}")
     time_limit, t0 = _start(time_limit)
-    log_lab = _log10_n_labelings(graph)
+    log_lab = log10_n_labelings(graph)
     log_max = math.log10(max_states)
     if log_lab > log_max + 1e-9:
         raise ValueError(

@@ -14,8 +14,8 @@ import numpy as np
 
 from ..graphs._graph_kernels import score_labelings
 from ._kbest_kernels import kbest_path, kbest_tree
-from .exact import (DEFAULT_MAX_STATES, _chain_schedule, _forest_schedule, _format_power_of_ten,
-                    _log10_n_labelings)
+from ..graphs.structure import log10_n_labelings
+from .exact import DEFAULT_MAX_STATES, _chain_schedule, _forest_schedule, _format_power_of_ten
 from .mbest import Deadline, final_status, make_result, register_mbest_method
 
 __all__ = ["kbest_chain_mbest", "kbest_tree_mbest", "brute_force_mbest", "chain_path_arrays",
@@ -169,7 +169,7 @@ def brute_force_mbest(graph, m, *, max_states=DEFAULT_MAX_STATES, time_limit=Non
         raise ValueError(f"max_states must be a positive number, got {max_states!r}")
     t0 = time.perf_counter()
     deadline = Deadline(time_limit, t0)
-    log_lab = _log10_n_labelings(graph)
+    log_lab = log10_n_labelings(graph)
     if log_lab > np.log10(max_states) + 1e-9:
         raise ValueError(
             f"brute_force would enumerate {_format_power_of_ten(log_lab)} labelings, above "

@@ -118,7 +118,7 @@ def auto_choice(graph):
         return "viterbi", "chain: exact max-product along the paths"
     if is_forest(graph):
         return "tree", "forest: exact max-product on the factor tree"
-    from .exact import enumeration_is_cheap
+    from ..graphs.structure import enumeration_is_cheap
 
     n_labelings = enumeration_is_cheap(graph, AUTO_ENUMERATION_WORK)
     if n_labelings is not None:
