@@ -318,7 +318,7 @@ def _dev_monitor(estimator, X_dev, y_dev, classes, n_features):
     probe = type(estimator)(n_jobs=estimator.n_jobs)
     probe.vectorizer_ = getattr(estimator, "vectorizer_", None)
     probe.classes_, probe.n_features_in_ = classes, n_features
-    probe.coef_ = np.zeros((classes.shape[0], n_features))
+    probe.coef_ = sp.csr_matrix((classes.shape[0], n_features))  # only "fitted" yet
     probe.transition_ = np.zeros((classes.shape[0], classes.shape[0]))
     try:
         Xd, offsets, yd = probe._check_X(X_dev, y_dev)
