@@ -177,6 +177,35 @@ def test_check_every_and_max_time():
     assert np.isfinite(t.history_[0]["relative_gap"])
 
 
+def test_callback_is_asked_within_a_pass():
+    """Between the blocks of a pass the callback sees progress records (not
+    kept in history_); True there stops after a certified partial pass, and
+    a callback that never stops changes nothing."""
+    X, Y = _data(2, n=60)
+    seen = []
+
+    def stop_in_pass_two(rec):
+        seen.append(rec)
+        return rec.get("block") == 3 and rec["iter"] == 2
+
+    m = MultiLabelSSVM(max_iter=5, tol=0.0, random_state=0, callback=stop_in_pass_two)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m.fit(X, Y)
+    assert m.n_iter_ == 2 and m.history_[-1]["partial"] and m.history_[-1]["checked"]
+    assert np.isfinite(m.history_[-1]["relative_gap"])
+    progress = [r for r in seen if r.get("partial") and "block" in r]
+    assert [r["block"] for r in progress if r["iter"] == 1][:3] == [1, 2, 3]
+    assert all(np.isnan(r["objective"]) for r in progress)
+    assert all("block" not in r for r in m.history_)
+    kw = dict(max_iter=4, tol=0.0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = MultiLabelSSVM(**kw).fit(X, Y)
+        b = MultiLabelSSVM(callback=lambda rec: False, **kw).fit(X, Y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
 def test_fits_do_not_depend_on_timing():
     """Passes run in blocks of samples (the greedy search's sorted weights
     refresh at each): a fixed split, so two fits, with or without a budget

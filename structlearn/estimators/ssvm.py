@@ -586,7 +586,11 @@ default="auto"
         :class:`SequenceSSVM` (``time_limit`` is per sample); the built-in
         ``"auto"`` and ``"exact"`` predictors take none.
     random_state, verbose, warm_start, callback, n_jobs :
-        As in :class:`SequenceSSVM`.
+        As in :class:`SequenceSSVM`; gdmm also calls ``callback`` between the
+        16 blocks of samples of a pass with a progress record (``iter``,
+        ``time``, ``partial=True``, ``block``, ``n_blocks``; NaN objective
+        and gap; not kept in ``history_``), and True stops there too (the
+        partial pass is then certified).
     check_every : int or "auto", default="auto"
         gdmm evaluates its certificate (primal, dual, and so the stopping
         rule) after every ``check_every``-th pass and after the last one;

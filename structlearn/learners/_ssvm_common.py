@@ -163,6 +163,17 @@ class HistoryMonitor:
             return bool(self.callback(rec))
         return False
 
+    def progress(self, iteration, block, n_blocks):
+        """Ask ``callback`` between the blocks of a pass with a progress record
+        (``partial=True``, ``block`` done of ``n_blocks``, no certificate: NaN
+        objective and gap; not kept in ``history``); True asks to stop."""
+        if self.callback is None:
+            return False
+        rec = {"iter": int(iteration), "time": time.perf_counter() - self.start,
+               "objective": np.nan, "gap": np.nan, "partial": True, "checked": False,
+               "block": int(block), "n_blocks": int(n_blocks)}
+        return bool(self.callback(rec))
+
 
 class ChainMonitor(HistoryMonitor):
     """Evaluates the primal objective from the weights alone and keeps history.

@@ -305,7 +305,8 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
     max_time : float or None
         Stop once this many seconds have passed since the start, checked
         between the ``_BLOCKS_PER_PASS`` blocks of samples of a pass; the
-        last (partial) pass is then certified.
+        last (partial) pass is then certified.  ``callback`` is also asked
+        there (:meth:`HistoryMonitor.progress`); True stops the same way.
 
     Returns
     -------
@@ -334,8 +335,8 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         order = rng.permutation(n).astype(np.int64)
         stats[:] = 0
         pos = 0
-        out_of_time = False
-        for stop_at in block_ends:
+        out_of_time = asked_to_stop = False
+        for b, stop_at in enumerate(block_ends):
             while pos < stop_at:
                 up_a, up_b, up_w = _positive_edges(edges, pids, state.Pw)
                 pos, need = gdmm_multilabel_pass(
@@ -347,11 +348,15 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
             if max_time is not None and time.perf_counter() - monitor.start >= max_time:
                 out_of_time = pos < n
                 break
+            if pos < n and monitor.progress(state.n_iter + 1, b + 1, len(block_ends)):
+                asked_to_stop = True
+                break
         res2 = gdmm_multilabel_multipliers(Y, state.A, float(C), float(eta), state.tmask,
                                            state.pool)
         pass_time = time.perf_counter() - t0
         state.n_iter += 1
-        timed_out = max_time is not None and time.perf_counter() - monitor.start >= max_time
+        timed_out = (max_time is not None and time.perf_counter() - monitor.start >= max_time
+                     or asked_to_stop)
         checking = schedule.due(it + 1, max_iter) or timed_out
         primal = dual = exact = np.nan
         if checking:
@@ -359,7 +364,8 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         active = (state.tmask.sum() + state.pool.count.sum()) / max(n, 1)
         stop = monitor.record(state.n_iter, primal, dual, float(np.sqrt(res2)), float(active),
                               stats[0], pass_time, primal_exact=exact, overflow=int(stats[1]),
-                              checked=bool(checking), partial=bool(out_of_time))
+                              checked=bool(checking),
+                              partial=bool(out_of_time or asked_to_stop))
         rel_gap = monitor.history[-1]["relative_gap"]
         if checking:
             schedule.checked(it + 1, rel_gap)
