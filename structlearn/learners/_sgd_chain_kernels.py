@@ -14,40 +14,44 @@ is renormalized when ``scale`` gets small.  Marginals come from the
 forward-backward kernels of :mod:`structlearn.inference._chain_kernels`.
 """
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 
 from ..inference._chain_kernels import fb_log_batch, fb_scaled_batch
-from ._perceptron_kernels import sequence_scores
+from ._online_chain_kernels import sequence_scores
 
-__all__ = ["sgd_chain_epoch"]
+__all__ = ["SGDWeights", "sgd_chain_epoch"]
+
+
+class SGDWeights(NamedTuple):
+    """The weights SGD updates in place: ``V`` float64 (n_features,
+    n_labels), unscaled unigram weights (feature-major, ``W = scale * V``);
+    ``T`` float64 (n_labels, n_labels), unscaled transitions; ``scale_t``
+    float64 (2,): ``[scale, t]``, the scale and the steps taken; ``W_mask``,
+    ``T_mask`` bool, the weights that exist (the others stay 0), or (0, 0)
+    for all."""
+
+    V: np.ndarray
+    T: np.ndarray
+    scale_t: np.ndarray
+    W_mask: np.ndarray
+    T_mask: np.ndarray
 
 
 @nb.njit(cache=True)
-def sgd_chain_epoch(data, indices, indptr, offsets, y, order, V, T, scale_t, lam, t0,
-                    W_mask, T_mask, unary, node_marg, trans_marg):
-    """One SGD pass over the sequences in ``order``; updates ``V``, ``T`` and
-    ``scale_t`` in place.
+def sgd_chain_epoch(chains, order, weights, lam, t0, unary, node_marg, trans_marg):
+    """One SGD pass over the sequences in ``order``; updates ``weights`` in place.
 
     Parameters
     ----------
-    data, indices, indptr : float64 (nnz,), int64 (nnz,), int64 (n_tokens + 1,)
-        Token features in CSR form.
-    offsets : int64 (n_seq + 1,)
-    y : int64 (n_tokens,)
-        True label codes.
+    chains : TrainingChains
     order : int64 (n_visit,)
         Sequences in visiting order.
-    V : float64 (n_features, n_labels)
-        Unscaled unigram weights (feature-major): ``W = scale * V``.
-    T : float64 (n_labels, n_labels)
-        Unscaled transition weights.
-    scale_t : float64 (2,)
-        ``[scale, t]``: the weights' scale and the number of steps taken.
+    weights : SGDWeights
     lam, t0 : float
         L2 weight per sequence and the learning-rate offset.
-    W_mask, T_mask : bool, shapes of ``V`` and ``T``, or (0, 0)
-        The weights that exist; the others stay 0 (empty: all exist).
     unary, node_marg : float64 (max_len, n_labels)
         Scratch.
     trans_marg : float64 (n_labels, n_labels)
@@ -59,6 +63,8 @@ def sgd_chain_epoch(data, indices, indptr, offsets, y, order, V, T, scale_t, lam
         Sum over the visited sequences of ``-log p(y_i | x_i)`` under the
         weights each was visited with.
     """
+    data, indices, indptr, offsets, y = chains
+    V, T, scale_t, W_mask, T_mask = weights
     K = V.shape[1]
     masked_W = W_mask.shape[0] > 0
     masked_T = T_mask.shape[0] > 0

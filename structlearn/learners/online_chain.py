@@ -1,5 +1,5 @@
 """Online training of first-order chains: the epochs around
-:func:`~structlearn.learners._perceptron_kernels.online_chain_epoch`
+:func:`~structlearn.learners._online_chain_kernels.online_chain_epoch`
 (perceptron, passive-aggressive, AROW), shared by
 :class:`~structlearn.estimators.SequencePerceptron` and
 :class:`structlearn.compat.CRF`."""
@@ -11,7 +11,8 @@ import numpy as np
 
 from .._memory import check_memory
 from .._progress_bar import progress_tick
-from ._perceptron_kernels import AROW, PA, PA1, PA2, PERCEPTRON, online_chain_epoch
+from ._online_chain_kernels import (AROW, PA, PA1, PA2, PERCEPTRON, OnlineRule, OnlineScratch,
+                                    OnlineWeights, TrainingChains, online_chain_epoch)
 
 __all__ = ["RULES", "fit_online_chain", "observed_weights"]
 
@@ -65,7 +66,7 @@ def fit_online_chain(data, indices, indptr, offsets, codes, n_features, n_labels
         True label codes in ``[0, n_labels)``.
     n_features, n_labels : int
     rule : {"perceptron", "pa", "pa1", "pa2", "arow"}, default="perceptron"
-        The update (see :mod:`~structlearn.learners._perceptron_kernels`).
+        The update (see :mod:`~structlearn.learners._online_chain_kernels`).
     C : float, default=1.0
         Aggressiveness of PA-I and PA-II.
     error_sensitive : bool, default=True
@@ -107,7 +108,7 @@ def fit_online_chain(data, indices, indptr, offsets, codes, n_features, n_labels
     lengths = np.diff(offsets)
     max_len = int(lengths.max())
     seq_nnz = indptr[offsets[1:]] - indptr[offsets[:-1]]
-    scratch = 2 * (int(seq_nnz.max()) + max_len)
+    n_scratch = 2 * (int(seq_nnz.max()) + max_len)
     # W, the sv scratch and one of the averaging sums (perceptron, PA; the
     # kernel keeps them whether or not they are used) or AROW's confidences
     check_memory(8 * 3 * n_features * n_labels,
@@ -122,15 +123,15 @@ def fit_online_chain(data, indices, indptr, offsets, codes, n_features, n_labels
     sigma_W = empty if keeps_sums else np.full_like(W, float(variance))
     sigma_trans = empty if keeps_sums else np.full_like(trans, float(variance))
     track_average = average and keeps_sums
-    D_W = np.zeros_like(W)
-    D_trans = np.zeros_like(trans)
-    touched = np.empty((scratch, 2), dtype=np.int64)
-    values = np.empty(scratch)
-    unary_buf = np.empty((max_len, n_labels))
-    pred_buf = np.empty(max_len, dtype=np.int64)
-    seg = np.empty(2, dtype=np.int64)
+    chains = TrainingChains(data, indices, indptr, offsets, codes)
+    weights = OnlineWeights(W, trans, W_acc, trans_acc, sigma_W, sigma_trans, _mask(W_mask),
+                            _mask(T_mask))
+    rule_args = OnlineRule(rule_code, float(C), bool(error_sensitive), float(gamma))
+    scratch = OnlineScratch(np.zeros_like(W), np.zeros_like(trans),
+                            np.empty((n_scratch, 2), dtype=np.int64), np.empty(n_scratch),
+                            np.empty((max_len, n_labels)), np.empty(max_len, dtype=np.int64),
+                            np.empty(2, dtype=np.int64))
     errors = np.zeros(3)
-    params = np.array([float(C), 1.0 if error_sensitive else 0.0, float(gamma)])
 
     def averaged():
         if not track_average or step == 0:
@@ -143,10 +144,7 @@ def fit_online_chain(data, indices, indptr, offsets, codes, n_features, n_labels
     start = time.perf_counter()
     for epoch in range(int(max_iter)):
         order = (rng.permutation(n_seq) if shuffle else np.arange(n_seq)).astype(np.int64)
-        online_chain_epoch(data, indices, indptr, offsets, codes, order, W, trans, W_acc,
-                           trans_acc, step, rule_code, params, sigma_W, sigma_trans, D_W,
-                           D_trans, _mask(W_mask), _mask(T_mask), touched, values, unary_buf,
-                           pred_buf, seg, errors)
+        online_chain_epoch(chains, order, weights, step, rule_args, scratch, errors)
         step += n_seq
         record = {
             "iter": epoch + 1,

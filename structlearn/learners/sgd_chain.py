@@ -18,7 +18,8 @@ import numpy as np
 
 from .._memory import check_memory
 from .._progress_bar import progress_tick
-from ._sgd_chain_kernels import sgd_chain_epoch
+from ._online_chain_kernels import TrainingChains
+from ._sgd_chain_kernels import SGDWeights, sgd_chain_epoch
 from .online_chain import _mask
 
 __all__ = ["fit_chain_crf_sgd"]
@@ -31,7 +32,7 @@ class _Epochs:
 
     def __init__(self, data, indices, indptr, offsets, codes, n_features, n_labels, lam,
                  W_mask, T_mask):
-        self.args = (data, indices, indptr, offsets, codes)
+        self.chains = TrainingChains(data, indices, indptr, offsets, codes)
         self.masks = (_mask(W_mask), _mask(T_mask))
         self.lam = lam
         max_len = int(np.diff(offsets).max())
@@ -42,21 +43,26 @@ class _Epochs:
         self.reset()
 
     def reset(self):
-        self.V = np.zeros(self.shape)
-        self.T = np.zeros((self.shape[1], self.shape[1]))
-        self.scale_t = np.array([1.0, 0.0])
+        self.state = SGDWeights(np.zeros(self.shape), np.zeros((self.shape[1],) * 2),
+                                  np.array([1.0, 0.0]), *self.masks)
 
     def run(self, order, t0):
         """One epoch; returns the objective CRFsuite reports: the summed
         losses plus ``(lam / 2) n ||w||^2`` at the epoch's end."""
-        loss = sgd_chain_epoch(*self.args, order, self.V, self.T, self.scale_t, self.lam, t0,
-                               *self.masks, self.unary, self.node, self.edges)
-        norm2 = self.scale_t[0] ** 2 * (np.vdot(self.V, self.V) + np.vdot(self.T, self.T))
+        loss = sgd_chain_epoch(self.chains, order, self.state, self.lam, t0, self.unary,
+                               self.node, self.edges)
+        V, T, scale_t = self.state[:3]
+        norm2 = scale_t[0] ** 2 * (np.vdot(V, V) + np.vdot(T, T))
         return float(loss + 0.5 * self.lam * order.shape[0] * norm2)
 
+    def steps(self):
+        """Steps taken so far."""
+        return self.state.scale_t[1]
+
     def weights(self):
-        s = self.scale_t[0]
-        return np.ascontiguousarray((s * self.V).T), s * self.T
+        """``(coef (n_labels, n_features), trans)``."""
+        V, T, scale_t = self.state[:3]
+        return np.ascontiguousarray((scale_t[0] * V).T), scale_t[0] * T
 
 
 def _calibrate(epochs, n_seq, eta0, rate, samples, candidates, max_trials):
@@ -66,7 +72,7 @@ def _calibrate(epochs, n_seq, eta0, rate, samples, candidates, max_trials):
     ``max_trials`` in all); the best improving ``eta`` (``eta0`` if none)."""
     order = np.arange(min(int(samples), n_seq), dtype=np.int64)
     # objective of the zero weights: every labeling equally likely
-    init = float(np.sum(np.diff(epochs.args[3])[order]) * np.log(epochs.shape[1]))
+    init = float(np.sum(np.diff(epochs.chains.offsets)[order]) * np.log(epochs.shape[1]))
     best_eta, best = eta0, np.inf
     eta, left, decreasing, trials = eta0, candidates, False, 0
     while left > 0 or not decreasing:
@@ -154,7 +160,7 @@ def fit_chain_crf_sgd(data, indices, indptr, offsets, codes, n_features, n_label
                 f"l2sgd diverged at epoch {epoch + 1} (objective {value}); lower "
                 f"calibration_eta (now {calibration_eta}) or raise c2")
         rec = {"iter": epoch + 1, "time": time.perf_counter() - start, "objective": value,
-               "gap": np.nan, "eta": 1.0 / (epochs.lam * (t0 + epochs.scale_t[1]))}
+               "gap": np.nan, "eta": 1.0 / (epochs.lam * (t0 + epochs.steps()))}
         if monitor is not None:
             rec.update(monitor(*epochs.weights()))
         history.append(rec)

@@ -35,14 +35,84 @@ visited and reset), so repeated (feature, label) pairs add up before its norm
 is taken.
 """
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 
 from ..inference._chain_kernels import viterbi_batch
 
-__all__ = ["AROW", "PA", "PA1", "PA2", "PERCEPTRON", "online_chain_epoch", "sequence_scores"]
+__all__ = ["AROW", "PA", "PA1", "PA2", "PERCEPTRON", "OnlineRule", "OnlineScratch",
+           "OnlineWeights", "TrainingChains", "online_chain_epoch", "sequence_scores"]
 
 PERCEPTRON, PA, PA1, PA2, AROW = 0, 1, 2, 3, 4
+
+
+class TrainingChains(NamedTuple):
+    """The training sequences: token features in CSR form (``data`` float64
+    (nnz,), ``indices`` int64 (nnz,), ``indptr`` int64 (n_tokens + 1,)),
+    sequence ``offsets`` (int64, n_seq + 1; sequence ``s`` spans tokens
+    ``offsets[s]:offsets[s + 1]``) and true label codes ``labels`` (int64,
+    (n_tokens,))."""
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    offsets: np.ndarray
+    labels: np.ndarray
+
+
+class OnlineWeights(NamedTuple):
+    """The weights an online rule updates in place.
+
+    ``W`` float64 (n_features, n_labels), feature-major; ``trans`` float64
+    (n_labels, n_labels), ``trans[prev, next]``; ``W_acc``, ``trans_acc``:
+    step-weighted sums of the updates (averaging, see the module notes;
+    perceptron and PA, else (0, 0)); ``sigma_W``, ``sigma_trans``: AROW's
+    confidences (else (0, 0)); ``W_mask``, ``T_mask`` bool: the weights that
+    exist (CRFsuite's features: the (feature, label) pairs and label bigrams
+    seen in training), the others stay 0 and are no part of ``sv``; (0, 0):
+    all exist."""
+
+    W: np.ndarray
+    trans: np.ndarray
+    W_acc: np.ndarray
+    trans_acc: np.ndarray
+    sigma_W: np.ndarray
+    sigma_trans: np.ndarray
+    W_mask: np.ndarray
+    T_mask: np.ndarray
+
+
+class OnlineRule(NamedTuple):
+    """Which update and its constants: ``kind`` (:data:`PERCEPTRON`,
+    :data:`PA`, :data:`PA1`, :data:`PA2`, :data:`AROW`), ``C`` (PA-I,
+    PA-II), ``error_sensitive`` (PA, AROW: cost sqrt(#wrong) else 1) and
+    ``gamma`` (AROW)."""
+
+    kind: int
+    C: float
+    error_sensitive: bool
+    gamma: float
+
+
+class OnlineScratch(NamedTuple):
+    """Work arrays of one sequence, left as they were found where it says so.
+
+    ``D_W``, ``D_trans`` float64, shapes of the weights, all zeros (left
+    all zeros): ``sv`` gathered; ``touched`` int64 (2 (max_seq_nnz +
+    max_len), 2) and ``values`` float64 (same length): the entries ``sv``
+    touches and their values (``max_seq_nnz``: the most stored features of
+    a sequence); ``unary`` float64 (max_len, n_labels): token scores;
+    ``pred`` int64 (max_len,): the decoded labels; ``seg`` int64 (2,)."""
+
+    D_W: np.ndarray
+    D_trans: np.ndarray
+    touched: np.ndarray
+    values: np.ndarray
+    unary: np.ndarray
+    pred: np.ndarray
+    seg: np.ndarray
 
 
 @nb.njit(cache=True, inline="always")
@@ -77,8 +147,8 @@ def _apply(M, M_acc, sigma, j, k, v, tau, c, arow, denom):
 @nb.njit(cache=True, inline="always")
 def _touch(D, j, k, v, touched, n_touched):
     """``D[j, k] += v``, listing ``(j, k)`` when it was 0 (an entry that
-    cancelled to 0 and comes back is listed twice; :func:`_take` reads each
-    once)."""
+    cancelled to 0 and comes back is listed twice; the epoch reads and
+    zeroes each entry once, so the duplicate reads 0)."""
     if D[j, k] == 0.0:
         touched[n_touched, 0] = j
         touched[n_touched, 1] = k
@@ -88,85 +158,31 @@ def _touch(D, j, k, v, touched, n_touched):
 
 
 @nb.njit(cache=True)
-def online_chain_epoch(
-    data,
-    indices,
-    indptr,
-    offsets,
-    y,
-    order,
-    W,
-    trans,
-    W_acc,
-    trans_acc,
-    step,
-    rule,
-    params,
-    sigma_W,
-    sigma_trans,
-    D_W,
-    D_trans,
-    W_mask,
-    T_mask,
-    touched,
-    values,
-    unary_buf,
-    pred_buf,
-    seg,
-    errors,
-):
-    """One pass over the sequences in ``order``; updates weights in place.
+def online_chain_epoch(chains, order, weights, step, rule, scratch, errors):
+    """One pass over the sequences in ``order``; updates ``weights`` in place.
 
     Parameters
     ----------
-    data, indices, indptr : float64 (nnz,), int64 (nnz,), int64 (n_tokens + 1,)
-        Concatenated token features in CSR form.
-    offsets : int64 (n_seq + 1,)
-        Sequence ``s`` spans tokens ``offsets[s]:offsets[s + 1]``.
-    y : int64 (n_tokens,)
-        True label codes.
+    chains : TrainingChains
     order : int64 (n_visit,)
         Sequence indices in the order they are visited this epoch.
-    W : float64 (n_features, n_labels)
-        Unigram weights (feature-major), updated in place.
-    trans : float64 (n_labels, n_labels)
-        Transition weights ``trans[prev, next]``, updated in place.
-    W_acc, trans_acc : float64, same shapes as ``W`` and ``trans``
-        Step-weighted sums of the updates (see module docstring).
+    weights : OnlineWeights
     step : int
         Number of examples seen before this epoch.
-    rule : int
-        :data:`PERCEPTRON`, :data:`PA`, :data:`PA1`, :data:`PA2` or :data:`AROW`.
-    params : float64 (3,)
-        ``C`` (PA-I, PA-II), ``error_sensitive`` (1.0 or 0.0), ``gamma`` (AROW).
-    sigma_W, sigma_trans : float64, shapes of ``W`` and ``trans``
-        AROW's confidences, updated in place (unused by the other rules).
-    D_W, D_trans : float64, shapes of ``W`` and ``trans``, all zeros
-        Scratch for ``sv`` (left all zeros).
-    W_mask, T_mask : bool, shapes of ``W`` and ``trans``, or (0, 0)
-        The weights that exist (CRFsuite's features: the (feature, label)
-        pairs and label bigrams seen in training); the others stay 0 and are
-        not part of ``sv``.  Empty: all exist.
-    touched : int64 (2 * (max_seq_nnz + max_len), 2)
-        Scratch list of the entries of ``D_W`` / ``D_trans`` one sequence
-        touches (``max_seq_nnz``: the most stored features of a sequence).
-    values : float64 (2 * (max_seq_nnz + max_len),)
-        Scratch for their values.
-    unary_buf : float64 (max_len, n_labels)
-        Scratch for one sequence's token scores.
-    pred_buf : int64 (max_len,)
-        Scratch for one sequence's decoded labels.
-    seg : int64 (2,)
-        Scratch offsets for decoding one sequence.
+    rule : OnlineRule
+    scratch : OnlineScratch
     errors : float64 (3,)
         Output: wrongly decoded tokens, sequences with at least one wrong
         token (before their update), and the sum of the losses ``l`` of
         those sequences (PA and AROW; the wrong tokens for the perceptron).
     """
-    n_labels = W.shape[1]
-    C = params[0]
-    error_sensitive = params[1] != 0.0
-    gamma = params[2]
+    data, indices, indptr, offsets, y = chains
+    W, trans, W_acc, trans_acc, sigma_W, sigma_trans, W_mask, T_mask = weights
+    D_W, D_trans, touched, values, unary_buf, pred_buf, seg = scratch
+    kind = rule.kind
+    C = rule.C
+    error_sensitive = rule.error_sensitive
+    gamma = rule.gamma
     masked_W = W_mask.shape[0] > 0
     masked_T = T_mask.shape[0] > 0
     tok_err = 0
@@ -228,28 +244,28 @@ def online_chain_epoch(
                 D_W[j, k] = 0.0
                 if masked_W and not W_mask[j, k]:
                     v = 0.0
-                weight = sigma_W[j, k] if rule == AROW else 1.0
+                weight = sigma_W[j, k] if kind == AROW else 1.0
             else:
                 v = D_trans[j, k]
                 D_trans[j, k] = 0.0
                 if masked_T and not T_mask[j, k]:
                     v = 0.0
-                weight = sigma_trans[j, k] if rule == AROW else 1.0
+                weight = sigma_trans[j, k] if kind == AROW else 1.0
             values[q] = v
             norm2 += weight * v * v
 
         tau = 1.0
-        if rule == PERCEPTRON:
+        if kind == PERCEPTRON:
             loss_sum += n_wrong
         else:
             cost = np.sqrt(float(n_wrong)) if error_sensitive else 1.0
             loss = max(cost - margin, 0.0)
             loss_sum += loss
-            if rule == PA:
+            if kind == PA:
                 tau = loss / norm2 if norm2 > 0.0 else 0.0
-            elif rule == PA1:
+            elif kind == PA1:
                 tau = min(C, loss / norm2) if norm2 > 0.0 else 0.0
-            elif rule == PA2:
+            elif kind == PA2:
                 tau = loss / (norm2 + 0.5 / C)
             else:  # AROW: loss * beta; each step scaled by its sigma below
                 tau = loss / (norm2 + gamma)
@@ -261,9 +277,9 @@ def online_chain_epoch(
             j = touched[q, 0]
             k = touched[q, 1]
             if q < n_unigram:
-                _apply(W, W_acc, sigma_W, j, k, v, tau, c, rule == AROW, norm2 + gamma)
+                _apply(W, W_acc, sigma_W, j, k, v, tau, c, kind == AROW, norm2 + gamma)
             else:
-                _apply(trans, trans_acc, sigma_trans, j, k, v, tau, c, rule == AROW,
+                _apply(trans, trans_acc, sigma_trans, j, k, v, tau, c, kind == AROW,
                        norm2 + gamma)
     errors[0] = tok_err
     errors[1] = seq_err
