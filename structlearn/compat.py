@@ -101,8 +101,8 @@ calibration_candidates, calibration_max_trials :
     c : float, default=None
         pa: aggressiveness (1).
     error_sensitive : bool, default=None
-        pa, arow: the cost of a labeling is the square root of its wrong
-        tokens (default True), else 1.
+        pa: the cost of a labeling is the square root of its wrong tokens
+        (default True), else 1.
     averaging : bool, default=None
         pa: average the weights (default True).  ap always averages.
     variance, gamma : float, default=None

@@ -67,7 +67,8 @@ def _reference(X, offsets, codes, d, K, rule, C, es, gamma, variance, average, e
             if wrong == 0:
                 continue
             sv = phi(s, y) - phi(s, z)
-            loss = max((np.sqrt(wrong) if es else 1.0) - w @ sv, 0.0)
+            cost = wrong if rule == "arow" else (np.sqrt(wrong) if es else 1.0)
+            loss = max(cost - w @ sv, 0.0)
             norm2 = sv @ sv
             if rule == "perceptron":
                 delta = sv
@@ -80,7 +81,7 @@ def _reference(X, offsets, codes, d, K, rule, C, es, gamma, variance, average, e
             else:
                 beta = 1.0 / (sigma @ (sv * sv) + gamma)
                 delta = loss * beta * sigma * sv
-                sigma = sigma - beta * sigma ** 2 * sv ** 2
+                sigma = 1.0 / (1.0 / sigma + sv ** 2 / gamma)
             w = w + delta
             acc = acc + (step - 1) * delta
     if average and rule != "arow":

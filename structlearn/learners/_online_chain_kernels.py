@@ -13,9 +13,10 @@ consecutive tokens).  The rules differ in the step:
   error sensitive, else 1: PA ``tau = l / ||sv||^2``, PA-I
   ``min(C, l / ||sv||^2)``, PA-II ``l / (||sv||^2 + 1 / (2 C))``;
   ``w += tau sv``;
-* AROW (Crammer, Kulesza and Dredze 2009), diagonal confidence ``sigma``
-  (one per weight, starting at ``variance``): ``beta = 1 / (sum sigma sv^2 +
-  gamma)``, ``w += l beta sigma sv``, ``sigma -= beta sigma^2 sv^2``.
+* AROW (Crammer, Kulesza and Dredze 2009), diagonal variances ``sigma``
+  (one per weight, starting at ``variance``), as CRFsuite runs it: the loss
+  with cost = the number of wrong tokens, ``beta = 1 / (sum sigma sv^2 +
+  gamma)``, ``w += l beta sigma sv``, ``1 / sigma += sv^2 / gamma``.
 
 Averaging (perceptron and passive-aggressive) uses the trick of Daume
 (2006): besides the weights ``w`` keep ``acc = sum_s (s - 1) * delta_s`` over
@@ -87,7 +88,7 @@ class OnlineWeights(NamedTuple):
 class OnlineRule(NamedTuple):
     """Which update and its constants: ``kind`` (:data:`PERCEPTRON`,
     :data:`PA`, :data:`PA1`, :data:`PA2`, :data:`AROW`), ``C`` (PA-I,
-    PA-II), ``error_sensitive`` (PA, AROW: cost sqrt(#wrong) else 1) and
+    PA-II), ``error_sensitive`` (PA: cost sqrt(#wrong) else 1) and
     ``gamma`` (AROW)."""
 
     kind: int
@@ -132,13 +133,14 @@ def sequence_scores(data, indices, indptr, a, n, W, scale, out):
 
 
 @nb.njit(cache=True, inline="always")
-def _apply(M, M_acc, sigma, j, k, v, tau, c, arow, denom):
+def _apply(M, M_acc, sigma, j, k, v, tau, c, arow, gamma):
     """One entry of the update: AROW's confidence-scaled step (and its
-    confidence shrunk), or ``tau v`` with its averaging sum."""
+    variance shrunk, ``1 / sigma += sv^2 / gamma``), or ``tau v`` with its
+    averaging sum."""
     if arow:
         sg = sigma[j, k]
         M[j, k] += tau * sg * v
-        sigma[j, k] = sg - sg * sg * v * v / denom
+        sigma[j, k] = 1.0 / (1.0 / sg + v * v / gamma)
     else:
         M[j, k] += tau * v
         M_acc[j, k] += c * tau * v
@@ -258,7 +260,10 @@ def online_chain_epoch(chains, order, weights, step, rule, scratch, errors):
         if kind == PERCEPTRON:
             loss_sum += n_wrong
         else:
-            cost = np.sqrt(float(n_wrong)) if error_sensitive else 1.0
+            if kind == AROW:  # CRFsuite's AROW: the wrong tokens themselves
+                cost = float(n_wrong)
+            else:
+                cost = np.sqrt(float(n_wrong)) if error_sensitive else 1.0
             loss = max(cost - margin, 0.0)
             loss_sum += loss
             if kind == PA:
@@ -277,10 +282,9 @@ def online_chain_epoch(chains, order, weights, step, rule, scratch, errors):
             j = touched[q, 0]
             k = touched[q, 1]
             if q < n_unigram:
-                _apply(W, W_acc, sigma_W, j, k, v, tau, c, kind == AROW, norm2 + gamma)
+                _apply(W, W_acc, sigma_W, j, k, v, tau, c, kind == AROW, gamma)
             else:
-                _apply(trans, trans_acc, sigma_trans, j, k, v, tau, c, kind == AROW,
-                       norm2 + gamma)
+                _apply(trans, trans_acc, sigma_trans, j, k, v, tau, c, kind == AROW, gamma)
     errors[0] = tok_err
     errors[1] = seq_err
     errors[2] = loss_sum

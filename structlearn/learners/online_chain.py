@@ -70,8 +70,8 @@ def fit_online_chain(data, indices, indptr, offsets, codes, n_features, n_labels
     C : float, default=1.0
         Aggressiveness of PA-I and PA-II.
     error_sensitive : bool, default=True
-        PA and AROW: the cost of a wrong labeling is the square root of its
-        wrong tokens (else 1).
+        PA: the cost of a wrong labeling is the square root of its wrong
+        tokens (else 1).  AROW's cost is the number of wrong tokens.
     gamma, variance : float, default=1.0
         AROW's regularization and initial confidence.
     average : bool, default=True
