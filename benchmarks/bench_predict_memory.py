@@ -9,9 +9,13 @@ own: "extra" is the peak resident memory the call added (its output
 included: the marginals alone are ``n_tokens x 26`` floats), checked equal to
 the same prediction made in chunks of 2,000 sequences.
 
+``--sparse``: a look-alike of another kind instead: sparse CSR sequences
+from :func:`structlearn.datasets.make_chain_data` (50 labels, 5,000 binary
+features, 20 a token, sequences of 20 tokens), repeated to ``--tokens``.
+
 Usage::
 
-    .venv/bin/python benchmarks/bench_predict_memory.py [--tokens 1029094]
+    .venv/bin/python benchmarks/bench_predict_memory.py [--tokens 1029094] [--sparse]
 """
 
 import argparse
@@ -40,12 +44,28 @@ def repeated_input(n_tokens):
     return X, y, folds, Xall[:n_seq]
 
 
-def worker(estimator, method, n_tokens):
+def sparse_input(n_tokens):
+    """Sparse chains (50 labels, 5,000 features): 500 training sequences and a
+    set of 2,000 repeated to ``n_tokens`` tokens."""
+    from structlearn.datasets import make_chain_data
+
+    X, y = make_chain_data(2500, length=20, n_labels=50, n_features=5000, density=0.004,
+                           random_state=0)
+    reps = -(-n_tokens // sum(x.shape[0] for x in X[500:]))
+    Xall = list(X[500:]) * reps
+    lengths = np.cumsum([x.shape[0] for x in Xall])
+    return X[:500], y[:500], Xall[:int(np.searchsorted(lengths, n_tokens)) + 1]
+
+
+def worker(estimator, method, n_tokens, sparse):
     from structlearn.estimators import SequenceCRF, SequenceSSVM
 
-    X, y, folds, Xbig = repeated_input(n_tokens)
-    train = [i for i, f in enumerate(folds) if f == 1]
-    Xtr, ytr = [X[i] for i in train], [y[i] for i in train]
+    if sparse:
+        Xtr, ytr, Xbig = sparse_input(n_tokens)
+    else:
+        X, y, folds, Xbig = repeated_input(n_tokens)
+        train = [i for i, f in enumerate(folds) if f == 1]
+        Xtr, ytr = [X[i] for i in train], [y[i] for i in train]
     if estimator == "ssvm":
         model = SequenceSSVM(C=0.1, max_iter=5, random_state=0).fit(Xtr, ytr)
     else:
@@ -65,8 +85,11 @@ def worker(estimator, method, n_tokens):
                else np.array_equal(a, b)
                for s in range(0, len(Xbig), step)
                for a, b in zip(out[s:s + step], call(Xbig[s:s + step])))
-    n_tok = int(sum(len(x) for x in Xbig))
-    input_mb = n_tok * Xbig[0].shape[1] * 8 / 2**20
+    n_tok = int(sum(x.shape[0] for x in Xbig))
+    # the input as one float64 copy would take: dense rows, or CSR entries
+    per_token = (12 * Xbig[0].nnz / Xbig[0].shape[0] if hasattr(Xbig[0], "nnz")
+                 else 8 * Xbig[0].shape[1])
+    input_mb = n_tok * per_token / 2**20
     print(json.dumps(dict(estimator=estimator, method=method, tokens=n_tok,
                           input_dense_mb=round(input_mb, 1), extra_mb=round(extra_mb, 1),
                           seconds=round(seconds, 2), same_as_chunked=bool(same))))
@@ -75,16 +98,19 @@ def worker(estimator, method, n_tokens):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokens", type=int, default=1029094)
+    ap.add_argument("--sparse", action="store_true")
     ap.add_argument("--worker", nargs=2)
     args = ap.parse_args()
     if args.worker:
-        worker(*args.worker, args.tokens)
+        worker(*args.worker, args.tokens, args.sparse)
         return
-    print("| estimator | call | tokens | input (dense float64) MB | extra RSS MB | s | equal to chunks of 2,000 (marginals to 1e-12) |")
+    print("| estimator | call | tokens | input as one float64 copy, MB | extra RSS MB | s | "
+          "equal to chunks of 2,000 (marginals to 1e-12) |")
     print("|---|---|---:|---:|---:|---:|---|")
     for est, method in [("ssvm", "predict"), ("crf", "predict"), ("crf", "predict_marginals")]:
         out = subprocess.run([sys.executable, __file__, "--tokens", str(args.tokens),
-                              "--worker", est, method], capture_output=True, text=True, cwd=HERE)
+                              "--worker", est, method] + (["--sparse"] if args.sparse else []),
+                             capture_output=True, text=True, cwd=HERE)
         if out.returncode:
             print(out.stderr[-2000:], file=sys.stderr)
             continue
