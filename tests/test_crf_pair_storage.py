@@ -333,3 +333,28 @@ def test_many_labels_fit_and_marginals_do_not_depend_on_n_jobs(monkeypatch):
     np.testing.assert_array_equal(marginals[1], marginals[2])
     np.testing.assert_array_equal(marginals[1], marginals[3])
     np.testing.assert_allclose(marginals[1].sum(axis=1), 1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("unit", [False, True])
+def test_split_tokens_hold_each_tokens_entries_by_storage(seed, unit):
+    """Each token's entries, regrouped into row entries (their row) and
+    pair entries (their feature), in order, with their values."""
+    Xcat, offsets, codes, K = _problem(40 + seed)
+    if unit:
+        Xcat.data[:] = 1.0
+        Xcat = chain_crf.compact_features(Xcat)
+    prob = chain_crf._training_problem(Xcat, offsets, codes, K, 0.1, False, True, "pairs")
+    assert 0 < prob.row_features.size < prob.d  # a mixed layout: entries are moved
+    tokens = prob.tokens
+    X = sp.csr_matrix(Xcat)
+    for t in range(X.shape[0]):
+        feats = X.indices[X.indptr[t]:X.indptr[t + 1]]
+        vals = X.data[X.indptr[t]:X.indptr[t + 1]]
+        is_row = prob.row_of[feats] >= 0
+        rows = slice(tokens.row_ptr[t], tokens.row_ptr[t + 1])
+        pairs = slice(tokens.pair_ptr[t], tokens.pair_ptr[t + 1])
+        np.testing.assert_array_equal(tokens.row_slot[rows], prob.row_of[feats[is_row]])
+        np.testing.assert_array_equal(tokens.row_value[rows], vals[is_row])
+        np.testing.assert_array_equal(tokens.pair_feature[pairs], feats[~is_row])
+        np.testing.assert_array_equal(tokens.pair_value[pairs], vals[~is_row])

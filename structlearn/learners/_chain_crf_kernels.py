@@ -4,47 +4,148 @@ Layout as in :mod:`._ssvm_chain_kernels`: stacked CSR token features
 ``data, indices, indptr`` (float64, int64, int64), sequence ``offsets``
 (int64, ``n_seq + 1``), label codes (int64, ``N``) and the transition table
 ``trans[a, b]`` (float64 ``(K, K)``).  Unigram weights are stored per
-feature: densely (``W[f, k]`` feature-major, ``(d, K)``) or only on listed
-(feature, label) pairs; a pass costs O(nnz K), respectively O(sum over the
-token features of their pair counts).
+feature (:class:`UnigramWeights`): as full rows of ``K`` labels
+(``W[f, k]`` feature-major; a dense model is all rows) or only on listed
+(feature, label) pairs; the likelihood kernels read the token features
+split by that storage (:class:`SplitTokens`).  A pass costs O(nnz K) over
+row entries plus O(sum over the pair entries of their pair counts).
 
 No validation here; outputs go into caller-allocated arrays.
 """
+
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
 
 
+class UnigramWeights(NamedTuple):
+    """Unigram weights stored as pairs and rows (or their gradient).
+
+    Attributes
+    ----------
+    values : float64 (P,)
+        Pair-stored weights: feature ``f`` has ``values[pair_ptr[f]:
+        pair_ptr[f + 1]]`` for the labels ``pair_label[pair_ptr[f]:
+        pair_ptr[f + 1]]``.
+    pair_ptr : int64 (d + 1,)
+    pair_label : int64 (P,)
+    rows : float64 (R, K)
+        Row-stored weights: all ``K`` labels of a feature (a dense model is
+        ``rows = W`` (d, K), no pairs).
+    """
+
+    values: np.ndarray
+    pair_ptr: np.ndarray
+    pair_label: np.ndarray
+    rows: np.ndarray
+
+
+class SplitTokens(NamedTuple):
+    """The stacked token features, each token's entries split by how their
+    feature's weights are stored, so that the inner loops need no per-entry
+    lookup: a token's row entries are a contiguous gather of ``K`` weights
+    each, its pair entries a scatter over the feature's listed labels.
+
+    Attributes
+    ----------
+    row_ptr : int64 (N + 1,)
+        Token ``t``'s row entries are ``row_ptr[t]:row_ptr[t + 1]``.
+    row_slot : int32 or int64 (n_row,)
+        Their row of :attr:`UnigramWeights.rows`.
+    row_value : float64 (n_row,)
+        Their feature values (possibly one shared read-only 1).
+    pair_ptr : int64 (N + 1,)
+        Token ``t``'s pair entries are ``pair_ptr[t]:pair_ptr[t + 1]``.
+    pair_feature : int32 or int64 (n_pair,)
+        Their feature (an index into :attr:`UnigramWeights.pair_ptr`).
+    pair_value : float64 (n_pair,)
+    """
+
+    row_ptr: np.ndarray
+    row_slot: np.ndarray
+    row_value: np.ndarray
+    pair_ptr: np.ndarray
+    pair_feature: np.ndarray
+    pair_value: np.ndarray
+
+
+@nb.njit(cache=True)
+def split_token_entries(row_of, indices, indptr, keep_values, data):
+    """Split CSR token features by ``row_of`` (int64 (d,): a feature's row,
+    or -1 for a pair-stored one), keeping each token's entries in order.
+
+    Returns ``row_ptr, row_slot, row_value, pair_ptr, pair_feature,
+    pair_value`` (:class:`SplitTokens`; index arrays in ``indices``'
+    dtype); the value arrays are empty unless ``keep_values``.
+    """
+    N = indptr.shape[0] - 1
+    n_row = 0
+    for p in range(indptr[N]):
+        if row_of[indices[p]] >= 0:
+            n_row += 1
+    n_pair = indptr[N] - n_row
+    row_ptr = np.zeros(N + 1, dtype=np.int64)
+    pair_ptr = np.zeros(N + 1, dtype=np.int64)
+    row_slot = np.empty(n_row, dtype=indices.dtype)
+    pair_feature = np.empty(n_pair, dtype=indices.dtype)
+    row_value = np.empty(n_row if keep_values else 0)
+    pair_value = np.empty(n_pair if keep_values else 0)
+    a = 0
+    b = 0
+    for t in range(N):
+        for p in range(indptr[t], indptr[t + 1]):
+            f = indices[p]
+            if row_of[f] >= 0:
+                row_slot[a] = row_of[f]
+                if keep_values:
+                    row_value[a] = data[p]
+                a += 1
+            else:
+                pair_feature[b] = f
+                if keep_values:
+                    pair_value[b] = data[p]
+                b += 1
+        row_ptr[t + 1] = a
+        pair_ptr[t + 1] = b
+    return row_ptr, row_slot, row_value, pair_ptr, pair_feature, pair_value
+
 
 @nb.njit(cache=True, nogil=True)
-def block_scores(values, pair_ptr, pair_label, rows, row_of, data, indices, indptr, t0, out):
+def block_scores(weights, tokens, t0, out):
     """Token scores of tokens ``t0 .. t0 + n`` into ``out`` (n, K).
 
     Parameters
     ----------
-    values : float64 (P,)
-        Pair-stored unigram weights: feature ``f`` has ``values[pair_ptr[f]:
-        pair_ptr[f + 1]]`` for the labels ``pair_label[pair_ptr[f]:pair_ptr[f
-        + 1]]``.
-    pair_ptr : int64 (d + 1,)
-    pair_label : int64 (P,)
-    rows : float64 (R, K)
-        Row-stored unigram weights: feature ``f`` with ``row_of[f] >= 0``
-        also has ``rows[row_of[f]]`` for all ``K`` labels (contiguous inner
-        loops; a dense model is ``rows = W`` (d, K), no pairs).
-    row_of : int64 (d,)
-    data, indices, indptr : CSR arrays of the (N, d) token features
+    weights : UnigramWeights
+    tokens : SplitTokens
     t0 : int
     out : float64 (n, K)
     """
+    K = out.shape[1]
+    rows = weights.rows
+    values = weights.values
+    pair_ptr = weights.pair_ptr
+    pair_label = weights.pair_label
     for i in range(out.shape[0]):
-        _token_scores(values, pair_ptr, pair_label, rows, row_of, data, indices, indptr, t0 + i,
-                      out[i])  # fmt: skip
+        t = t0 + i
+        o = out[i]
+        for k in range(K):
+            o[k] = 0.0
+        for p in range(tokens.row_ptr[t], tokens.row_ptr[t + 1]):
+            x = tokens.row_value[p]
+            row = rows[tokens.row_slot[p]]
+            for k in range(K):
+                o[k] += x * row[k]
+        for p in range(tokens.pair_ptr[t], tokens.pair_ptr[t + 1]):
+            x = tokens.pair_value[p]
+            f = tokens.pair_feature[p]
+            for j in range(pair_ptr[f], pair_ptr[f + 1]):
+                o[pair_label[j]] += x * values[j]
 
 
 @nb.njit(cache=True, nogil=True)
-def block_nll_grad(marg, unary, offsets, codes, trans, block_T, pair_ptr, pair_label, row_of,
-                   data, indices, indptr, t0, logz, grad_values, grad_rows, grad_T):  # fmt: skip
+def block_nll_grad(marg, unary, offsets, codes, trans, block_T, tokens, t0, logz, grad, grad_T):
     """Negative log-likelihood of a block of whole sequences (tokens ``t0 ..
     t0 + n``) from its forward-backward, and its gradient added in.
 
@@ -62,14 +163,14 @@ def block_nll_grad(marg, unary, offsets, codes, trans, block_T, pair_ptr, pair_l
     trans : float64 (K, K)
     block_T : float64 (K, K)
         Expected transition counts of the block (from the forward-backward).
-    pair_ptr, pair_label, row_of, data, indices, indptr
-        As in :func:`block_scores`.
+    tokens : SplitTokens
+    t0 : int
     logz : float64 (n_seq,)
-    grad_values : float64 (P,)
-    grad_rows : float64 (R, K)
+    grad : UnigramWeights
+        Receives ``X^T (P - Y)`` at the stored weights (``values`` and
+        ``rows``), added to what it holds.
     grad_T : float64 (K, K)
-        Receive ``X^T (P - Y)`` at the stored weights and expected minus
-        observed transition counts, added to what they hold.
+        Receives expected minus observed transition counts, added.
 
     Returns
     -------
@@ -92,15 +193,21 @@ def block_nll_grad(marg, unary, offsets, codes, trans, block_T, pair_ptr, pair_l
                 z = codes[t0 + i + 1]
                 nll -= trans[y, z]
                 grad_T[y, z] -= 1.0
+    grad_rows = grad.rows
+    grad_values = grad.values
+    pair_ptr = grad.pair_ptr
+    pair_label = grad.pair_label
     for i in range(marg.shape[0]):
+        t = t0 + i
         rt = marg[i]
-        for p in range(indptr[t0 + i], indptr[t0 + i + 1]):
-            x = data[p]
-            f = indices[p]
-            if row_of[f] >= 0:
-                row = grad_rows[row_of[f]]
-                for k in range(K):
-                    row[k] += x * rt[k]
+        for p in range(tokens.row_ptr[t], tokens.row_ptr[t + 1]):
+            x = tokens.row_value[p]
+            row = grad_rows[tokens.row_slot[p]]
+            for k in range(K):
+                row[k] += x * rt[k]
+        for p in range(tokens.pair_ptr[t], tokens.pair_ptr[t + 1]):
+            x = tokens.pair_value[p]
+            f = tokens.pair_feature[p]
             for j in range(pair_ptr[f], pair_ptr[f + 1]):
                 grad_values[j] += x * rt[pair_label[j]]
     return nll
@@ -109,34 +216,18 @@ def block_nll_grad(marg, unary, offsets, codes, trans, block_T, pair_ptr, pair_l
 @nb.njit(cache=True, nogil=True)
 def sparse_unary_scores(values, pair_ptr, pair_label, data, indices, indptr, out):
     """``out[t, k]`` = score of label ``k`` at token ``t`` under pair-stored
-    weights only (layout of :func:`chain_nll_grad`); ``out`` is (N, K)."""
-    rows = np.empty((0, out.shape[1]))
-    row_of = np.full(pair_ptr.shape[0] - 1, -1, dtype=np.int64)
+    weights only (:class:`UnigramWeights` without rows) of CSR token
+    features; ``out`` is (N, K)."""
+    K = out.shape[1]
     for t in range(out.shape[0]):
-        _token_scores(values, pair_ptr, pair_label, rows, row_of, data, indices, indptr, t,
-                      out[t])  # fmt: skip
-
-
-@nb.njit(cache=True, inline="always")
-def _token_scores(values, pair_ptr, pair_label, rows, row_of, data, indices, indptr, t, out):
-    """``out[k]`` = score of label ``k`` at token ``t`` (layout of
-    :func:`chain_nll_grad`)."""
-    for k in range(out.shape[0]):
-        out[k] = 0.0
-    for p in range(indptr[t], indptr[t + 1]):
-        x = data[p]
-        f = indices[p]
-        if row_of[f] >= 0:
-            row = rows[row_of[f]]
-            for k in range(out.shape[0]):
-                out[k] += x * row[k]
-        for j in range(pair_ptr[f], pair_ptr[f + 1]):
-            out[pair_label[j]] += x * values[j]
-
-
-# ------------------------------------------------------------------ L-BFGS
-# Single-threaded vector operations of the L-BFGS loop: a threaded BLAS dot
-# on a shared machine can cost more than the whole objective evaluation.
+        o = out[t]
+        for k in range(K):
+            o[k] = 0.0
+        for p in range(indptr[t], indptr[t + 1]):
+            x = data[p]
+            f = indices[p]
+            for j in range(pair_ptr[f], pair_ptr[f + 1]):
+                o[pair_label[j]] += x * values[j]
 
 
 @nb.njit(cache=True)

@@ -37,7 +37,7 @@ class _ChainProblem:
     """Cached arrays for repeated objective/gradient evaluations.
 
     Unigram weights are stored two ways at once (the layout of
-    :func:`._chain_crf_kernels.chain_nll_grad`): *rows* of all ``K`` labels
+    :class:`._chain_crf_kernels.UnigramWeights`): *rows* of all ``K`` labels
     for the features in ``row_features``, and *pairs* (feature, label) for
     the others.  The parameter vector is ``[values (P,), rows (R, K).ravel(),
     t]``, ``t`` the transition weights: all of ``T.ravel()``, or, with a
@@ -112,7 +112,51 @@ class _ChainProblem:
         self.parts = chunk_bounds(np.diff(self.offsets), n_parts)
         self._part_grads = []  # allocated at the first evaluation
         self._scratch = []
+        self._tokens = None
         self.block_tokens = block_tokens_for(K)
+
+    @property
+    def tokens(self):
+        """The token features split by storage
+        (:class:`._chain_crf_kernels.SplitTokens`), built at first use: the
+        CSR arrays themselves when every feature is a row or every feature
+        pairs, else a copy of the entries regrouped per token
+        (``nnz`` indices, plus ``nnz`` values unless all are 1)."""
+        if self._tokens is None:
+            from ._chain_crf_kernels import SplitTokens, split_token_entries
+
+            N = self.codes.shape[0]
+            data, indices, indptr = self.data, self.indices, self.indptr
+            empty_ptr = np.zeros(N + 1, dtype=np.int64)
+            empty_index = np.empty(0, dtype=indices.dtype)
+            n_rows = self.row_features.shape[0]
+            if n_rows == self.d:  # all rows, in feature order
+                self._tokens = SplitTokens(indptr, indices, data, empty_ptr, empty_index,
+                                           np.empty(0))
+            elif n_rows == 0:
+                self._tokens = SplitTokens(empty_ptr, empty_index, np.empty(0), indptr, indices,
+                                           data)
+            else:
+                unit = _is_unit_view(data)
+                nnz = int(indptr[-1])
+                check_memory(nnz * (indices.itemsize + (0 if unit else 8)) + 16 * (N + 1),
+                             f"The split token features ({nnz} entries)", _FEWER_FEATURES)
+                parts = split_token_entries(self.row_of, indices, indptr, not unit, data)
+                row_ptr, row_slot, row_value, pair_ptr, pair_feature, pair_value = parts
+                if unit:
+                    row_value = np.broadcast_to(np.float64(1.0), row_slot.shape)
+                    pair_value = np.broadcast_to(np.float64(1.0), pair_feature.shape)
+                self._tokens = SplitTokens(row_ptr, row_slot, row_value, pair_ptr,
+                                           pair_feature, pair_value)
+        return self._tokens
+
+    def unigram(self, w):
+        """The unigram part of a parameter vector (weights or gradient) as
+        :class:`._chain_crf_kernels.UnigramWeights` views."""
+        from ._chain_crf_kernels import UnigramWeights
+
+        values, rows, _ = self.split(w)
+        return UnigramWeights(values, self.pair_ptr, self.pair_label, rows)
 
     def check_dense_memory(self):
         """``MemoryError`` unless the machine holds a dense (d, K) layout's
@@ -209,8 +253,7 @@ class _ChainProblem:
         The parts' gradients are added to the first part's in part order,
         at once after a parallel evaluation or one by one through a single
         buffer otherwise (the same sums, so the same bits)."""
-        values, rows, t = self.split(w)
-        T = self.transitions(t)
+        T = self.transitions(self.split(w)[2])
         bounds = list(zip(self.parts[:-1].tolist(), self.parts[1:].tolist()))
         parallel = len(bounds) > 1 and self.n_jobs not in (None, 1)
         bufs = self._part_buffers(len(bounds) - 1 if parallel else min(1, len(bounds) - 1))
@@ -218,9 +261,9 @@ class _ChainProblem:
         # block scratch allocated here, once: threads that allocate their
         # own leave the memory in per-thread heaps
         scratch = self._block_scratch(len(bounds) if parallel else 1)
-        jobs = [(values, self.pair_ptr, self.pair_label, rows, self.row_of, T, self.data,
-                 self.indices, self.indptr, self.offsets, self.codes, a, b,
-                 self.block_tokens, scratch[i % len(scratch)], *self.split(out),
+        weights, tokens = self.unigram(w), self.tokens
+        jobs = [(weights, T, tokens, self.offsets, self.codes, a, b, self.block_tokens,
+                 scratch[i % len(scratch)], self.unigram(out), self.split(out)[2],
                  self.trans_index)
                 for i, ((a, b), out) in enumerate(zip(bounds, outs))]  # fmt: skip
         # one BLAS thread: the same bits for any n_jobs, and the parts'
@@ -311,28 +354,43 @@ def compact_features(Xcat):
     return csr_around(data, indices, Xcat.indptr, Xcat.shape, canonical=True)
 
 
-def _part_nll_grad(values, pair_ptr, pair_label, rows, row_of, trans, data, indices, indptr,
-                   offsets, codes, seq_lo, seq_hi, block_tokens, scratch, grad_values,
-                   grad_rows, grad_t, trans_index=None):  # fmt: skip
+def _part_nll_grad(weights, trans, tokens, offsets, codes, seq_lo, seq_hi, block_tokens, scratch,
+                   grad, grad_t, trans_index=None):  # fmt: skip
     """Summed negative log-likelihood of sequences ``seq_lo:seq_hi`` and its
-    gradient (no penalty, no averaging) into ``grad_values``, ``grad_rows``
-    and ``grad_t`` (overwritten); weight layout of
-    :func:`._chain_crf_kernels.block_scores`; ``grad_t`` is (K, K), or the
-    entries ``trans_index`` of the flattened (K, K) gradient.
+    gradient (no penalty, no averaging) into ``grad`` and ``grad_t``
+    (overwritten).
+
+    Parameters
+    ----------
+    weights : UnigramWeights
+        The unigram weights (:mod:`._chain_crf_kernels`).
+    trans : float64 (K, K)
+    tokens : SplitTokens
+        The token features split by storage.
+    offsets : int64 (n_seq + 1,)
+    codes : int64 (N,)
+    seq_lo, seq_hi : int
+    block_tokens : int
+    scratch : float64 (2, block_tokens, K)
+        Scores and marginals of a block (a longer sequence gets its own).
+    grad : UnigramWeights
+        Views of the gradient buffer, in the layout of ``weights``.
+    grad_t : float64 (K, K), or (n_t,)
+        The transition gradient: ``T``'s, or the entries ``trans_index``
+        of the flattened (K, K) gradient.
+    trans_index : int64 (n_t,) or None
 
     The sequences are taken in blocks of whole sequences of about
     ``block_tokens`` tokens (scores, forward-backward and gradient of a
-    block while it is in cache; no (n_tokens, K) array) in ``scratch``
-    (float64 (2, block_tokens, K): scores and marginals of a block; a
-    longer sequence gets its own).  A module-level function, so that
-    :func:`map_chunks` can run parts on any back-end.
+    block while it is in cache; no (n_tokens, K) array).  A module-level
+    function, so that :func:`map_chunks` can run parts on any back-end.
     """
     from ..inference.forward_backward import forward_backward
     from ._chain_crf_kernels import block_nll_grad, block_scores
 
     K = trans.shape[0]
-    grad_values[:] = 0.0
-    grad_rows[...] = 0.0
+    grad.values[:] = 0.0
+    grad.rows[...] = 0.0
     grad_T = grad_t if trans_index is None else np.empty((K, K))
     grad_T[...] = 0.0
     unary, marg = scratch
@@ -348,10 +406,9 @@ def _part_nll_grad(values, pair_ptr, pair_label, rows, row_of, trans, data, indi
             u, m = unary[:n], marg[:n]
             local = offsets[s:e + 1] - t0
             logz = np.empty(e - s)
-            block_scores(values, pair_ptr, pair_label, rows, row_of, data, indices, indptr, t0, u)
+            block_scores(weights, tokens, t0, u)
             forward_backward(u, local, trans, m, block_T, logz)
-            nll += block_nll_grad(m, u, local, codes, trans, block_T, pair_ptr, pair_label, row_of,
-                                  data, indices, indptr, t0, logz, grad_values, grad_rows,
+            nll += block_nll_grad(m, u, local, codes, trans, block_T, tokens, t0, logz, grad,
                                   grad_T)  # fmt: skip
     if trans_index is not None:
         np.take(grad_T.ravel(), trans_index, out=grad_t)
