@@ -25,7 +25,7 @@ import time
 import numpy as np
 from bench_crf import ALPHA, K_STATES, N_BINS, REL_GAP, fit_with_snapshots, make_problem
 
-from structlearn.inference.convex_bp import trw_counting_numbers
+from structlearn.inference.marginals.convex_bp import trw_counting_numbers
 from structlearn.learners.convex_bp_learning import (
     crf_objective,
     fit_convex_bp_crf,

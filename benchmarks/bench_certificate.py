@@ -42,7 +42,7 @@ def sweep(repeat, spreads=(0.3, 1.0, 3.0)):
     """The Viterbi's two kernels as ``predict`` and the certificate call them
     (``viterbi`` with and without the sparse table), K = 16-1,000, fills
     1-50 %, 10-token sequences with N(0, spread^2) scores."""
-    from structlearn.inference.viterbi import sparse_table, sparse_transition_table, viterbi
+    from structlearn.inference.chains.viterbi import sparse_table, sparse_transition_table, viterbi
 
     rng = np.random.default_rng(0)
     print("| K | fill | score spread | sparse kernel ns/position | dense ns/position | "
@@ -68,7 +68,7 @@ def sweep(repeat, spreads=(0.3, 1.0, 3.0)):
 
 
 def sweep_topk(repeat):
-    from structlearn.inference.viterbi import sparse_table, sparse_transition_table, viterbi_topk
+    from structlearn.inference.chains.viterbi import sparse_table, sparse_transition_table, viterbi_topk
 
     rng = np.random.default_rng(0)
     print("| K | fill | k | dense us/position | sparse us/position | dense / sparse | "

@@ -34,7 +34,7 @@ import time
 import numpy as np
 
 from structlearn.graphs import grid_edges
-from structlearn.inference.convex_bp import incidence_lists, trw_counting_numbers
+from structlearn.inference.marginals.convex_bp import incidence_lists, trw_counting_numbers
 from structlearn.learners.convex_bp_learning import (
     crf_objective,
     fit_convex_bp_crf,
@@ -457,9 +457,9 @@ def part_fb_kernels(Ks=(2, 4, 8, 12, 16, 20, 26, 32, 40, 48, 64, 100, 200),
     import numpy as np
 
     from structlearn._parallel import single_threaded_blas
-    from structlearn.inference._chain_kernels import (GROUP_ENTRIES, forward_backward_batch,
+    from structlearn.inference.chains._chain_kernels import (GROUP_ENTRIES, forward_backward_batch,
                                                       forward_backward_grouped)
-    from structlearn.inference.forward_backward import GEMM_MIN_LABELS
+    from structlearn.inference.chains.forward_backward import GEMM_MIN_LABELS
     from structlearn.learners.chain_crf import block_tokens_for
 
     rng = np.random.default_rng(0)

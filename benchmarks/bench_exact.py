@@ -28,7 +28,7 @@ from scipy.special import logsumexp
 
 from structlearn.graphs import chain_graph
 from structlearn.inference import solve_map
-from structlearn.inference._chain_kernels import forward_backward_batch, viterbi_batch
+from structlearn.inference.chains._chain_kernels import forward_backward_batch, viterbi_batch
 
 UAI_DIR = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data" / "uai"
 

@@ -63,7 +63,7 @@ def lp_second_best(graph):
     inequality of the MAP labeling.  Returns (LP value, time)."""
     from scipy.optimize import linprog
 
-    from structlearn.inference.ilp import local_polytope
+    from structlearn.inference.exact.ilp import local_polytope
 
     t0 = time.perf_counter()
     x1 = solve_map(graph, "tree").labels

@@ -354,7 +354,7 @@ def bench_float32_passes(Ks, per_token=40):
 def bench_predict_k(Ks, repeat=3, n_topk=100, k=5):
     """predict of 1,000 sequences, then predict_topk(k) of ``n_topk`` of them with
     the sparse-table list Viterbi and with the dense one (same output, checked)."""
-    import structlearn.inference.viterbi as viterbi_module
+    import structlearn.inference.chains.viterbi as viterbi_module
     from structlearn.datasets import make_chain_data
 
     print("\n## 2f. predict of 1,000 new sequences (15 tokens, 10 of 2,000 features per token) "
@@ -723,7 +723,7 @@ def _bench_multilabel_predict(models, n_registry):
     print("| L | samples | predict ms / sample | registry ms / sample | speed-up | mean score "
           "predict - registry (same samples) | samples certified optimal | Hamming acc |")
     print("|---|---|---|---|---|---|---|---|")
-    from structlearn.inference.gdmm_binary import gdmm_binary_batch
+    from structlearn.inference.lp.gdmm_binary import gdmm_binary_batch
 
     for L, (m, X, Y) in models.items():
         a, b = np.nonzero(m._edges)

@@ -274,7 +274,7 @@ def _solve_one(args, graph, params, time_limit, started, read_time):
     if args.time_limit is None:
         # the default limit is a cap: iterative methods keep their iteration
         # cap, branch and bound its node cap
-        from .inference.branch_and_bound import DEFAULT_MAX_NODES
+        from .inference.exact.branch_and_bound import DEFAULT_MAX_NODES
 
         for name, cap in (("max_iter", DEFAULT_MAX_ITER), ("max_nodes", DEFAULT_MAX_NODES)):
             if name not in params and name in method_parameters(method):

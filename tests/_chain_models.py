@@ -8,7 +8,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from structlearn.datasets import make_chain_data
 from structlearn.estimators import SequenceSSVM
-from structlearn.inference.viterbi import sparse_transition_table
+from structlearn.inference.chains.viterbi import sparse_transition_table
 
 
 def mostly_zero_models(n_jobs, max_length, decoder, fills=(0.03, 0.3)):

@@ -7,7 +7,7 @@ import pytest
 
 from structlearn.graphs import graph_from_edges
 from structlearn.inference import solve_map
-from structlearn.inference.gdmm_binary import gdmm_binary_batch
+from structlearn.inference.lp.gdmm_binary import gdmm_binary_batch
 
 
 def _all_scores(S, E, w):

@@ -264,7 +264,7 @@ def test_back_ends_without_beliefs_branch_on_the_strongest_variable(bound_method
 def test_children_start_cold_once_the_state_budget_is_spent(monkeypatch):
     """With no room for solver states every child solves from zero; the
     search is as exact as with warm starts."""
-    import structlearn.inference.branch_and_bound as bb
+    import structlearn.inference.exact.branch_and_bound as bb
 
     graph = spin_glass(5, seed=3)
     kw = dict(tighten=0, enumeration_limit=0, persistency=False, depth_first=False,
@@ -370,7 +370,7 @@ def test_bound_stall_iter():
 def test_node_stall_rule_defaults_and_a_callers_value(monkeypatch):
     """Without a caller's value: 25 at the root, 5 at warm children; a
     caller's ``bound_stall_iter`` applies at every node."""
-    import structlearn.inference.branch_and_bound as bb
+    import structlearn.inference.exact.branch_and_bound as bb
 
     seen = []
     real = bb.solve_map
@@ -400,7 +400,7 @@ def test_node_stall_rule_defaults_and_a_callers_value(monkeypatch):
 def test_root_moves_to_the_larger_clusters_when_the_cheap_ones_leave_a_wide_gap(monkeypatch):
     """Cycle clusters above CHEAP_CLUSTER_ENTRIES join only when the root's
     gap on the cheaper relaxation stays wide; the search stays exact."""
-    import structlearn.inference.branch_and_bound as bb
+    import structlearn.inference.exact.branch_and_bound as bb
 
     monkeypatch.setattr(bb, "CHEAP_CLUSTER_ENTRIES", 8)  # no 4-cycle of spins is cheap
     sizes = []

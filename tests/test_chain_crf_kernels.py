@@ -8,7 +8,7 @@ from _graphgen import random_scores
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from structlearn.inference._chain_kernels import (
+from structlearn.inference.chains._chain_kernels import (
     _exp_table,
     _fb_log_seq,
     _fb_scaled_seq,
@@ -16,7 +16,7 @@ from structlearn.inference._chain_kernels import (
     forward_backward_batch,
     forward_backward_grouped,
 )
-from structlearn.inference.forward_backward import GEMM_MIN_LABELS, forward_backward
+from structlearn.inference.chains.forward_backward import GEMM_MIN_LABELS, forward_backward
 from structlearn.learners._chain_crf_kernels import lbfgs_direction
 
 SETTINGS = settings(max_examples=60, deadline=None)

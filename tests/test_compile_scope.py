@@ -17,7 +17,7 @@ import json, warnings
 warnings.simplefilter("ignore")
 from structlearn.datasets import make_chain_data
 from structlearn.estimators import SequenceSSVM
-from structlearn.inference import _chain_kernels as ck
+from structlearn.inference.chains import _chain_kernels as ck
 from structlearn.learners import _gdmm_chain_kernels as gk
 from structlearn.oracles import _inner_kernels as ik, _multimap_kernels as mk
 from structlearn.oracles import _sparse_rows_kernels as sk

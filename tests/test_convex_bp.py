@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from structlearn.graphs import grid_edges
-from structlearn.inference.convex_bp import (
+from structlearn.inference.marginals.convex_bp import (
     check_pairwise_edges,
     convex_bp,
     incidence_lists,
@@ -119,7 +119,7 @@ def test_loopy_bound_consistency_and_gradient(seed):
 
 
 def test_block_update_leaves_outside_fixed():
-    from structlearn.inference._convex_bp_kernels import bp_sweeps
+    from structlearn.inference.marginals._convex_bp_kernels import bp_sweeps
 
     rng = np.random.RandomState(0)
     h = w = 4

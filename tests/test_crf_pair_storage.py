@@ -314,7 +314,7 @@ def test_many_labels_fit_and_marginals_do_not_depend_on_n_jobs(monkeypatch):
     Marginals are computed over blocks cut once for the whole input (chunks
     hold whole blocks) on one BLAS thread, so n_jobs changes no bit; the
     sequences have different lengths, so the groups' row counts vary."""
-    from structlearn.inference.forward_backward import GEMM_MIN_LABELS
+    from structlearn.inference.chains.forward_backward import GEMM_MIN_LABELS
 
     monkeypatch.setattr(chain_crf, "PART_MIN_TOKENS", 200)
     monkeypatch.setattr(chain_crf, "BLOCK_ENTRIES", 2**14)  # several blocks per chunk

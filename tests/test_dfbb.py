@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from structlearn.graphs import FactorGraph, complete_graph
 from structlearn.inference import solve_map
-from structlearn.inference.dfbb import pairwise_dfbb
+from structlearn.inference.exact.dfbb import pairwise_dfbb
 
 from _graphgen import all_labelings
 

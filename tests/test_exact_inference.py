@@ -21,8 +21,8 @@ from structlearn.inference import (
     solve_map,
     tree_marginals,
 )
-from structlearn.inference._chain_kernels import forward_backward_batch, viterbi_batch
-from structlearn.inference.exact import brute_force_map
+from structlearn.inference.chains._chain_kernels import forward_backward_batch, viterbi_batch
+from structlearn.inference.exact.forests import brute_force_map
 
 SETTINGS = settings(max_examples=50, deadline=None)
 

@@ -3,7 +3,6 @@ pair rows in a pool that widen per sample) against a plain transcription of
 Algorithm 3 that keeps each sample's pairs in a Python list, scans every
 active pair for each label and every label for each step."""
 
-import copy
 
 import numpy as np
 import scipy.sparse as sp

@@ -6,6 +6,7 @@ the MAP and M-best registries load their back-ends by name
 does not see."""
 
 import ast
+import importlib
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "structlearn"
@@ -83,7 +84,34 @@ def _layer(module):
 def test_the_walk_sees_the_package():
     edges = _edges(_modules())
     assert len(edges) > 100
-    assert "structlearn.inference.registry" in edges["structlearn.inference.exact"]
+    assert "structlearn.inference.registry" in edges["structlearn.inference.exact.branch_and_bound"]
+    assert "structlearn.inference.chains._chain_kernels" in edges[
+        "structlearn.inference.chains.viterbi"]
+
+
+# back-ends that solve sub-problems with other back-ends by name
+META_SOLVERS = {"structlearn.inference.exact.branch_and_bound",
+                "structlearn.inference.mbest.nilsson"}
+
+
+def test_back_ends_declare_their_methods_and_never_import_their_registry():
+    """The registries read each back-end's table; only the meta-solvers,
+    which call other back-ends by name, import the MAP registry, and no
+    back-end imports the M-best registry."""
+    from structlearn.inference import mbest, registry
+
+    edges = _edges(_modules())
+    for reg, name, table in ((registry._REGISTRY, "structlearn.inference.registry", "METHODS"),
+                             (mbest._REGISTRY, "structlearn.inference.mbest", "MBEST_METHODS")):
+        for rel in reg._builtin:
+            module = "structlearn.inference" + rel
+            assert module in edges, module
+            back_end = importlib.import_module(module)
+            assert getattr(back_end, table), module
+            if module not in META_SOLVERS:
+                assert name not in edges[module], module
+            assert "structlearn.inference.mbest" not in edges[module], module
+    assert set(registry.available_methods()) >= {"viterbi", "tree", "exact", "ad3", "ilp"}
 
 
 def test_no_import_circle():

@@ -9,10 +9,10 @@ from _chain_models import mostly_zero_models
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from structlearn.inference._chain_kernels import (column_bits, transition_columns,
+from structlearn.inference.chains._chain_kernels import (column_bits, transition_columns,
                                                   transition_rows)
-from structlearn.inference._kbest_kernels import kbest_sequences
-from structlearn.inference._kbest_sparse_kernels import DEEP_LEADERS, kbest_sequences_sparse
+from structlearn.inference.chains._kbest_kernels import kbest_sequences
+from structlearn.inference.chains._kbest_sparse_kernels import DEEP_LEADERS, kbest_sequences_sparse
 
 
 def _table(T, bitset=True):
@@ -131,7 +131,7 @@ def test_predict_topk_over_a_mostly_zero_transition_table(n_jobs, monkeypatch):
     """``predict_topk`` of a many-label model with a mostly-zero
     ``transition_`` runs the sparse-table kernel (the dense one is made to
     fail) and returns the dense list Viterbi's sequences and scores."""
-    import structlearn.inference._kbest_kernels as dense_module
+    import structlearn.inference.chains._kbest_kernels as dense_module
 
     for X, m in mostly_zero_models(n_jobs, 9, "topk"):
         T = m.transition_

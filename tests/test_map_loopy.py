@@ -288,7 +288,7 @@ def test_trn_hessian_parameter_is_checked():
 def test_trn_lbfgs_model_satisfies_the_secant_equations():
     # the compact L-BFGS matrix must reproduce B s_k = y_k for the newest
     # pair and stay symmetric positive definite on convex data
-    from structlearn.inference.trn import _LbfgsModel
+    from structlearn.inference.lp.trn import _LbfgsModel
 
     rng = np.random.default_rng(0)
     n = 12
@@ -321,7 +321,7 @@ def test_ad3_small_solver_matches_lapack(seed):
     Gaussian elimination, against numpy's LAPACK solve: a backward error at
     rounding level, and the two solutions as close as the system's condition
     number (up to about 1e11 here, from the 1e-9 ridge) allows."""
-    from structlearn.inference._ad3_kernels import solve_small
+    from structlearn.inference.lp._ad3_kernels import solve_small
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 40))
@@ -348,7 +348,7 @@ def test_polish_share_leaves_compilation_out(compiled, monkeypatch):
     gets one."""
     import time
 
-    import structlearn.inference._lp_common as lp
+    import structlearn.inference.lp._lp_common as lp
     from structlearn.graphs import grid_graph
 
     rng = np.random.default_rng(0)

@@ -248,7 +248,7 @@ def test_nilsson_at_the_time_limit_fills_ranks_from_solved_subspaces(seed, n_che
                                                                      monkeypatch):
     """Stopped after a few subspace solves: the ranks come from the listed and
     the solved open subspaces, every bound still certified."""
-    from structlearn.inference import mbest
+    from structlearn.inference.mbest import _common as mbest
 
     calls = {"n": 0}
 

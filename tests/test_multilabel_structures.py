@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from structlearn.estimators import MultiLabelSSVM
 from structlearn.estimators._validation import csr_arrays
 from structlearn.graphs.label_graphs import chow_liu_edges, label_mutual_information
-from structlearn.inference.binary_forest import binary_forest_map_batch, rooted_forest
+from structlearn.inference.exact.binary_forest import binary_forest_map_batch, rooted_forest
 from structlearn.learners._multilabel_kernels import forest_hinges, multilabel_primal
 
 
@@ -235,7 +235,7 @@ def test_sizes_too_big_for_memory_are_refused_before_allocating():
 
 @pytest.mark.parametrize("seed", range(30))
 def test_persistency_map_matches_enumeration(seed):
-    from structlearn.inference.binary_forest import persistency_map_batch
+    from structlearn.inference.exact.binary_forest import persistency_map_batch
 
     rng = np.random.RandomState(seed)
     L = rng.randint(2, 9)

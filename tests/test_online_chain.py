@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import pytest
 
-from structlearn.inference._chain_kernels import viterbi_batch
+from structlearn.inference.chains._chain_kernels import viterbi_batch
 from structlearn.learners.online_chain import fit_online_chain
 
 

@@ -10,8 +10,8 @@ from scipy.sparse.csgraph import maximum_flow
 
 from structlearn.graphs import FactorGraph, grid_edges
 from structlearn.inference import solve_map
-from structlearn.inference._maxflow_kernels import max_flow, residual_reachable
-from structlearn.inference.roof_duality import condition_pairwise, flow_network, roof_dual
+from structlearn.inference.exact._maxflow_kernels import max_flow, residual_reachable
+from structlearn.inference.exact.roof_duality import condition_pairwise, flow_network, roof_dual
 
 from _graphgen import all_labelings
 

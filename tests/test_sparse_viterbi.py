@@ -7,11 +7,11 @@ from _chain_models import mostly_zero_models
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from structlearn.inference._chain_kernels import (_TOP_LABELS, _top_labels, column_bits,
+from structlearn.inference.chains._chain_kernels import (_TOP_LABELS, _top_labels, column_bits,
                                                   transition_columns, transition_rows,
                                                   viterbi_batch, viterbi_batch_sparse,
                                                   viterbi_batch_sparse_rows)
-from structlearn.inference.viterbi import SPARSE_VITERBI_MIN_LABELS, sparse_transition_table
+from structlearn.inference.chains.viterbi import SPARSE_VITERBI_MIN_LABELS, sparse_transition_table
 from structlearn.learners._ssvm_chain_kernels import (HINGE_BLOCK_ENTRIES, chain_hinges,
                                                       chain_primal, primal_from_hinges)
 
@@ -240,7 +240,7 @@ def test_predict_over_a_mostly_zero_transition_table_equals_the_dense_viterbi(n_
     one is made to fail); the labels equal the dense Viterbi's over the
     same scores.  The cost model is made to choose the sparse kernel at these
     few labels."""
-    import structlearn.inference.viterbi as vit
+    import structlearn.inference.chains.viterbi as vit
 
     monkeypatch.setattr(vit, "sparse_kernel_is_faster", lambda *args: True)
     for X, m in mostly_zero_models(n_jobs, 12, "viterbi"):
@@ -290,8 +290,8 @@ def test_predict_keeps_the_dense_viterbi_where_only_top_k_takes_the_sparse_table
     """At 64 labels and 3 % fill ``predict`` decodes with the dense Viterbi
     (the sparse kernel is made to fail) while ``predict_topk`` takes the
     sparse list Viterbi (the dense one is made to fail); both agree on rank 0."""
-    import structlearn.inference._kbest_kernels as dense_kbest
-    import structlearn.inference.viterbi as vit
+    import structlearn.inference.chains._kbest_kernels as dense_kbest
+    import structlearn.inference.chains.viterbi as vit
 
     X, m = next(mostly_zero_models(None, 12, "topk", fills=(0.03,)))
     with monkeypatch.context() as mp:

@@ -12,7 +12,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from structlearn.estimators import MultiLabelSSVM
-from structlearn.inference.gdmm_binary import gdmm_binary_batch
+from structlearn.inference.lp.gdmm_binary import gdmm_binary_batch
 from structlearn.learners._multilabel_kernels import max_labeling
 
 

@@ -10,7 +10,7 @@ import pytest
 from _graphgen import all_labelings
 from structlearn.graphs import FactorGraph, complete_graph, grid_graph
 from structlearn.inference import solve_map
-from structlearn.inference.tightening import cluster_graph, frustrated_cycles
+from structlearn.inference.lp.tightening import cluster_graph, frustrated_cycles
 
 
 def random_loopy(rng, kind):

@@ -134,7 +134,7 @@ class SequenceEstimatorMixin:
     def _decode(self, Xcat, offsets):
         """Viterbi codes (int64, (n_tokens,)) for stacked sequences; over the
         non-zeros of a mostly-zero ``transition_`` where that is faster."""
-        from ..inference.viterbi import sparse_transition_table
+        from ..inference.chains.viterbi import sparse_transition_table
 
         n_seq = offsets.shape[0] - 1
         # while progress bars are drawn, enough chunks for the bar to move
@@ -186,7 +186,7 @@ class SequenceEstimatorMixin:
         """The ``k`` highest-scoring label sequences of each input sequence.
 
         Exact list Viterbi over the fitted chain model
-        (:func:`structlearn.inference.viterbi.viterbi_topk`: over the
+        (:func:`structlearn.inference.chains.viterbi.viterbi_topk`: over the
         non-zeros of a mostly-zero ``transition_`` where that is faster),
         all sequences of a chunk in one compiled call; rank 0 is
         :meth:`predict`'s answer.
@@ -205,7 +205,7 @@ class SequenceEstimatorMixin:
             Their chain scores (unary plus transition scores).
         """
         from ..inference.mbest import check_m
-        from ..inference.viterbi import sparse_transition_table
+        from ..inference.chains.viterbi import sparse_transition_table
 
         k = check_m(k)
         Xcat, offsets, _ = self._check_X(X, stack=False)
@@ -339,8 +339,8 @@ def chunk_scores(rows, coef):
 
 def _viterbi_chunk(rows, coef, offsets, trans, table):
     """Viterbi codes of one chunk of sequences (``table``: see
-    :func:`~structlearn.inference.viterbi.viterbi`)."""
-    from ..inference.viterbi import viterbi
+    :func:`~structlearn.inference.chains.viterbi.viterbi`)."""
+    from ..inference.chains.viterbi import viterbi
 
     unary = chunk_scores(rows, coef)
     out = np.empty(unary.shape[0], dtype=np.int64)
@@ -369,8 +369,8 @@ def _check_topk_memory(offsets, K, k, n_jobs):
 def _kbest_chunk(rows, coef, offsets, trans, k, table):
     """List-Viterbi codes ``(n_tokens, k)``, scores ``(n_seq, k)`` and ranks
     found ``(n_seq,)`` of one chunk of sequences (``table``: see
-    :func:`~structlearn.inference.viterbi.viterbi_topk`)."""
-    from ..inference.viterbi import viterbi_topk
+    :func:`~structlearn.inference.chains.viterbi.viterbi_topk`)."""
+    from ..inference.chains.viterbi import viterbi_topk
 
     unary = chunk_scores(rows, coef)
     n_seq = offsets.shape[0] - 1

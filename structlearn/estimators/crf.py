@@ -339,7 +339,7 @@ def _marginals_chunk(rows, coef, offsets, trans, blocks):
     """Token marginals (n_tokens, K) of one chunk of sequences, a
     forward-backward per block (``blocks``: int64, the chunk's first
     sequence of each block and its end, chunk-local)."""
-    from ..inference.forward_backward import forward_backward
+    from ..inference.chains.forward_backward import forward_backward
 
     unary = chunk_scores(rows, coef)
     K = unary.shape[1]
@@ -396,7 +396,7 @@ def _check_graph_samples(X, n_features=None, n_bins=None):
     -------
     Xcat (n, d), edges (E, 2) over stacked nodes, bins (E,), sample_ptr, edge_ptr
     """
-    from ..inference.convex_bp import check_pairwise_edges
+    from ..inference.marginals.convex_bp import check_pairwise_edges
 
     if isinstance(X, (np.ndarray, str, dict)) or X is None or sp.issparse(X):
         raise TypeError(
@@ -482,7 +482,7 @@ class GraphCRF(BaseEstimator):
     :mod:`structlearn.learners.convex_bp_learning`). Counting numbers are
     tree-reweighted, with node counting numbers raised on loopy graphs so
     that BP converges (exact likelihood on trees; see
-    :func:`structlearn.inference.convex_bp.trw_counting_numbers`).
+    :func:`structlearn.inference.marginals.convex_bp.trw_counting_numbers`).
 
     Parameters
     ----------
@@ -705,7 +705,7 @@ class GraphCRF(BaseEstimator):
             yield unary[lo:hi], edges[elo:ehi] - lo, bins[elo:ehi]
 
     def _marginals(self, unary, edges, bins):
-        from ..inference.convex_bp import convex_bp
+        from ..inference.marginals.convex_bp import convex_bp
 
         return convex_bp(unary, edges, self.pairwise_, edge_tables=bins,
                          max_iter=self.inner_max_iter * 5, tol=1e-8, random_state=0)  # fmt: skip

@@ -444,7 +444,7 @@ def _resolve_pairwise(pairwise, Y):
 def _rooted_edges(E):
     """``(RootedForest, edge index -> (a, b))`` of the mask when it is a
     forest with edges, else None (what prediction needs to run max-product)."""
-    from ..inference.binary_forest import rooted_forest
+    from ..inference.exact.binary_forest import rooted_forest
 
     a, b = np.nonzero(E)
     if a.size == 0:
@@ -578,7 +578,7 @@ default="auto"
         per sample (LP-based or approximate, default settings). ``"auto"``:
         exact when possible, else GDMM MAP for binary variables with many
         pair factors on all samples in one compiled call
-        (:func:`structlearn.inference.gdmm_binary.gdmm_binary_batch`: at most
+        (:func:`structlearn.inference.lp.gdmm_binary.gdmm_binary_batch`: at most
         50 rounds of 10 iterations per sample, decodings improved by local
         search, deterministic): approximate MAP with a certified bound.
     inference_params : dict or None, default=None
@@ -794,7 +794,7 @@ default="auto"
         forest = getattr(self, "_forest", None)
         if method in ("auto", "exact") and forest is not None and L > MAX_ENUM_LABELS:
             # exact max-product over the tree of label pairs
-            from ..inference.binary_forest import binary_forest_map_batch
+            from ..inference.exact.binary_forest import binary_forest_map_batch
 
             rooted, edges = forest
             weights = self.pairwise_coef_[edges[:, 0], edges[:, 1]]
@@ -803,7 +803,7 @@ default="auto"
         if method == "auto" and n_edges and L > MAX_ENUM_LABELS:
             # persistency fixes most labels, the rest are enumerated; rows
             # left with more than 16 undecided labels go to batched GDMM
-            from ..inference.binary_forest import persistency_map_batch
+            from ..inference.exact.binary_forest import persistency_map_batch
 
             a, b = np.nonzero(E)
             edges = np.stack([a, b], axis=1)

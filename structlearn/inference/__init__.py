@@ -4,7 +4,7 @@ from .registry import (available_methods, get_method, method_parameters, registe
                        solve_map)
 from .result import MapResult
 from .mbest import MBestResult, available_mbest_methods, solve_mbest
-from .exact import chain_marginals, tree_marginals
+from .exact.forests import chain_marginals, tree_marginals
 
 __all__ = [
     "MBestResult",

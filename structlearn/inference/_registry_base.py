@@ -30,22 +30,34 @@ class Registry:
     kind : str
         Used in messages ("MAP", "M-best").
     builtin : tuple of str
-        Modules (relative to this package) that register the built-in
-        back-ends; imported on first use, so importing the package compiles
-        and imports nothing heavy.
+        Modules (relative to this package) of the built-in back-ends;
+        imported on first use, so importing the package compiles and imports
+        nothing heavy.  Each declares its methods in a module-level tuple
+        ``table`` of keyword dicts (``name``, ``solver``, ``exact``,
+        ``params``, ...), which the registry reads: a back-end never imports
+        its registry.
+    table : str, default="METHODS"
+    declare : callable, optional
+        Called with each declared dict (default: :meth:`register`); a
+        registry with more to do per method (the MAP registry's
+        ``tightening``) passes its own.
     """
 
-    def __init__(self, kind, builtin):
+    def __init__(self, kind, builtin, table="METHODS", declare=None):
         self.kind = kind
         self.methods = {}
         self._builtin = builtin
+        self._table = table
+        self._declare = declare
         self._loaded = False
 
     def _load(self):
         if not self._loaded:
             self._loaded = True
+            declare = self._declare or self.register
             for module in self._builtin:
-                importlib.import_module(module, __package__)
+                for spec in getattr(importlib.import_module(module, __package__), self._table):
+                    declare(**spec)
 
     def register(self, name, solver, *, exact=False, params=()):
         """Add ``solver`` under ``name``; it takes ``time_limit`` and ``params``."""

@@ -1,10 +1,12 @@
 """Registry of MAP back-ends behind :func:`solve_map`.
 
 A back-end is a function ``solver(graph, *, time_limit=None, **params) ->
-MapResult``.  Back-ends register themselves with :func:`register_method`,
-naming the parameters they take; :func:`solve_map` checks the parameters of
-every call against that list (one error message for every method) and hands
-every registered back-end the time limit.  ``method="auto"`` picks a method
+MapResult``.  The built-in back-ends declare theirs in a ``METHODS`` table
+(read here on first use); user back-ends are added with
+:func:`register_method`.  Each names the parameters it takes;
+:func:`solve_map` checks the parameters of every call against that list
+(one error message for every method) and hands every back-end the time
+limit.  ``method="auto"`` picks a method
 from the graph's structure and size (:func:`auto_choice`) and says why in
 :attr:`MapResult.reason`.
 
@@ -27,8 +29,10 @@ from .result import MapResult
 __all__ = ["available_methods", "get_method", "method_parameters", "register_method",
            "solve_map"]
 
-_REGISTRY = Registry("MAP", (".exact", ".ad3", ".branch_and_bound", ".dual_decomposition",
-                             ".gdmm", ".gdmm_binary", ".ilp", ".smoothed_dual", ".trn"))
+_REGISTRY = Registry("MAP", (".exact.forests", ".lp.ad3", ".exact.branch_and_bound",
+                             ".lp.dual_decomposition", ".lp.gdmm", ".lp.gdmm_binary", ".exact.ilp",
+                             ".lp.smoothed_dual", ".lp.trn"),
+                     declare=lambda **spec: register_method(**spec))
 _METHODS = _REGISTRY.methods
 
 
@@ -187,7 +191,7 @@ def solve_map(graph, method="auto", *, time_limit=None, **params):
         any order (``ad3``, ``gdmm``, ``psdd``, ``fista``, ``scm``, ``trn``)
         also take ``cycles=N``: the relaxation is tightened with up to ``N``
         cluster factors over the most frustrated triangles and 4-cycles of
-        the pairwise factors (:mod:`structlearn.inference.tightening`); the
+        the pairwise factors (:mod:`structlearn.inference.lp.tightening`); the
         result's ``n_clusters`` says how many were added.
 
     Returns
@@ -267,7 +271,7 @@ def _tightened(graph, cycles):
         raise ValueError(f"cycles must be a non-negative integer, got {cycles!r}")
     if not cycles:
         return graph, 0
-    from .tightening import cluster_graph, frustrated_cycles
+    from .lp.tightening import cluster_graph, frustrated_cycles
 
     chosen, _ = frustrated_cycles(graph, int(cycles))
     return cluster_graph(graph, chosen), int(chosen.shape[0])

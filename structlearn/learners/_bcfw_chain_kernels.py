@@ -1,7 +1,7 @@
 """Numba kernels of the structured-oracle baselines for chains: BCFW and SSG.
 
 Both call the structured maximization oracle (loss-augmented Viterbi over
-all ``K`` labels, :func:`structlearn.inference._chain_kernels.viterbi_batch`)
+all ``K`` labels, :func:`structlearn.inference.chains._chain_kernels.viterbi_batch`)
 once per sequence visit.  Layout and objective: see
 :mod:`._ssvm_chain_kernels`.
 
@@ -17,7 +17,7 @@ and its loss term ``l_i = C E_mu Hamming``.
 import numba as nb
 import numpy as np
 
-from ..inference._chain_kernels import viterbi_batch
+from ..inference.chains._chain_kernels import viterbi_batch
 from ._ssvm_chain_kernels import max_sequence_length, unary_scores
 
 

@@ -15,8 +15,8 @@ flip gains in O(L) per labeling (``L <= 30``).  With no edges it reduces to
 import numba as nb
 import numpy as np
 
-from ..inference._binary_forest_kernels import binary_forest_map
-from ..inference._binary_sparse_map_kernels import gray_code_max
+from ..inference.exact._binary_forest_kernels import binary_forest_map
+from ..inference.exact._binary_sparse_map_kernels import gray_code_max
 
 
 @nb.njit(cache=True)
@@ -250,7 +250,7 @@ def forest_hinges(W, data, indices, indptr, Y, order, parent, weight, out):
 
     ``out[i] = max_y [score_i(y) + Hamming(y, ybar_i)] - score_i(ybar_i)``
     by max-product on the rooted forest (``order``, ``parent``, ``weight``:
-    see :mod:`structlearn.inference._binary_forest_kernels`; ``weight[j]``
+    see :mod:`structlearn.inference.exact._binary_forest_kernels`; ``weight[j]``
     the pair weight of ``(parent[j], j)``).  O(nnz(x_i) L) per sample for
     the label scores, O(L) for the rest.  ``out`` float64 (n,).
     """

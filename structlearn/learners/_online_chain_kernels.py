@@ -41,7 +41,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from ..inference._chain_kernels import viterbi_batch
+from ..inference.chains._chain_kernels import viterbi_batch
 
 __all__ = ["AROW", "PA", "PA1", "PA2", "PERCEPTRON", "OnlineRule", "OnlineScratch",
            "OnlineWeights", "TrainingChains", "online_chain_epoch", "sequence_scores"]

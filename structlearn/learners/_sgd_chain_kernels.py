@@ -11,7 +11,7 @@ Per sequence ``i`` (visited one at a time) the objective is
 The decay is kept as a scale factor ``w = scale * v`` (Bottou's trick), so a
 step touches only the features of the sequence and the transitions; ``v``
 is renormalized when ``scale`` gets small.  Marginals come from the
-forward-backward kernels of :mod:`structlearn.inference._chain_kernels`.
+forward-backward kernels of :mod:`structlearn.inference.chains._chain_kernels`.
 """
 
 from typing import NamedTuple
@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from ..inference._chain_kernels import fb_log_batch, fb_scaled_batch
+from ..inference.chains._chain_kernels import fb_log_batch, fb_scaled_batch
 from ._online_chain_kernels import sequence_scores
 
 __all__ = ["SGDWeights", "sgd_chain_epoch"]

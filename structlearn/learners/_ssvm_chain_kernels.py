@@ -22,8 +22,8 @@ No validation here; outputs go into caller-allocated arrays.
 import numba as nb
 import numpy as np
 
-from ..inference._chain_kernels import viterbi_batch, viterbi_batch_sparse_rows
-from ..inference.viterbi import sparse_transition_table
+from ..inference.chains._chain_kernels import viterbi_batch, viterbi_batch_sparse_rows
+from ..inference.chains.viterbi import sparse_transition_table
 from ..oracles._sparse_rows_kernels import sparse_rows_sq_sum, sparse_rows_unary_scores
 
 # token scores held at once by the certificate's loss-augmented Viterbi
@@ -96,7 +96,7 @@ def chain_hinges(W, Wsp, vs, cols, data, indices, indptr, offsets, y, scale, s_l
         of the weights (:mod:`structlearn.oracles.sparse_rows`).
     vs : float64 (K, K), the transition weights already scaled.
     cols : tuple or None
-        :func:`~structlearn.inference.viterbi.sparse_transition_table` of ``vs``: the Viterbi runs over its non-zeros,
+        :func:`~structlearn.inference.chains.viterbi.sparse_transition_table` of ``vs``: the Viterbi runs over its non-zeros,
         O(K) plus the entries read per token instead of O(K^2), same labels;
         None runs the dense Viterbi (the sparse kernel is then not compiled).
     zbuf : int64 (N,); hinge : float64 (n_seq,)

@@ -11,7 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 from .._progress_bar import progress_tick
 from .._warnings import warn_user
 from .._parallel import CHUNKS_PER_JOB, chunk_bounds, map_chunks, n_chunks_for
-from ..inference.viterbi import sparse_transition_table
+from ..inference.chains.viterbi import sparse_transition_table
 from ._ssvm_chain_kernels import (_sq_sum, chain_hinges, chain_primal, primal_from_hinges,
                                   scaled_transitions, token_sq_norms)
 

@@ -6,7 +6,7 @@ Objective (``N`` sequences, weights ``W`` (K, d) and ``T`` (K, K))::
 
 ``score_s(z) = sum_t W[z_t] @ x_t + sum_t T[z_t, z_{t+1}]``. ``log Z`` and
 the marginals come from the numba forward-backward over all sequences at
-once (:func:`structlearn.inference.forward_backward.forward_backward`,
+once (:func:`structlearn.inference.chains.forward_backward.forward_backward`,
 scaled recursion with a log-domain fallback); the gradient is (expected -
 observed) feature counts, accumulated over the nonzero features only
 (:mod:`._chain_crf_kernels`). CRFsuite minimizes
@@ -385,7 +385,7 @@ def _part_nll_grad(weights, trans, tokens, offsets, codes, seq_lo, seq_hi, block
     block while it is in cache; no (n_tokens, K) array).  A module-level
     function, so that :func:`map_chunks` can run parts on any back-end.
     """
-    from ..inference.forward_backward import forward_backward
+    from ..inference.chains.forward_backward import forward_backward
     from ._chain_crf_kernels import block_nll_grad, block_scores
 
     K = trans.shape[0]

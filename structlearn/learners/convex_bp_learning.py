@@ -10,7 +10,7 @@ state ``a`` by ``W[a] @ x_u`` and edge ``e = (u, v)`` in bin ``c_e`` scores
               + (alpha / 2) (||W||^2 + ||V||^2)
 
 where ``B_i`` is the convex-BP free-energy bound of sample ``i`` (see
-:mod:`structlearn.inference.convex_bp`) and ``N`` the number of samples, by
+:mod:`structlearn.inference.marginals.convex_bp`) and ``N`` the number of samples, by
 gradient descent with a fixed step. The gradient is the expected features
 under the beliefs minus the observed ones. The methods differ only in how
 much inference runs per step:
@@ -38,7 +38,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .._progress_bar import progress_tick
-from ..inference.convex_bp import incidence_lists, trw_counting_numbers
+from ..inference.marginals.convex_bp import incidence_lists, trw_counting_numbers
 
 __all__ = [
     "BPLearningResult",
@@ -201,7 +201,7 @@ def _learning_state(X, W, V, bins, edges, rho_node, rho_edge, max_sweeps, tol):
         ``(adj_ptr, adj_edge, adj_side, theta_node, nu, logtau, tau_node,
         tau_edge, exp_node, exp_edge, info)`` as used by the kernels.
     """
-    from ..inference._convex_bp_kernels import block_learning_step
+    from ..inference.marginals._convex_bp_kernels import block_learning_step
 
     n, d = X.shape
     K = W.shape[0]
@@ -314,7 +314,7 @@ def fit_convex_bp_crf(
     rho_node, rho_edge : arrays, optional
         Counting numbers; default tree-reweighted with node counting numbers
         that keep block BP convergent
-        (:func:`structlearn.inference.convex_bp.trw_counting_numbers`).
+        (:func:`structlearn.inference.marginals.convex_bp.trw_counting_numbers`).
     W_init, V_init : arrays, optional
         Starting weights (warm start); zeros by default.
     random_state : int, RandomState or None
@@ -330,7 +330,7 @@ def fit_convex_bp_crf(
     -------
     result : BPLearningResult
     """
-    from ..inference._convex_bp_kernels import bp_learning_pass, free_energy
+    from ..inference.marginals._convex_bp_kernels import bp_learning_pass, free_energy
 
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -459,7 +459,7 @@ def crf_objective(W, V, X, y, edges, edge_bins, sample_ptr, *, alpha, rho_node, 
     grad_V : ndarray (n_bins, K, K)
     converged : bool
     """
-    from ..inference._convex_bp_kernels import free_energy
+    from ..inference.marginals._convex_bp_kernels import free_energy
 
     X = np.ascontiguousarray(X, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.int64)

@@ -228,7 +228,7 @@ class _Certificate:
     """
 
     def __init__(self, problem, C, rho):
-        from ..inference.binary_forest import rooted_forest
+        from ..inference.exact.binary_forest import rooted_forest
 
         Y, E = problem.Y, problem.E
         n, L = Y.shape

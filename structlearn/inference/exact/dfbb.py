@@ -13,7 +13,7 @@ the instance to the LP-bounded search.
 
 import numpy as np
 
-from ..graphs.factor_graph import FactorGraph
+from ...graphs.factor_graph import FactorGraph
 
 __all__ = ["pairwise_dfbb"]
 

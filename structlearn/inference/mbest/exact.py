@@ -1,7 +1,7 @@
 """Exact M-best back-ends: list Viterbi on chains, k-best max-product on
 pairwise forests, enumeration.
 
-``"kbest_chain"`` runs :func:`structlearn.inference._kbest_kernels.kbest_path`
+``"kbest_chain"`` runs :func:`structlearn.inference.chains._kbest_kernels.kbest_path`
 over the variables of a chain graph in path order (paths joined by a zero
 transition, so a disjoint union of paths is one search).  ``"brute_force"``
 scores every labeling in blocks and keeps the best ``m``, ties to the
@@ -12,11 +12,11 @@ import time
 
 import numpy as np
 
-from ..graphs._graph_kernels import score_labelings
-from ._kbest_kernels import kbest_path, kbest_tree
-from ..graphs.structure import log10_n_labelings
-from .exact import DEFAULT_MAX_STATES, _chain_schedule, _forest_schedule, _format_power_of_ten
-from .mbest import Deadline, final_status, make_result, register_mbest_method
+from ...graphs._graph_kernels import score_labelings
+from ..chains._kbest_kernels import kbest_path, kbest_tree
+from ...graphs.structure import log10_n_labelings
+from ..exact.forests import DEFAULT_MAX_STATES, _chain_schedule, _forest_schedule, _format_power_of_ten
+from ._common import Deadline, final_status, make_result
 
 __all__ = ["kbest_chain_mbest", "kbest_tree_mbest", "brute_force_mbest", "chain_path_arrays",
            "forest_arrays"]
@@ -87,7 +87,7 @@ def forest_arrays(graph, method="kbest_tree"):
     Returns
     -------
     ks, uoff, unary, order, parent, ch_ptr, children, tbase, sp, sc : arrays
-        As :func:`structlearn.inference._kbest_kernels.kbest_tree` takes them.
+        As :func:`structlearn.inference.chains._kbest_kernels.kbest_tree` takes them.
     """
     if graph.n_factors and np.any(graph.factor_orders != 2):
         raise ValueError(f"method {method!r} needs pairwise factors (use method='nilsson' "
@@ -205,7 +205,9 @@ def brute_force_mbest(graph, m, *, max_states=DEFAULT_MAX_STATES, time_limit=Non
     return make_result(graph, labels, best_val, best_val, m, "brute_force", status, t0)
 
 
-register_mbest_method("kbest_chain", kbest_chain_mbest, exact=True)
-register_mbest_method("kbest_tree", kbest_tree_mbest, exact=True)
-register_mbest_method("brute_force", brute_force_mbest, exact=True,
-                      params=("max_states", "block"))
+# read by the M-best registry when it first loads its back-ends
+MBEST_METHODS = (
+    dict(name="kbest_chain", solver=kbest_chain_mbest, exact=True),
+    dict(name="kbest_tree", solver=kbest_tree_mbest, exact=True),
+    dict(name="brute_force", solver=brute_force_mbest, exact=True, params=("max_states", "block")),
+)

@@ -14,7 +14,7 @@ and allocate the outputs.
 import numba as nb
 import numpy as np
 
-from ._search_kernels import sorted_find
+from .._search_kernels import sorted_find
 
 # Below this value a scaled sum of exponentials may have lost relative
 # precision to underflow; the column (row) is then recomputed in the log domain.

@@ -133,7 +133,7 @@ def persistency_map_batch(unary, edges, weights, *, max_free=16):
     exact : ndarray of bool, shape (n_samples,)
     """
     from ._binary_sparse_map_kernels import sparse_binary_map_rows
-    from .gdmm_binary import gdmm_binary_batch
+    from ..lp.gdmm_binary import gdmm_binary_batch
 
     unary = np.ascontiguousarray(unary, dtype=np.float64)
     n, L = unary.shape

@@ -13,7 +13,6 @@ import numpy as np
 
 from ._lp_common import COMMON_DEFAULTS, Problem, Tracker, check_graph, check_params, positive
 from ._lp_kernels import dual_supergradient
-from .registry import register_method
 
 __all__ = ["psdd_map"]
 
@@ -88,4 +87,7 @@ def psdd_map(graph, **params):
     return tr.result()
 
 
-register_method("psdd", psdd_map, params=DEFAULTS, tightening=True)
+# read by the MAP registry when it first loads its back-ends
+METHODS = (
+    dict(name="psdd", solver=psdd_map, params=DEFAULTS, tightening=True),
+)

@@ -47,17 +47,17 @@ import time
 
 import numpy as np
 
-from ..graphs import (component_subgraphs, is_forest, merge_parallel_factors,
+from ...graphs import (component_subgraphs, is_forest, merge_parallel_factors,
                       propagate_forbidden_labels, prune_dominated_labels)
-from ..graphs.factor_graph import FactorGraph
-from ._budget import check_time_limit
-from ._lp_common import COMMON_DEFAULTS, Problem, Tracker
-from ._progress import quiet, report
+from ...graphs.factor_graph import FactorGraph
+from .._budget import check_time_limit
+from ..lp._lp_common import COMMON_DEFAULTS, Problem, Tracker
+from .._progress import quiet, report
 from .dfbb import pairwise_dfbb
-from ..graphs.structure import enumeration_is_cheap, labelings_at_most
-from .registry import (AUTO_CYCLES, AUTO_LARGE_DOMAIN, check_method_params, get_method,
-                       method_parameters, register_method, solve_map)
-from .result import MapResult
+from ...graphs.structure import enumeration_is_cheap, labelings_at_most
+from ..registry import (AUTO_CYCLES, AUTO_LARGE_DOMAIN, check_method_params, get_method,
+                       method_parameters, solve_map)
+from ..result import MapResult
 from .roof_duality import condition_pairwise, roof_dual
 
 __all__ = ["branch_and_bound_map"]
@@ -402,7 +402,7 @@ def _cycle_relaxations(graph, n_cycles, deadline=None):
     clusters up to :data:`~.tightening.MAX_CLUSTER_ENTRIES` entries where
     that adds cycles (else None).  Before a ``deadline`` each of the two
     cycle searches scores candidates for at most a quarter of the time left."""
-    from .tightening import MAX_CANDIDATE_ENTRIES, cluster_graph, frustrated_cycles
+    from ..lp.tightening import MAX_CANDIDATE_ENTRIES, cluster_graph, frustrated_cycles
 
     if not n_cycles:
         return graph, None
@@ -593,7 +593,9 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
                      history=history, method="exact", status=status)
 
 
-register_method("exact", branch_and_bound_map, exact=True,
-                params=("bound_method", "bound_params", "tighten", "max_nodes", "dominance",
-                        "persistency", "tol", "enumeration_limit", "max_search_vars",
-                        "depth_first"))
+# read by the MAP registry when it first loads its back-ends
+METHODS = (
+    dict(name="exact", solver=branch_and_bound_map, exact=True,
+         params=("bound_method", "bound_params", "tighten", "max_nodes", "dominance",
+                 "persistency", "tol", "enumeration_limit", "max_search_vars", "depth_first")),
+)

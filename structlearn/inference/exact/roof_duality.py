@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..graphs.factor_graph import FactorGraph
+from ...graphs.factor_graph import FactorGraph
 
 __all__ = ["RoofDual", "condition_pairwise", "flow_network", "roof_dual"]
 

@@ -30,7 +30,6 @@ import numpy as np
 from ._ad3_kernels import ad3_node_and_dual_step, ad3_pass
 from ._lp_common import COMMON_DEFAULTS, Problem, Tracker, check_graph, check_params, positive
 from ._lp_kernels import argmax_segments, clique_dual
-from .registry import register_method
 
 __all__ = ["AD3State", "ad3_map"]
 
@@ -91,7 +90,7 @@ def ad3_map(graph, **params):
     ----------
     graph : FactorGraph
     max_iter, time_limit, tol, stall_iter, bound_stall_iter, local_search, verbose
-        As for :func:`structlearn.inference.dual_decomposition.psdd_map`.
+        As for :func:`structlearn.inference.lp.dual_decomposition.psdd_map`.
     rho : float, default=0.1
         Initial augmented-Lagrangian penalty (normalized units).
     adapt_rho : bool, default=True
@@ -180,4 +179,7 @@ def ad3_map(graph, **params):
     return res
 
 
-register_method("ad3", ad3_map, params=DEFAULTS, tightening=True)
+# read by the MAP registry when it first loads its back-ends
+METHODS = (
+    dict(name="ad3", solver=ad3_map, params=DEFAULTS, tightening=True),
+)

@@ -10,7 +10,7 @@ sits at ``edge_tab[edge_off[e]:edge_off[e + 1]]`` in C order over
 import numba as nb
 import numpy as np
 
-from ._search_kernels import sorted_find
+from .._search_kernels import sorted_find
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)

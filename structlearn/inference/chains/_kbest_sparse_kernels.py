@@ -140,7 +140,7 @@ def kbest_sequences_sparse(unary, offsets, col_ptr, col_rows, col_vals, row_ptr,
     col_ptr, col_rows, col_vals, row_ptr, row_cols, row_vals, bits
         The table ``trans[a, b]`` (score of ``y_t = a, y_{t+1} = b``) by
         column, by row (each row by decreasing value) and as a bitset:
-        :func:`structlearn.inference.viterbi.sparse_transition_table`.
+        :func:`structlearn.inference.chains.viterbi.sparse_transition_table`.
     deep_leaders : int
         A label reads its own column when its ``m`` best outside entries lie
         beyond the first ``m (1 + deep_leaders)`` of ``G``.

@@ -36,7 +36,6 @@ import numpy as np
 from ._lp_common import Problem, Tracker, check_graph, check_params, positive
 from ._lp_kernels import clique_dual, smooth_dual_grad, smooth_dual_value
 from ._trn_kernels import apply_preconditioner, build_preconditioner, hess_vec
-from .registry import register_method
 from .smoothed_dual import SMOOTH_DEFAULTS, Annealer
 
 __all__ = ["trn_map"]
@@ -148,10 +147,10 @@ def trn_map(graph, **params):
     ----------
     graph : FactorGraph
     max_iter, time_limit, tol, stall_iter, bound_stall_iter, local_search, verbose
-        As for :func:`structlearn.inference.dual_decomposition.psdd_map`
+        As for :func:`structlearn.inference.lp.dual_decomposition.psdd_map`
         (one iteration = one Newton step).
     tau, tau_max, anneal_factor, anneal_beta, grad_tol
-        As for :func:`structlearn.inference.smoothed_dual.fista_map`.
+        As for :func:`structlearn.inference.lp.smoothed_dual.fista_map`.
     hessian : {"newton", "lbfgs"}, default="newton"
         Curvature model: the true Hessian (thesis 5.1) or the limited-memory
         BFGS approximation (the quasi-Newton variant of thesis 5.2).
@@ -277,4 +276,7 @@ def trn_map(graph, **params):
     return tr.result()
 
 
-register_method("trn", trn_map, params=DEFAULTS, tightening=True)
+# read by the MAP registry when it first loads its back-ends
+METHODS = (
+    dict(name="trn", solver=trn_map, params=DEFAULTS, tightening=True),
+)

@@ -54,12 +54,12 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import minimum_spanning_tree
 
-from ..graphs.factor_graph import FactorGraph
-from ..graphs.structure import bfs_schedule, merge_parallel_factors
-from ._budget import resolve_max_iter
-from ._exact_kernels import tree_max_product
-from ._lp_common import Problem, integer, nonnegative, positive
-from .mbest import Deadline, final_status, make_result, register_mbest_method
+from ...graphs.factor_graph import FactorGraph
+from ...graphs.structure import bfs_schedule, merge_parallel_factors
+from .._budget import resolve_max_iter
+from ..exact._exact_kernels import tree_max_product
+from ..lp._lp_common import Problem, integer, nonnegative, positive
+from ._common import Deadline, final_status, make_result
 
 __all__ = ["steelars_mbest"]
 
@@ -551,4 +551,7 @@ def steelars_mbest(graph, m, *, time_limit=None, **params):
     return make_result(graph, labels, scores, bounds, m, "steelars", status, t0, history)
 
 
-register_mbest_method("steelars", steelars_mbest, params=DEFAULTS)
+# read by the M-best registry when it first loads its back-ends
+MBEST_METHODS = (
+    dict(name="steelars", solver=steelars_mbest, params=DEFAULTS),
+)

@@ -27,12 +27,11 @@ to be pairwise.
 
 import numpy as np
 
-from ..graphs.structure import incidence_csr
+from ...graphs.structure import incidence_csr
 from ._binary_batch_kernels import binary_pairwise_map_batch
 from ._gdmm_kernels import binary_gdmm_run, binary_gdmm_state
 from ._lp_common import (COMMON_DEFAULTS, Problem, Tracker, check_graph, check_params, integer,
                          nonnegative, positive)
-from .registry import register_method
 
 __all__ = ["gdmm_binary_batch", "gdmm_binary_map"]
 
@@ -47,7 +46,7 @@ def gdmm_binary_map(graph, **params):
     graph : FactorGraph
         Every variable binary, every factor pairwise.
     max_iter, time_limit, tol, stall_iter, bound_stall_iter, local_search, verbose
-        As for :func:`structlearn.inference.gdmm.gdmm_map`; one iteration runs
+        As for :func:`structlearn.inference.lp.gdmm.gdmm_map`; one iteration runs
         ``inner`` GDMM iterations, then decodes.
     rho : float, default=0.1
         Augmented-Lagrangian weight (normalized units).
@@ -202,4 +201,7 @@ def gdmm_binary_batch(unary, edges, weights, *, max_iter=50, inner=10, rho=0.1, 
     return labels, scores, bounds, rounds
 
 
-register_method("gdmm_binary", gdmm_binary_map, params=DEFAULTS)
+# read by the MAP registry when it first loads its back-ends
+METHODS = (
+    dict(name="gdmm_binary", solver=gdmm_binary_map, params=DEFAULTS),
+)

@@ -15,7 +15,6 @@ import numpy as np
 
 from ._lp_common import COMMON_DEFAULTS, Problem, Tracker, check_graph, check_params, positive
 from ._lp_kernels import clique_dual, smooth_dual_grad, smooth_dual_value, star_sweep
-from .registry import register_method
 
 __all__ = ["fista_map", "scm_map"]
 
@@ -66,7 +65,7 @@ def fista_map(graph, **params):
     ----------
     graph : FactorGraph
     max_iter, time_limit, tol, stall_iter, bound_stall_iter, local_search, verbose
-        As for :func:`structlearn.inference.dual_decomposition.psdd_map`.
+        As for :func:`structlearn.inference.lp.dual_decomposition.psdd_map`.
     tau : float, default=8.0
         Initial inverse temperature (normalized units).
     tau_max : float, default=2**13
@@ -138,7 +137,7 @@ def scm_map(graph, **params):
     ----------
     graph : FactorGraph
     max_iter, time_limit, tol, stall_iter, bound_stall_iter, local_search, verbose
-        As for :func:`structlearn.inference.dual_decomposition.psdd_map`
+        As for :func:`structlearn.inference.lp.dual_decomposition.psdd_map`
         (one iteration = one sweep over all variables).
     tau, tau_max, anneal_factor, anneal_beta, grad_tol
         As for :func:`fista_map`.
@@ -182,5 +181,8 @@ def scm_map(graph, **params):
     return tr.result()
 
 
-register_method("fista", fista_map, params=FISTA_DEFAULTS, tightening=True)
-register_method("scm", scm_map, params=SMOOTH_DEFAULTS, tightening=True)
+# read by the MAP registry when it first loads its back-ends
+METHODS = (
+    dict(name="fista", solver=fista_map, params=FISTA_DEFAULTS, tightening=True),
+    dict(name="scm", solver=scm_map, params=SMOOTH_DEFAULTS, tightening=True),
+)

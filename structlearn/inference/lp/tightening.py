@@ -22,7 +22,7 @@ labeling of those edges (:func:`frustrated_cycles`).
 
 import numpy as np
 
-from ..graphs.factor_graph import FactorGraph
+from ...graphs.factor_graph import FactorGraph
 
 __all__ = ["cluster_graph", "frustrated_cycles"]
 

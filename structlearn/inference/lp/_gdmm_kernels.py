@@ -21,7 +21,7 @@ Scores are normalized and finite (see :mod:`._lp_common`).
 import numba as nb
 import numpy as np
 
-from ..oracles._pair_kernels import (
+from ...oracles._pair_kernels import (
     static_pair_argmax,
     static_pair_argmax_excluding,
     static_vector_argmax,

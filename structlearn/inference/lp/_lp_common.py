@@ -27,14 +27,14 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .._compile_timer import thread_compile_seconds
-from ..graphs._graph_kernels import score_labelings
-from ..graphs.factor_graph import FactorGraph
-from ..graphs.structure import variable_factors
+from ..._compile_timer import thread_compile_seconds
+from ...graphs._graph_kernels import score_labelings
+from ...graphs.factor_graph import FactorGraph
+from ...graphs.structure import variable_factors
 from ._lp_kernels import local_search, perturb_ball
-from ._budget import check_time_limit, resolve_max_iter
-from ._progress import report
-from .result import MapResult
+from .._budget import check_time_limit, resolve_max_iter
+from .._progress import report
+from ..result import MapResult
 
 logger = logging.getLogger(__name__)
 

@@ -35,10 +35,9 @@ Factors of order >= 3 use a scan of their table for the selection.
 
 import numpy as np
 
-from ..oracles.sorted_tables import build_sorted_orders, make_pair_workspace, unary_orders
+from ...oracles.sorted_tables import build_sorted_orders, make_pair_workspace, unary_orders
 from ._gdmm_kernels import gdmm_certificate, gdmm_iteration, node_active_argmax
 from ._lp_common import COMMON_DEFAULTS, Problem, Tracker, check_graph, check_params, positive
-from .registry import register_method
 
 __all__ = ["gdmm_map"]
 
@@ -185,4 +184,7 @@ def gdmm_map(graph, **params):
     return tr.result()
 
 
-register_method("gdmm", gdmm_map, params=DEFAULTS, tightening=True)
+# read by the MAP registry when it first loads its back-ends
+METHODS = (
+    dict(name="gdmm", solver=gdmm_map, params=DEFAULTS, tightening=True),
+)

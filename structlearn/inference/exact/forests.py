@@ -35,17 +35,16 @@ import time
 
 import numpy as np
 
-from ..graphs.factor_graph import FactorGraph
-from ..graphs.structure import _chain_precheck, _chain_walk, bfs_schedule, log10_n_labelings
+from ...graphs.factor_graph import FactorGraph
+from ...graphs.structure import _chain_precheck, _chain_walk, bfs_schedule, log10_n_labelings
 from ._exact_kernels import (
     brute_force_max,
     chain_max_product,
     tree_max_product,
     tree_sum_product,
 )
-from ._budget import check_time_limit
-from .registry import register_method
-from .result import MapResult
+from .._budget import check_time_limit
+from ..result import MapResult
 
 __all__ = [
     "brute_force_map",
@@ -228,9 +227,12 @@ def brute_force_map(graph, *, max_states=DEFAULT_MAX_STATES, time_limit=None, **
     return _result(graph, labels, "brute_force", t0, time_limit)
 
 
-register_method("viterbi", viterbi_map, exact=True)
-register_method("tree", tree_map, exact=True)
-register_method("brute_force", brute_force_map, exact=True, params=("max_states",))
+# read by the MAP registry when it first loads its back-ends
+METHODS = (
+    dict(name="viterbi", solver=viterbi_map, exact=True),
+    dict(name="tree", solver=tree_map, exact=True),
+    dict(name="brute_force", solver=brute_force_map, exact=True, params=("max_states",)),
+)
 
 
 # ------------------------------------------------------------- marginals

@@ -23,10 +23,10 @@ import time
 
 import numpy as np
 
-from ._budget import check_time_limit
-from ._progress import quiet, report
-from .mbest import Deadline, final_status, heap_push, make_result, register_mbest_method
-from .registry import auto_method, check_method_params, get_method, solve_map
+from .._budget import check_time_limit
+from .._progress import quiet, report
+from ._common import Deadline, final_status, heap_push, make_result
+from ..registry import auto_method, check_method_params, get_method, solve_map
 
 __all__ = ["nilsson_mbest"]
 
@@ -198,5 +198,8 @@ def nilsson_mbest(graph, m, *, map_method="auto", map_params=None, sub_time_limi
     return make_result(graph, labels, scores, bounds, m, "nilsson", status, t0, history)
 
 
-register_mbest_method("nilsson", nilsson_mbest,
-                      params=("map_method", "map_params", "sub_time_limit"))
+# read by the M-best registry when it first loads its back-ends
+MBEST_METHODS = (
+    dict(name="nilsson", solver=nilsson_mbest,
+         params=("map_method", "map_params", "sub_time_limit")),
+)

@@ -16,10 +16,9 @@ import time
 
 import numpy as np
 
-from ._budget import check_time_limit
-from ._lp_kernels import argmax_segments
-from .registry import register_method
-from .result import MapResult
+from .._budget import check_time_limit
+from ..lp._lp_kernels import argmax_segments
+from ..result import MapResult
 
 __all__ = ["ilp_map", "local_polytope"]
 
@@ -131,4 +130,7 @@ def ilp_map(graph, *, time_limit=None, max_columns=DEFAULT_MAX_COLUMNS):
                      method="ilp", status=status, time_limit=time_limit)
 
 
-register_method("ilp", ilp_map, exact=True, params=("max_columns",))
+# read by the MAP registry when it first loads its back-ends
+METHODS = (
+    dict(name="ilp", solver=ilp_map, exact=True, params=("max_columns",)),
+)
