@@ -262,15 +262,15 @@ def _fit_support(Ks, data):
     for K in Ks:
         m = SequenceSSVM(C=1.0, random_state=0, warm_start=True).fit(*data[K])
         st = m._solver_state
-        inside = np.arange(st.slab.shape[1])[None, :] < st.ns[:, None]
-        n_tok = st.ns.size
+        inside = np.arange(st.slots.labels.shape[1])[None, :] < st.slots.count[:, None]
+        n_tok = st.slots.count.size
         n_edges = sum(len(seq) - 1 for seq in data[K][1])
-        pairs = np.arange(st.pa.shape[1])[None, :] < st.nb[:, None]
+        pairs = np.arange(st.pairs.left_label.shape[1])[None, :] < st.pairs.count[:, None]
         last = np.cumsum([len(seq) for seq in data[K][1]]) - 1  # tokens without a right edge
         pairs[last] = False
-        print(f"| {K} | {st.ns.mean():.1f} | {np.count_nonzero(st.alpha[inside]) / n_tok:.1f} | "
+        print(f"| {K} | {st.slots.count.mean():.1f} | {np.count_nonzero(st.slots.alpha[inside]) / n_tok:.1f} | "
               f"{pairs.sum() / n_edges:.1f} | "
-              f"{np.count_nonzero(st.beta[pairs]) / n_edges:.1f} | "
+              f"{np.count_nonzero(st.pairs.beta[pairs]) / n_edges:.1f} | "
               f"{m.history_[-1]['primal']:.3g} | {m.history_[-1]['relative_gap']:.3g} |",
               flush=True)
 
@@ -429,10 +429,10 @@ def bench_large(Ks, n_sequences, max_iter, bcfw_iter, budget, target_Ks):
 
 def _support(state):
     """Per-token dual support of a GDMM state: (nnz alpha, listed labels, pairs per edge)."""
-    listed = np.arange(state.slab.shape[1])[None, :] < state.ns[:, None]
-    nnz = ((state.alpha != 0.0) & listed).sum(axis=1)
-    edges = state.nb[:-1]
-    return float(nnz.mean()), float(state.ns.mean()), float(edges[edges > 0].mean())
+    listed = np.arange(state.slots.labels.shape[1])[None, :] < state.slots.count[:, None]
+    nnz = ((state.slots.alpha != 0.0) & listed).sum(axis=1)
+    edges = state.pairs.count[:-1]
+    return float(nnz.mean()), float(state.slots.count.mean()), float(edges[edges > 0].mean())
 
 
 def _gap_cells(h):

@@ -14,6 +14,8 @@ from sklearn.exceptions import ConvergenceWarning
 from structlearn.datasets import make_chain_data
 from structlearn.estimators import SequenceSSVM
 from structlearn.estimators._validation import check_sequences, csr_arrays, encode_sequence_labels
+from structlearn.learners._gdmm_chain_kernels import (ChainData, ChainWeights, EdgePairs,
+                                                     TokenSlots)
 from structlearn.learners._ssvm_chain_kernels import project_shifted_simplex
 from structlearn.learners._ssvm_common import ChainProblem, chain_edges
 
@@ -230,8 +232,12 @@ def _dual_point(X, y, K, C, rng, perturb):
     v = np.zeros(K * K)
     np.add.at(v, pa * K + pb, np.where(np.arange(K * K)[None, :] < nb_[:, None], beta, 0.0))
     ns = np.full(N, K, dtype=np.int64)
-    args = (W, None, K, v, yc, C, chain_edges(prob.offsets, N)[1], slab, ns,
-            alpha, pa, pb, psa, psb, beta, nb_, np.empty(K * K))
+    has_left, has_right = chain_edges(prob.offsets, N)
+    chain = ChainData(prob.data, prob.indices, prob.indptr, yc, np.zeros(N), has_left, has_right)
+    zeros = np.zeros_like(alpha)
+    slots = TokenSlots(slab, ns, alpha, zeros, zeros, zeros, zeros)
+    args = (ChainWeights(W, v, v), None, chain, slots, EdgePairs(pa, pb, psa, psb, beta, nb_), C,
+            np.empty(K * K))
     raw = -(0.5 * (W.ravel() @ W.ravel() + v @ v) + alpha[:, 1:].sum())
     return args, raw
 
@@ -268,13 +274,13 @@ def _reference_repaired_dual(st, K, y, C, has_right):
         if not has_right[j]:
             continue
         k = j + 1
-        n1, n2 = st.ns[j], st.ns[k]
-        mu1 = np.maximum((np.arange(n1) == 0) - st.alpha[j, :n1] / C, 0.0)
-        mu2 = np.maximum((np.arange(n2) == 0) - st.alpha[k, :n2] / C, 0.0)
+        n1, n2 = st.slots.count[j], st.slots.count[k]
+        mu1 = np.maximum((np.arange(n1) == 0) - st.slots.alpha[j, :n1] / C, 0.0)
+        mu2 = np.maximum((np.arange(n2) == 0) - st.slots.alpha[k, :n2] / C, 0.0)
         Mu = np.zeros((n1, n2))
-        for q in range(st.nb[j]):
-            Mu[st.psa[j, q], st.psb[j, q]] += (1.0 if q == 0 else 0.0) - st.beta[j, q] / C
-            vfeas[st.pa[j, q] * K + st.pb[j, q]] -= st.beta[j, q]
+        for q in range(st.pairs.count[j]):
+            Mu[st.pairs.left_slot[j, q], st.pairs.right_slot[j, q]] += (1.0 if q == 0 else 0.0) - st.pairs.beta[j, q] / C
+            vfeas[st.pairs.left_label[j, q] * K + st.pairs.right_label[j, q]] -= st.pairs.beta[j, q]
         Mu[(Mu < 0.0) | (mu1[:, None] <= 0.0) | (mu2[None, :] <= 0.0)] = 0.0
         for s1 in range(n1):
             if Mu[s1].sum() > mu1[s1]:
@@ -296,7 +302,7 @@ def _reference_repaired_dual(st, K, y, C, has_right):
                 s2 += 1
         for s1 in range(n1):
             for s2 in range(n2):
-                vfeas[st.slab[j, s1] * K + st.slab[k, s2]] += C * (
+                vfeas[st.slots.labels[j, s1] * K + st.slots.labels[k, s2]] += C * (
                     (1.0 if s1 == 0 and s2 == 0 else 0.0) - Mu[s1, s2])
     reg = 0.0
     for x in st.W.ravel():
@@ -305,8 +311,8 @@ def _reference_repaired_dual(st, K, y, C, has_right):
         reg += x * x
     lin = 0.0
     for j in range(y.shape[0]):
-        for s in range(1, st.ns[j]):
-            lin += st.alpha[j, s]
+        for s in range(1, st.slots.count[j]):
+            lin += st.slots.alpha[j, s]
     return -(0.5 * reg + lin)
 
 
@@ -333,14 +339,16 @@ def test_gdmm_dual_repair_on_the_support_matches_the_plain_repair(K, C):
                                         rng=np.random.RandomState(it), state=st,
                                         check_every=10**6)
         Kc = prob.n_labels
-        got = gdmm_chain_dual(st.W, None, Kc, st.v.ravel(), prob.y, C, has_right, st.slab,
-                              st.ns, st.alpha, st.pa, st.pb, st.psa, st.psb, st.beta, st.nb,
-                              np.empty(Kc * Kc))
+        chain = ChainData(prob.data, prob.indices, prob.indptr, prob.y,
+                          np.zeros(prob.n_tokens), *chain_edges(offsets, prob.n_tokens))
+        got = gdmm_chain_dual(ChainWeights(st.W, st.v.ravel(), st.v.ravel()), None, chain,
+                              st.slots, st.pairs, C, np.empty(Kc * Kc))
         assert got == pytest.approx(_reference_repaired_dual(st, Kc, prob.y, C, has_right),
                                     rel=1e-12, abs=1e-12)
     # the run moved slots off the support (zero duals on listed labels)
-    listed = np.arange(st.slab.shape[1])[None, :] < st.ns[:, None]
-    assert np.any(listed & (st.alpha == 0.0) & (np.arange(st.slab.shape[1]) > 0)[None, :])
+    listed = np.arange(st.slots.labels.shape[1])[None, :] < st.slots.count[:, None]
+    assert np.any(listed & (st.slots.alpha == 0.0)
+                  & (np.arange(st.slots.labels.shape[1]) > 0)[None, :])
 
 
 def test_gdmm_history_records():
@@ -655,10 +663,13 @@ def test_gdmm_weights_equal_those_rebuilt_from_the_duals(oracle, n_partitions, K
     N, K = Xc.shape[0], model.classes_.shape[0]
     A = np.zeros((N, K))
     for t in range(N):
-        np.add.at(A[t], st.slab[t, :st.ns[t]], st.alpha[t, :st.ns[t]])
+        n = st.slots.count[t]
+        np.add.at(A[t], st.slots.labels[t, :n], st.slots.alpha[t, :n])
     B = np.zeros((K, K))
     for t in range(N):
-        np.add.at(B, (st.pa[t, :st.nb[t]], st.pb[t, :st.nb[t]]), st.beta[t, :st.nb[t]])
+        m = st.pairs.count[t]
+        np.add.at(B, (st.pairs.left_label[t, :m], st.pairs.right_label[t, :m]),
+                  st.pairs.beta[t, :m])
     scale = max(1.0, np.abs(W).max())
     np.testing.assert_allclose(W, Xc.T @ A, rtol=0, atol=1e-10 * scale)
     np.testing.assert_allclose(st.v, B, rtol=0, atol=1e-10 * max(1.0, np.abs(st.v).max()))
@@ -836,7 +847,8 @@ def _fit_spying_on_passes(monkeypatch, min_labels, X, y, **kw):
 
     def spy(*args):
         rows = real(*args)
-        weights32, slab, ns, alpha = args[8], args[18], args[19], args[20]
+        slots, weights32 = args[1], args[9]
+        slab, ns, alpha = slots.labels, slots.count, slots.alpha
         if weights32 is None:
             seen.append(None)
         else:
@@ -863,7 +875,7 @@ def test_float32_passes_follow_the_duals_and_reach_the_same_optimum(monkeypatch)
     assert seen and all(s is not None for s in seen)
     assert max(seen) < 1e-5
     st = m32._solver_state
-    W = _duals_times_features(X, st.slab, st.ns, st.alpha, 8)
+    W = _duals_times_features(X, *st.slots[:3], 8)
     np.testing.assert_allclose(st.W, W, rtol=0, atol=1e-10 * max(1.0, np.abs(W).max()))
     m64, seen64 = _fit_spying_on_passes(monkeypatch, 10**9, X, y, **kw)
     assert all(s is None for s in seen64)
@@ -886,7 +898,7 @@ def test_float32_passes_leave_exact_weights_between_checks(monkeypatch):
                      callback=lambda rec: rec["iter"] >= 5).fit(X, y)
     assert m.n_iter_ == 5 and np.isnan(m.history_[-1]["primal"])  # not a checked pass
     st = m._solver_state
-    W = _duals_times_features(X, st.slab, st.ns, st.alpha, 6)
+    W = _duals_times_features(X, *st.slots[:3], 6)
     assert np.abs(W).max() > 0.01
     np.testing.assert_allclose(m.coef_.T, W, rtol=0, atol=1e-10 * np.abs(W).max())
 
@@ -929,7 +941,7 @@ def test_search_backoff_follows_its_schedule_and_reaches_the_same_optimum(monkey
         seen = []
 
         def spy(*args):
-            nb_, backoff, cap = args[30], args[34], args[35]
+            nb_, backoff, cap = args[2].count, args[5].backoff, args[4].max_skip
             before, nb_before = backoff.copy(), nb_.copy()
             rows = real(*args)
             seen.append((before, backoff.copy(), nb_before, nb_.copy(), cap))
@@ -1024,3 +1036,29 @@ def test_token_norms_and_primal_squares_equal_the_sequential_sums():
     vs = scaled_transitions(np.asfortranarray(v), 1.7)
     assert vs.flags.c_contiguous
     np.testing.assert_array_equal(vs, v * 1.7)
+
+
+def test_a_solver_state_pickled_with_the_old_array_names_continues():
+    """States pickled when the slots and pairs were loose arrays (``slab``,
+    ``ns``, ..., ``pa``, ``nb``) load into the named tuples and warm-start
+    the same run as the state they were taken from."""
+    from structlearn.learners.gdmm_chain import GDMMChainState
+
+    X, y = make_chain_data(20, length=5, n_labels=4, n_features=15, random_state=3)
+    kw = dict(max_iter=5, tol=0.0, check_every=5, warm_start=True, random_state=0)
+    new = SequenceSSVM(**kw).fit(X, y)
+    old = pickle.loads(pickle.dumps(new))
+    st = old._solver_state
+    legacy = dict(st.__dict__)
+    slots, pairs = legacy.pop("slots"), legacy.pop("pairs")
+    legacy.update(zip(("slab", "ns", "alpha", "margL", "margR", "lamL", "lamR"), slots))
+    legacy.update(zip(("pa", "pb", "psa", "psb", "beta", "nb"), pairs))
+    restored = GDMMChainState.__new__(GDMMChainState)
+    restored.__setstate__(legacy)
+    old._solver_state = restored
+    for name, a, b in zip(slots._fields, restored.slots, slots):
+        np.testing.assert_array_equal(a, b, err_msg=name)
+    new.fit(X, y)
+    old.fit(X, y)
+    np.testing.assert_array_equal(old.coef_, new.coef_)
+    assert old.history_[-1]["primal"] == new.history_[-1]["primal"]

@@ -11,17 +11,22 @@ Consistency ``M beta_j = alpha`` on both endpoints is enforced by the
 augmented Lagrangian (penalty ``rho``) with scaled multipliers ``lam``
 (step ``eta``).
 
-Sparse layout (all dense 2-D arrays with a per-row count):
+The state travels as a few named tuples (all dense 2-D arrays with a
+per-row count):
 
-* token slots: ``slab[j, :ns[j]]`` labels of token ``j`` that carry a dual
-  value or a message (slot 0 is always the true label); ``alpha``,
-  ``margL``/``margR`` (marginal of the left/right edge's ``beta`` on that
-  label), ``lamL``/``lamR`` (multipliers of the left/right edge) share the
-  slot index.  A label outside the slots has ``alpha = marg = lam = 0``, so
-  sums over slots are sums over all ``K`` labels.
-* edge pairs: ``pa[j, q], pb[j, q]`` labels, ``psa, psb`` their slots in
-  tokens ``j`` and ``j + 1``, ``beta[j, q]``; ``nb[j]`` pairs, pair 0 is
-  the true pair.
+* :class:`TokenSlots`: ``labels[j, :count[j]]`` are the labels of token
+  ``j`` that carry a dual value or a message (slot 0 is always the true
+  label); ``alpha``, ``marg_left``/``marg_right`` (marginal of the
+  left/right edge's ``beta`` on that label), ``lam_left``/``lam_right``
+  (multipliers of the left/right edge) share the slot index.  A label
+  outside the slots has ``alpha = marg = lam = 0``, so sums over slots are
+  sums over all ``K`` labels.
+* :class:`EdgePairs`: ``left_label[j, q], right_label[j, q]`` labels,
+  ``left_slot, right_slot`` their slots in tokens ``j`` and ``j + 1``,
+  ``beta[j, q]``; ``count[j]`` pairs, pair 0 is the true pair.
+* :class:`ChainData` (the features and chain structure),
+  :class:`ChainWeights` (``W``, the transition table and its search copy),
+  :class:`PassSettings` and :class:`PassWorkspace`.
 
 Gradients (eq. 26 in this sign convention, minimizing
 ``D = 1/2 ||w||^2 + delta' alpha`` plus the augmented terms)::
@@ -35,6 +40,8 @@ label/pair is not added and an overflow counter is raised (the caller
 grows the arrays before the next pass, so no search result is lost for
 more than one pass).
 """
+
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -51,6 +58,123 @@ from ..oracles._sparse_rows_kernels import (sparse_rows_fmo, sparse_rows_listed_
 from ._ssvm_chain_kernels import projected_block_step, sq_sum_2d
 
 
+class ChainData(NamedTuple):
+    """The training chains as the pass reads them.
+
+    Attributes
+    ----------
+    data, indices, indptr : float64, int64, int64
+        CSR token features (N rows).
+    y : int64 (N,)
+        True labels.
+    xnorm2 : float64 (N,)
+        Squared feature norms.
+    has_left, has_right : int8 (N,)
+        Whether token ``j`` has an edge to its left / right.
+    """
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    y: np.ndarray
+    xnorm2: np.ndarray
+    has_left: np.ndarray
+    has_right: np.ndarray
+
+
+class TokenSlots(NamedTuple):
+    """Unigram duals, edge marginals and multipliers on each token's slots.
+
+    Attributes
+    ----------
+    labels : int64 (N, A)
+    count : int64 (N,)
+    alpha, marg_left, marg_right, lam_left, lam_right : float64 (N, A)
+    """
+
+    labels: np.ndarray
+    count: np.ndarray
+    alpha: np.ndarray
+    marg_left: np.ndarray
+    marg_right: np.ndarray
+    lam_left: np.ndarray
+    lam_right: np.ndarray
+
+
+class EdgePairs(NamedTuple):
+    """Bigram duals on each edge's active label pairs.
+
+    Attributes
+    ----------
+    left_label, right_label : int64 (N, B)
+    left_slot, right_slot : int64 (N, B)
+        The pair's slots in tokens ``j`` and ``j + 1``.
+    beta : float64 (N, B)
+    count : int64 (N,)
+    """
+
+    left_label: np.ndarray
+    right_label: np.ndarray
+    left_slot: np.ndarray
+    right_slot: np.ndarray
+    beta: np.ndarray
+    count: np.ndarray
+
+
+class ChainWeights(NamedTuple):
+    """The weights the steps read and update.
+
+    Attributes
+    ----------
+    dense : float64 (d, K)
+        ``W``; a (0, K) placeholder when the weights are sparse rows.
+    transitions : float64 (K * K,)
+        The flat transition table ``v``.
+    search_table : float64 (K * K,)
+        ``v + tau`` (the tie-broken copy the bigram search reads; the
+        indicator oracle's table when it is used).
+    """
+
+    dense: np.ndarray
+    transitions: np.ndarray
+    search_table: np.ndarray
+
+
+class PassSettings(NamedTuple):
+    """Scalars of a pass: ``C``, ``rho``, the unigram search's partitions
+    ``n_partitions`` (nu of eq. 21) and the search back-off cap
+    ``max_skip``."""
+
+    C: float
+    rho: float
+    n_partitions: int
+    max_skip: int
+
+
+class PassWorkspace(NamedTuple):
+    """Scratch and counters of a pass.
+
+    Attributes
+    ----------
+    inner : tuple
+        The inner-product oracle's workspace (``inner[0]``: (K,) scores).
+    pair : tuple
+        The sorted pair oracle's workspace.
+    posmap : int64 (K,)
+        Sparse-rows scratch (all -1).
+    backoff : int64 (2, 2N)
+        Per factor id: visits left without a search, and the back-off.
+    stats : int64 (3,)
+        Oracle entries visited, slot overflows, pair overflows (added to).
+    """
+
+    inner: tuple
+    pair: tuple
+    posmap: np.ndarray
+    backoff: np.ndarray
+    stats: np.ndarray
+
+
 @nb.njit(cache=True, inline="always")
 def _find(labels, n, lab):
     for s in range(n):
@@ -60,21 +184,21 @@ def _find(labels, n, lab):
 
 
 @nb.njit(cache=True, inline="always")
-def _add_slot(j, lab, slab, ns, alpha, margL, margR, lamL, lamR):
+def _add_slot(slots, j, lab):
     """Slot of ``lab`` in token ``j``, added if missing; -1 when full."""
-    s = _find(slab[j], ns[j], lab)
+    s = _find(slots.labels[j], slots.count[j], lab)
     if s >= 0:
         return s
-    n = ns[j]
-    if n >= slab.shape[1]:
+    n = slots.count[j]
+    if n >= slots.labels.shape[1]:
         return -1
-    slab[j, n] = lab
-    alpha[j, n] = 0.0
-    margL[j, n] = 0.0
-    margR[j, n] = 0.0
-    lamL[j, n] = 0.0
-    lamR[j, n] = 0.0
-    ns[j] = n + 1
+    slots.labels[j, n] = lab
+    slots.alpha[j, n] = 0.0
+    slots.marg_left[j, n] = 0.0
+    slots.marg_right[j, n] = 0.0
+    slots.lam_left[j, n] = 0.0
+    slots.lam_right[j, n] = 0.0
+    slots.count[j] = n + 1
     return n
 
 
@@ -104,78 +228,92 @@ def _listed_scores(W, data, indices, start, end, labels, n, g):
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
-def _unigram_step(j, search, data, indices, indptr, y, xnorm2, has_left, has_right, W, weights32,
-                  Wsp, nu, parts, C, rho, slab, ns, alpha, margL, margR, lamL, lamR, iws, posmap,
-                  scratch, stats):
+def _unigram_step(j, search, chain, slots, weights, settings, work, scratch, parts, Wsp,
+                  weights32):
     """One unigram factor's block step (``search`` False: within its slots,
     scoring only those); returns the sparse rows (a new tuple when their pool
-    grew) and whether the search found a label to add.  ``Wsp`` None: the
-    weights are the dense ``W``; else they are the sparse rows ``Wsp`` (exact
-    search only) and ``W`` a placeholder.  ``weights32`` (dense ``W`` only, exact search): None, or
-    ``(W32, acc)``: float32 weights the step scores labels with (float32
-    scratch ``acc``) and updates instead of ``W``.  Compiled as its own
-    kernel, not inlined into the pass: numba's inlining copies the IR block by
-    block, about 1.4 s of a first fit's compilation for this step, against a
-    call that costs a few percent of an OCR pass."""
-    ulab, g, add_val, z, newa = scratch
-    K = iws[0].shape[0]
+    grew) and whether the search found a label to add.
+
+    ``chain``, ``slots``, ``weights``, ``settings``, ``work``: the pass's
+    named tuples; ``scratch``: ``(changed_labels, g, add_val, z, new_alpha)``.
+    ``parts``: None (exact search), or the partition drawn per token for the
+    sampled search.  ``Wsp`` None: the weights are the dense
+    ``weights.dense``; else they are the sparse rows ``Wsp`` (exact search
+    only) and ``weights.dense`` a placeholder.  ``weights32`` (dense weights
+    only, exact search): None, or ``(W32, acc)``: float32 weights the step
+    scores labels with (float32 scratch ``acc``) and updates instead of
+    ``W``.  Compiled as its own kernel, not inlined into the pass: numba's
+    inlining copies the IR block by block, about 1.4 s of a first fit's
+    compilation for this step, against a call that costs a few percent of
+    an OCR pass."""
+    changed_labels, g, add_val, z, new_alpha = scratch
+    data, indices = chain.data, chain.indices
+    W = weights.dense
+    C, rho = settings.C, settings.rho
+    labels = slots.labels[j]
+    alpha = slots.alpha[j]
+    inner = work.inner
+    stats = work.stats
+    K = inner[0].shape[0]
     rows = Wsp  # as the pool grows (Wsp stays the argument: None is seen when compiling)
-    gt = y[j]
-    n = ns[j]
-    hl = has_left[j] != 0
-    hr = has_right[j] != 0
+    gt = chain.y[j]
+    n = slots.count[j]
+    hl = chain.has_left[j] != 0
+    hr = chain.has_right[j] != 0
     for s in range(n):
         ms = 0.0
         if hl:
-            ms += margL[j, s] - alpha[j, s] + lamL[j, s]
+            ms += slots.marg_left[j, s] - alpha[s] + slots.lam_left[j, s]
         if hr:
-            ms += margR[j, s] - alpha[j, s] + lamR[j, s]
+            ms += slots.marg_right[j, s] - alpha[s] + slots.lam_right[j, s]
         add_val[s] = -rho * ms
-    start = indptr[j]
-    end = indptr[j + 1]
+    start = chain.indptr[j]
+    end = chain.indptr[j + 1]
     added = False
     if not search:  # step within the slots: their scores only (parts: below)
         best = -np.inf
         ystar = -1
-        scores = iws[0]
+        scores = inner[0]
         if parts is None:
             if Wsp is not None:
-                sparse_rows_listed_scores(Wsp, indices, data, start, end, slab[j], n, g, posmap)
+                sparse_rows_listed_scores(Wsp, indices, data, start, end, labels, n, g,
+                                          work.posmap)
             elif weights32 is None:
-                _listed_scores(W, data, indices, start, end, slab[j], n, g)
+                _listed_scores(W, data, indices, start, end, labels, n, g)
             else:
-                _listed_scores(weights32[0], data, indices, start, end, slab[j], n, g)
+                _listed_scores(weights32[0], data, indices, start, end, labels, n, g)
     elif Wsp is not None:
-        best, ystar = sparse_rows_fmo(Wsp, indices, data, start, end, slab[j], add_val, n,
-                                      1.0, gt, gt, iws)
+        best, ystar = sparse_rows_fmo(Wsp, indices, data, start, end, labels, add_val, n,
+                                      1.0, gt, gt, inner)
         stats[0] += K
-        scores = iws[0]
+        scores = inner[0]
     elif parts is None:
         if weights32 is None:
-            best, ystar = inner_product_fmo(W, indices, data, start, end, slab[j], add_val, n,
-                                            1.0, gt, gt, iws)
+            best, ystar = inner_product_fmo(W, indices, data, start, end, labels, add_val, n,
+                                            1.0, gt, gt, inner)
         else:
-            best, ystar = inner_product_fmo32(weights32[0], indices, data, start, end, slab[j],
-                                              add_val, n, 1.0, gt, gt, weights32[1], iws)
+            best, ystar = inner_product_fmo32(weights32[0], indices, data, start, end, labels,
+                                              add_val, n, 1.0, gt, gt, weights32[1], inner)
         stats[0] += K
-        scores = iws[0]
+        scores = inner[0]
     else:
+        nu = settings.n_partitions
         part = parts[j]
         best, ystar = inner_product_fmo_sampled(W, indices, data, start, end, np.empty(0, np.int64),
-                                                nu, part, slab[j], add_val, n, 1.0, gt, gt, iws)
+                                                nu, part, labels, add_val, n, 1.0, gt, gt, inner)
         stats[0] += (part + 1) * K // nu - part * K // nu
-        scores = iws[0]
+        scores = inner[0]
     if parts is not None:
-        _listed_scores(W, data, indices, start, end, slab[j], n, g)
+        _listed_scores(W, data, indices, start, end, labels, n, g)
     elif search:
         for s in range(n):
-            g[s] = scores[slab[j, s]]  # the full search left all raw scores here
+            g[s] = scores[labels[s]]  # the full search left all raw scores here
     for s in range(n):
-        g[s] = g[s] + (1.0 if slab[j, s] != gt else 0.0) + add_val[s]
-    if ystar >= 0 and _find(slab[j], n, ystar) < 0:
-        if best > _threshold(g, alpha[j], n, C):
+        g[s] = g[s] + (1.0 if labels[s] != gt else 0.0) + add_val[s]
+    if ystar >= 0 and _find(labels, n, ystar) < 0:
+        if best > _threshold(g, alpha, n, C):
             added = True
-            s = _add_slot(j, ystar, slab, ns, alpha, margL, margR, lamL, lamR)
+            s = _add_slot(slots, j, ystar)
             if s < 0:
                 stats[1] += 1
             else:
@@ -185,17 +323,17 @@ def _unigram_step(j, search, data, indices, indptr, y, xnorm2, has_left, has_rig
                     for p in range(start, end):
                         sc += data[p] * W[indices[p], ystar]
                 g[s] = sc + 1.0
-                n = ns[j]
-    Q = xnorm2[j] + rho * ((1.0 if hl else 0.0) + (1.0 if hr else 0.0))
+                n = slots.count[j]
+    Q = chain.xnorm2[j] + rho * ((1.0 if hl else 0.0) + (1.0 if hr else 0.0))
     if Q < 1e-12:
         Q = 1e-12
-    projected_block_step(alpha[j], g, n, Q, C, z, newa)
-    m = 0  # changed slots: labels in ulab, steps in g (no longer needed)
+    projected_block_step(alpha, g, n, Q, C, z, new_alpha)
+    m = 0  # changed slots: labels in changed_labels, steps in g (no longer needed)
     for s in range(n):
-        d = newa[s] - alpha[j, s]
+        d = new_alpha[s] - alpha[s]
         if d != 0.0:
-            alpha[j, s] = newa[s]
-            lab = slab[j, s]
+            alpha[s] = new_alpha[s]
+            lab = labels[s]
             if Wsp is None:
                 if weights32 is None:
                     for p in range(start, end):
@@ -205,35 +343,47 @@ def _unigram_step(j, search, data, indices, indptr, y, xnorm2, has_left, has_rig
                     for p in range(start, end):
                         W32[indices[p], lab] += np.float32(data[p] * d)
             else:
-                ulab[m] = lab
+                changed_labels[m] = lab
                 g[m] = d
                 m += 1
     if Wsp is not None and m > 0:
-        rows = sparse_rows_update(rows, indices, data, start, end, ulab, g, m, posmap)
+        rows = sparse_rows_update(rows, indices, data, start, end, changed_labels, g, m,
+                                  work.posmap)
     return rows, added
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
-def _bigram_step(j, search, y, v, vt, vstate, C, rho, has_left, has_right,
-                 slab, ns, alpha, margL, margR, lamL, lamR,
-                 pa, pb, psa, psb, beta, nb_, pws, m1d, m2d, val1, val2, g, z, newb,
-                 cnt1, cnt2, stats):
+def _bigram_step(j, search, chain, slots, pairs, weights, settings, work, scratch, vstate):
     """One bigram factor's block step on edge ``j`` (``search`` False: within
-    its active pairs); returns whether the search found a pair to add."""
+    its active pairs); returns whether the search found a pair to add.
+
+    ``scratch``: ``(m1d, m2d, val1, val2, g, z, new_beta, cnt1, cnt2)``
+    (``m1d``, ``m2d`` float64 (K,) all 0).  ``vstate``: the indicator
+    oracle's state over ``weights.search_table`` (sorted search), or None
+    (dense scans)."""
+    m1d, m2d, val1, val2, g, z, new_beta, cnt1, cnt2 = scratch
+    C, rho = settings.C, settings.rho
+    v = weights.transitions
+    vt = weights.search_table
+    stats = work.stats
+    left_label, right_label = pairs.left_label, pairs.right_label
+    left_slot, right_slot = pairs.left_slot, pairs.right_slot
+    beta = pairs.beta
     K = m1d.shape[0]
     k = j + 1
-    n1 = ns[j]
-    n2 = ns[k]
+    n1 = slots.count[j]
+    n2 = slots.count[k]
     for s in range(n1):
-        val1[s] = rho * (margR[j, s] - alpha[j, s] + lamR[j, s])
+        val1[s] = rho * (slots.marg_right[j, s] - slots.alpha[j, s] + slots.lam_right[j, s])
     for s in range(n2):
-        val2[s] = rho * (margL[k, s] - alpha[k, s] + lamL[k, s])
+        val2[s] = rho * (slots.marg_left[k, s] - slots.alpha[k, s] + slots.lam_left[k, s])
     # gradients of the active pairs first: a new pair is added only when it
     # beats both the pairing threshold and every active pair (otherwise the
     # argmax is already active), so the sorted search starts from that floor
-    m = nb_[j]
+    m = pairs.count[j]
     for q in range(m):
-        g[q] = (v[pa[j, q] * K + pb[j, q]] + val1[psa[j, q]]) + val2[psb[j, q]]
+        g[q] = (v[left_label[j, q] * K + right_label[j, q]] + val1[left_slot[j, q]]) + val2[
+            right_slot[j, q]]
     thr = _threshold(g, beta[j], m, C)
     if not search:
         best = -np.inf
@@ -242,218 +392,222 @@ def _bigram_step(j, search, y, v, vt, vstate, C, rho, has_left, has_right,
     elif vstate is not None:
         floor = thr
         for q in range(1, m):  # the active pairs' values in the oracle's table
-            gq = (vt[pa[j, q] * K + pb[j, q]] + val1[psa[j, q]]) + val2[psb[j, q]]
+            gq = (vt[left_label[j, q] * K + right_label[j, q]] + val1[left_slot[j, q]]) + val2[
+                right_slot[j, q]]
             if gq > floor:
                 floor = gq
-        best, astar, bstar, nv = indicator_fmo_above(vstate, slab[j], val1, n1, slab[k], val2,
-                                                     n2, 0.0, -1, 0.0, -1, y[j], y[k], floor, pws)
+        best, astar, bstar, nv = indicator_fmo_above(vstate, slots.labels[j], val1, n1,
+                                                     slots.labels[k], val2, n2, 0.0, -1, 0.0,
+                                                     -1, chain.y[j], chain.y[k], floor,
+                                                     work.pair)
         stats[0] += nv
     else:
         for s in range(n1):
-            m1d[slab[j, s]] = val1[s]
+            m1d[slots.labels[j, s]] = val1[s]
         for s in range(n2):
-            m2d[slab[k, s]] = val2[s]
-        best, astar, bstar = dense_pair_argmax(vt, K, K, m1d, m2d, y[j], y[k])
+            m2d[slots.labels[k, s]] = val2[s]
+        best, astar, bstar = dense_pair_argmax(vt, K, K, m1d, m2d, chain.y[j], chain.y[k])
         for s in range(n1):
-            m1d[slab[j, s]] = 0.0
+            m1d[slots.labels[j, s]] = 0.0
         for s in range(n2):
-            m2d[slab[k, s]] = 0.0
+            m2d[slots.labels[k, s]] = 0.0
         stats[0] += K * K
     present = False
     for q in range(m):
-        if pa[j, q] == astar and pb[j, q] == bstar:
+        if left_label[j, q] == astar and right_label[j, q] == bstar:
             present = True
     added = astar >= 0 and not present and best > thr
     if added:
-        if m >= pa.shape[1]:
+        if m >= left_label.shape[1]:
             stats[2] += 1
         else:
-            sa = _add_slot(j, astar, slab, ns, alpha, margL, margR, lamL, lamR)
-            sb = _add_slot(k, bstar, slab, ns, alpha, margL, margR, lamL, lamR)
+            sa = _add_slot(slots, j, astar)
+            sb = _add_slot(slots, k, bstar)
             if sa < 0 or sb < 0:
                 stats[1] += 1
             else:
-                pa[j, m] = astar
-                pb[j, m] = bstar
-                psa[j, m] = sa
-                psb[j, m] = sb
+                left_label[j, m] = astar
+                right_label[j, m] = bstar
+                left_slot[j, m] = sa
+                right_slot[j, m] = sb
                 beta[j, m] = 0.0
                 # a freshly added slot has a zero message
                 g[m] = v[astar * K + bstar] + (val1[sa] if sa < n1 else 0.0) + (val2[sb] if sb < n2 else 0.0)
                 m += 1
-                nb_[j] = m
+                pairs.count[j] = m
     # Q_f (section 5.1): 1 for ||v||^2, plus rho times the largest number of
     # active pairs sharing a label on each side (spectral norm of [M'M]_A)
-    for s in range(ns[j]):
+    for s in range(slots.count[j]):
         cnt1[s] = 0
-    for s in range(ns[k]):
+    for s in range(slots.count[k]):
         cnt2[s] = 0
     g1 = 0
     g2 = 0
     for q in range(m):
-        cnt1[psa[j, q]] += 1
-        cnt2[psb[j, q]] += 1
-        if cnt1[psa[j, q]] > g1:
-            g1 = cnt1[psa[j, q]]
-        if cnt2[psb[j, q]] > g2:
-            g2 = cnt2[psb[j, q]]
+        cnt1[left_slot[j, q]] += 1
+        cnt2[right_slot[j, q]] += 1
+        if cnt1[left_slot[j, q]] > g1:
+            g1 = cnt1[left_slot[j, q]]
+        if cnt2[right_slot[j, q]] > g2:
+            g2 = cnt2[right_slot[j, q]]
     Q = 1.0 + rho * (g1 + g2)
-    projected_block_step(beta[j], g, m, Q, C, z, newb)
+    projected_block_step(beta[j], g, m, Q, C, z, new_beta)
     for q in range(m):
-        d = newb[q] - beta[j, q]
+        d = new_beta[q] - beta[j, q]
         if d != 0.0:
-            beta[j, q] = newb[q]
-            a = pa[j, q]
-            b = pb[j, q]
+            beta[j, q] = new_beta[q]
+            a = left_label[j, q]
+            b = right_label[j, q]
             v[a * K + b] += d
             if vstate is None:
                 vt[a * K + b] += d
             else:
                 indicator_add(vstate, a, b, d)
-            margR[j, psa[j, q]] += d
-            margL[k, psb[j, q]] += d
+            slots.marg_right[j, left_slot[j, q]] += d
+            slots.marg_left[k, right_slot[j, q]] += d
     # drop pairs whose dual is exactly 0 after the step (the truth stays)
     cnt = 1
     for q in range(1, m):
         if beta[j, q] != 0.0:
             if cnt != q:
-                pa[j, cnt] = pa[j, q]
-                pb[j, cnt] = pb[j, q]
-                psa[j, cnt] = psa[j, q]
-                psb[j, cnt] = psb[j, q]
+                left_label[j, cnt] = left_label[j, q]
+                right_label[j, cnt] = right_label[j, q]
+                left_slot[j, cnt] = left_slot[j, q]
+                right_slot[j, cnt] = right_slot[j, q]
                 beta[j, cnt] = beta[j, q]
             cnt += 1
-    nb_[j] = cnt
+    pairs.count[j] = cnt
     return added
 
 
 @nb.njit(cache=True)
-def gdmm_chain_pass(data, indices, indptr, y, xnorm2, has_left, has_right, W, weights32, Wsp, v,
-                    vt, vstate, nu, parts, order, C, rho,
-                    slab, ns, alpha, margL, margR, lamL, lamR,
-                    pa, pb, psa, psb, beta, nb_, iws, posmap, pws, backoff, max_skip, stats):
+def gdmm_chain_pass(chain, slots, pairs, weights, settings, work, order, parts, Wsp, weights32,
+                    vstate):
     """One pass of block-coordinate Frank-Wolfe over all factors (Algorithm 4).
 
-    ``W`` is the dense (d, K) weight matrix and ``Wsp`` None, or the
-    weights are the sparse rows ``Wsp`` (:mod:`structlearn.oracles.sparse_rows`;
-    exact unigram search, ``parts`` None; scratch ``posmap``: int64 (K,),
-    all -1) and ``W`` a placeholder; returns the sparse rows (a new tuple
-    when their pool grew).  ``weights32``: None, or (dense ``W``, ``parts``
-    None) ``(W32, acc)``: float32 weights (float32 (K,) scratch ``acc``)
-    that the unigram steps score with and update in place of ``W``, which
-    the pass then leaves alone (:func:`weights_from_duals` rebuilds it).
-    A None ``Wsp`` (or ``vstate``, ``parts``) is known when the kernel is
-    compiled, and the code it rules out is not compiled.
+    Parameters
+    ----------
+    chain : ChainData
+    slots : TokenSlots
+    pairs : EdgePairs
+    weights : ChainWeights
+    settings : PassSettings
+    work : PassWorkspace
+    order : int64 (n_factors,)
+        Factor ids: ``f < N`` is the unigram factor of token ``f``, ``f >=
+        N`` the bigram factor (edge) ``f - N``.
+    parts : int64 (N,) or None
+        The partition drawn for each token for the sampled unigram search
+        (``settings.n_partitions > 1``); None searches all labels.
+    Wsp : sparse rows or None
+        None: the weights are ``weights.dense`` (d, K).  Else the weights
+        are these sparse rows (:mod:`structlearn.oracles.sparse_rows`; exact
+        unigram search, ``parts`` None; ``work.posmap`` all -1) and
+        ``weights.dense`` a placeholder.
+    weights32 : tuple or None
+        None, or (dense weights, ``parts`` None) ``(W32, acc)``: float32
+        weights (float32 (K,) scratch ``acc``) that the unigram steps score
+        with and update in place of ``W``, which the pass then leaves alone
+        (:func:`weights_from_duals` rebuilds it).
+    vstate : tuple or None
+        The indicator-oracle state over ``weights.search_table`` for the
+        sorted bigram search, or None for dense scans.
 
-    ``order`` lists factor ids: ``f < N`` is the unigram factor of token
-    ``f``, ``f >= N`` the bigram factor (edge) ``f - N``.  ``parts[j]`` is
-    the partition drawn for token ``j`` for the sampled unigram search
-    (``nu > 1``); ``parts=None`` searches all labels.  ``stats`` (int64,
-    3) accumulates oracle entries visited, slot overflows and pair
-    overflows.  ``v`` is the flat transition table and ``vt`` the flat
-    search table ``v + tau``, where ``tau`` is a fixed tie-break of order
-    1e-12 (see :mod:`.gdmm_chain`); ``vstate`` is the indicator-oracle
-    state over ``vt`` (``vstate[0] is vt``) for the sorted bigram search,
-    or None for dense scans.  A None argument is known when the kernel is
-    compiled, so the branch it rules out is not compiled at all.
+    Returns
+    -------
+    The sparse rows (a new tuple when their pool grew), or None.
 
-    ``backoff`` (int64 (2, 2N), by factor id): visits the factor still steps
-    within its active set without a search, and its current back-off; a
-    search that adds nothing sets both to ``min(2 * back-off + 1,
-    max_skip)``, one that adds resets both to 0 (``max_skip`` 0: always
-    search).
+    A None ``Wsp`` (or ``vstate``, ``parts``, ``weights32``) is known when
+    the kernel is compiled, and the code it rules out is not compiled.
+    ``weights.search_table`` is ``v + tau``, ``tau`` a fixed tie-break of
+    order 1e-12 (see :mod:`.gdmm_chain`).  ``work.backoff`` (by factor
+    id): visits the factor still steps within its active set without a
+    search, and its current back-off; a search that adds nothing sets both
+    to ``min(2 * back-off + 1, settings.max_skip)``, one that adds resets
+    both to 0 (``max_skip`` 0: always search).
     """
-    N = y.shape[0]
-    K = iws[0].shape[0]
-    A = slab.shape[1]
-    B = pa.shape[1]
+    N = chain.y.shape[0]
+    K = work.inner[0].shape[0]
+    A = slots.labels.shape[1]
+    B = pairs.left_label.shape[1]
     L = max(A, B)
     g = np.empty(L)
     z = np.empty(L)
-    newa = np.empty(L)
-    add_val = np.empty(A)
-    val1 = np.empty(A)
-    val2 = np.empty(A)
-    cnt1 = np.empty(A, dtype=np.int64)
-    cnt2 = np.empty(A, dtype=np.int64)
-    ulab = np.empty(A, dtype=np.int64)
-    m1d = np.zeros(K)
-    m2d = np.zeros(K)
+    new_val = np.empty(L)
+    unigram_scratch = (np.empty(A, dtype=np.int64), g, np.empty(A), z, new_val)
+    bigram_scratch = (np.zeros(K), np.zeros(K), np.empty(A), np.empty(A), g, z, new_val,
+                      np.empty(A, dtype=np.int64), np.empty(A, dtype=np.int64))
+    backoff = work.backoff
     # the sparse rows as their pool grows; Wsp itself stays the argument, so
     # that a None is seen when compiling and the sparse code left out
     rows = Wsp
-    scratch = (ulab, g, add_val, z, newa)
     for f in order:
         search = backoff[0, f] == 0
         if not search:
             backoff[0, f] -= 1
         if f < N:
             if Wsp is None:
-                _, added = _unigram_step(f, search, data, indices, indptr, y, xnorm2, has_left,
-                                         has_right, W, weights32, Wsp, nu, parts, C, rho, slab,
-                                         ns, alpha, margL, margR, lamL, lamR, iws, posmap,
-                                         scratch, stats)
+                _, added = _unigram_step(f, search, chain, slots, weights, settings, work,
+                                         unigram_scratch, parts, Wsp, weights32)
             else:
-                rows, added = _unigram_step(f, search, data, indices, indptr, y, xnorm2,
-                                            has_left, has_right, W, weights32, rows, nu, parts,
-                                            C, rho, slab, ns, alpha, margL, margR, lamL, lamR,
-                                            iws, posmap, scratch, stats)
+                rows, added = _unigram_step(f, search, chain, slots, weights, settings, work,
+                                            unigram_scratch, parts, rows, weights32)
         else:
-            added = _bigram_step(f - N, search, y, v, vt, vstate, C, rho, has_left, has_right,
-                                 slab, ns, alpha, margL, margR, lamL, lamR,
-                                 pa, pb, psa, psb, beta, nb_, pws, m1d, m2d, val1, val2, g, z,
-                                 newa, cnt1, cnt2, stats)
+            added = _bigram_step(f - N, search, chain, slots, pairs, weights, settings, work,
+                                 bigram_scratch, vstate)
         if search:  # back off after a search that found nothing: 1, 3, 7, ... visits
             if added:
                 backoff[1, f] = 0
             else:
-                backoff[1, f] = min(2 * backoff[1, f] + 1, max_skip)
+                backoff[1, f] = min(2 * backoff[1, f] + 1, settings.max_skip)
                 backoff[0, f] = backoff[1, f]
     return rows
 
 
 @nb.njit(cache=True)
-def weights_from_duals(xt_data, xt_tokens, xt_ptr, slab, ns, alpha, W):
+def weights_from_duals(xt_data, xt_tokens, xt_ptr, slots, W):
     """``W = sum_j x_j (x) alpha_j`` (float64 (d, K), overwritten) from the
-    tokens' slot duals, one feature row at a time (the row stays in cache):
-    ``xt_*`` the features by row (CSR of ``X^T``, (d, n_tokens)).
-    O(d K + sum_j nnz(x_j) |slots of j|)."""
+    tokens' slot duals (:class:`TokenSlots`), one feature row at a time (the
+    row stays in cache): ``xt_*`` the features by row (CSR of ``X^T``, (d,
+    n_tokens)).  O(d K + sum_j nnz(x_j) |slots of j|)."""
+    labels, count, alpha = slots.labels, slots.count, slots.alpha
     for f in range(W.shape[0]):
         row = W[f]
         row[:] = 0.0
         for p in range(xt_ptr[f], xt_ptr[f + 1]):
             j = xt_tokens[p]
             x = xt_data[p]
-            for s in range(ns[j]):
-                row[slab[j, s]] += x * alpha[j, s]
+            for s in range(count[j]):
+                row[labels[j, s]] += x * alpha[j, s]
 
 
 @nb.njit(cache=True)
-def gdmm_chain_multipliers(has_left, has_right, ns, alpha, margL, margR, lamL, lamR, eta):
+def gdmm_chain_multipliers(chain, slots, eta):
     """Multiplier step (13) on every token slot; returns the squared
     consistency residual ``sum ||M beta - alpha||^2`` before the step (over
     all labels: outside the slots both sides are 0)."""
     res = 0.0
-    for j in range(ns.shape[0]):
-        for s in range(ns[j]):
-            if has_left[j] != 0:
-                r = margL[j, s] - alpha[j, s]
+    alpha = slots.alpha
+    for j in range(slots.count.shape[0]):
+        for s in range(slots.count[j]):
+            if chain.has_left[j] != 0:
+                r = slots.marg_left[j, s] - alpha[j, s]
                 res += r * r
-                lamL[j, s] += eta * r
-            if has_right[j] != 0:
-                r = margR[j, s] - alpha[j, s]
+                slots.lam_left[j, s] += eta * r
+            if chain.has_right[j] != 0:
+                r = slots.marg_right[j, s] - alpha[j, s]
                 res += r * r
-                lamR[j, s] += eta * r
+                slots.lam_right[j, s] += eta * r
     return res
 
 
 @nb.njit(cache=True, inline="always")
-def _marginal_support(alpha, ns, C, j, mu, sup, pos):
+def _marginal_support(alpha, n_slots, C, j, mu, sup, pos):
     """Token ``j``'s slots of positive marginal ``mu = e_gt - alpha / C``:
     ``mu[:n]``, their slots ``sup[:n]`` (increasing) and ``pos[slot]`` their
     index; returns ``n``."""
     n = np.int64(0)  # not a literal (see gdmm_chain_dual)
-    for s in range(ns[j]):
+    for s in range(n_slots[j]):
         m = max((1.0 if s == 0 else 0.0) - alpha[j, s] / C, 0.0)
         if m > 0.0:
             mu[n] = m
@@ -477,8 +631,7 @@ def _scale_down(kept, line, nk, mu, sums, n):
 
 
 @nb.njit(cache=True)
-def gdmm_chain_dual(W, Wsp, K, v, y, C, has_right, slab, ns, alpha, pa, pb, psa, psb, beta, nb_,
-                    vfeas):
+def gdmm_chain_dual(weights, Wsp, chain, slots, pairs, C, vfeas):
     """Dual objective ``-D`` at a *feasible* point built from the iterate.
 
     The unigram duals are kept; each edge's ``beta`` is repaired to be
@@ -500,12 +653,22 @@ def gdmm_chain_dual(W, Wsp, K, v, y, C, has_right, slab, ns, alpha, pa, pb, psa,
     (which, spread over ``n1 n2`` entries, also gave a slightly lower bound
     on the runs measured).
 
-    ``W`` : the dense weights (``Wsp`` None), or a placeholder for the sparse rows ``Wsp``.
-    ``vfeas`` : float64 (K * K,) scratch (receives the repaired table).
+    ``weights``: :class:`ChainWeights` (``dense`` the weights when ``Wsp`` is
+    None, else a placeholder for the sparse rows ``Wsp``); ``chain``,
+    ``slots``, ``pairs``: the pass's state; ``vfeas``: float64 (K * K,)
+    scratch (receives the repaired table).
     """
-    N = y.shape[0]
-    A = slab.shape[1]
-    B = pa.shape[1]
+    W = weights.dense
+    v = weights.transitions
+    K = W.shape[1]
+    has_right = chain.has_right
+    slot_labels, n_slots, alpha = slots.labels, slots.count, slots.alpha
+    left_label, right_label = pairs.left_label, pairs.right_label
+    left_slot, right_slot = pairs.left_slot, pairs.right_slot
+    beta, n_pairs = pairs.beta, pairs.count
+    N = chain.y.shape[0]
+    A = slot_labels.shape[1]
+    B = left_label.shape[1]
     for i in range(K * K):
         vfeas[i] = v[i]
     mu1 = np.empty(A)
@@ -526,16 +689,16 @@ def gdmm_chain_dual(W, Wsp, K, v, y, C, has_right, slab, ns, alpha, pa, pb, psa,
         if has_right[j] == 0:
             continue
         k = j + 1
-        n1 = _marginal_support(alpha, ns, C, j, mu1, sup1, pos1)
-        n2 = _marginal_support(alpha, ns, C, k, mu2, sup2, pos2)
+        n1 = _marginal_support(alpha, n_slots, C, j, mu1, sup1, pos1)
+        n2 = _marginal_support(alpha, n_slots, C, k, mu2, sup2, pos2)
         # the iterate's edge dual leaves the table; the repaired one,
         # C (e_gt - coupling), enters: +C on the true pair, -C F per entry
-        vfeas[slab[j, 0] * K + slab[k, 0]] += C
+        vfeas[slot_labels[j, 0] * K + slot_labels[k, 0]] += C
         nk = np.int64(0)  # not a literal: one compiled signature of _scale_down
-        for q in range(nb_[j]):
-            vfeas[pa[j, q] * K + pb[j, q]] -= beta[j, q]
-            i1 = pos1[psa[j, q]]
-            i2 = pos2[psb[j, q]]
+        for q in range(n_pairs[j]):
+            vfeas[left_label[j, q] * K + right_label[j, q]] -= beta[j, q]
+            i1 = pos1[left_slot[j, q]]
+            i2 = pos2[right_slot[j, q]]
             if i1 >= 0 and i2 >= 0:
                 m = (1.0 if q == 0 else 0.0) - beta[j, q] / C
                 if m > 0.0:
@@ -552,7 +715,7 @@ def gdmm_chain_dual(W, Wsp, K, v, y, C, has_right, slab, ns, alpha, pa, pb, psa,
         for q in range(nk):
             r1[ki1[q]] += kept[q]
             r2[ki2[q]] += kept[q]
-            vfeas[slab[j, sup1[ki1[q]]] * K + slab[k, sup2[ki2[q]]]] -= C * kept[q]
+            vfeas[slot_labels[j, sup1[ki1[q]]] * K + slot_labels[k, sup2[ki2[q]]]] -= C * kept[q]
         for i1 in range(n1):
             r1[i1] = max(mu1[i1] - r1[i1], 0.0)
         for i2 in range(n2):
@@ -566,7 +729,7 @@ def gdmm_chain_dual(W, Wsp, K, v, y, C, has_right, slab, ns, alpha, pa, pb, psa,
                 i2 += 1
             else:
                 f = min(r1[i1], r2[i2])
-                vfeas[slab[j, sup1[i1]] * K + slab[k, sup2[i2]]] -= C * f
+                vfeas[slot_labels[j, sup1[i1]] * K + slot_labels[k, sup2[i2]]] -= C * f
                 r1[i1] -= f
                 r2[i2] -= f
         for i1 in range(n1):
@@ -581,6 +744,6 @@ def gdmm_chain_dual(W, Wsp, K, v, y, C, has_right, slab, ns, alpha, pa, pb, psa,
         reg += vfeas[i] * vfeas[i]
     lin = 0.0
     for j in range(N):
-        for s in range(1, ns[j]):
+        for s in range(1, n_slots[j]):
             lin += alpha[j, s]
     return -(0.5 * reg + lin)

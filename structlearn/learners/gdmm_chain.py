@@ -45,8 +45,9 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ._gdmm_chain_kernels import (gdmm_chain_dual, gdmm_chain_multipliers, gdmm_chain_pass,
-                                  weights_from_duals)
+from ._gdmm_chain_kernels import (ChainData, ChainWeights, EdgePairs, PassSettings,
+                                  PassWorkspace, TokenSlots, gdmm_chain_dual,
+                                  gdmm_chain_multipliers, gdmm_chain_pass, weights_from_duals)
 from ._ssvm_common import ChainMonitor, chain_edges, check_schedule, warn_not_converged
 
 __all__ = ["GDMMChainState", "SequenceMajorOrder", "fit_gdmm_chain"]
@@ -105,22 +106,16 @@ class GDMMChainState:
         B = min(K * K, _INITIAL_SLOTS)
         self.signature = problem.signature()
         self.sublinear = sublinear
-        self.slab = np.zeros((N, A), dtype=np.int64)
-        self.slab[:, 0] = problem.y
-        self.ns = np.ones(N, dtype=np.int64)
-        self.alpha = np.zeros((N, A))
-        self.margL = np.zeros((N, A))
-        self.margR = np.zeros((N, A))
-        self.lamL = np.zeros((N, A))
-        self.lamR = np.zeros((N, A))
-        self.pa = np.zeros((N, B), dtype=np.int64)
-        self.pb = np.zeros((N, B), dtype=np.int64)
-        self.pa[:-1, 0] = problem.y[:-1]
-        self.pb[:-1, 0] = problem.y[1:]
-        self.psa = np.zeros((N, B), dtype=np.int64)
-        self.psb = np.zeros((N, B), dtype=np.int64)
-        self.beta = np.zeros((N, B))
-        self.nb = np.ones(N, dtype=np.int64)
+        labels = np.zeros((N, A), dtype=np.int64)
+        labels[:, 0] = problem.y
+        self.slots = TokenSlots(labels, np.ones(N, dtype=np.int64),
+                                *(np.zeros((N, A)) for _ in range(5)))
+        left, right = np.zeros((N, B), dtype=np.int64), np.zeros((N, B), dtype=np.int64)
+        left[:-1, 0] = problem.y[:-1]
+        right[:-1, 0] = problem.y[1:]
+        self.pairs = EdgePairs(left, right, np.zeros((N, B), dtype=np.int64),
+                               np.zeros((N, B), dtype=np.int64), np.zeros((N, B)),
+                               np.ones(N, dtype=np.int64))
         # the weights: a dense (d, K) array W (Wsp None), or sparse rows Wsp
         # (W an empty placeholder the kernels take but never read)
         self.W = np.zeros((0 if sparse_weights else problem.n_features, K))
@@ -131,6 +126,15 @@ class GDMMChainState:
         self.backoff = np.zeros((2, 2 * N), dtype=np.int64)
         self.n_iter = 0
 
+    def __setstate__(self, state):
+        """Read states pickled before the slots and pairs were named tuples."""
+        if "slab" in state:
+            state["slots"] = TokenSlots(*(state.pop(k) for k in (
+                "slab", "ns", "alpha", "margL", "margR", "lamL", "lamR")))
+            state["pairs"] = EdgePairs(*(state.pop(k) for k in (
+                "pa", "pb", "psa", "psb", "beta", "nb")))
+        self.__dict__.update(state)
+
     @property
     def sparse_weights(self):
         """Whether the weights are sparse rows."""
@@ -140,21 +144,18 @@ class GDMMChainState:
         """``W``: the dense array, or the sparse rows."""
         return self.Wsp if self.sparse_weights else self.W
 
-    _slot_arrays = ("slab", "alpha", "margL", "margR", "lamL", "lamR")
-    _pair_arrays = ("pa", "pb", "psa", "psb", "beta")
-
     def grow(self, K, slots, pairs):
         """Double the slot (and/or pair) capacity, up to ``K`` (``K * K``)."""
-        if slots and self.slab.shape[1] < K:
-            extra = min(K, 2 * self.slab.shape[1]) - self.slab.shape[1]
-            for name in self._slot_arrays:
-                arr = getattr(self, name)
-                setattr(self, name, np.ascontiguousarray(np.pad(arr, ((0, 0), (0, extra)))))
-        if pairs and self.pa.shape[1] < K * K:
-            extra = min(K * K, 2 * self.pa.shape[1]) - self.pa.shape[1]
-            for name in self._pair_arrays:
-                arr = getattr(self, name)
-                setattr(self, name, np.ascontiguousarray(np.pad(arr, ((0, 0), (0, extra)))))
+
+        def widened(arrays, capacity):
+            extra = min(capacity, 2 * arrays[0].shape[1]) - arrays[0].shape[1]
+            return [np.ascontiguousarray(np.pad(a, ((0, 0), (0, extra)))) if a.ndim == 2 else a
+                    for a in arrays]
+
+        if slots and self.slots.labels.shape[1] < K:
+            self.slots = TokenSlots(*widened(self.slots, K))
+        if pairs and self.pairs.left_label.shape[1] < K * K:
+            self.pairs = EdgePairs(*widened(self.pairs, K * K))
 
 
 # Tie-break of the bigram search: the oracles search ``v + tau`` with
@@ -270,14 +271,17 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
 
     def exact_weights():
         if weights32 is not None:
-            weights_from_duals(*xt, state.slab, state.ns, state.alpha, state.W)
+            weights_from_duals(*xt, state.slots, state.W)
             np.copyto(weights32[0], state.W, casting="same_kind")  # no float32 drift
 
-    iws = make_inner_workspace(K)
-    posmap = make_sparse_rows_workspace(K if state.sparse_weights else 0)  # scratch
-    pws = make_pair_workspace(K, K)
+    chain = ChainData(problem.data, problem.indices, problem.indptr, problem.y, xnorm2,
+                      has_left, has_right)
+    settings = PassSettings(float(C), float(rho), nu, int(SEARCH_BACKOFF_MAX))
+    work = PassWorkspace(make_inner_workspace(K), make_pair_workspace(K, K),
+                         make_sparse_rows_workspace(K if state.sparse_weights else 0),
+                         state.backoff, np.zeros(3, dtype=np.int64))
+    stats = work.stats
     vfeas = np.empty(K * K)
-    stats = np.zeros(3, dtype=np.int64)
     monitor = ChainMonitor(problem, C, verbose, callback, n_jobs=n_jobs)
     converged = False
     rel_gap = np.inf
@@ -288,15 +292,10 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
         order = orders.draw(rng)
         parts = rng.randint(nu, size=N).astype(np.int64) if nu > 1 else None
         stats[:] = 0
-        state.Wsp = gdmm_chain_pass(
-            problem.data, problem.indices, problem.indptr, problem.y, xnorm2, has_left,
-            has_right, state.W, weights32, state.Wsp, state.v.ravel(), vt, vstate, nu, parts,
-            order, float(C), float(rho), state.slab, state.ns, state.alpha, state.margL,
-            state.margR, state.lamL, state.lamR, state.pa, state.pb, state.psa, state.psb,
-            state.beta, state.nb, iws, posmap, pws, state.backoff, int(SEARCH_BACKOFF_MAX),
-            stats)
-        res2 = gdmm_chain_multipliers(has_left, has_right, state.ns, state.alpha, state.margL,
-                                      state.margR, state.lamL, state.lamR, float(eta))
+        weights = ChainWeights(state.W, state.v.ravel(), vt)
+        state.Wsp = gdmm_chain_pass(chain, state.slots, state.pairs, weights, settings, work,
+                                    order, parts, state.Wsp, weights32, vstate)
+        res2 = gdmm_chain_multipliers(chain, state.slots, float(eta))
         pass_time = time.perf_counter() - t0
         state.n_iter += 1
         primal = dual = np.nan
@@ -306,18 +305,18 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
             exact_weights()
             stale = False
             primal = monitor.primal(state.weights(), state.v)
-            dual = gdmm_chain_dual(state.W, state.Wsp, K, state.v.ravel(), problem.y, float(C),
-                                   has_right, state.slab, state.ns, state.alpha, state.pa,
-                                   state.pb, state.psa, state.psb, state.beta, state.nb, vfeas)
-        active = (state.ns.sum() + state.nb[edges].sum()) / max(N + edges.size, 1)
+            dual = gdmm_chain_dual(weights, state.Wsp, chain, state.slots, state.pairs,
+                                   float(C), vfeas)
+        active = (state.slots.count.sum() + state.pairs.count[edges].sum()) / max(N + edges.size,
+                                                                                   1)
         stop = monitor.record(state.n_iter, primal, dual, float(np.sqrt(res2)), float(active),
                               stats[0], pass_time, overflow=int(stats[1] + stats[2]))
         rel_gap = monitor.history[-1]["relative_gap"]
         if checking:
             schedule.checked(it + 1, rel_gap)
         # grow capacities when full (a search result was dropped or a list is at capacity)
-        full_slots = stats[1] > 0 or state.ns.max() >= state.slab.shape[1]
-        full_pairs = stats[2] > 0 or state.nb.max() >= state.pa.shape[1]
+        full_slots = stats[1] > 0 or state.slots.count.max() >= state.slots.labels.shape[1]
+        full_pairs = stats[2] > 0 or state.pairs.count.max() >= state.pairs.left_label.shape[1]
         if full_slots or full_pairs:
             state.grow(K, full_slots, full_pairs)
         if stats[1] + stats[2] == 0 and rel_gap <= tol:
