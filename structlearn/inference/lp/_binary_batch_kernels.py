@@ -19,7 +19,7 @@ No validation here; outputs go into caller-allocated arrays.
 import numba as nb
 import numpy as np
 
-from ._gdmm_kernels import binary_gdmm_run, binary_gdmm_state
+from ._gdmm_kernels import BinaryReduced, binary_gdmm_run, binary_gdmm_state
 
 
 @nb.njit(cache=True)
@@ -138,10 +138,12 @@ def binary_pairwise_map_batch(S, P, fvar, w, var_ptr, var_factors, fac_order, n_
                 scale = abs(s[l])
         if not scale > 0.0:
             scale = 1.0
-        ptrs, xact, fa, act_v, act_f, counts, x, y, mu, sums, stats = binary_gdmm_state(L, F)
-        sums[0] = _scaled_copy(w, scale, ws)
-        sums[1] = _scaled_copy(s, scale, theta)
+        state = binary_gdmm_state(L, F)
+        state.sums[0] = _scaled_copy(w, scale, ws)
+        state.sums[1] = _scaled_copy(s, scale, theta)
         var_order = np.argsort(-theta, kind="mergesort")
+        reduced = BinaryReduced(theta, ws, fvar, var_ptr, var_factors, var_order, fac_order)
+        x = state.x
         # starting labelings: all off, and the labels with a positive unary score
         for l in range(L):
             z[l] = 0
@@ -155,9 +157,7 @@ def binary_pairwise_map_batch(S, P, fvar, w, var_ptr, var_factors, fac_order, n_
         last_gain = 0
         while r < n_rounds:
             r += 1
-            bnd = binary_gdmm_run(inner, rho, eta, 1, theta, ws, fvar, var_ptr, var_factors,
-                                  var_order, fac_order, ptrs, xact, fa, act_v, act_f, counts,
-                                  x, y, mu, sums, stats) * scale
+            bnd = binary_gdmm_run(inner, rho, eta, 1, reduced, state) * scale
             if bnd < ub:
                 ub = bnd
             same = True

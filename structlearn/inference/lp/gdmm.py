@@ -36,7 +36,8 @@ Factors of order >= 3 use a scan of their table for the selection.
 import numpy as np
 
 from ...oracles.sorted_tables import build_sorted_orders, make_pair_workspace, unary_orders
-from ._gdmm_kernels import gdmm_certificate, gdmm_iteration, node_active_argmax
+from ._gdmm_kernels import (ActiveSets, GraphIndex, MessageScratch, gdmm_certificate,
+                            gdmm_iteration, node_active_argmax)
 from ._lp_common import COMMON_DEFAULTS, Problem, Tracker, check_graph, check_params, positive
 
 __all__ = ["gdmm_map"]
@@ -67,7 +68,7 @@ class GdmmState:
         capm = int(min(kmax, 4 * max_active))
         n_edges = graph.scope_vars.shape[0]
         ms = max(prob.max_order, 2)
-        self.arrays = (
+        self.active = ActiveSets(
             np.zeros((graph.n_vars, capn), dtype=np.int64), np.zeros((graph.n_vars, capn)),
             np.zeros(graph.n_vars, dtype=np.int64),
             np.zeros((graph.n_factors, capf), dtype=np.int64), np.zeros((graph.n_factors, capf)),
@@ -75,7 +76,7 @@ class GdmmState:
             np.zeros((n_edges, capm), dtype=np.int64), np.zeros((n_edges, capm)),
             np.zeros(n_edges, dtype=np.int64),
         )
-        self.scratch = (
+        self.scratch = MessageScratch(
             np.zeros(prob.n_msg), np.full(prob.n_msg, -1, dtype=np.int64),
             np.zeros((ms, kmax), dtype=np.int64), np.zeros(ms, dtype=np.int64),
             np.zeros((ms, kmax)), np.zeros(kmax), np.full(kmax, -1, dtype=np.int64),
@@ -84,7 +85,7 @@ class GdmmState:
         self.ws = make_pair_workspace(kmax, kmax)
 
     def active_sizes(self):
-        xa_n, ya_n = self.arrays[2], self.arrays[5]
+        xa_n, ya_n = self.active.node_n, self.active.factor_n
         return float(xa_n.mean()) if xa_n.size else 0.0, float(ya_n.mean()) if ya_n.size else 0.0
 
 
@@ -151,21 +152,21 @@ def gdmm_map(graph, **params):
     order_offsets, order_data = _pair_orders(graph, prob)
     uorder = unary_orders(graph)
     st = GdmmState(graph, prob, int(ma))
-    fixed = (prob.var_indptr, prob.var_edges, prob.edge_factor, uorder, order_data,
-             order_offsets, st.ws)
+    index = GraphIndex(prob.var_indptr, prob.var_edges, prob.edge_factor, uorder, order_data,
+                       order_offsets, st.ws)
     labels = np.zeros(graph.n_vars, dtype=np.int64)
     cert_labels = np.zeros(graph.n_vars, dtype=np.int64)
     n_pass = p["n_pass"]
     if isinstance(n_pass, bool) or not isinstance(n_pass, (int, np.integer)) or n_pass < 1:
         raise ValueError(f"n_pass must be a positive integer, got {n_pass!r}")
     while True:
-        infeas, added, dres = gdmm_iteration(prob.prob, rho, eta, n_pass, *fixed, *st.arrays,
-                                             *st.scratch)
-        u = gdmm_certificate(prob.prob, rho, 0.0, *fixed, *st.arrays, *st.scratch,
-                             cert_labels)
+        infeas, added, dres = gdmm_iteration(prob.prob, rho, eta, n_pass, index, st.active,
+                                             st.scratch)
+        u = gdmm_certificate(prob.prob, rho, 0.0, index, st.active, st.scratch, cert_labels)
         tr.bound(u)
         tr.offer(cert_labels)
-        node_active_argmax(st.arrays[0], st.arrays[1], st.arrays[2], prob.unary,
+        active = st.active
+        node_active_argmax(active.node_idx, active.node_val, active.node_n, prob.unary,
                            graph.unary_offsets, uorder, labels)
         tr.offer(labels)
         an, af = st.active_sizes()

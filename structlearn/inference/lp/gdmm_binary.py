@@ -29,7 +29,7 @@ import numpy as np
 
 from ...graphs.structure import incidence_csr
 from ._binary_batch_kernels import binary_pairwise_map_batch
-from ._gdmm_kernels import binary_gdmm_run, binary_gdmm_state
+from ._gdmm_kernels import BinaryReduced, binary_gdmm_run, binary_gdmm_state
 from ._lp_common import (COMMON_DEFAULTS, Problem, Tracker, check_graph, check_params, integer,
                          nonnegative, positive)
 
@@ -87,17 +87,16 @@ def gdmm_binary_map(graph, **params):
     w = t11 - t10 - t01 + t00
     var_order = np.argsort(-theta_t, kind="stable").astype(np.int64)
     fac_order = np.argsort(-w, kind="stable").astype(np.int64)
-    ptrs, xact, fa, act_v, act_f, counts, x, y, mu, sums, stats = binary_gdmm_state(
-        graph.n_vars, graph.n_factors)
-    sums[:] = np.maximum(w, 0).sum(), np.maximum(theta_t, 0).sum()
+    state = binary_gdmm_state(graph.n_vars, graph.n_factors)
+    state.sums[:] = np.maximum(w, 0).sum(), np.maximum(theta_t, 0).sum()
+    reduced = BinaryReduced(theta_t, w, fvar, prob.var_indptr, prob.var_factors, var_order,
+                            fac_order)
     while True:
-        ub = binary_gdmm_run(int(p["inner"]), rho, eta, int(p["batch"]), theta_t, w, fvar,
-                             prob.var_indptr, prob.var_factors, var_order, fac_order, ptrs,
-                             xact, fa, act_v, act_f, counts, x, y, mu, sums, stats)
+        ub = binary_gdmm_run(int(p["inner"]), rho, eta, int(p["batch"]), reduced, state)
         tr.bound(ub + const)
-        tr.offer((x > 0.5).astype(np.int64))
-        if tr.step(infeasibility=float(stats[0]), active_vars=int(counts[0]),
-                   active_factors=int(counts[1])):
+        tr.offer((state.x > 0.5).astype(np.int64))
+        if tr.step(infeasibility=float(state.stats[0]), active_vars=int(state.counts[0]),
+                   active_factors=int(state.counts[1])):
             break
     return tr.result()
 
