@@ -119,7 +119,8 @@ def test_loopy_bound_consistency_and_gradient(seed):
 
 
 def test_block_update_leaves_outside_fixed():
-    from structlearn.inference.marginals._convex_bp_kernels import bp_sweeps
+    from structlearn.inference.marginals._convex_bp_kernels import (BPMessages, PairwiseModel,
+                                                                     bp_sweeps)
 
     rng = np.random.RandomState(0)
     h = w = 4
@@ -136,7 +137,8 @@ def test_block_update_leaves_outside_fixed():
     block = np.array([0, 1, 4, 5], dtype=np.int64)
     nu0, lt0 = nu.copy(), logtau.copy()
     info = np.zeros(2)
-    bp_sweeps(block, 50, 1e-10, unary, pool, tid, edges, ap, ae, aside, rn, re, nu, logtau, info)
+    bp_sweeps(block, 50, 1e-10, PairwiseModel(unary, pool, tid, edges, ap, ae, aside, rn, re),
+              BPMessages(nu, logtau), info)
     outside = np.setdiff1d(np.arange(n), block)
     np.testing.assert_array_equal(logtau[outside], lt0[outside])
     into_outside = np.isin(edges, outside)  # (E, 2): message into an outside endpoint

@@ -197,11 +197,16 @@ def _learning_state(X, W, V, bins, edges, rho_node, rho_edge, max_sweeps, tol):
 
     Returns
     -------
-    state : tuple
-        ``(adj_ptr, adj_edge, adj_side, theta_node, nu, logtau, tau_node,
-        tau_edge, exp_node, exp_edge, info)`` as used by the kernels.
+    model : PairwiseModel
+        Unary scores ``X W^T``, the pairwise weights ``V`` per bin and the
+        incidence lists (:mod:`structlearn.inference.marginals._convex_bp_kernels`).
+    messages : BPMessages
+    beliefs : StoredBeliefs
+    info : float64 (2,)
+        BP's sweeps and last change.
     """
-    from ..inference.marginals._convex_bp_kernels import block_learning_step
+    from ..inference.marginals._convex_bp_kernels import (BPMessages, PairwiseModel,
+                                                           StoredBeliefs, block_learning_step)
 
     n, d = X.shape
     K = W.shape[0]
@@ -211,18 +216,15 @@ def _learning_state(X, W, V, bins, edges, rho_node, rho_edge, max_sweeps, tol):
     s = theta_node / rho_node[:, None]
     s -= s.max(axis=1, keepdims=True)
     logtau = np.ascontiguousarray(s - np.log(np.exp(s).sum(axis=1, keepdims=True)))
-    nu = np.zeros((E, 2, K))
-    tau_node = np.zeros((n, K))
-    tau_edge = np.zeros((E, K, K))
-    exp_node = np.zeros((K, d))
-    exp_edge = np.zeros((V.shape[0], K, K))
+    model = PairwiseModel(theta_node, V, bins, edges, adj_ptr, adj_edge, adj_side, rho_node,
+                          rho_edge)
+    messages = BPMessages(np.zeros((E, 2, K)), logtau)
+    beliefs = StoredBeliefs(np.zeros((n, K)), np.zeros((E, K, K)), np.zeros((K, d)),
+                            np.zeros((V.shape[0], K, K)))
     info = np.zeros(2)
     block_learning_step(np.arange(n, dtype=np.int64), np.arange(E, dtype=np.int64),
-                        int(max_sweeps), float(tol), X, W, V, bins, theta_node, edges,
-                        adj_ptr, adj_edge, adj_side, rho_node, rho_edge, nu, logtau,
-                        tau_node, tau_edge, exp_node, exp_edge, info)  # fmt: skip
-    return (adj_ptr, adj_edge, adj_side, theta_node, nu, logtau, tau_node, tau_edge, exp_node,
-            exp_edge, info)  # fmt: skip
+                        int(max_sweeps), float(tol), X, W, model, messages, beliefs, info)
+    return model, messages, beliefs, info
 
 
 def _block_step_scale(n_blocks):
@@ -330,7 +332,8 @@ def fit_convex_bp_crf(
     -------
     result : BPLearningResult
     """
-    from ..inference.marginals._convex_bp_kernels import bp_learning_pass, free_energy
+    from ..inference.marginals._convex_bp_kernels import (LearningBlocks, LearningStep,
+                                                           bp_learning_pass, free_energy)
 
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -376,8 +379,8 @@ def fit_convex_bp_crf(
     V = np.zeros((n_bins, K, K)) if V_init is None else np.array(V_init, dtype=np.float64, order="C")
 
     # state: messages, beliefs and expected features consistent with them
-    (adj_ptr, adj_edge, adj_side, theta_node, nu, logtau, tau_node, tau_edge, exp_node,
-     exp_edge, _) = _learning_state(X, W, V, bins, edges, rho_node, rho_edge, 0, 0.0)  # fmt: skip
+    model, messages, beliefs, _ = _learning_state(X, W, V, bins, edges, rho_node, rho_edge, 0,
+                                                  0.0)
     all_nodes = np.arange(n, dtype=np.int64)
     all_edges = np.arange(E, dtype=np.int64)
 
@@ -389,6 +392,8 @@ def fit_convex_bp_crf(
         n_blk = 1
     sweeps = 1 if method == "inner_dual" else int(inner_max_iter)
     itol = 0.0 if method == "inner_dual" else float(inner_tol)
+    blocks = LearningBlocks(node_ptr, block_nodes, edge_ptr, block_edges)
+    step = LearningStep(sweeps, itol, float(n_samples), float(alpha), lr)
 
     history = []
     start = time.perf_counter()
@@ -400,10 +405,8 @@ def fit_convex_bp_crf(
         order = rng.permutation(n_blk).astype(np.int64) if block_order == "random" else seq_order
         Wp = W.copy() if method == "full_bp" else None
         Vp = V.copy() if method == "full_bp" else None
-        bp_learning_pass(order, node_ptr, block_nodes, edge_ptr, block_edges, sweeps, itol, X,
-                         W, V, bins, theta_node, edges, adj_ptr, adj_edge, adj_side, rho_node,
-                         rho_edge, nu, logtau, tau_node, tau_edge, exp_node, exp_edge,
-                         emp_node, emp_edge, float(n_samples), float(alpha), lr, out)  # fmt: skip
+        bp_learning_pass(order, blocks, X, W, model, messages, beliefs, emp_node, emp_edge,
+                         step, out)
         n_iter += 1
         if out[3] != 0.0:
             raise FloatingPointError(
@@ -414,7 +417,7 @@ def fit_convex_bp_crf(
         objective = None
         if method == "full_bp":
             # the step used beliefs at the weights before it: report that objective
-            fe = free_energy(theta_node, Vp, bins, edges, rho_node, rho_edge, nu, logtau)
+            fe = free_energy(model._replace(pool=Vp), messages)
             objective = float(
                 (fe - np.sum(Wp * emp_node) - np.sum(Vp * emp_edge)) / n_samples
                 + 0.5 * alpha * (np.sum(Wp * Wp) + np.sum(Vp * Vp))
@@ -472,10 +475,11 @@ def crf_objective(W, V, X, y, edges, edge_bins, sample_ptr, *, alpha, rho_node, 
     K = W.shape[0]
     n_bins = V.shape[0]
     n_samples = len(sample_ptr) - 1
-    (_, _, _, theta_node, nu, logtau, _, _, exp_node, exp_edge,
-     info) = _learning_state(X, W, V, bins, edges, rho_node, rho_edge, max_iter, tol)  # fmt: skip
+    model, messages, beliefs, info = _learning_state(X, W, V, bins, edges, rho_node, rho_edge,
+                                                     max_iter, tol)
+    exp_node, exp_edge = beliefs.exp_node, beliefs.exp_edge
     emp_node, emp_edge = _empirical(X, y, edges, bins, K, n_bins)
-    fe = free_energy(theta_node, V, bins, edges, rho_node, rho_edge, nu, logtau)
+    fe = free_energy(model, messages)
     obj = (fe - np.sum(W * emp_node) - np.sum(V * emp_edge)) / n_samples + 0.5 * alpha * (
         np.sum(W * W) + np.sum(V * V)
     )

@@ -32,17 +32,103 @@ and then the belief ``logtau_u = (theta_u + sum_e nu[e -> u]) / rho_u``
 
 Every log-sum-exp subtracts its maximum first (numerically stable
 sum-product). No validation happens here; callers pass C-contiguous float64
-/ int64 arrays and allocate the outputs.
+/ int64 arrays and allocate the outputs.  The kernels take the model as a
+:class:`PairwiseModel`, the messages and beliefs as :class:`BPMessages`,
+and, for learning, the stored beliefs as :class:`StoredBeliefs`.
 """
+
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
 
 
+class PairwiseModel(NamedTuple):
+    """A pairwise model with its counting numbers and incidence lists.
+
+    Attributes
+    ----------
+    theta_node : float64 (n, K)
+        Unary scores.
+    pool : float64 (T, K, K)
+        Pairwise tables; edge ``e`` uses ``pool[table_id[e]]``.
+    table_id : int64 (E,)
+    edges : int64 (E, 2)
+    adj_ptr, adj_edge, adj_side : int64
+        Incidence lists: node ``u`` touches edges
+        ``adj_edge[adj_ptr[u]:adj_ptr[u+1]]`` at end ``adj_side[...]``.
+    rho_node : float64 (n,)
+    rho_edge : float64 (E,)
+    """
+
+    theta_node: np.ndarray
+    pool: np.ndarray
+    table_id: np.ndarray
+    edges: np.ndarray
+    adj_ptr: np.ndarray
+    adj_edge: np.ndarray
+    adj_side: np.ndarray
+    rho_node: np.ndarray
+    rho_edge: np.ndarray
+
+
+class BPMessages(NamedTuple):
+    """Convex BP's state, updated in place: ``nu`` float64 (E, 2, K), the
+    log-messages into each edge's endpoints, and ``logtau`` float64 (n, K),
+    the normalized node log-beliefs."""
+
+    nu: np.ndarray
+    logtau: np.ndarray
+
+
+class StoredBeliefs(NamedTuple):
+    """Beliefs kept by BP learning and the expected features they sum to.
+
+    Attributes
+    ----------
+    tau_node : float64 (n, K)
+    tau_edge : float64 (E, K, K)
+    exp_node : float64 (K, d)
+        ``sum_u tau_u x_u^T``.
+    exp_edge : float64 (T, K, K)
+        ``sum_e tau_e`` per table.
+    """
+
+    tau_node: np.ndarray
+    tau_edge: np.ndarray
+    exp_node: np.ndarray
+    exp_edge: np.ndarray
+
+
+class LearningBlocks(NamedTuple):
+    """Block ``b`` owns nodes ``block_nodes[node_ptr[b]:node_ptr[b+1]]`` and
+    the edges ``block_edges[edge_ptr[b]:edge_ptr[b+1]]`` touching them."""
+
+    node_ptr: np.ndarray
+    block_nodes: np.ndarray
+    edge_ptr: np.ndarray
+    block_edges: np.ndarray
+
+
+class LearningStep(NamedTuple):
+    """Settings of a BP learning pass: the block BP's ``max_sweeps`` and
+    ``tol``, ``n_samples``, the L2 weight ``alpha`` and the step ``lr``."""
+
+    max_sweeps: int
+    tol: float
+    n_samples: float
+    alpha: float
+    lr: float
+
+
 @nb.njit(cache=True)
-def _update_node(u, theta_node, pool, table_id, edges, adj_ptr, adj_edge, adj_side,
-                 rho_node, rho_edge, nu, logtau, w, msg, s):
-    """Recompute all messages into ``u`` and its belief; return max |change| of logtau_u."""
+def _update_node(u, model, messages, w, msg, s):
+    """Recompute all messages into ``u`` and its belief; return max |change| of
+    logtau_u (``w``, ``msg``, ``s``: float64 (K,) scratch)."""
+    theta_node, pool, table_id, edges = model.theta_node, model.pool, model.table_id, model.edges
+    adj_ptr, adj_edge, adj_side = model.adj_ptr, model.adj_edge, model.adj_side
+    rho_node, rho_edge = model.rho_node, model.rho_edge
+    nu, logtau = messages
     K = theta_node.shape[1]
     for a in range(K):
         s[a] = theta_node[u, a]
@@ -103,8 +189,7 @@ def _update_node(u, theta_node, pool, table_id, edges, adj_ptr, adj_edge, adj_si
 
 
 @nb.njit(cache=True)
-def bp_sweeps(nodes, max_sweeps, tol, theta_node, pool, table_id, edges, adj_ptr, adj_edge,
-              adj_side, rho_node, rho_edge, nu, logtau, info):
+def bp_sweeps(nodes, max_sweeps, tol, model, messages, info):
     """Sweep node updates over ``nodes`` (in order) until converged.
 
     Parameters
@@ -114,21 +199,13 @@ def bp_sweeps(nodes, max_sweeps, tol, theta_node, pool, table_id, edges, adj_ptr
     max_sweeps : int
     tol : float
         Stop after a sweep whose largest change of a log-belief is <= tol.
-    theta_node : float64 (n, K)
-    pool : float64 (T, K, K)
-    table_id : int64 (E,)
-    edges : int64 (E, 2)
-    adj_ptr, adj_edge, adj_side : int64
-        Incidence lists: node ``u`` touches edges
-        ``adj_edge[adj_ptr[u]:adj_ptr[u+1]]`` at end ``adj_side[...]``.
-    rho_node : float64 (n,)
-    rho_edge : float64 (E,)
-    nu : float64 (E, 2, K), updated in place
-    logtau : float64 (n, K), updated in place
+    model : PairwiseModel
+    messages : BPMessages
+        Updated in place.
     info : float64 (2,)
         Receives (number of sweeps, last sweep's largest change).
     """
-    K = theta_node.shape[1]
+    K = model.theta_node.shape[1]
     w = np.empty(K)
     msg = np.empty(K)
     s = np.empty(K)
@@ -137,8 +214,7 @@ def bp_sweeps(nodes, max_sweeps, tol, theta_node, pool, table_id, edges, adj_ptr
     while it < max_sweeps:
         change = 0.0
         for i in range(nodes.shape[0]):
-            c = _update_node(nodes[i], theta_node, pool, table_id, edges, adj_ptr, adj_edge,
-                             adj_side, rho_node, rho_edge, nu, logtau, w, msg, s)
+            c = _update_node(nodes[i], model, messages, w, msg, s)
             if c > change:
                 change = c
         it += 1
@@ -149,8 +225,10 @@ def bp_sweeps(nodes, max_sweeps, tol, theta_node, pool, table_id, edges, adj_ptr
 
 
 @nb.njit(cache=True)
-def _edge_belief(e, pool, table_id, edges, rho_edge, nu, logtau, out):
+def _edge_belief(e, model, messages, out):
     """Normalized belief table of edge ``e`` into ``out`` (K, K)."""
+    pool, table_id, edges, rho_edge = model.pool, model.table_id, model.edges, model.rho_edge
+    nu, logtau = messages
     K = out.shape[0]
     u = edges[e, 0]
     v = edges[e, 1]
@@ -176,23 +254,26 @@ def _edge_belief(e, pool, table_id, edges, rho_edge, nu, logtau, out):
 
 
 @nb.njit(cache=True)
-def edge_beliefs(edge_list, pool, table_id, edges, rho_edge, nu, logtau, out):
+def edge_beliefs(edge_list, model, messages, out):
     """Belief tables of the edges in ``edge_list``; ``out[i]`` for ``edge_list[i]``.
 
     out : float64 (m, K, K)
     """
     for i in range(edge_list.shape[0]):
-        _edge_belief(edge_list[i], pool, table_id, edges, rho_edge, nu, logtau, out[i])
+        _edge_belief(edge_list[i], model, messages, out[i])
 
 
 @nb.njit(cache=True)
-def free_energy(theta_node, pool, table_id, edges, rho_node, rho_edge, nu, logtau):
+def free_energy(model, messages):
     """Convex free energy F(tau) at the current beliefs (= B(theta) at a fixed point).
 
     Returns
     -------
     value : float
     """
+    theta_node, pool, table_id, edges = model.theta_node, model.pool, model.table_id, model.edges
+    rho_node, rho_edge = model.rho_node, model.rho_edge
+    logtau = messages.logtau
     n, K = theta_node.shape
     total = 0.0
     for u in range(n):
@@ -206,7 +287,7 @@ def free_energy(theta_node, pool, table_id, edges, rho_node, rho_edge, nu, logta
         total += rho_node[u] * h
     tab = np.empty((K, K))
     for e in range(edges.shape[0]):
-        _edge_belief(e, pool, table_id, edges, rho_edge, nu, logtau, tab)
+        _edge_belief(e, model, messages, tab)
         u = edges[e, 0]
         v = edges[e, 1]
         t = table_id[e]
@@ -237,9 +318,8 @@ def unary_scores(nodes, X, W, theta_node):
 
 
 @nb.njit(cache=True)
-def block_learning_step(block_nodes, block_edges, max_sweeps, tol, X, W, pool, table_id,
-                        theta_node, edges, adj_ptr, adj_edge, adj_side, rho_node, rho_edge,
-                        nu, logtau, tau_node, tau_edge, exp_node, exp_edge, info):
+def block_learning_step(block_nodes, block_edges, max_sweeps, tol, X, W, model, messages,
+                        beliefs, info):
     """One block step of BP learning with incremental expected features (eq. 9-11, 16).
 
     Recomputes the unary scores of the block's nodes from ``X`` and ``W``,
@@ -254,21 +334,21 @@ def block_learning_step(block_nodes, block_edges, max_sweeps, tol, X, W, pool, t
         Edges with at least one endpoint in the block.
     max_sweeps, tol : BP stopping rule on the block.
     X : float64 (n, d) node features; W : float64 (K, d) unary weights.
-    pool : float64 (T, K, K) pairwise weights per edge bin; table_id : int64 (E,) edge bins.
-    theta_node : float64 (n, K), updated for the block's nodes.
-    tau_node : float64 (n, K), tau_edge : float64 (E, K, K)
-        Stored beliefs (probabilities), updated for the block.
-    exp_node : float64 (K, d)
-        ``sum_u tau_u x_u^T``, updated incrementally.
-    exp_edge : float64 (T, K, K)
-        ``sum_e tau_e`` per bin, updated incrementally.
+    model : PairwiseModel
+        ``pool`` holds the pairwise weights per edge bin, ``table_id`` the
+        edge bins; ``theta_node`` is updated for the block's nodes.
+    messages : BPMessages
+    beliefs : StoredBeliefs
+        Updated for the block (the expected sums incrementally).
     info : float64 (2,)
         Receives (BP sweeps, last change).
     """
     K, d = W.shape
-    unary_scores(block_nodes, X, W, theta_node)
-    bp_sweeps(block_nodes, max_sweeps, tol, theta_node, pool, table_id, edges, adj_ptr,
-              adj_edge, adj_side, rho_node, rho_edge, nu, logtau, info)
+    table_id = model.table_id
+    logtau = messages.logtau
+    tau_node, tau_edge, exp_node, exp_edge = beliefs
+    unary_scores(block_nodes, X, W, model.theta_node)
+    bp_sweeps(block_nodes, max_sweeps, tol, model, messages, info)
     diff = np.empty(K)
     for i in range(block_nodes.shape[0]):
         u = block_nodes[i]
@@ -284,7 +364,7 @@ def block_learning_step(block_nodes, block_edges, max_sweeps, tol, X, W, pool, t
     tab = np.empty((K, K))
     for i in range(block_edges.shape[0]):
         e = block_edges[i]
-        _edge_belief(e, pool, table_id, edges, rho_edge, nu, logtau, tab)
+        _edge_belief(e, model, messages, tab)
         t = table_id[e]
         for a in range(K):
             for b in range(K):
@@ -293,10 +373,8 @@ def block_learning_step(block_nodes, block_edges, max_sweeps, tol, X, W, pool, t
 
 
 @nb.njit(cache=True)
-def bp_learning_pass(order, node_ptr, block_nodes, edge_ptr, block_edges, max_sweeps, tol, X, W,
-                     pool, table_id, theta_node, edges, adj_ptr, adj_edge, adj_side, rho_node,
-                     rho_edge, nu, logtau, tau_node, tau_edge, exp_node, exp_edge, emp_node,
-                     emp_edge, n_samples, alpha, lr, out):
+def bp_learning_pass(order, blocks, X, W, model, messages, beliefs, emp_node, emp_edge, step,
+                     out):
     """One pass of BP learning: for each block in ``order``, a block step then a gradient step.
 
     The gradient after a block step is ``(exp - emp) / n_samples + alpha * w``
@@ -307,18 +385,22 @@ def bp_learning_pass(order, node_ptr, block_nodes, edge_ptr, block_edges, max_sw
     ----------
     order : int64 (n_visits,)
         Blocks to visit, in order.
-    node_ptr, block_nodes, edge_ptr, block_edges : int64
-        Block ``b`` owns nodes ``block_nodes[node_ptr[b]:node_ptr[b+1]]`` and
-        the edges ``block_edges[edge_ptr[b]:edge_ptr[b+1]]`` touching them.
+    blocks : LearningBlocks
     emp_node : float64 (K, d), emp_edge : float64 (T, K, K)
         Observed feature sums.
+    step : LearningStep
     out : float64 (4,)
         Receives (BP sweeps in the pass, max-norm of the last gradient,
         2-norm of the last step, 1.0 if a gradient was not finite else 0.0).
     Other parameters as in :func:`block_learning_step`.
     """
     K, d = W.shape
+    pool = model.pool
     T = pool.shape[0]
+    node_ptr, block_nodes, edge_ptr, block_edges = blocks
+    exp_node, exp_edge = beliefs.exp_node, beliefs.exp_edge
+    alpha, lr = step.alpha, step.lr
+    n_samples = step.n_samples
     info = np.zeros(2)
     sweeps = 0.0
     gmax = 0.0
@@ -328,10 +410,8 @@ def bp_learning_pass(order, node_ptr, block_nodes, edge_ptr, block_edges, max_sw
     for i in range(order.shape[0]):
         b = order[i]
         block_learning_step(block_nodes[node_ptr[b]:node_ptr[b + 1]],
-                            block_edges[edge_ptr[b]:edge_ptr[b + 1]], max_sweeps, tol, X, W,
-                            pool, table_id, theta_node, edges, adj_ptr, adj_edge, adj_side,
-                            rho_node, rho_edge, nu, logtau, tau_node, tau_edge, exp_node,
-                            exp_edge, info)
+                            block_edges[edge_ptr[b]:edge_ptr[b + 1]], step.max_sweeps, step.tol,
+                            X, W, model, messages, beliefs, info)
         sweeps += info[0]
         gmax = 0.0
         step_sq = 0.0

@@ -250,7 +250,8 @@ def convex_bp(
     -------
     result : ConvexBPResult
     """
-    from ._convex_bp_kernels import bp_sweeps, edge_beliefs, free_energy
+    from ._convex_bp_kernels import (BPMessages, PairwiseModel, bp_sweeps, edge_beliefs,
+                                     free_energy)
 
     unary = np.asarray(unary)
     if unary.ndim != 2 or unary.shape[1] < 1:
@@ -308,11 +309,13 @@ def convex_bp(
     s /= rho_node[:, None]
     s -= s.max(axis=1, keepdims=True)
     logtau[:] = s - np.log(np.exp(s).sum(axis=1, keepdims=True))
-    bp_sweeps(all_nodes, int(max_iter), float(tol), unary, pool, table_id, edges, adj_ptr,
-              adj_edge, adj_side, rho_node, rho_edge, nu, logtau, info)  # fmt: skip
+    model = PairwiseModel(unary, pool, table_id, edges, adj_ptr, adj_edge, adj_side, rho_node,
+                          rho_edge)
+    messages = BPMessages(nu, logtau)
+    bp_sweeps(all_nodes, int(max_iter), float(tol), model, messages, info)
     emarg = np.empty((E, K, K))
-    edge_beliefs(np.arange(E, dtype=np.int64), pool, table_id, edges, rho_edge, nu, logtau, emarg)
-    bound = free_energy(unary, pool, table_id, edges, rho_node, rho_edge, nu, logtau)
+    edge_beliefs(np.arange(E, dtype=np.int64), model, messages, emarg)
+    bound = free_energy(model, messages)
     return ConvexBPResult(
         log_z_bound=float(bound),
         node_marginals=np.exp(logtau),
