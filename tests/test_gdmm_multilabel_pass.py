@@ -8,6 +8,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from structlearn.learners._gdmm_multilabel_kernels import (
+    LabelEdges,
+    MultilabelDuals,
+    SampleFeatures,
     gdmm_multilabel_multipliers,
     gdmm_multilabel_pass,
 )
@@ -186,9 +189,11 @@ def _run_pass(p, order, C, rho, rounds, st, stats):
     pos, stops = 0, 0
     while pos < order.shape[0]:
         up = _positive_edges(edges, pids, np.full_like(st.Pw, np.inf))
-        pos, need = gdmm_multilabel_pass(p.data, p.indices, p.indptr, p.Y, p.sq_norms(), p.E,
-                                         p.n_edges, nbr_ptr, nbr, *up, order, pos, C, rho,
-                                         rounds, st.W, st.Pw, st.A, st.tmask, st.pool, stats)
+        pos, need = gdmm_multilabel_pass(
+            SampleFeatures(p.data, p.indices, p.indptr, p.Y, p.sq_norms()),
+            LabelEdges(p.E, p.n_edges, nbr_ptr, nbr, *up),
+            MultilabelDuals(st.W, st.Pw, st.A, st.tmask), st.pool, order, pos, C, rho, rounds,
+            stats)
         if need:
             st.compact(need)
             stops += 1

@@ -75,6 +75,54 @@ class PairPool(NamedTuple):
     top: np.ndarray
 
 
+class SampleFeatures(NamedTuple):
+    """The training samples: CSR rows ``data, indices, indptr`` (n, d), the
+    label matrix ``Y`` uint8/int (n, L) and the squared row norms ``xnorm2``
+    float64 (n,)."""
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    Y: np.ndarray
+    xnorm2: np.ndarray
+
+
+class LabelEdges(NamedTuple):
+    """The interaction edges among the labels.
+
+    Attributes
+    ----------
+    E : uint8 (L, L)
+        1 on an edge (``E[a, b]`` with ``a < b``).
+    n_edges : int
+    nbr_ptr, nbr : int64
+        Each label's neighbours (CSR, increasing).
+    up_a, up_b : int64 (m,)
+        The edges with ``P_f > 0`` by decreasing weight, as the caller last
+        sorted them, and ``up_w`` float64 (m,) those weights (the greedy
+        search's order).
+    """
+
+    E: np.ndarray
+    n_edges: int
+    nbr_ptr: np.ndarray
+    nbr: np.ndarray
+    up_a: np.ndarray
+    up_b: np.ndarray
+    up_w: np.ndarray
+
+
+class MultilabelDuals(NamedTuple):
+    """Weights and unigram duals, updated in place: ``W`` float64 (d, L),
+    ``Pw`` float64 (L (L-1)/2,) pair weights (0 off the edges), ``A``
+    float64 (n, L) and ``tmask`` uint8 (n, L) (active unigram factors)."""
+
+    W: np.ndarray
+    Pw: np.ndarray
+    A: np.ndarray
+    tmask: np.ndarray
+
+
 @nb.njit(cache=True, inline="always")
 def pair_rows(pool, i):
     """Views of sample ``i``'s slots: ``(left, right, dual, nu)``."""
@@ -255,10 +303,11 @@ def _activate_violated(i, j, Y, A, C, E, nbr_ptr, nbr, tmask, fa, fb, fv, fnu, n
 
 
 @nb.njit(cache=True, inline="always")
-def _unigram_step(i, j, u, Y, A, C, rho, xnorm2, fa, fb, fv, fnu, head, nxa, nxb):
-    """Projected step on ``A[i, j]``; ``u[j]`` follows it (``W`` is written by
-    the caller once per visit: ``u`` moves by ``||x_i||^2`` per unit of ``A``)."""
-    pen, k = _label_penalty(i, j, Y, A, C, fa, fb, fv, fnu, head, nxa, nxb)
+def _unigram_step(i, j, u, Y, A, C, rho, xnorm2, pen, k):
+    """Projected step on ``A[i, j]`` given the label's penalty term ``pen``
+    and active-pair count ``k`` (:func:`_label_penalty`); ``u[j]`` follows
+    it (``W`` is written by the caller once per visit: ``u`` moves by
+    ``||x_i||^2`` per unit of ``A``)."""
     g = u[j] + (1.0 - 2.0 * Y[i, j]) + rho * pen
     Q = xnorm2[i] + 2.0 * rho * k
     if Q < 1e-12:
@@ -274,7 +323,7 @@ def _unigram_step(i, j, u, Y, A, C, rho, xnorm2, fa, fb, fv, fnu, head, nxa, nxb
 
 
 @nb.njit(cache=True, inline="always")
-def _greedy_pair(i, u, Y, A, C, E, Pw, up_a, up_b, up_w, fa, fb, m, cand):
+def _greedy_pair(i, u, Y, A, C, edges, Pw, rows, m, cand):
     """The inactive pair factor whose joint move lowers the objective most.
 
     An inactive pair's gradient is ``P_f`` (no penalty term), but the local
@@ -292,7 +341,11 @@ def _greedy_pair(i, u, Y, A, C, E, Pw, up_a, up_b, up_w, fa, fb, m, cand):
     cannot beat the best gain (the order may be stale by one block of
     samples: a heuristic bound, the search stays a valid greedy choice).
     Returns ``(a, b, pairs examined)``; ``a = -1`` when no move gains.
+    ``rows``: the sample's ``(fa, fb, fv, fnu)``, ``m`` its active pairs,
+    ``cand`` int64 (L,) scratch.
     """
+    E, up_a, up_b, up_w = edges.E, edges.up_a, edges.up_b, edges.up_w
+    fa, fb = rows[0], rows[1]
     L = Y.shape[1]
     gmax = 0.0
     npos = 0
@@ -343,9 +396,12 @@ def _greedy_pair(i, u, Y, A, C, E, Pw, up_a, up_b, up_w, fa, fb, m, cand):
 
 
 @nb.njit(cache=True)
-def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, nbr_ptr, nbr, up_a, up_b,
-                         up_w, order, start, C, rho, rounds, W, Pw, A, tmask, pool, stats):
+def gdmm_multilabel_pass(samples, edges, duals, pool, order, start, C, rho, rounds, stats):
     """One pass of block-greedy coordinate descent (Algorithm 3) over the samples in ``order``.
+
+    ``samples``: :class:`SampleFeatures`; ``edges``: :class:`LabelEdges`;
+    ``duals``: :class:`MultilabelDuals` and ``pool``: :class:`PairPool`,
+    updated in place.
 
     Per sample: scores of all labels; every unigram factor whose projected
     gradient at its bound is non-zero joins the active set (its search is
@@ -355,11 +411,7 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, nbr_ptr, 
     coordinate steps (19) on every active factor, activating the edges whose
     constraints a unigram step violates.  The label scores follow the steps
     (``||x_i||^2`` per unit of dual), so a round costs O(active factors);
-    ``W`` takes the sample's summed steps once per visit.  ``Pw`` float64
-    (L (L-1)/2,) pair weights (0 off the edges).  ``nbr_ptr, nbr``:
-    the edges' adjacency (CSR, int64) of every label.  ``up_a, up_b, up_w``:
-    the edges with ``P_f > 0`` by decreasing weight, as the caller last
-    sorted them (``up_w`` those weights), for the greedy search.  ``stats`` int64 (2,):
+    ``W`` takes the sample's summed steps once per visit.  ``stats`` int64 (2,):
     += label pairs the greedy search examined, += stops for lack of capacity.
 
     Capacity: no step is ever dropped.  When a sample's next step could
@@ -374,6 +426,9 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, nbr_ptr, 
     so a sample costs O(L + active pairs) besides the oracle and the
     edges its steps activate, not O(L x active pairs).
     """
+    data, indices, indptr, Y, xnorm2 = samples
+    W, Pw, A, tmask = duals
+    n_edges, nbr_ptr, nbr = edges.n_edges, edges.nbr_ptr, edges.nbr
     n, L = Y.shape
     nf = pool.count
     u = np.empty(L)
@@ -389,7 +444,8 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, nbr_ptr, 
     for t in range(start, order.shape[0]):
         i = order[t]
         sample_scores(W, data, indices, indptr, i, u)
-        fa, fb, fv, fnu = pair_rows(pool, i)
+        rows = pair_rows(pool, i)
+        fa, fb, fv, fnu = rows
         cap = pool.capacity[i]
         m = nf[i]
         _adjacency_build(i, fa, fb, m, head, tail, nxa, nxb)
@@ -403,14 +459,15 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, nbr_ptr, 
         stats[0] += L
         # greedy pair factor (joint gains: see _greedy_pair)
         if n_edges > 0:
-            pa, pb, seen = _greedy_pair(i, u, Y, A, C, E, Pw, up_a, up_b, up_w, fa, fb, m, cand)
+            pa, pb, seen = _greedy_pair(i, u, Y, A, C, edges, Pw, rows, m, cand)
             stats[0] += seen
             if pa >= 0:
                 if m == cap:
                     if not _widen(pool, i, cap + 1, n_edges):
                         stats[1] += 1
                         return t, cap + 1
-                    fa, fb, fv, fnu = pair_rows(pool, i)
+                    rows = pair_rows(pool, i)
+                    fa, fb, fv, fnu = rows
                     cap = pool.capacity[i]
                 _append_pair(i, pa, pb, fa, fb, fv, fnu, nf, head, tail, nxa, nxb)
                 m += 1
@@ -448,17 +505,18 @@ def gdmm_multilabel_pass(data, indices, indptr, Y, xnorm2, E, n_edges, nbr_ptr, 
                             _flush_weights(W, data, indices, indptr, i, dsum)
                             stats[1] += 1
                             return t, nf[i] + room
-                        fa, fb, fv, fnu = pair_rows(pool, i)
+                        rows = pair_rows(pool, i)
+                        fa, fb, fv, fnu = rows
                         cap = pool.capacity[i]
-                d = _unigram_step(i, j, u, Y, A, C, rho, xnorm2, fa, fb, fv, fnu, head, nxa,
-                                  nxb)
+                pen, k = _label_penalty(i, j, Y, A, C, fa, fb, fv, fnu, head, nxa, nxb)
+                d = _unigram_step(i, j, u, Y, A, C, rho, xnorm2, pen, k)
                 dsum[j] += d
                 if d != 0.0 and n_edges > 0:
                     if Y[i, j] == 0:
                         xj = _x(i, j, Y, A, C)
                         if xj > xneg_max:
                             xneg_max = xj
-                    _activate_violated(i, j, Y, A, C, E, nbr_ptr, nbr, tmask, fa, fb, fv, fnu,
+                    _activate_violated(i, j, Y, A, C, edges.E, nbr_ptr, nbr, tmask, fa, fb, fv, fnu,
                                        nf, mark, head, tail, nxa, nxb, positives, n_pos,
                                        xneg_max)
             for q in range(nf[i]):

@@ -64,7 +64,10 @@ import time
 import numpy as np
 
 from ._gdmm_multilabel_kernels import (
+    LabelEdges,
+    MultilabelDuals,
     PairPool,
+    SampleFeatures,
     gdmm_multilabel_dual,
     gdmm_multilabel_multipliers,
     gdmm_multilabel_pass,
@@ -322,6 +325,7 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         rounds = _SAMPLE_ROUNDS
     xnorm2 = problem.sq_norms()
     nbr_ptr, nbr = _label_adjacency(E)
+    samples = SampleFeatures(problem.data, problem.indices, problem.indptr, Y, xnorm2)
     edges, pids = edge_pair_ids(E)
     cert = _Certificate(problem, C, rho)
     stats = np.zeros(2, dtype=np.int64)
@@ -340,9 +344,9 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
             while pos < stop_at:
                 up_a, up_b, up_w = _positive_edges(edges, pids, state.Pw)
                 pos, need = gdmm_multilabel_pass(
-                    problem.data, problem.indices, problem.indptr, Y, xnorm2, E, ne, nbr_ptr,
-                    nbr, up_a, up_b, up_w, order[:stop_at], pos, float(C), float(rho),
-                    int(rounds), state.W, state.Pw, state.A, state.tmask, state.pool, stats)
+                    samples, LabelEdges(E, ne, nbr_ptr, nbr, up_a, up_b, up_w),
+                    MultilabelDuals(state.W, state.Pw, state.A, state.tmask), state.pool,
+                    order[:stop_at], pos, float(C), float(rho), int(rounds), stats)
                 if need:  # the pool's free end is full: pack it, with room for more
                     state.compact(need)
             if max_time is not None and time.perf_counter() - monitor.start >= max_time:
