@@ -98,6 +98,7 @@ def sweep_topk(repeat):
 
 
 def main():
+    from structlearn.learners._chains import TrainingChains
     from structlearn.learners._ssvm_chain_kernels import chain_primal
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -134,7 +135,8 @@ def main():
         bufs = (np.empty(N, dtype=np.int64), np.empty(n_seq))
 
         def run(table):
-            return chain_primal(W, None, table, data, indices, indptr, offsets, y, 1.0, 1.0, *bufs)
+            return chain_primal(W, None, table, TrainingChains(data, indices, indptr, offsets, y),
+                                1.0, 1.0, *bufs)
 
         run(v), run(dense_v)  # compile / load
         ts, ps = best_of(lambda: run(v), args.repeat)

@@ -12,6 +12,7 @@ from structlearn.inference.chains._chain_kernels import (_TOP_LABELS, _top_label
                                                   viterbi_batch, viterbi_batch_sparse,
                                                   viterbi_batch_sparse_rows)
 from structlearn.inference.chains.viterbi import SPARSE_VITERBI_MIN_LABELS, sparse_transition_table
+from structlearn.learners._chains import TrainingChains
 from structlearn.learners._ssvm_chain_kernels import (HINGE_BLOCK_ENTRIES, chain_hinges,
                                                       chain_primal, primal_from_hinges)
 
@@ -180,7 +181,7 @@ def test_certificate_uses_the_sparse_path_and_keeps_its_value():
     v[mask] = rng.normal(size=mask.sum())
     assert sparse_transition_table(v) is not None
     hinge = np.empty(offsets.shape[0] - 1)
-    value = chain_primal(W, None, v, data, indices, indptr, offsets, y, 0.5, 1.0,
+    value = chain_primal(W, None, v, TrainingChains(data, indices, indptr, offsets, y), 0.5, 1.0,
                          np.empty(N, dtype=np.int64), hinge)
     # reference: dense Viterbi on the loss-augmented scores
     unary = X @ W + 1.0
@@ -219,7 +220,8 @@ def test_certificate_blocks_give_the_whole_batch_hinges(sparse_table, n_chunks):
     z, hinge = np.empty(N, dtype=np.int64), np.empty(lens.shape[0])
     bounds = np.linspace(0, lens.shape[0], n_chunks + 1).astype(int)
     for a, b in zip(bounds[:-1], bounds[1:]):
-        chain_hinges(W, None, v, cols, data, indices, indptr, offsets, y, 1.0, a, b, z, hinge)
+        chain_hinges(W, None, v, cols, TrainingChains(data, indices, indptr, offsets, y), 1.0, a,
+                     b, z, hinge)
     unary = X @ W + 1.0
     unary[np.arange(N), y] -= 1.0
     zref = np.empty(N, dtype=np.int64)

@@ -14,11 +14,25 @@ block's contribution to the weights is ``w_i = C (phi(ybar_i) - E_mu phi)``
 and its loss term ``l_i = C E_mu Hamming``.
 """
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 
 from ..inference.chains._chain_kernels import viterbi_batch
 from ._ssvm_chain_kernels import max_sequence_length, unary_scores
+
+
+class BlockTransitions(NamedTuple):
+    """Each block's expected transition counts, sparse: block ``i`` has
+    ``count[i]`` entries from ``start[i]``: label pairs ``(left, right)``
+    (int64) with counts ``value`` (float64)."""
+
+    start: np.ndarray
+    count: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
 
 
 @nb.njit(cache=True)
@@ -45,24 +59,31 @@ def _loss_augmented(W, v, scale, data, indices, indptr, y, start, stop, unary, s
 
 
 @nb.njit(cache=True)
-def bcfw_chain_pass(data, indices, indptr, offsets, y, order, C, W, v, mu, loss,
-                    pr_start, pr_n, pr_a, pr_b, pr_v, U, touched, mark, stats):
+def bcfw_chain_pass(chains, order, C, W, v, mu, loss, transitions, scratch, stats):
     """One pass of BCFW over the sequences in ``order`` (exact line search).
 
     Parameters
     ----------
+    chains : TrainingChains
+    order : int64 (n_visits,)
+    C : float
     W : float64 (d, K); v : float64 (K, K)
         Weights ``w = sum_i w_i``, updated in place.
     mu : float64 (N, K)
         Token marginals of each block (a one-hot of the truth initially).
     loss : float64 (n_seq,)
         ``l_i`` per block.
-    pr_* : sparse expected transition counts (see module docstring).
-    U : float64 (d, K) zero scratch; touched : int64 (d,) scratch;
-    mark : uint8 (d,) zero scratch.
+    transitions : BlockTransitions
+        Each block's sparse expected transition counts (module docstring).
+    scratch : tuple
+        ``(U, touched, mark)``: float64 (d, K) zeros, int64 (d,), uint8 (d,)
+        zeros.
     stats : float64 (2,) receives the summed block gaps and the oracle
         entries visited (``n_i K^2`` per Viterbi call).
     """
+    data, indices, indptr, offsets, y = chains
+    pr_start, pr_n, pr_a, pr_b, pr_v = transitions
+    U, touched, mark = scratch
     K = W.shape[1]
     max_len = max_sequence_length(offsets)
     unary = np.empty((max_len, K))
@@ -179,7 +200,7 @@ def bcfw_chain_pass(data, indices, indptr, offsets, y, order, C, W, v, mu, loss,
 
 
 @nb.njit(cache=True)
-def ssg_chain_pass(data, indices, indptr, offsets, y, order, Cn, Wsum, vsum, Wacc, vacc, t0, stats):
+def ssg_chain_pass(chains, order, Cn, Wsum, vsum, Wacc, vacc, t0, stats):
     """One pass of stochastic subgradient (Pegasos step ``1 / (lambda t)``).
 
     With ``lambda = 1 / (C n)`` the iterate after ``t`` steps is the running
@@ -189,8 +210,10 @@ def ssg_chain_pass(data, indices, indptr, offsets, y, order, Cn, Wsum, vsum, Wac
     updated sparsely.  ``Wacc, vacc`` accumulate ``(k - 1) * C n psi_k`` for
     the weighted average ``2 / (t (t + 1)) sum_k k w_k
     = 2 / (t (t + 1)) (t * sum - acc)``.  ``t0``: steps done before this
-    pass.  ``stats[1]`` += oracle entries visited.
+    pass.  ``stats[1]`` += oracle entries visited.  ``chains``:
+    :class:`TrainingChains`.
     """
+    data, indices, indptr, offsets, y = chains
     K = Wsum.shape[1]
     max_len = max_sequence_length(offsets)
     unary = np.empty((max_len, K))

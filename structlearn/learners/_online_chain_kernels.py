@@ -42,25 +42,12 @@ import numba as nb
 import numpy as np
 
 from ..inference.chains._chain_kernels import viterbi_batch
+from ._chains import TrainingChains
 
 __all__ = ["AROW", "PA", "PA1", "PA2", "PERCEPTRON", "OnlineRule", "OnlineScratch",
            "OnlineWeights", "TrainingChains", "online_chain_epoch", "sequence_scores"]
 
 PERCEPTRON, PA, PA1, PA2, AROW = 0, 1, 2, 3, 4
-
-
-class TrainingChains(NamedTuple):
-    """The training sequences: token features in CSR form (``data`` float64
-    (nnz,), ``indices`` int64 (nnz,), ``indptr`` int64 (n_tokens + 1,)),
-    sequence ``offsets`` (int64, n_seq + 1; sequence ``s`` spans tokens
-    ``offsets[s]:offsets[s + 1]``) and true label codes ``labels`` (int64,
-    (n_tokens,))."""
-
-    data: np.ndarray
-    indices: np.ndarray
-    indptr: np.ndarray
-    offsets: np.ndarray
-    labels: np.ndarray
 
 
 class OnlineWeights(NamedTuple):

@@ -78,8 +78,7 @@ def sq_sum_2d(a):
 
 
 @nb.njit(cache=True, nogil=True)
-def chain_hinges(W, Wsp, vs, cols, data, indices, indptr, offsets, y, scale, s_lo, s_hi, zbuf,
-                 hinge):
+def chain_hinges(W, Wsp, vs, cols, chains, scale, s_lo, s_hi, zbuf, hinge):
     """Hinge losses of sequences ``s_lo <= s < s_hi`` at the weights
     ``(scale * W, vs)`` by loss-augmented Viterbi over all ``K`` labels.
 
@@ -99,8 +98,10 @@ def chain_hinges(W, Wsp, vs, cols, data, indices, indptr, offsets, y, scale, s_l
         :func:`~structlearn.inference.chains.viterbi.sparse_transition_table` of ``vs``: the Viterbi runs over its non-zeros,
         O(K) plus the entries read per token instead of O(K^2), same labels;
         None runs the dense Viterbi (the sparse kernel is then not compiled).
+    chains : TrainingChains
     zbuf : int64 (N,); hinge : float64 (n_seq,)
     """
+    data, indices, indptr, offsets, y = chains
     K = vs.shape[0]
     if s_hi <= s_lo:
         return
@@ -168,7 +169,7 @@ def primal_from_hinges(W, Wsp, v, scale, C, hinge):
     return reg + C * total
 
 
-def chain_primal(W, Wsp, v, data, indices, indptr, offsets, y, C, scale, zbuf, hinge):
+def chain_primal(W, Wsp, v, chains, C, scale, zbuf, hinge):
     """Primal objective of the weights ``(scale * W, scale * v)``.
 
     Runs loss-augmented Viterbi on every sequence (over all ``K`` labels).
@@ -179,6 +180,7 @@ def chain_primal(W, Wsp, v, data, indices, indptr, offsets, y, C, scale, zbuf, h
     ----------
     W, Wsp : float64 (d, K) and None, or a placeholder and sparse rows
     v : float64 (K, K)
+    chains : TrainingChains
     scale : float
         The weights are ``scale * W`` and ``scale * v`` (1.0 for most callers).
     zbuf : int64 (N,) receives the loss-augmented labelings; hinge :
@@ -189,8 +191,8 @@ def chain_primal(W, Wsp, v, data, indices, indptr, offsets, y, C, scale, zbuf, h
     primal : float
     """
     vs = scaled_transitions(v, scale)
-    chain_hinges(W, Wsp, vs, sparse_transition_table(vs), data, indices, indptr, offsets, y, scale, 0,
-                 offsets.shape[0] - 1, zbuf, hinge)
+    chain_hinges(W, Wsp, vs, sparse_transition_table(vs), chains, scale, 0,
+                 chains.offsets.shape[0] - 1, zbuf, hinge)
     return float(primal_from_hinges(W, Wsp, v, scale, C, hinge))
 
 

@@ -51,6 +51,12 @@ class ChainProblem:
     def n_sequences(self):
         return int(self.offsets.shape[0] - 1)
 
+    def chains(self):
+        """The arrays as :class:`._chains.TrainingChains` (the kernels' view)."""
+        from ._chains import TrainingChains
+
+        return TrainingChains(self.data, self.indices, self.indptr, self.offsets, self.y)
+
     def sq_norms(self):
         """``||x_t||^2`` per token, float64 (N,)."""
         return token_sq_norms(self.data, self.indptr)
@@ -200,13 +206,14 @@ class ChainMonitor(HistoryMonitor):
         W, Wsp = (np.empty((0, v.shape[0])), W) if isinstance(W, tuple) else (W, None)
         n_chunks = n_chunks_for(self.n_jobs, CHUNKS_PER_JOB)
         if n_chunks == 1:
-            return float(chain_primal(W, Wsp, v, p.data, p.indices, p.indptr, p.offsets, p.y,
-                                      self.C, float(scale), self._z, self._hinge))
+            return float(chain_primal(W, Wsp, v, p.chains(), self.C, float(scale), self._z,
+                                      self._hinge))
         vs = scaled_transitions(v, float(scale))
         bounds = chunk_bounds(np.diff(p.offsets), n_chunks)
         cols = sparse_transition_table(vs)
-        map_chunks(chain_hinges, [(W, Wsp, vs, cols, p.data, p.indices, p.indptr, p.offsets, p.y,
-                                   float(scale), a, b, self._z, self._hinge)
+        chains = p.chains()
+        map_chunks(chain_hinges, [(W, Wsp, vs, cols, chains, float(scale), a, b, self._z,
+                                   self._hinge)
                                   for a, b in zip(bounds[:-1], bounds[1:])], self.n_jobs,
                    sharedmem=True)  # the hinges are written into self._hinge
         return float(primal_from_hinges(W, Wsp, v, float(scale), self.C, self._hinge))

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from ._bcfw_chain_kernels import bcfw_chain_pass
+from ._bcfw_chain_kernels import BlockTransitions, bcfw_chain_pass
 from ._ssvm_common import ChainMonitor, check_schedule, sq_norm, warn_not_converged
 
 __all__ = ["BCFWChainState", "fit_bcfw_chain"]
@@ -97,6 +97,7 @@ def fit_bcfw_chain(problem, *, C, max_iter, tol, rng, state=None, verbose=0, cal
     touched = np.empty(d, dtype=np.int64)
     mark = np.zeros(d, dtype=np.uint8)
     stats = np.zeros(2)
+    chains = problem.chains()
     monitor = ChainMonitor(problem, C, verbose, callback, n_jobs=n_jobs)
     converged = False
     rel_gap = np.inf
@@ -106,9 +107,10 @@ def fit_bcfw_chain(problem, *, C, max_iter, tol, rng, state=None, verbose=0, cal
         order = rng.permutation(problem.n_sequences).astype(np.int64)
         state.ensure_capacity()
         stats[:] = 0.0
-        bcfw_chain_pass(problem.data, problem.indices, problem.indptr, problem.offsets, problem.y,
-                        order, float(C), state.W, state.v, state.mu, state.loss, state.pr_start,
-                        state.pr_n, state.pr_a, state.pr_b, state.pr_v, U, touched, mark, stats)
+        transitions = BlockTransitions(state.pr_start, state.pr_n, state.pr_a, state.pr_b,
+                                       state.pr_v)
+        bcfw_chain_pass(chains, order, float(C), state.W, state.v, state.mu, state.loss,
+                        transitions, (U, touched, mark), stats)
         pass_time = time.perf_counter() - t0
         state.n_iter += 1
         primal = dual = np.nan

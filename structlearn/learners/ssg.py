@@ -55,9 +55,8 @@ def fit_ssg_chain(problem, *, C, max_iter, tol, rng, state=None, verbose=0, call
         t0 = time.perf_counter()
         order = rng.permutation(problem.n_sequences).astype(np.int64)
         stats[:] = 0.0
-        state.t = int(ssg_chain_pass(problem.data, problem.indices, problem.indptr,
-                                     problem.offsets, problem.y, order, Cn, state.Wsum,
-                                     state.vsum, state.Wacc, state.vacc, state.t, stats))
+        state.t = int(ssg_chain_pass(problem.chains(), order, Cn, state.Wsum, state.vsum,
+                                     state.Wacc, state.vacc, state.t, stats))
         pass_time = time.perf_counter() - t0
         state.n_iter += 1
         W, v = state.averaged()
