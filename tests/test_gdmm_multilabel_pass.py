@@ -10,7 +10,6 @@ import scipy.sparse as sp
 from structlearn.learners._gdmm_multilabel_kernels import (
     LabelEdges,
     MultilabelDuals,
-    SampleFeatures,
     gdmm_multilabel_multipliers,
     gdmm_multilabel_pass,
 )
@@ -18,7 +17,7 @@ from structlearn.learners.gdmm_multilabel import (GDMMMultilabelState, _label_ad
                                                    _positive_edges, edge_pair_ids, new_pair_pool)
 from structlearn.learners.multilabel import MultilabelProblem
 from structlearn.oracles._binary_kernels import pair_id
-from structlearn.learners._multilabel_kernels import sample_scores
+from structlearn.learners._multilabel_kernels import SampleFeatures, sample_scores
 
 
 class _RefState:

@@ -75,18 +75,6 @@ class PairPool(NamedTuple):
     top: np.ndarray
 
 
-class SampleFeatures(NamedTuple):
-    """The training samples: CSR rows ``data, indices, indptr`` (n, d), the
-    label matrix ``Y`` uint8/int (n, L) and the squared row norms ``xnorm2``
-    float64 (n,)."""
-
-    data: np.ndarray
-    indices: np.ndarray
-    indptr: np.ndarray
-    Y: np.ndarray
-    xnorm2: np.ndarray
-
-
 class LabelEdges(NamedTuple):
     """The interaction edges among the labels.
 
@@ -399,7 +387,7 @@ def _greedy_pair(i, u, Y, A, C, edges, Pw, rows, m, cand):
 def gdmm_multilabel_pass(samples, edges, duals, pool, order, start, C, rho, rounds, stats):
     """One pass of block-greedy coordinate descent (Algorithm 3) over the samples in ``order``.
 
-    ``samples``: :class:`SampleFeatures`; ``edges``: :class:`LabelEdges`;
+    ``samples``: :class:`._multilabel_kernels.SampleFeatures`; ``edges``: :class:`LabelEdges`;
     ``duals``: :class:`MultilabelDuals` and ``pool``: :class:`PairPool`,
     updated in place.
 

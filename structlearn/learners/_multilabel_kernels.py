@@ -12,8 +12,22 @@ flip gains in O(L) per labeling (``L <= 30``).  With no edges it reduces to
 ``y_l = [u_l > 0]``.
 """
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
+
+
+class SampleFeatures(NamedTuple):
+    """The training samples: CSR rows ``data, indices, indptr`` (n, d), the
+    label matrix ``Y`` uint8/int (n, L) and the squared row norms ``xnorm2``
+    float64 (n,)."""
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    Y: np.ndarray
+    xnorm2: np.ndarray
 
 from ..inference.exact._binary_forest_kernels import binary_forest_map
 from ..inference.exact._binary_sparse_map_kernels import gray_code_max
@@ -91,8 +105,12 @@ def _pair_score(y, P, E):
 
 
 @nb.njit(cache=True)
-def _loss_augmented(W, P, E, n_edges, scale, data, indices, indptr, Y, i, s, u, z, gain):
-    """Raw scores ``s`` (scaled) and the loss-augmented labeling ``z``; returns the hinge."""
+def _loss_augmented(W, P, E, n_edges, scale, samples, i, scratch):
+    """Raw scores ``s`` (scaled) and the loss-augmented labeling ``z`` of
+    sample ``i`` (``scratch``: ``(s, u, z, gain)``, float64, float64, int64,
+    float64 (L,)); returns the hinge."""
+    data, indices, indptr, Y = samples[0], samples[1], samples[2], samples[3]
+    s, u, z, gain = scratch
     L = W.shape[1]
     sample_scores(W, data, indices, indptr, i, s)
     for l in range(L):
@@ -114,13 +132,11 @@ def _loss_augmented(W, P, E, n_edges, scale, data, indices, indptr, Y, i, s, u, 
 def multilabel_primal(W, P, E, n_edges, scale, data, indices, indptr, Y, C):
     """Primal objective of ``(scale * W, scale * P)`` with the exact oracle."""
     n, L = Y.shape
-    s = np.empty(L)
-    u = np.empty(L)
-    z = np.empty(L, dtype=np.int64)
-    gain = np.empty(L)
+    samples = (data, indices, indptr, Y)
+    scratch = (np.empty(L), np.empty(L), np.empty(L, dtype=np.int64), np.empty(L))
     total = 0.0
     for i in range(n):
-        total += _loss_augmented(W, P, E, n_edges, scale, data, indices, indptr, Y, i, s, u, z, gain)
+        total += _loss_augmented(W, P, E, n_edges, scale, samples, i, scratch)
     reg = 0.0
     for f in range(W.shape[0]):
         for l in range(L):
@@ -144,9 +160,9 @@ def predict_labelings(W, P, E, n_edges, data, indices, indptr, out):
 
 
 @nb.njit(cache=True)
-def multilabel_bcfw_pass(data, indices, indptr, Y, xnorm2, order, C, W, P, E, n_edges,
-                         q, Q, loss, stats):
-    """One BCFW pass over the samples in ``order`` (exact line search).
+def multilabel_bcfw_pass(samples, order, C, W, P, E, n_edges, q, Q, loss, stats):
+    """One BCFW pass over the samples in ``order`` (exact line search) of
+    ``samples`` (:class:`SampleFeatures`).
 
     Block ``i`` stores ``q[i]`` = E[y] (float64 (n, L)) and ``Q[i]`` =
     E[y_a y_b] (float64 (n, L, L), upper triangle on edges) of its
@@ -154,14 +170,15 @@ def multilabel_bcfw_pass(data, indices, indptr, Y, xnorm2, order, C, W, P, E, n_
     ``stats[0]`` receives the summed block gaps, ``stats[1]`` += labelings
     enumerated.
     """
+    data, indices, indptr, Y, xnorm2 = samples
     n, L = Y.shape
     s = np.empty(L)
     u = np.empty(L)
     z = np.empty(L, dtype=np.int64)
-    gain = np.empty(L)
+    scratch = (s, u, z, np.empty(L))
     gsum = 0.0
     for i in order:
-        _loss_augmented(W, P, E, n_edges, 1.0, data, indices, indptr, Y, i, s, u, z, gain)
+        _loss_augmented(W, P, E, n_edges, 1.0, samples, i, scratch)
         stats[1] += (1 << L) if n_edges > 0 else L
         lin = 0.0
         sq_u = 0.0
@@ -209,19 +226,20 @@ def multilabel_bcfw_pass(data, indices, indptr, Y, xnorm2, order, C, W, P, E, n_
 
 
 @nb.njit(cache=True)
-def multilabel_ssg_pass(data, indices, indptr, Y, order, Cn, Wsum, Psum, Wacc, Pacc, E, n_edges,
-                        t0, stats):
-    """One Pegasos pass; same running-sum scheme as the chain SSG kernel
+def multilabel_ssg_pass(samples, order, Cn, Wsum, Psum, Wacc, Pacc, E, n_edges, t0, stats):
+    """One Pegasos pass over ``samples`` (:class:`SampleFeatures`); same
+    running-sum scheme as the chain SSG kernel
     (:func:`._bcfw_chain_kernels.ssg_chain_pass`). Returns the step count."""
+    data, indices, indptr, Y = samples[0], samples[1], samples[2], samples[3]
     n, L = Y.shape
     s = np.empty(L)
     u = np.empty(L)
     z = np.empty(L, dtype=np.int64)
-    gain = np.empty(L)
+    scratch = (s, u, z, np.empty(L))
     t = t0
     for i in order:
         scale = 1.0 / t if t > 0 else 0.0
-        _loss_augmented(Wsum, Psum, E, n_edges, scale, data, indices, indptr, Y, i, s, u, z, gain)
+        _loss_augmented(Wsum, Psum, E, n_edges, scale, samples, i, scratch)
         stats[1] += (1 << L) if n_edges > 0 else L
         t += 1
         wk = float(t - 1)

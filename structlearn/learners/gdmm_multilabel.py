@@ -67,13 +67,12 @@ from ._gdmm_multilabel_kernels import (
     LabelEdges,
     MultilabelDuals,
     PairPool,
-    SampleFeatures,
     gdmm_multilabel_dual,
     gdmm_multilabel_multipliers,
     gdmm_multilabel_pass,
     lp_hinge_bound,
 )
-from ._multilabel_kernels import multilabel_primal
+from ._multilabel_kernels import SampleFeatures, multilabel_primal
 from ._ssvm_common import HistoryMonitor, check_schedule, sq_norm, warn_not_converged
 
 __all__ = ["GDMMMultilabelState", "fit_gdmm_multilabel", "is_forest_mask"]

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._multilabel_kernels import multilabel_bcfw_pass, multilabel_primal, multilabel_ssg_pass
+from ._multilabel_kernels import (SampleFeatures, multilabel_bcfw_pass, multilabel_primal,
+                                 multilabel_ssg_pass)
 from ._ssvm_chain_kernels import token_sq_norms
 from ._ssvm_common import HistoryMonitor, content_digest, sq_norm, warn_not_converged
 
@@ -103,6 +104,7 @@ def fit_multilabel(problem, *, solver, C, max_iter, tol, rng, state=None, verbos
         state = MultilabelState(problem, solver)
     xnorm2 = problem.sq_norms()
     stats = np.zeros(2)
+    samples = SampleFeatures(problem.data, problem.indices, problem.indptr, problem.Y, xnorm2)
     monitor = HistoryMonitor(verbose, callback)
     converged = False
     prev = np.inf
@@ -112,12 +114,10 @@ def fit_multilabel(problem, *, solver, C, max_iter, tol, rng, state=None, verbos
         order = rng.permutation(n).astype(np.int64)
         stats[:] = 0.0
         if solver == "bcfw":
-            multilabel_bcfw_pass(problem.data, problem.indices, problem.indptr, problem.Y, xnorm2,
-                                 order, float(C), state.W, state.P, E, ne, state.q, state.Q,
-                                 state.loss, stats)
+            multilabel_bcfw_pass(samples, order, float(C), state.W, state.P, E, ne, state.q,
+                                 state.Q, state.loss, stats)
         else:
-            state.t = int(multilabel_ssg_pass(problem.data, problem.indices, problem.indptr,
-                                              problem.Y, order, float(C) * n, state.W, state.P,
+            state.t = int(multilabel_ssg_pass(samples, order, float(C) * n, state.W, state.P,
                                               state.Wacc, state.Pacc, E, ne, state.t, stats))
         pass_time = time.perf_counter() - t0
         state.n_iter += 1
