@@ -38,7 +38,7 @@ def _assert_sparse_equals_dense(U, offsets, T, m, deep_leaders=DEEP_LEADERS):
     dense = _run(lambda *out: kbest_sequences(U, offsets, T, m, *out), U, offsets, m)
     for bitset in (True, False):  # bit tests, and binary searches as for large K
         table = _table(T, bitset)
-        sparse = _run(lambda *out: kbest_sequences_sparse(U, offsets, *table, m, *out,
+        sparse = _run(lambda *out: kbest_sequences_sparse(U, offsets, table, m, *out,
                                                           deep_leaders), U, offsets, m)
         np.testing.assert_array_equal(sparse[2], dense[2])
         np.testing.assert_array_equal(sparse[1], dense[1])
@@ -100,7 +100,7 @@ def test_sparse_list_viterbi_equals_enumeration():
         offsets = np.array([0, n], dtype=np.int64)
         table = _table(T)
         labels, scores, found = _run(
-            lambda *out: kbest_sequences_sparse(U, offsets, *table, m, *out), U, offsets, m)
+            lambda *out: kbest_sequences_sparse(U, offsets, table, m, *out), U, offsets, m)
         every = sorted((sum(U[t, y[t]] for t in range(n))
                         + sum(T[y[t], y[t + 1]] for t in range(n - 1)))
                        for y in itertools.product(range(K), repeat=n))[::-1]

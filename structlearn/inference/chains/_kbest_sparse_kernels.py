@@ -55,12 +55,19 @@ def _insert(tv, ts, tr, tn, b, m, v, a, r):
 
 
 @nb.njit(cache=True)
-def _position_tops(val, cnt, po, K, unary_row, col_ptr, col_rows, col_vals, row_ptr, row_cols,
-                   row_vals, bits, m, deep_leaders, zero, hv, hs, hr, gv, gs, gr, tv, ts, tr,
-                   tn, deep):
+def _position_tops(val, cnt, po, unary_row, table, m, deep_leaders, zero, heap, merged, tops,
+                   deep):
     """Top ``m`` candidates ``(value, previous state, rank)`` of every label of
-    a position into ``tv, ts, tr`` (``tn`` counts); labels with a ``-inf``
-    unary score get none.  ``zero`` float64 (K,) zeros."""
+    a position into ``tops`` (``(tv, ts, tr, tn)``, ``tn`` the counts);
+    labels with a ``-inf`` unary score get none.  ``table``: the sparse
+    transition table (:func:`kbest_sequences_sparse`); ``zero`` float64 (K,)
+    zeros; ``heap``, ``merged``: entry scratch (:func:`._kbest_kernels._entries`)
+    of K and K m entries; ``deep`` uint8 (K,) scratch."""
+    col_ptr, col_rows, col_vals, row_ptr, row_cols, row_vals, bits = table
+    hv, hs, hr = heap
+    gv, gs, gr = merged
+    tv, ts, tr, tn = tops
+    K = unary_row.shape[0]
     # G is produced from the heap of the previous states' best entries
     hsize = _heads_heap(val, cnt, po, K, zero, hv, hs, hr)
     gsize = 0
@@ -125,8 +132,7 @@ def _position_tops(val, cnt, po, K, unary_row, col_ptr, col_rows, col_vals, row_
 
 
 @nb.njit(cache=True, nogil=True)
-def kbest_sequences_sparse(unary, offsets, col_ptr, col_rows, col_vals, row_ptr, row_cols,
-                           row_vals, bits, m, out_labels, out_scores, out_found,
+def kbest_sequences_sparse(unary, offsets, table, m, out_labels, out_scores, out_found,
                            deep_leaders=DEEP_LEADERS):
     """The ``m`` best label sequences of every chain of a batch, the transition
     table given by its non-zeros.
@@ -137,8 +143,9 @@ def kbest_sequences_sparse(unary, offsets, col_ptr, col_rows, col_vals, row_ptr,
         As in :func:`._kbest_kernels.kbest_sequences` (``unary`` float64
         (N, K), ``out_labels`` int64 (N, m): ranks past the found ones are
         not written).
-    col_ptr, col_rows, col_vals, row_ptr, row_cols, row_vals, bits
-        The table ``trans[a, b]`` (score of ``y_t = a, y_{t+1} = b``) by
+    table : tuple
+        ``(col_ptr, col_rows, col_vals, row_ptr, row_cols, row_vals, bits)``:
+        the table ``trans[a, b]`` (score of ``y_t = a, y_{t+1} = b``) by
         column, by row (each row by decreasing value) and as a bitset:
         :func:`structlearn.inference.chains.viterbi.sparse_transition_table`.
     deep_leaders : int
@@ -155,12 +162,13 @@ def kbest_sequences_sparse(unary, offsets, col_ptr, col_rows, col_vals, row_ptr,
     bstate = np.empty((n_max * K, m), dtype=np.int64)
     brank = np.empty((n_max * K, m), dtype=np.int64)
     cnt = np.zeros(n_max * K, dtype=np.int64)
-    hv, hs, hr = _entries(K)
-    gv, gs, gr = _entries(K * m)
+    heap = _entries(K)
+    merged = _entries(K * m)
     tv = np.empty((K, m))
     ts = np.empty((K, m), dtype=np.int64)
     tr = np.empty((K, m), dtype=np.int64)
     tn = np.zeros(K, dtype=np.int64)
+    tops = (tv, ts, tr, tn)
     deep = np.zeros(K, dtype=np.uint8)
     zero = np.zeros(K)
     ev, es, er = _entries(m)
@@ -178,9 +186,8 @@ def kbest_sequences_sparse(unary, offsets, col_ptr, col_rows, col_vals, row_ptr,
             continue
         _start_lists(flat_unary, start * K, K, val, bstate, brank, cnt)
         for k in range(1, n):
-            _position_tops(val, cnt, (k - 1) * K, K, unary[start + k], col_ptr, col_rows,
-                           col_vals, row_ptr, row_cols, row_vals, bits, m, deep_leaders, zero,
-                           hv, hs, hr, gv, gs, gr, tv, ts, tr, tn, deep)
+            _position_tops(val, cnt, (k - 1) * K, unary[start + k], table, m, deep_leaders, zero,
+                           heap, merged, tops, deep)
             for b in range(K):
                 q = k * K + b
                 x = unary[start + k, b]
@@ -190,7 +197,8 @@ def kbest_sequences_sparse(unary, offsets, col_ptr, col_rows, col_vals, row_ptr,
                     bstate[q, i] = ts[b, i]
                     brank[q, i] = tr[b, i]
         # the best ends over the last position's states
-        found = _merge_top(val, cnt, (n - 1) * K, K, zero, m, hv, hs, hr, ev, es, er)
+        found = _merge_top(val, cnt, (n - 1) * K, K, zero, m, heap[0], heap[1], heap[2], ev, es,
+                           er)
         out_found[s] = found
         _trace_back(es, er, found, n, soff, bstate, brank, paths)
         for i in range(found):

@@ -134,4 +134,4 @@ def viterbi_topk(unary, offsets, trans, k, out_labels, out_scores, out_found, ta
     else:
         from ._kbest_sparse_kernels import kbest_sequences_sparse
 
-        kbest_sequences_sparse(unary, offsets, *table, k, out_labels, out_scores, out_found)
+        kbest_sequences_sparse(unary, offsets, table, k, out_labels, out_scores, out_found)
