@@ -117,27 +117,18 @@ def _strides(n_states, scope_indptr, scope_vars, f, strides):
 
 
 @nb.njit(cache=True)
-def tree_max_product(
-    n_states,
-    unary_offsets,
-    unary,
-    scope_indptr,
-    scope_vars,
-    table_ids,
-    table_offsets,
-    table_data,
-    var_order,
-    var_parent,
-    factor_order,
-    factor_parent,
-    out,
-):
+def tree_max_product(graph, schedule, out):
     """Max-product with back-tracking on a factor forest (factors of any order).
 
     Parameters
     ----------
-    var_order, var_parent, factor_order, factor_parent : int64 arrays
-        Breadth-first schedule from ``structure.bfs_schedule`` (a forest).
+    graph : tuple
+        The flat arrays of :meth:`structlearn.graphs.FactorGraph.arrays`
+        (``n_states, unary_offsets, unary, scope_indptr, scope_vars,
+        table_ids, table_offsets, table_data``).
+    schedule : tuple
+        ``(var_order, var_parent, factor_order, factor_parent)``, int64: the
+        breadth-first schedule from ``structure.bfs_schedule`` (a forest).
     out : int64 (n_vars,)
         Receives the best labeling.
 
@@ -149,6 +140,9 @@ def tree_max_product(
     their lowest best state. Labels default to 0 where no finite value
     exists.
     """
+    (n_states, unary_offsets, unary, scope_indptr, scope_vars, table_ids, table_offsets,
+     table_data) = graph
+    var_order, var_parent, factor_order, factor_parent = schedule
     n_factors = factor_order.shape[0]
     max_order = 0
     for f in range(scope_indptr.shape[0] - 1):
@@ -242,29 +236,13 @@ def _lse_add(m, s, val):
 
 
 @nb.njit(cache=True)
-def tree_sum_product(
-    n_states,
-    unary_offsets,
-    unary,
-    scope_indptr,
-    scope_vars,
-    table_ids,
-    table_offsets,
-    table_data,
-    var_order,
-    var_parent,
-    factor_order,
-    factor_parent,
-    node_marg,
-    factor_marg_offsets,
-    factor_marg,
-):
+def tree_sum_product(graph, schedule, node_marg, factor_marg_offsets, factor_marg):
     """Sum-product (log domain) on a factor forest: log Z and exact marginals.
 
     Parameters
     ----------
-    var_order, var_parent, factor_order, factor_parent : int64 arrays
-        Breadth-first schedule from ``structure.bfs_schedule`` (a forest).
+    graph, schedule : tuple
+        As in :func:`tree_max_product`.
     node_marg : float64 (n_states.sum(),)
         Receives the node marginals in the layout of ``unary``.
     factor_marg_offsets : int64 (n_factors + 1,)
@@ -283,6 +261,9 @@ def tree_sum_product(
     into log Z) and marginals are normalized locally, so scores of any
     magnitude (e.g. +-1e4) stay accurate.
     """
+    (n_states, unary_offsets, unary, scope_indptr, scope_vars, table_ids, table_offsets,
+     table_data) = graph
+    var_order, var_parent, factor_order, factor_parent = schedule
     n_factors = factor_order.shape[0]
     n_tot = unary.shape[0]
     max_order = 0

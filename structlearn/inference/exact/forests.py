@@ -170,9 +170,8 @@ def tree_map(graph, *, time_limit=None, **params):
     time_limit, t0 = _start(time_limit)
     var_order, var_parent, factor_order, factor_parent = _forest_schedule(graph, "tree")
     labels = np.zeros(graph.n_vars, dtype=np.int64)
-    tree_max_product(
-        *graph.arrays(), var_order, var_parent, factor_order, factor_parent, labels
-    )
+    tree_max_product(graph.arrays(), (var_order, var_parent, factor_order, factor_parent),
+                     labels)
     return _result(graph, labels, "tree", t0, time_limit)
 
 
@@ -243,16 +242,8 @@ def _sum_product(graph, schedule):
     np.cumsum(sizes, out=foff[1:])
     node = np.zeros(graph.unary.shape[0])
     fmarg = np.zeros(foff[-1])
-    log_z = tree_sum_product(
-        *graph.arrays(),
-        var_order,
-        var_parent,
-        factor_order,
-        factor_parent,
-        node,
-        foff,
-        fmarg,
-    )
+    log_z = tree_sum_product(graph.arrays(), (var_order, var_parent, factor_order, factor_parent),
+                             node, foff, fmarg)
     if log_z == -np.inf:
         node[:] = 0.0
         fmarg[:] = 0.0

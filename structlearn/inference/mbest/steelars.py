@@ -183,9 +183,9 @@ class _TreeSub:
     def solve(self):
         """Maximize the working scores; returns the maximum."""
         pg = self.pg
-        tree_max_product(pg.n_states, pg.unary_offsets, self.unary, self.scope_indptr,
-                         self.scope_vars, self.table_ids, self.table_offsets, self.tables,
-                         *self.schedule, self.x)
+        tree_max_product((pg.n_states, pg.unary_offsets, self.unary, self.scope_indptr,
+                          self.scope_vars, self.table_ids, self.table_offsets, self.tables),
+                         tuple(self.schedule), self.x)
         return float(self.unary[pg.unary_offsets[:-1] + self.x].sum()
                      + self.tables[self.local_pair_index(self.x)].sum())
 
