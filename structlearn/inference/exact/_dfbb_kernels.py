@@ -36,8 +36,8 @@ def _pair_entry(table_data, base, stride_self, stride_other, x, y):
 
 
 @nb.njit(cache=True)
-def dfbb_pairwise(n_states, unary, unary_offsets, nbr_ptr, nbr_var, nbr_base, nbr_stride_self,
-                  nbr_stride_other, table_data, order, tol, max_nodes, start, labels):
+def dfbb_pairwise(n_states, unary, unary_offsets, neighbours, table_data, order, tol, max_nodes,
+                  start, labels):
     """Exact MAP of a pairwise graph by depth-first branch and bound.
 
     Variables are fixed in the static ``order``; the labels of a variable are
@@ -52,8 +52,9 @@ def dfbb_pairwise(n_states, unary, unary_offsets, nbr_ptr, nbr_var, nbr_base, nb
     Parameters
     ----------
     n_states, unary, unary_offsets : the graph's variables.
-    nbr_ptr, nbr_var : int64, CSR of each variable's neighbours.
-    nbr_base, nbr_stride_self, nbr_stride_other : int64, per CSR entry: the
+    neighbours : tuple
+        ``(nbr_ptr, nbr_var, nbr_base, nbr_stride_self, nbr_stride_other)``,
+        int64: the CSR of each variable's neighbours and, per CSR entry, the
         factor table's offset in ``table_data`` and the strides of this
         variable's and the neighbour's label in it.
     table_data : float64
@@ -77,6 +78,7 @@ def dfbb_pairwise(n_states, unary, unary_offsets, nbr_ptr, nbr_var, nbr_base, nb
         Whether the search ended (every labeling not pruned was seen).
     nodes : int
     """
+    nbr_ptr, nbr_var, nbr_base, nbr_stride_self, nbr_stride_other = neighbours
     n = order.shape[0]
     K = 1
     for i in range(n):

@@ -76,12 +76,11 @@ def pairwise_dfbb(graph, *, max_nodes, tol=1e-6, incumbent=None):
         start = float(graph.score(labels))
     if graph.n_vars == 0:
         return labels, 0.0, True, 0
-    nbr_ptr, nbr_var, nbr_base, stride_self, stride_other = _neighbour_arrays(graph)
-    order = static_order(nbr_ptr, nbr_var)
+    neighbours = tuple(_neighbour_arrays(graph))
+    order = static_order(neighbours[0], neighbours[1])
     score, proved, nodes = dfbb_pairwise(
-        graph.n_states.astype(np.int64), graph.unary, graph.unary_offsets, nbr_ptr, nbr_var,
-        nbr_base, stride_self, stride_other, graph.table_data, order, float(tol),
-        int(max_nodes), start, labels)
+        graph.n_states.astype(np.int64), graph.unary, graph.unary_offsets, neighbours,
+        graph.table_data, order, float(tol), int(max_nodes), start, labels)
     if score > -np.inf:
         score = graph.score(labels)  # the kernel's sum in another order
     return labels, float(score), bool(proved), int(nodes)

@@ -160,7 +160,7 @@ class Problem:
     def improve(self, labels, sweeps=50):
         """Local search on the true scores, in place: iterated conditional
         modes (at most ``sweeps`` sweeps over the variables)."""
-        local_search(*self.true_arrays, self.var_indptr, self.var_factors, labels, sweeps,
+        local_search(tuple(self.true_arrays), self.var_indptr, self.var_factors, labels, sweeps,
                      self._cand)
 
     def perturbed(self, labels, rng, max_ball=40):

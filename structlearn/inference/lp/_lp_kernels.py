@@ -287,15 +287,17 @@ def argmax_segments(values, offsets, labels):
 
 
 @nb.njit(cache=True)
-def local_search(n_states, unary_offsets, unary, scope_indptr, scope_vars, table_ids,
-                 table_offsets, table_data, var_indptr, var_factors, labels, max_sweeps,
-                 cand):
+def local_search(graph, var_indptr, var_factors, labels, max_sweeps, cand):
     """Iterated conditional modes on the true scores: each variable in turn
     takes its best label given the others, until no label changes.
 
+    graph : tuple
+        The flat arrays of :meth:`structlearn.graphs.FactorGraph.arrays`.
     var_indptr, var_factors : CSR of the factors of each variable.
     cand : float64 scratch (max n_states,).  Labels change in place.
     """
+    (n_states, unary_offsets, unary, scope_indptr, scope_vars, table_ids, table_offsets,
+     table_data) = graph
     n_vars = n_states.shape[0]
     for sweep in range(max_sweeps):
         changed = False
