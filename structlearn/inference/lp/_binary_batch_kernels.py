@@ -87,14 +87,16 @@ def _scaled_copy(src, scale, out):
 
 
 @nb.njit(cache=True)
-def binary_pairwise_map_batch(S, P, fvar, w, var_ptr, var_factors, fac_order, n_rounds, inner,
-                              rho, eta, tol, stall, labels, scores, bounds, rounds):
+def binary_pairwise_map_batch(S, pairs, settings, out):
     """Approximate MAP of every row of ``S`` (see the module docstring).
 
     Parameters
     ----------
     S : float64 (n, L)
         Unary score differences ``theta_l(1) - theta_l(0)`` per sample.
+    pairs : tuple
+        ``(P, fvar, w, var_ptr, var_factors, fac_order)``, the shared pair
+        factors:
     P : float64 (L, L)
         Symmetric pair weights (sum of ``w`` over the factors of each pair),
         zero diagonal; used by the local search and the scores.
@@ -104,6 +106,8 @@ def binary_pairwise_map_batch(S, P, fvar, w, var_ptr, var_factors, fac_order, n_
         CSR of the factors of each label.
     fac_order : int64 (F,)
         Factors by decreasing ``w`` (stable).
+    settings : tuple
+        ``(n_rounds, inner, rho, eta, tol, stall)``:
     n_rounds, inner : int
         At most ``n_rounds`` rounds of ``inner`` GDMM iterations.
     rho, eta, tol : float
@@ -112,10 +116,15 @@ def binary_pairwise_map_batch(S, P, fvar, w, var_ptr, var_factors, fac_order, n_
     stall : int
         Also stop a sample after ``stall`` rounds without a better labeling
         (0: never).
-    labels : int64 (n, L); scores, bounds : float64 (n,); rounds : int64 (n,)
-        Receive the best labeling, its exact score, a certified upper bound
-        of the optimum (``>= score``) and the rounds run.
+    out : tuple
+        ``(labels, scores, bounds, rounds)``: int64 (n, L), float64 (n,),
+        float64 (n,), int64 (n,) receive the best labeling, its exact score,
+        a certified upper bound of the optimum (``>= score``) and the rounds
+        run.
     """
+    P, fvar, w, var_ptr, var_factors, fac_order = pairs
+    n_rounds, inner, rho, eta, tol, stall = settings
+    labels, scores, bounds, rounds = out
     n = S.shape[0]
     L = S.shape[1]
     F = w.shape[0]

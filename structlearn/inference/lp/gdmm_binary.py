@@ -194,9 +194,10 @@ def gdmm_binary_batch(unary, edges, weights, *, max_iter=50, inner=10, rho=0.1, 
     bounds = np.zeros(n)
     rounds = np.zeros(n, dtype=np.int64)
     if n and L:
-        binary_pairwise_map_batch(np.ascontiguousarray(S), P, np.ascontiguousarray(E), w,
-                                  var_ptr, var_factors, fac_order, n_rounds, inner, rho, eta,
-                                  tol, stall, labels, scores, bounds, rounds)
+        binary_pairwise_map_batch(
+            np.ascontiguousarray(S), (P, np.ascontiguousarray(E), w, var_ptr, var_factors,
+                                      fac_order),
+            (n_rounds, inner, rho, eta, tol, stall), (labels, scores, bounds, rounds))
     return labels, scores, bounds, rounds
 
 
