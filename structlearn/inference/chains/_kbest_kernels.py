@@ -301,12 +301,13 @@ def _minkowski_top(a_val, a_n, b_val, b_n, m, hv, hi, hj, out_val, out_i, out_j)
 
 
 @nb.njit(cache=True)
-def kbest_tree(ks, uoff, unary, order, parent, ch_ptr, children, tbase, sp, sc, table, m,
-               out_labels, out_scores):
+def kbest_tree(forest, table, m, out_labels, out_scores):
     """The ``m`` best labelings of a pairwise forest rooted at one node.
 
     Parameters
     ----------
+    forest : tuple
+        ``(ks, uoff, unary, order, parent, ch_ptr, children, tbase, sp, sc)``:
     ks, uoff : int64 (n,)
         States and unary offsets of the nodes.
     order : int64 (n,)
@@ -336,6 +337,7 @@ def kbest_tree(ks, uoff, unary, order, parent, ch_ptr, children, tbase, sp, sc, 
     (per child: the rank before it and the message rank it took; per message
     entry: the child state and rank) rebuild each labeling.
     """
+    ks, uoff, unary, order, parent, ch_ptr, children, tbase, sp, sc = forest
     n = ks.shape[0]
     kmax = 1
     for v in range(n):

@@ -138,7 +138,7 @@ def kbest_tree_mbest(graph, m, *, time_limit=None):
     arrays = forest_arrays(graph)
     out = np.zeros((m, graph.n_vars + 1), dtype=np.int64)
     scores = np.full(m, -np.inf)
-    found = kbest_tree(*arrays, graph.table_data, m, out, scores)
+    found = kbest_tree(tuple(arrays), graph.table_data, m, out, scores)
     labels = out[:found, :graph.n_vars]
     scores = graph.score_many(labels) if found else scores[:0]
     status = final_status(scores, scores, m, exhausted=True)
