@@ -1038,6 +1038,7 @@ def test_token_norms_and_primal_squares_equal_the_sequential_sums():
     np.testing.assert_array_equal(vs, v * 1.7)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_a_solver_state_pickled_with_the_old_array_names_continues():
     """States pickled when the slots and pairs were loose arrays (``slab``,
     ``ns``, ..., ``pa``, ``nb``) load into the named tuples and warm-start
