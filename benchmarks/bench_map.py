@@ -45,6 +45,42 @@ SPARSE = ["sparse_k100", "sparse_k300"]
 # small complete graphs with their own N(0, 1) tables: loose relaxations,
 # few labelings (dense like ProteinFolding, small like a CSP)
 DENSE = ["complete10_k4", "complete12_k5", "complete30_k4"]
+# random weighted constraint networks: wcsp{n}_d{D}_f{F}_s{seed}, n variables
+# with 2..D labels, 3n random pairs, integer costs 0..9 (scores -cost) and F %
+# of each pair table forbidden (zero potentials), around a planted labeling
+# that stays allowed (so a finite optimum exists); e.g. wcsp40_d10_f50_s0
+WCSP_PREFIX = "wcsp"
+
+
+def _is_wcsp(name):
+    return name.startswith(WCSP_PREFIX) and "_d" in name and "_f" in name
+
+
+def _wcsp(name):
+
+    n, rest = name[len(WCSP_PREFIX):].split("_d")
+    D, rest = rest.split("_f")
+    F, seed = rest.split("_s")
+    n, D, F, seed = int(n), int(D), float(F) / 100.0, int(seed)
+    rng = np.random.default_rng(1000 + seed)
+    ks = rng.integers(2, D + 1, size=n)
+    planted = np.array([rng.integers(0, k) for k in ks])
+    pairs = np.array([(a, b) for a in range(n) for b in range(a + 1, n)])
+    edges = pairs[np.sort(rng.choice(len(pairs), size=min(3 * n, len(pairs)), replace=False))]
+    K = int(ks.max())
+    unary = np.full((n, K), -np.inf)
+    for i, k in enumerate(ks):
+        unary[i, :k] = -rng.integers(0, 10, size=k).astype(float)
+    tables = []
+    for a, b in edges:
+        t = -rng.integers(0, 10, size=(K, K)).astype(float)
+        t[rng.random((K, K)) < F] = -np.inf
+        t[planted[a], planted[b]] = -float(rng.integers(0, 10))
+        tables.append(t[:ks[a], :ks[b]])
+    from structlearn.graphs import FactorGraph
+
+    return FactorGraph(ks, unary=[unary[i, :k] for i, k in enumerate(ks)], scopes=edges,
+                       tables=tables)
 
 
 # ------------------------------------------------------------------ instances
@@ -90,6 +126,8 @@ def synthetic(name):
         edges = pairs[np.sort(rng.choice(len(pairs), size=n_edges, replace=False))]
         return graph_from_edges(rng.normal(size=(n, k)), edges,
                                 rng.normal(size=(n_edges, k, k))), None
+    if _is_wcsp(name):
+        return _wcsp(name), None
     if name in DENSE:
         n, k = (int(t) for t in name[len("complete"):].split("_k"))
         from structlearn.graphs import complete_graph
@@ -102,7 +140,7 @@ def synthetic(name):
 def load(name):
     from structlearn.graphs import read_uai, read_uai_solution
 
-    if name in SYNTHETIC + POTTS + SPARSE + DENSE:
+    if name in SYNTHETIC + POTTS + SPARSE + DENSE or _is_wcsp(name):
         return synthetic(name)
     path = os.path.join(UAI_DIR, name + ".uai")
     g = read_uai(path)
@@ -126,7 +164,7 @@ def toulbar2_worker(name, time_limit):
     g, ref = load(name)
     path = os.path.join(UAI_DIR, name + ".uai")
     tmp = None
-    if name in SYNTHETIC + POTTS + SPARSE + DENSE:
+    if name in SYNTHETIC + POTTS + SPARSE + DENSE or _is_wcsp(name):
         tmp = tempfile.NamedTemporaryFile(suffix=".uai", delete=False)
         tmp.close()
         write_uai(g, tmp.name)
