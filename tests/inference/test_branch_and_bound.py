@@ -420,3 +420,60 @@ def test_root_moves_to_the_larger_clusters_when_the_cheap_ones_leave_a_wide_gap(
     # first the plain grid (no cheap cluster), then the grid with 4-cycle clusters
     assert sizes[0] == graph.n_factors and len(set(sizes)) == 2
     assert res.upper_bound <= res.score + 1e-6 * max(1.0, abs(res.score))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_hard_constrained_components_are_handed_to_the_milp_when_the_search_does_not_prove(
+        monkeypatch, seed):
+    """A component with forbidden entries and a small MILP goes to HiGHS when
+    the first, short search does not prove it (here: made to return at once
+    without a proof); HiGHS' labeling is the enumerated optimum and the
+    search's full run is skipped."""
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    g = random_loopy(400 + seed, n_min=6, n_max=8, k_max=4, p_edge=0.8, p_inf=0.1,
+                     integer=True)
+    assert bb._milp_candidate(g)
+    best = enumerated_optimum(g)
+    runs = []
+    real_run = bb._Search.run
+
+    def first_search_gives_up(search):
+        runs.append(search.deadline)
+        if len(runs) == 1:
+            return np.zeros(search.graph.n_vars, dtype=np.int64), -np.inf, np.inf, "time_limit"
+        return real_run(search)
+
+    monkeypatch.setattr(bb._Search, "run", first_search_gives_up)
+    monkeypatch.setattr(bb, "DFBB_MAX_VARS", 0)  # no depth-first proof before the search
+    monkeypatch.setattr(bb, "ENUMERATION_WORK", 0)
+    res = solve_map(g, "exact", persistency=False, dominance=False, time_limit=30)
+    if not np.isfinite(best):
+        assert res.status == "infeasible"
+        return
+    assert res.status == "exact"
+    assert res.score == pytest.approx(best)
+    assert len(runs) == 1  # the MILP proved it: no second search
+
+
+def test_the_milp_is_offered_only_small_hard_constrained_components(monkeypatch):
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    hard = random_loopy(1, n_min=6, n_max=6, k_max=3, p_edge=0.8, p_inf=0.2)
+    soft = random_loopy(1, n_min=6, n_max=6, k_max=3, p_edge=0.8, p_inf=0.0)
+    assert bb._milp_candidate(hard) and not bb._milp_candidate(soft)
+    monkeypatch.setattr(bb, "MILP_FIRST_MAX_COLUMNS", 10)
+    assert not bb._milp_candidate(hard)
+
+
+def test_components_without_hard_constraints_never_reach_the_milp(monkeypatch):
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    def fail(*args):
+        raise AssertionError("the MILP was tried")
+
+    monkeypatch.setattr(bb, "_milp_proof", fail)
+    g = random_loopy(7, n_min=8, n_max=8, k_max=3, p_edge=0.8, p_inf=0.0)
+    res = solve_map(g, "exact")
+    assert res.status == "exact"
+    assert res.score == pytest.approx(enumerated_optimum(g))

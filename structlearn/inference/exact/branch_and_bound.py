@@ -79,6 +79,15 @@ DFBB_FIRST_WORK = 10**7   # first for about this many operations (a few ms) befo
 DFBB_WORK = 4 * 10**8     # then from the root's incumbent for about this many
 DFBB_OPS_PER_SECOND = 2 * 10**8  # a cautious rate of those operations (under a time limit)
 CYCLE_ENTRIES_PER_SECOND = 10**8  # and of the cycle search's candidate entries
+# a component with hard constraints (forbidden entries) whose local-polytope
+# MILP has at most this many columns, and that a first search over
+# MILP_FIRST_SHARE of its time (at most MILP_FIRST_SECONDS) does not prove, is
+# handed to HiGHS (``ilp``) for as long; then the search runs its full share.
+# On weighted constraint networks HiGHS' cuts often prove what the LP-bounded
+# search cannot.
+MILP_FIRST_MAX_COLUMNS = 200_000
+MILP_FIRST_SHARE = 0.1
+MILP_FIRST_SECONDS = 1.0
 
 
 def _interaction_strength(graph):
@@ -569,15 +578,29 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
             labels[variables_left[variables]] = res.labels
             n_nodes += 1
             continue
-        tight, richer = _cycle_relaxations(sub, int(tighten), deadline)
         left = len(parts) - rank  # components not yet solved, this one included
         share = None if deadline is None else time.perf_counter() + \
             (deadline - time.perf_counter()) / left
+        tight, richer = _cycle_relaxations(sub, int(tighten), deadline)
         nodes = int(max_nodes) if sub.n_vars <= search_cap else 1
-        search = _Search(tight, score_graph, bound_method, params, share, tol,
-                         nodes, t0, history, richer=richer, dfbb_graph=dfbb_graph)
-        lab, score, ub, status = search.run()
-        n_nodes += search.n_nodes
+        milp = _milp_candidate(sub)
+        if milp:  # a short search first: a tight root proves it in milliseconds
+            first = time.perf_counter() + _milp_slice(share)
+            search = _Search(tight, score_graph, bound_method, params, first, tol, nodes, t0,
+                             history, richer=richer, dfbb_graph=dfbb_graph)
+            lab, score, ub, status = search.run()
+            n_nodes += search.n_nodes
+            if status != "exact":
+                proved = _milp_proof(sub, share)
+                if proved is not None:
+                    labels[variables_left[variables]] = proved
+                    n_nodes += 1
+                    continue
+        if not milp or status != "exact":
+            search = _Search(tight, score_graph, bound_method, params, share, tol,
+                             nodes, t0, history, richer=richer, dfbb_graph=dfbb_graph)
+            lab, score, ub, status = search.run()
+            n_nodes += search.n_nodes
         statuses.append(status)
         labels[variables_left[variables]] = lab
         total_gap += ub - score
@@ -591,6 +614,35 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
     return MapResult(labels=labels, score=score, upper_bound=float(ub), n_iter=max(n_nodes, 1),
                      converged=status in ("exact", "infeasible"), time=time.perf_counter() - t0,
                      history=history, method="exact", status=status)
+
+
+def _milp_candidate(sub):
+    """Whether component ``sub`` has hard constraints (forbidden entries) and
+    a local-polytope MILP small enough to hand to HiGHS."""
+    if not (np.isneginf(sub.table_data).any() or np.isneginf(sub.unary).any()):
+        return False
+    columns = sub.unary.shape[0] + int(np.diff(sub.table_offsets)[sub.table_ids].sum())
+    return columns <= MILP_FIRST_MAX_COLUMNS
+
+
+def _milp_slice(share_end):
+    """Seconds of a MILP_FIRST_SHARE slice of what is left before
+    ``share_end`` (None: no deadline), at most MILP_FIRST_SECONDS."""
+    if share_end is None:
+        return MILP_FIRST_SECONDS
+    return max(0.0, min(MILP_FIRST_SECONDS, MILP_FIRST_SHARE * (share_end - time.perf_counter())))
+
+
+def _milp_proof(sub, share_end):
+    """The labeling HiGHS proves optimal for ``sub`` within a slice of the
+    time left before ``share_end``, or None."""
+    limit = _milp_slice(share_end)
+    if limit <= 0.01:
+        return None
+    from .ilp import ilp_map
+
+    res = ilp_map(sub, time_limit=limit)
+    return res.labels if res.status == "exact" else None
 
 
 # read by the MAP registry when it first loads its back-ends
