@@ -90,6 +90,43 @@ def all_labelings(graph):
                     dtype=np.int64).reshape(-1, graph.n_vars)
 
 
+def chain_enumeration(unary, trans):
+    """A chain by enumeration: ``(log_z, node marginals (n, K), summed edge
+    marginals (K, K), best labeling, best score)``; the best labeling is the
+    first maximum in lexicographic order."""
+    n, K = unary.shape
+    labs = np.array(list(itertools.product(range(K), repeat=n)), dtype=np.int64).reshape(-1, n)
+    s = unary[np.arange(n), labs].sum(1)
+    if n > 1:
+        s = s + trans[labs[:, :-1], labs[:, 1:]].sum(1)
+    m = s.max()
+    lz = m + np.log(np.exp(s - m).sum())
+    p = np.exp(s - lz)
+    node = np.stack([np.bincount(labs[:, t], weights=p, minlength=K) for t in range(n)])
+    edge = np.zeros((K, K))
+    for t in range(n - 1):
+        np.add.at(edge, (labs[:, t], labs[:, t + 1]), p)
+    best = int(np.argmax(s))
+    return lz, node, edge, labs[best], float(s[best])
+
+
+def pairwise_enumeration(unary, edges, tables):
+    """A pairwise model (``unary`` (n, K), ``tables`` (E, K, K)) by
+    enumeration: ``(log_z, node marginals (n, K), edge marginals (E, K, K))``."""
+    n, K = unary.shape
+    labs = np.array(list(itertools.product(range(K), repeat=n)))
+    s = unary[np.arange(n)[None, :], labs].sum(axis=1)
+    for e, (u, v) in enumerate(edges):
+        s = s + tables[e][labs[:, u], labs[:, v]]
+    lz = np.logaddexp.reduce(s)
+    p = np.exp(s - lz)
+    node = np.stack([(p[:, None] * (labs == k)).sum(axis=0) for k in range(K)], axis=1)
+    edge = np.zeros((len(edges), K, K))
+    for e, (u, v) in enumerate(edges):
+        np.add.at(edge[e], (labs[:, u], labs[:, v]), p)
+    return lz, node, edge
+
+
 def brute_force_reference(graph):
     """(labelings, scores, log_z, node_marginals padded, factor marginals list)."""
     labs = all_labelings(graph)

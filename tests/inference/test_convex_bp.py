@@ -1,9 +1,9 @@
 """Convex BP and convex-BP learning against brute force and finite differences."""
 
-import itertools
 
 import numpy as np
 import pytest
+from _graphgen import pairwise_enumeration
 
 from structlearn.graphs import grid_edges
 from structlearn.inference.marginals.convex_bp import (
@@ -21,22 +21,6 @@ from structlearn.learners.convex_bp_learning import (
 )
 
 
-def brute_force(unary, edges, tables):
-    """log Z, node and edge marginals by enumeration; tables (E, K, K)."""
-    n, K = unary.shape
-    labs = np.array(list(itertools.product(range(K), repeat=n)))
-    s = unary[np.arange(n)[None, :], labs].sum(axis=1)
-    for e, (u, v) in enumerate(edges):
-        s = s + tables[e][labs[:, u], labs[:, v]]
-    lz = np.logaddexp.reduce(s)
-    p = np.exp(s - lz)
-    node = np.stack([(p[:, None] * (labs == k)).sum(axis=0) for k in range(K)], axis=1)
-    edge = np.zeros((len(edges), K, K))
-    for e, (u, v) in enumerate(edges):
-        np.add.at(edge[e], (labs[:, u], labs[:, v]), p)
-    return lz, node, edge
-
-
 def random_tree(n, rng):
     return np.array([[rng.randint(0, i), i] for i in range(1, n)], dtype=np.int64)
 
@@ -51,7 +35,7 @@ def test_tree_marginals_and_log_z_exact(seed):
     unary = rng.randn(n, K) * 3
     tables = rng.randn(len(edges), K, K) * 3
     res = convex_bp(unary, edges, tables, tol=1e-12)
-    lz, node, edge = brute_force(unary, edges, tables)
+    lz, node, edge = pairwise_enumeration(unary, edges, tables)
     assert res.converged
     np.testing.assert_allclose(res.rho_edge, 1.0)
     assert abs(res.log_z_bound - lz) < 1e-9
@@ -66,7 +50,7 @@ def test_chain_with_shared_table_and_large_scores():
     unary = rng.randn(n, K) * 300
     table = rng.randn(K, K) * 300
     res = convex_bp(unary, edges, table, tol=1e-12)
-    lz, node, _ = brute_force(unary, edges, np.repeat(table[None], n - 1, axis=0))
+    lz, node, _ = pairwise_enumeration(unary, edges, np.repeat(table[None], n - 1, axis=0))
     assert abs(res.log_z_bound - lz) < 1e-7 * abs(lz)
     np.testing.assert_allclose(res.node_marginals, node, atol=1e-8)
 
@@ -92,7 +76,7 @@ def test_loopy_bound_consistency_and_gradient(seed):
     unary = rng.randn(n, K) * 2
     tables = rng.randn(len(edges), K, K) * 2
     res = convex_bp(unary, edges, tables, tol=1e-13, random_state=seed)
-    lz, _, _ = brute_force(unary, edges, tables)
+    lz, _, _ = pairwise_enumeration(unary, edges, tables)
     assert res.converged
     assert res.log_z_bound >= lz - 1e-9  # TRW upper bound
     m = res.edge_marginals
@@ -245,7 +229,7 @@ def test_learning_is_exact_likelihood_on_a_tree():
     f, _, _, _ = crf_objective(W, V, X, y, edges, bins, [0, n], alpha=0.0,
                                rho_node=np.ones(n), rho_edge=np.ones(n - 1))  # fmt: skip
     unary = X @ W.T
-    lz, _, _ = brute_force(unary, edges, V[bins])
+    lz, _, _ = pairwise_enumeration(unary, edges, V[bins])
     score = unary[np.arange(n), y].sum() + V[0][y[:-1], y[1:]].sum()
     assert abs(f - (lz - score)) < 1e-9
 
