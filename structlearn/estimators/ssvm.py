@@ -191,7 +191,23 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         of samples on joblib threads (any joblib back-end through
         ``joblib.parallel_config``, e.g. ``"dask"``); ``None`` means 1, ``-1``
         all CPUs.  In ``fit``, threads for the certificate's loss-augmented
-        Viterbi over all sequences.  Results do not depend on it.
+        Viterbi over all sequences and for the ``training_partitions``.
+        Results do not depend on it.
+    training_partitions : int or None, default=None
+        GDMM only.  None or 1: one pass at a time over all the sequences.
+        ``P > 1``: the sequences are split into ``P`` runs of about equal
+        tokens that take their passes side by side on ``n_jobs`` threads
+        against their own copy of the weight rows they use, merged after
+        each pass (CoCoA+ adding, each shared weight's steps damped by the
+        partitions that share it; the certified gap is taken on the whole
+        problem as always).  A partition's extra memory is its weight rows
+        and search tables, never a copy of all of ``coef_``.  The result
+        depends on ``random_state`` and ``P``, not on ``n_jobs``; the
+        dense weights are kept (no sparse rows).  The damping costs passes
+        where the partitions' features overlap: on Porttinari UPOS+FEATS
+        two partitions need 1.7x the passes of one (about 1.1x the time on
+        two cores), on sparser features a little more than one
+        (BENCHMARKS.md, "Training on several cores").
     warm_start : bool, default=False
         Continue from the previous solver state when ``fit`` is called again
         on the same data with the same solver (otherwise start from zero).
@@ -258,14 +274,16 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         **_SSVMParamsMixin._parameter_constraints,
         "oracle": [StrOptions({"auto", *_ORACLES})],
         "check_every": [POSITIVE_INT, StrOptions({"auto"})],
+        "training_partitions": [POSITIVE_INT, None],
     }
 
     def __init__(self, C=1.0, *, solver="gdmm", rho="auto", eta=1.0, max_iter=100, tol="auto",
                  oracle="auto", n_partitions=1, inference="viterbi", inference_params=None,
                  random_state=None, verbose=0, warm_start=False, callback=None,
-                 check_every="auto", n_jobs=None):
+                 check_every="auto", n_jobs=None, training_partitions=None):
         self.C = C
         self.n_jobs = n_jobs
+        self.training_partitions = training_partitions
         self.check_every = check_every
         self.solver = solver
         self.rho = rho
@@ -328,7 +346,11 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         problem = ChainProblem(data, indices, indptr, offsets, codes, n_features, K)
 
+        training_partitions = self.training_partitions or 1
+        if training_partitions > 1 and solver != "gdmm":
+            raise ValueError(f"training_partitions > 1 needs solver='gdmm', got {solver!r}")
         sparse_weights = (solver == "gdmm" and oracle == "sublinear" and nu == 1
+                          and training_partitions == 1
                           and n_features * K >= SPARSE_WEIGHTS_MIN_ENTRIES)
         if not sparse_weights:
             # dense (n_features, K) arrays: gdmm keeps W (and from
@@ -369,7 +391,8 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
 
             W, v, history, state, converged = fit_gdmm_chain(
                 problem, rho=rho, eta=eta, sublinear=oracle == "sublinear", n_partitions=nu,
-                sparse_weights=sparse_weights, **common)
+                sparse_weights=sparse_weights, training_partitions=training_partitions,
+                **common)
         elif solver == "bcfw":
             from ..learners.bcfw import fit_bcfw_chain
 

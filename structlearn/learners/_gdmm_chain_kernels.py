@@ -49,6 +49,7 @@ import numpy as np
 from ..oracles._indicator_kernels import (
     indicator_add,
     indicator_fmo_above,
+    indicator_update,
 )
 from ..oracles._inner_kernels import (inner_product_fmo, inner_product_fmo32,
                                       inner_product_fmo_sampled)
@@ -71,6 +72,12 @@ class ChainData(NamedTuple):
         Squared feature norms.
     has_left, has_right : int8 (N,)
         Whether token ``j`` has an edge to its left / right.
+    step_data : float64 (nnz,)
+        The feature values the weights move by: ``data`` itself for a pass
+        over all the samples.  A partitioned pass (:mod:`._partitions`)
+        scales each by its feature's ``sigma`` (the partitions that use the
+        feature), and ``xnorm2`` is then ``sum_f sigma_f x_f^2``, the
+        curvature of the partition's weight copy.
     """
 
     data: np.ndarray
@@ -80,6 +87,7 @@ class ChainData(NamedTuple):
     xnorm2: np.ndarray
     has_left: np.ndarray
     has_right: np.ndarray
+    step_data: np.ndarray
 
 
 class TokenSlots(NamedTuple):
@@ -142,13 +150,18 @@ class ChainWeights(NamedTuple):
 
 class PassSettings(NamedTuple):
     """Scalars of a pass: ``C``, ``rho``, the unigram search's partitions
-    ``n_partitions`` (nu of eq. 21) and the search back-off cap
-    ``max_skip``."""
+    ``n_partitions`` (nu of eq. 21), the search back-off cap ``max_skip``
+    and the scale ``transition_sigma`` of the transition table's moves and
+    curvature (1 for a pass over all the samples; see
+    :class:`ChainData` ``step_data`` for the unigram side and
+    :mod:`._partitions` for partitioned passes).
+    """
 
     C: float
     rho: float
     n_partitions: int
     max_skip: int
+    transition_sigma: float = 1.0
 
 
 class PassWorkspace(NamedTuple):
@@ -227,7 +240,7 @@ def _listed_scores(W, data, indices, start, end, labels, n, g):
             g[s] += x * row[labels[s]]
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@nb.njit(cache=True, no_cpython_wrapper=True, nogil=True)
 def _unigram_step(j, search, chain, slots, weights, settings, work, scratch, parts, Wsp,
                   weights32):
     """One unigram factor's block step (``search`` False: within its slots,
@@ -247,7 +260,7 @@ def _unigram_step(j, search, chain, slots, weights, settings, work, scratch, par
     compilation for this step, against a call that costs a few percent of
     an OCR pass."""
     changed_labels, g, add_val, z, new_alpha = scratch
-    data, indices = chain.data, chain.indices
+    data, indices, step_data = chain.data, chain.indices, chain.step_data
     W = weights.dense
     C, rho = settings.C, settings.rho
     labels = slots.labels[j]
@@ -337,22 +350,22 @@ def _unigram_step(j, search, chain, slots, weights, settings, work, scratch, par
             if Wsp is None:
                 if weights32 is None:
                     for p in range(start, end):
-                        W[indices[p], lab] += data[p] * d
+                        W[indices[p], lab] += step_data[p] * d
                 else:  # W itself is rebuilt from the duals when needed
                     W32 = weights32[0]
                     for p in range(start, end):
-                        W32[indices[p], lab] += np.float32(data[p] * d)
+                        W32[indices[p], lab] += np.float32(step_data[p] * d)
             else:
                 changed_labels[m] = lab
                 g[m] = d
                 m += 1
     if Wsp is not None and m > 0:
-        rows = sparse_rows_update(rows, indices, data, start, end, changed_labels, g, m,
+        rows = sparse_rows_update(rows, indices, step_data, start, end, changed_labels, g, m,
                                   work.posmap)
     return rows, added
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@nb.njit(cache=True, no_cpython_wrapper=True, nogil=True)
 def _bigram_step(j, search, chain, slots, pairs, weights, settings, work, scratch, vstate):
     """One bigram factor's block step on edge ``j`` (``search`` False: within
     its active pairs); returns whether the search found a pair to add.
@@ -450,7 +463,8 @@ def _bigram_step(j, search, chain, slots, pairs, weights, settings, work, scratc
             g1 = cnt1[left_slot[j, q]]
         if cnt2[right_slot[j, q]] > g2:
             g2 = cnt2[right_slot[j, q]]
-    Q = 1.0 + rho * (g1 + g2)
+    sigma = settings.transition_sigma
+    Q = sigma + rho * (g1 + g2)
     projected_block_step(beta[j], g, m, Q, C, z, new_beta)
     for q in range(m):
         d = new_beta[q] - beta[j, q]
@@ -458,11 +472,12 @@ def _bigram_step(j, search, chain, slots, pairs, weights, settings, work, scratc
             beta[j, q] = new_beta[q]
             a = left_label[j, q]
             b = right_label[j, q]
-            v[a * K + b] += d
+            dv = d * sigma
+            v[a * K + b] += dv
             if vstate is None:
-                vt[a * K + b] += d
+                vt[a * K + b] += dv
             else:
-                indicator_add(vstate, a, b, d)
+                indicator_add(vstate, a, b, dv)
             slots.marg_right[j, left_slot[j, q]] += d
             slots.marg_left[k, right_slot[j, q]] += d
     # drop pairs whose dual is exactly 0 after the step (the truth stays)
@@ -480,7 +495,7 @@ def _bigram_step(j, search, chain, slots, pairs, weights, settings, work, scratc
     return added
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def gdmm_chain_pass(chain, slots, pairs, weights, settings, work, order, parts, Wsp, weights32,
                     vstate):
     """One pass of block-coordinate Frank-Wolfe over all factors (Algorithm 4).
@@ -520,7 +535,7 @@ def gdmm_chain_pass(chain, slots, pairs, weights, settings, work, order, parts, 
     A None ``Wsp`` (or ``vstate``, ``parts``, ``weights32``) is known when
     the kernel is compiled, and the code it rules out is not compiled.
     ``weights.search_table`` is ``v + tau``, ``tau`` a fixed tie-break of
-    order 1e-12 (see :mod:`.gdmm_chain`).  ``work.backoff`` (by factor
+    order 1e-12 (see :mod:`._gdmm_chain_visits`).  ``work.backoff`` (by factor
     id): visits the factor still steps within its active set without a
     search, and its current back-off; a search that adds nothing sets both
     to ``min(2 * back-off + 1, settings.max_skip)``, one that adds resets
@@ -564,7 +579,7 @@ def gdmm_chain_pass(chain, slots, pairs, weights, settings, work, order, parts, 
     return rows
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def weights_from_duals(xt_data, xt_tokens, xt_ptr, slots, W):
     """``W = sum_j x_j (x) alpha_j`` (float64 (d, K), overwritten) from the
     tokens' slot duals (:class:`TokenSlots`), one feature row at a time (the
@@ -581,7 +596,52 @@ def weights_from_duals(xt_data, xt_tokens, xt_ptr, slots, W):
                 row[labels[j, s]] += x * alpha[j, s]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
+def transitions_from_duals(pairs, has_right, v):
+    """``v = sum_j beta_j`` (float64 (K * K,), overwritten) over the edges
+    ``j`` with ``has_right[j]``, from their active pairs (:class:`EdgePairs`)."""
+    K2 = v.shape[0]
+    K = np.int64(np.sqrt(K2) + 0.5)
+    v[:] = 0.0
+    for j in range(has_right.shape[0]):
+        if has_right[j] == 0:
+            continue
+        for q in range(pairs.count[j]):
+            v[pairs.left_label[j, q] * K + pairs.right_label[j, q]] += pairs.beta[j, q]
+
+
+@nb.njit(cache=True, nogil=True)
+def refresh_transitions(v, tau, local_v, local_search, vstate):
+    """Bring a partition's transition table ``local_v`` and its search table
+    back to the merged ``v``: every entry that differs is set to ``v`` (the
+    search table to ``v + tau``, through the indicator oracle's state
+    ``vstate`` when it is not None, else in ``local_search``); returns how
+    many entries changed.  All float64 (K * K,)."""
+    K = np.int64(np.sqrt(v.shape[0]) + 0.5)
+    changed = 0
+    for i in range(v.shape[0]):
+        if local_v[i] != v[i]:
+            local_v[i] = v[i]
+            if vstate is None:
+                local_search[i] = v[i] + tau[i]
+            else:
+                indicator_update(vstate, i // K, i % K, v[i] + tau[i])
+            changed += 1
+    return changed
+
+
+@nb.njit(cache=True, nogil=True)
+def gather_rows(W, rows, out):
+    """``out[r] = W[rows[r]]`` (cast to ``out``'s dtype): a partition's copy
+    of the weight rows its features touch."""
+    for r in range(rows.shape[0]):
+        src = W[rows[r]]
+        dst = out[r]
+        for k in range(src.shape[0]):
+            dst[k] = src[k]
+
+
+@nb.njit(cache=True, nogil=True)
 def gdmm_chain_multipliers(chain, slots, eta):
     """Multiplier step (13) on every token slot; returns the squared
     consistency residual ``sum ||M beta - alpha||^2`` before the step (over

@@ -48,6 +48,9 @@ import scipy.sparse as sp
 from ._gdmm_chain_kernels import (ChainData, ChainWeights, EdgePairs, PassSettings,
                                   PassWorkspace, TokenSlots, gdmm_chain_dual,
                                   gdmm_chain_multipliers, gdmm_chain_pass, weights_from_duals)
+from ._gdmm_chain_partitions import ChainPartitions
+from ._gdmm_chain_visits import SequenceMajorOrder, search_table
+from ._partitions import check_training_partitions
 from ._ssvm_common import ChainMonitor, chain_edges, check_schedule, warn_not_converged
 
 __all__ = ["GDMMChainState", "SequenceMajorOrder", "fit_gdmm_chain"]
@@ -64,34 +67,6 @@ FLOAT32_PASSES_MAX_FEATURE = 1e6
 # (no search) on its next 1, then 3, 7, 15 visits, at most this many in a
 # row; a search that adds resets it (0: search at every visit)
 SEARCH_BACKOFF_MAX = 15
-
-
-class SequenceMajorOrder:
-    """Random factor orders that keep each sequence's factors together.
-
-    Parameters
-    ----------
-    factors : ndarray of int64, shape (F,)
-        Factor ids: ``f < n_tokens`` the unigram factor of token ``f``,
-        ``f >= n_tokens`` the bigram factor of the edge ``(f - n_tokens,
-        f - n_tokens + 1)``.
-    offsets : ndarray of int64, shape (n_sequences + 1,)
-        Token offsets of the sequences.
-    n_tokens : int
-    """
-
-    def __init__(self, factors, offsets, n_tokens):
-        self.factors = factors
-        left_token = np.where(factors < n_tokens, factors, factors - n_tokens)
-        self.sequence = np.searchsorted(offsets, left_token, side="right") - 1
-        self.n_sequences = offsets.size - 1
-
-    def draw(self, rng):
-        """One pass's order (int64, (F,)): the sequences in a random order,
-        the factors of each in a random order; draws from ``rng``."""
-        rank = rng.permutation(self.n_sequences)
-        key = rank[self.sequence] + rng.random_sample(self.factors.size)  # rank + [0, 1)
-        return self.factors[np.argsort(key)]
 
 
 class GDMMChainState:
@@ -158,55 +133,38 @@ class GDMMChainState:
             self.pairs = EdgePairs(*widened(self.pairs, K * K))
 
 
-# Tie-break of the bigram search: the oracles search ``v + tau`` with
-# ``tau[a, b] = -_TIE * (a * K + b + 1) / K^2``, distinct and below 1e-12 in
-# magnitude.  Untouched entries of ``v`` are exactly 0, so without it many
-# label pairs tie, and the sorted search and a dense scan would resolve
-# the ties differently; with it both oracles return the same pair (the
-# lowest index among near-ties) and ``oracle="dense"`` and ``"sublinear"``
-# produce the same iterates.  The weights use ``v`` itself.
-_TIE = 1e-12
+def _use_float32(problem, state, nu):
+    """Whether the passes score and update float32 weights: the weights are
+    dense, the unigram search is exact (``nu == 1``), there are at least
+    ``FLOAT32_PASSES_MIN_LABELS`` labels and no feature value exceeds
+    ``FLOAT32_PASSES_MAX_FEATURE``."""
+    return not (state.sparse_weights or nu != 1 or problem.n_labels < FLOAT32_PASSES_MIN_LABELS
+                or np.abs(problem.data).max(initial=0.0) > FLOAT32_PASSES_MAX_FEATURE)
+
+
+def _features_by_row(problem):
+    """The features by feature row ``(data, tokens, indptr)`` (CSR of
+    ``X^T``) that :func:`weights_from_duals` rebuilds the weights from."""
+    by_feature = sp.csr_matrix((problem.data, problem.indices, problem.indptr),
+                               shape=(problem.n_tokens, problem.n_features)).T.tocsr()
+    return (by_feature.data, by_feature.indices.astype(np.int64),
+            by_feature.indptr.astype(np.int64))
 
 
 def _float32_passes(problem, state, nu):
-    """``(weights32, xt)`` for float32 passes, or ``(None, None)``.
-
-    ``weights32``: ``(W32, acc)``, a float32 copy of the dense weights and a
-    float32 (K,) scratch, when the weights are dense, the unigram search is
-    exact (``nu == 1``), there are at least ``FLOAT32_PASSES_MIN_LABELS``
-    labels and no feature value exceeds ``FLOAT32_PASSES_MAX_FEATURE``.
-    ``xt``: the features by feature row ``(data, tokens, indptr)`` that
-    :func:`weights_from_duals` rebuilds the float64 weights from.
+    """``(weights32, xt)`` for float32 passes (:func:`_use_float32`), or
+    ``(None, None)``: ``weights32 = (W32, acc)``, a float32 copy of the dense
+    weights and a float32 (K,) scratch; ``xt`` from :func:`_features_by_row`.
     """
-    K = problem.n_labels
-    if (state.sparse_weights or nu != 1 or K < FLOAT32_PASSES_MIN_LABELS
-            or np.abs(problem.data).max(initial=0.0) > FLOAT32_PASSES_MAX_FEATURE):
+    if not _use_float32(problem, state, nu):
         return None, None
-    weights32 = (state.W.astype(np.float32), np.empty(K, dtype=np.float32))
-    by_feature = sp.csr_matrix((problem.data, problem.indices, problem.indptr),
-                               shape=(problem.n_tokens, problem.n_features)).T.tocsr()
-    xt = (by_feature.data, by_feature.indices.astype(np.int64),
-          by_feature.indptr.astype(np.int64))
-    return weights32, xt
-
-
-def _search_table(v, sublinear):
-    """The flat search table ``v + tau`` and, when ``sublinear``, the
-    indicator-oracle state over it (``state[0]`` is the table); else None."""
-    from ..oracles.indicator import make_indicator_oracle
-
-    K = v.shape[0]
-    tau = -_TIE * (np.arange(K * K, dtype=np.float64) + 1.0) / (K * K)
-    vt = v.ravel() + tau
-    if not sublinear:
-        return vt, None
-    vstate = make_indicator_oracle(vt.reshape(K, K))
-    return vstate[0], vstate
+    weights32 = (state.W.astype(np.float32), np.empty(problem.n_labels, dtype=np.float32))
+    return weights32, _features_by_row(problem)
 
 
 def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitions, rng,
                    state=None, verbose=0, callback=None, check_every=1, n_jobs=None,
-                   sparse_weights=False):
+                   sparse_weights=False, training_partitions=1):
     """Train with GDMM; returns ``(W, v, history, state, converged)``.
 
     Parameters
@@ -233,12 +191,19 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
         hold NaN there.
     n_jobs : int or None
         Threads for the primal evaluation (loss-augmented Viterbi over
-        chunks of sequences; the value does not depend on it).
+        chunks of sequences; the value does not depend on it) and for the
+        partitions' passes.
     sparse_weights : bool
         Keep ``W`` as sparse rows (:mod:`structlearn.oracles.sparse_rows`):
         memory in proportion to its non-zeros; the same
         iterates as the dense array.  Needs ``n_partitions=1``; a warm start
         keeps its state's storage.
+    training_partitions : int
+        1: the passes described above.  More: the sequences are split into
+        that many partitions whose passes run on ``n_jobs`` threads and
+        merge after each pass (:mod:`._gdmm_chain_partitions`; dense weights
+        only).  The iterates depend on ``rng`` and the partitions, not on
+        ``n_jobs``.
 
     Returns
     -------
@@ -264,10 +229,16 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
     if state.sparse_weights and nu > 1:
         raise ValueError("sparse weights need the exact unigram search (n_partitions=1)")
     state.v = np.ascontiguousarray(state.v)
-    vt, vstate = _search_table(state.v, sublinear)
-    # from FLOAT32_PASSES_MIN_LABELS the passes score and update float32
-    # weights; W is rebuilt from the duals for each certificate and at the end
-    weights32, xt = _float32_passes(problem, state, nu)
+    n_parts = check_training_partitions(training_partitions, problem.n_sequences, "sequences")
+    if state.sparse_weights and n_parts > 1:
+        raise ValueError("training_partitions > 1 needs dense weights (sparse_weights=False)")
+    if n_parts > 1:  # the partitions keep their own tables and weight rows
+        vt, vstate, weights32 = state.v.ravel(), None, None
+    else:
+        vt, vstate = search_table(state.v, sublinear)
+        # from FLOAT32_PASSES_MIN_LABELS the passes score and update float32
+        # weights; W is rebuilt from the duals for each certificate and at the end
+        weights32, xt = _float32_passes(problem, state, nu)
 
     def exact_weights():
         if weights32 is not None:
@@ -275,8 +246,13 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
             np.copyto(weights32[0], state.W, casting="same_kind")  # no float32 drift
 
     chain = ChainData(problem.data, problem.indices, problem.indptr, problem.y, xnorm2,
-                      has_left, has_right)
+                      has_left, has_right, problem.data)
     settings = PassSettings(float(C), float(rho), nu, int(SEARCH_BACKOFF_MAX))
+    partitions = None
+    if n_parts > 1:
+        partitions = ChainPartitions(problem, state, chain, n_parts, settings,
+                                     _use_float32(problem, state, nu), sublinear,
+                                     _features_by_row(problem), n_jobs)
     work = PassWorkspace(make_inner_workspace(K), make_pair_workspace(K, K),
                          make_sparse_rows_workspace(K if state.sparse_weights else 0),
                          state.backoff, np.zeros(3, dtype=np.int64))
@@ -287,43 +263,55 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
     rel_gap = np.inf
     stale = False
     schedule = check_schedule(check_every, tol)
-    for it in range(max_iter):
-        t0 = time.perf_counter()
-        order = orders.draw(rng)
-        parts = rng.randint(nu, size=N).astype(np.int64) if nu > 1 else None
-        stats[:] = 0
-        weights = ChainWeights(state.W, state.v.ravel(), vt)
-        state.Wsp = gdmm_chain_pass(chain, state.slots, state.pairs, weights, settings, work,
-                                    order, parts, state.Wsp, weights32, vstate)
-        res2 = gdmm_chain_multipliers(chain, state.slots, float(eta))
-        pass_time = time.perf_counter() - t0
-        state.n_iter += 1
-        primal = dual = np.nan
-        checking = schedule.due(it + 1, max_iter)
-        stale = weights32 is not None  # W lags the float32 weights' steps
-        if checking:
-            exact_weights()
-            stale = False
-            primal = monitor.primal(state.weights(), state.v)
-            dual = gdmm_chain_dual(weights, state.Wsp, chain, state.slots, state.pairs,
-                                   float(C), vfeas)
-        active = (state.slots.count.sum() + state.pairs.count[edges].sum()) / max(N + edges.size,
-                                                                                   1)
-        stop = monitor.record(state.n_iter, primal, dual, float(np.sqrt(res2)), float(active),
-                              stats[0], pass_time, overflow=int(stats[1] + stats[2]))
-        rel_gap = monitor.history[-1]["relative_gap"]
-        if checking:
-            schedule.checked(it + 1, rel_gap)
-        # grow capacities when full (a search result was dropped or a list is at capacity)
-        full_slots = stats[1] > 0 or state.slots.count.max() >= state.slots.labels.shape[1]
-        full_pairs = stats[2] > 0 or state.pairs.count.max() >= state.pairs.left_label.shape[1]
-        if full_slots or full_pairs:
-            state.grow(K, full_slots, full_pairs)
-        if stats[1] + stats[2] == 0 and rel_gap <= tol:
-            converged = True
-            break
-        if stop:
-            break
+    try:
+        for it in range(max_iter):
+            t0 = time.perf_counter()
+            stats[:] = 0
+            weights = ChainWeights(state.W, state.v.ravel(), vt)
+            extra = {}
+            if partitions is None:
+                order = orders.draw(rng)
+                parts = rng.randint(nu, size=N).astype(np.int64) if nu > 1 else None
+                state.Wsp = gdmm_chain_pass(chain, state.slots, state.pairs, weights, settings,
+                                            work, order, parts, state.Wsp, weights32, vstate)
+                res2 = gdmm_chain_multipliers(chain, state.slots, float(eta))
+            else:
+                res2, local_time, merge_time = partitions.round(rng, eta, stats)
+                extra = dict(partitions=partitions.n_parts, local_time=local_time,
+                             merge_time=merge_time)
+            pass_time = time.perf_counter() - t0
+            state.n_iter += 1
+            primal = dual = np.nan
+            checking = schedule.due(it + 1, max_iter)
+            stale = weights32 is not None  # W lags the float32 weights' steps
+            if checking:
+                exact_weights()
+                stale = False
+                primal = monitor.primal(state.weights(), state.v)
+                dual = gdmm_chain_dual(weights, state.Wsp, chain, state.slots, state.pairs,
+                                       float(C), vfeas)
+            active = ((state.slots.count.sum() + state.pairs.count[edges].sum())
+                      / max(N + edges.size, 1))
+            stop = monitor.record(state.n_iter, primal, dual, float(np.sqrt(res2)),
+                                  float(active), stats[0], pass_time,
+                                  overflow=int(stats[1] + stats[2]), **extra)
+            rel_gap = monitor.history[-1]["relative_gap"]
+            if checking:
+                schedule.checked(it + 1, rel_gap)
+            # grow capacities when full (a search result was dropped or a list is at capacity)
+            full_slots = stats[1] > 0 or state.slots.count.max() >= state.slots.labels.shape[1]
+            full_pairs = (stats[2] > 0
+                          or state.pairs.count.max() >= state.pairs.left_label.shape[1])
+            if full_slots or full_pairs:
+                state.grow(K, full_slots, full_pairs)
+            if stats[1] + stats[2] == 0 and rel_gap <= tol:
+                converged = True
+                break
+            if stop:
+                break
+    finally:
+        if partitions is not None:
+            partitions.close()
     if stale:
         exact_weights()
     if not converged and len(monitor.history) == max_iter:

@@ -233,7 +233,8 @@ def _dual_point(X, y, K, C, rng, perturb):
     np.add.at(v, pa * K + pb, np.where(np.arange(K * K)[None, :] < nb_[:, None], beta, 0.0))
     ns = np.full(N, K, dtype=np.int64)
     has_left, has_right = chain_edges(prob.offsets, N)
-    chain = ChainData(prob.data, prob.indices, prob.indptr, yc, np.zeros(N), has_left, has_right)
+    chain = ChainData(prob.data, prob.indices, prob.indptr, yc, np.zeros(N), has_left, has_right,
+                      prob.data)
     zeros = np.zeros_like(alpha)
     slots = TokenSlots(slab, ns, alpha, zeros, zeros, zeros, zeros)
     args = (ChainWeights(W, v, v), None, chain, slots, EdgePairs(pa, pb, psa, psb, beta, nb_), C,
@@ -340,7 +341,8 @@ def test_gdmm_dual_repair_on_the_support_matches_the_plain_repair(K, C):
                                         check_every=10**6)
         Kc = prob.n_labels
         chain = ChainData(prob.data, prob.indices, prob.indptr, prob.y,
-                          np.zeros(prob.n_tokens), *chain_edges(offsets, prob.n_tokens))
+                          np.zeros(prob.n_tokens), *chain_edges(offsets, prob.n_tokens),
+                          prob.data)
         got = gdmm_chain_dual(ChainWeights(st.W, st.v.ravel(), st.v.ravel()), None, chain,
                               st.slots, st.pairs, C, np.empty(Kc * Kc))
         assert got == pytest.approx(_reference_repaired_dual(st, Kc, prob.y, C, has_right),

@@ -1,0 +1,187 @@
+"""Partitioned GDMM passes for chains: one round = a local pass per partition.
+
+The sequences are split into ``P`` contiguous runs of about equal tokens
+(:mod:`._partitions`).  Each partition keeps, for the whole fit:
+
+* its tokens' features with the feature ids renumbered to the rows it uses,
+  and a copy of those rows of ``W`` (float32 when the serial passes would
+  use float32 weights), refreshed from the merged weights at each round;
+* a copy of the transition table with its own search structure (the
+  indicator oracle's sorted summaries, or the dense search table),
+  brought back to the merged table at each round by the entries that
+  changed (:func:`._gdmm_chain_kernels.refresh_transitions`);
+* its factors' search back-off, written back to the state at the end.
+
+Its duals and multipliers are row slices of the state's arrays (the
+partitions never share a token or an edge: they hold whole sequences).  A
+round runs the local passes (``PassSettings.sigma = P``) and each
+partition's multiplier step on the threads, then merges: ``W`` and ``v``
+are rebuilt from the duals (``W = sum_j x_j (x) alpha_j``, ``v = sum_j
+beta_j``), which is the sum of the partitions' moves without its rounding.
+"""
+
+import time
+
+import numpy as np
+
+from ._gdmm_chain_kernels import (ChainData, ChainWeights, EdgePairs, PassWorkspace, TokenSlots,
+                                  gather_rows, gdmm_chain_multipliers, gdmm_chain_pass,
+                                  refresh_transitions, transitions_from_duals, weights_from_duals)
+from ._gdmm_chain_visits import SequenceMajorOrder, search_table
+from ._partitions import (PartitionThreads, feature_sigmas, local_features, n_threads,
+                          split_by_weight)
+
+__all__ = ["ChainPartitions"]
+
+
+class _Partition:
+    """One partition's data and local state (see the module docstring)."""
+
+    def __init__(self, chain, offsets, t0, t1, n_labels, float32, feature_sigma):
+        N = chain.y.shape[0]
+        K = n_labels
+        self.t0, self.t1 = int(t0), int(t1)
+        n = self.t1 - self.t0
+        p0, p1 = chain.indptr[t0], chain.indptr[t1]
+        self.rows, local = local_features(chain.indices[p0:p1])
+        data = chain.data[p0:p1]
+        indptr = chain.indptr[t0:t1 + 1] - p0
+        # each feature's moves and curvature scaled by the partitions that use it
+        step_data = data * feature_sigma[chain.indices[p0:p1]]
+        xnorm2 = np.add.reduceat(data * step_data, indptr[:-1]) if data.size else np.zeros(n)
+        xnorm2[indptr[:-1] == indptr[1:]] = 0.0  # reduceat's value for an empty token
+        self.chain = ChainData(data, local, indptr, chain.y[t0:t1], xnorm2,
+                               chain.has_left[t0:t1], chain.has_right[t0:t1], step_data)
+        edges = np.flatnonzero(self.chain.has_right).astype(np.int64)
+        self.factors = np.concatenate([np.arange(n, dtype=np.int64), n + edges])
+        self.orders = SequenceMajorOrder(self.factors, offsets - t0, n)
+        self.global_factors = np.concatenate([np.arange(t0, t1, dtype=np.int64),
+                                              N + t0 + edges])
+        dtype = np.float32 if float32 else np.float64
+        self.W = np.zeros((self.rows.shape[0], K), dtype=dtype)
+        self.acc = np.empty(K, dtype=np.float32) if float32 else None
+
+    def slots(self, state):
+        return TokenSlots(*(a[self.t0:self.t1] for a in state.slots))
+
+    def pairs(self, state):
+        return EdgePairs(*(a[self.t0:self.t1] for a in state.pairs))
+
+
+class ChainPartitions:
+    """Rounds of partitioned GDMM passes over a chain problem.
+
+    Parameters
+    ----------
+    problem : ChainProblem
+    state : GDMMChainState
+        Dense weights (``state.W``); its duals are updated in place.
+    chain : ChainData
+        The whole problem's pass data.
+    n_parts : int
+        Partitions (>= 2, at most the sequences).
+    settings : PassSettings
+        The serial passes' settings (``sigma`` is set to the partitions).
+    float32 : bool
+        Local weights in float32 (see :mod:`.gdmm_chain`).
+    sublinear : bool
+        Sorted bigram search (indicator oracle) or dense scans.
+    xt : tuple
+        The features by feature row ``(data, tokens, indptr)`` that ``W``
+        is rebuilt from.
+    n_jobs : int or None
+        Threads running the partitions (at most one per partition).
+    """
+
+    def __init__(self, problem, state, chain, n_parts, settings, float32, sublinear, xt,
+                 n_jobs):
+        from ..oracles.inner_product import make_inner_workspace
+        from ..oracles.sorted_tables import make_pair_workspace
+        K = problem.n_labels
+        bounds = split_by_weight(np.diff(problem.offsets), n_parts)
+        self.state = state
+        self.chain = chain
+        self.xt = xt
+        self.K = K
+        token_bounds = problem.offsets[bounds]
+        sigma = feature_sigmas(problem.indices, problem.indptr, token_bounds,
+                               problem.n_features)
+        self.parts = [_Partition(chain, problem.offsets[s0:s1 + 1], problem.offsets[s0],
+                                 problem.offsets[s1], K, float32, sigma)
+                      for s0, s1 in zip(bounds[:-1], bounds[1:])]
+        P = len(self.parts)
+        self.settings = settings._replace(transition_sigma=float(P))
+        self.placeholder = np.zeros((0, K))
+        self.tau = search_table(np.zeros((K, K)), False)[0]  # the tie-break alone
+        v = np.ascontiguousarray(state.v).ravel()
+        for part in self.parts:
+            part.v = v.copy()
+            part.search, part.vstate = search_table(state.v, sublinear)
+            backoff = np.zeros((2, 2 * (part.t1 - part.t0)), dtype=np.int64)
+            backoff[:, part.factors] = state.backoff[:, part.global_factors]
+            part.work = PassWorkspace(make_inner_workspace(K), make_pair_workspace(K, K),
+                                      np.empty(0, dtype=np.int64), backoff,
+                                      np.zeros(3, dtype=np.int64))
+        self.threads = PartitionThreads(n_threads(n_jobs, P))
+        # feature-row ranges for rebuilding W on the threads
+        self.row_bounds = split_by_weight(np.diff(xt[2]) + 1, P)
+
+    @property
+    def n_parts(self):
+        return len(self.parts)
+
+    def _local_pass(self, part, seed, eta):
+        """The partition's pass and multiplier step; returns the squared residual."""
+        state = self.state
+        rng = np.random.RandomState(seed)
+        order = part.orders.draw(rng)
+        nu = self.settings.n_partitions
+        token_parts = (rng.randint(nu, size=part.t1 - part.t0).astype(np.int64)
+                       if nu > 1 else None)
+        gather_rows(state.W, part.rows, part.W)
+        slots, pairs = part.slots(state), part.pairs(state)
+        part.work.stats[:] = 0
+        if part.acc is None:
+            weights, weights32 = ChainWeights(part.W, part.v, part.search), None
+        else:
+            weights = ChainWeights(self.placeholder, part.v, part.search)
+            weights32 = (part.W, part.acc)
+        gdmm_chain_pass(part.chain, slots, pairs, weights, self.settings, part.work, order,
+                        token_parts, None, weights32, part.vstate)
+        return gdmm_chain_multipliers(part.chain, slots, eta)
+
+    def _rebuild_rows(self, f0, f1):
+        data, tokens, ptr = self.xt
+        weights_from_duals(data, tokens, ptr[f0:f1 + 1], self.state.slots, self.state.W[f0:f1])
+
+    def _refresh(self, part, v):
+        return refresh_transitions(v, self.tau, part.v, part.search, part.vstate)
+
+    def round(self, rng, eta, stats):
+        """One round: local passes and multiplier steps, then the merge.
+
+        Draws one seed per partition from ``rng``; adds the partitions'
+        pass counters to ``stats``.  Returns ``(res2, local_time,
+        merge_time)``: the squared consistency residual before the
+        multiplier step (summed over the partitions) and the seconds spent.
+        """
+        seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_parts)
+        t0 = time.perf_counter()
+        res = self.threads.map(self._local_pass, self.parts, seeds,
+                               [float(eta)] * self.n_parts)
+        t1 = time.perf_counter()
+        state = self.state
+        for part in self.parts:
+            stats += part.work.stats
+        b = self.row_bounds
+        self.threads.map(self._rebuild_rows, b[:-1], b[1:])
+        v = state.v.ravel()  # the state's (K, K) table, contiguous: a view
+        transitions_from_duals(state.pairs, self.chain.has_right, v)
+        self.threads.map(self._refresh, self.parts, [v] * self.n_parts)
+        return float(sum(res)), t1 - t0, time.perf_counter() - t1
+
+    def close(self):
+        """Write the partitions' search back-off to the state; stop the threads."""
+        for part in self.parts:
+            self.state.backoff[:, part.global_factors] = part.work.backoff[:, part.factors]
+        self.threads.close()

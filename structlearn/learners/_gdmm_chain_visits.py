@@ -1,0 +1,58 @@
+"""What a GDMM chain pass visits and searches: the factor orders and the
+bigram search table (shared by the one-process and the partitioned passes)."""
+
+import numpy as np
+
+__all__ = ["SequenceMajorOrder", "search_table"]
+
+
+class SequenceMajorOrder:
+    """Random factor orders that keep each sequence's factors together.
+
+    Parameters
+    ----------
+    factors : ndarray of int64, shape (F,)
+        Factor ids: ``f < n_tokens`` the unigram factor of token ``f``,
+        ``f >= n_tokens`` the bigram factor of the edge ``(f - n_tokens,
+        f - n_tokens + 1)``.
+    offsets : ndarray of int64, shape (n_sequences + 1,)
+        Token offsets of the sequences.
+    n_tokens : int
+    """
+
+    def __init__(self, factors, offsets, n_tokens):
+        self.factors = factors
+        left_token = np.where(factors < n_tokens, factors, factors - n_tokens)
+        self.sequence = np.searchsorted(offsets, left_token, side="right") - 1
+        self.n_sequences = offsets.size - 1
+
+    def draw(self, rng):
+        """One pass's order (int64, (F,)): the sequences in a random order,
+        the factors of each in a random order; draws from ``rng``."""
+        rank = rng.permutation(self.n_sequences)
+        key = rank[self.sequence] + rng.random_sample(self.factors.size)  # rank + [0, 1)
+        return self.factors[np.argsort(key)]
+
+
+# Tie-break of the bigram search: the oracles search ``v + tau`` with
+# ``tau[a, b] = -_TIE * (a * K + b + 1) / K^2``, distinct and below 1e-12 in
+# magnitude.  Untouched entries of ``v`` are exactly 0, so without it many
+# label pairs tie, and the sorted search and a dense scan would resolve
+# the ties differently; with it both oracles return the same pair (the
+# lowest index among near-ties) and ``oracle="dense"`` and ``"sublinear"``
+# produce the same iterates.  The weights use ``v`` itself.
+_TIE = 1e-12
+
+
+def search_table(v, sublinear):
+    """The flat search table ``v + tau`` and, when ``sublinear``, the
+    indicator-oracle state over it (``state[0]`` is the table); else None."""
+    from ..oracles.indicator import make_indicator_oracle
+
+    K = v.shape[0]
+    tau = -_TIE * (np.arange(K * K, dtype=np.float64) + 1.0) / (K * K)
+    vt = v.ravel() + tau
+    if not sublinear:
+        return vt, None
+    vstate = make_indicator_oracle(vt.reshape(K, K))
+    return vstate[0], vstate

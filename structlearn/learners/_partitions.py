@@ -1,0 +1,158 @@
+"""Partitioned training: the samples split into P parts that step in parallel.
+
+The structural SVMs' dual variables (and GDMM's multipliers) belong to one
+sample each; the samples couple only through the weights.  A round of
+partitioned training (CoCoA+, Ma, Smith, Jaggi et al. 2015, "adding" with
+``sigma' = P``) gives each partition a copy of the weights it reads, runs one
+local pass over the partition's own duals against that copy, and merges: the
+weights become the sum of every partition's move.  In the local pass the
+copy moves ``sigma'`` times each dual step and each step's curvature in the
+weights is ``sigma'`` times theirs (``PassSettings.sigma``), which bounds
+``||sum_p dw_p||^2 <= P sum_p ||dw_p||^2``: the merged point's objective is
+at most the sum of the local objectives' decreases below the start, so a
+round never increases the objective, whatever the overlap of the partitions'
+features.  The certificate is taken on the merged whole, as for one process.
+
+A partition's copy holds only the weight rows of the features its samples
+use (its memory follows the partition, not the feature space), and its
+own search structures; the duals stay where they are (row slices of the
+state's arrays, so threads write them in place).
+
+This module holds what the learners share: the split, the features' local
+numbering and the thread pool that runs the rounds.
+"""
+
+import concurrent.futures
+import contextlib
+import numbers
+
+import numpy as np
+
+from .._parallel import check_n_jobs, chunk_bounds
+
+__all__ = ["PartitionThreads", "check_training_partitions", "feature_sigmas", "local_features",
+           "n_threads", "split_by_weight"]
+
+
+def check_training_partitions(n_parts, n_samples, what="samples"):
+    """Validate a number of training partitions against the samples.
+
+    Returns ``int(n_parts)`` (1 for None).
+
+    Raises
+    ------
+    TypeError
+        For a non-integer.
+    ValueError
+        For fewer than 1, or more partitions than ``n_samples``: one would
+        hold no ``what`` (named in the message).
+    """
+    if n_parts is None:
+        return 1
+    if isinstance(n_parts, bool) or not isinstance(n_parts, numbers.Integral):
+        raise TypeError(f"training_partitions must be None or an integer, got {n_parts!r}")
+    if n_parts < 1:
+        raise ValueError(f"training_partitions must be at least 1, got {n_parts}")
+    if n_parts > n_samples:
+        raise ValueError(
+            f"training_partitions={n_parts} exceeds the {n_samples} training {what}: "
+            f"partition {n_samples} (counting from 0) would hold no {what}")
+    return int(n_parts)
+
+
+def n_threads(n_jobs, n_parts):
+    """Threads for ``n_parts`` partitions under ``n_jobs`` (None: 1, ``-1``:
+    every CPU), at most one per partition."""
+    from joblib import effective_n_jobs
+
+    n_jobs = check_n_jobs(n_jobs)
+    return int(max(1, min(effective_n_jobs(1 if n_jobs is None else n_jobs), n_parts)))
+
+
+def split_by_weight(weights, n_parts):
+    """Contiguous runs of samples of about equal ``weights`` (e.g. tokens):
+    int64 bounds of length ``P + 1`` with ``P <= n_parts`` and no run empty."""
+    return chunk_bounds(np.asarray(weights, dtype=np.float64), n_parts)
+
+
+def local_features(indices):
+    """The features a partition's samples use and their local numbering.
+
+    Parameters
+    ----------
+    indices : ndarray of int, shape (nnz,)
+        The partition's CSR feature indices.
+
+    Returns
+    -------
+    rows : ndarray of int64, shape (d_p,)
+        The global feature ids, increasing (row ``r`` of the local weights is
+        row ``rows[r]`` of the global ones).
+    local : ndarray of int64, shape (nnz,)
+        ``indices`` renumbered into ``[0, d_p)``.
+    """
+    rows, local = np.unique(np.asarray(indices), return_inverse=True)
+    return rows.astype(np.int64), local.astype(np.int64).reshape(-1)
+
+
+def feature_sigmas(indices, indptr, row_bounds, n_features):
+    """Per feature, the number of partitions whose samples use it.
+
+    The bound ``||sum_p dw_p||^2 <= P sum_p ||dw_p||^2`` holds row by row of
+    the weights with ``P`` replaced by the partitions that touch the row, so
+    a feature used by one partition keeps its full step (``sigma_f = 1``) and
+    only shared features are damped.
+
+    Parameters
+    ----------
+    indices, indptr : ndarray of int
+        CSR feature indices of all the rows (tokens or samples).
+    row_bounds : ndarray of int64, shape (P + 1,)
+        Partition ``p`` holds rows ``row_bounds[p]:row_bounds[p + 1]``.
+    n_features : int
+
+    Returns
+    -------
+    sigma : ndarray of float64, shape (n_features,)
+        At least 1 (also for unused features).
+    """
+    count = np.zeros(n_features, dtype=np.int64)
+    for r0, r1 in zip(row_bounds[:-1], row_bounds[1:]):
+        used = np.unique(indices[indptr[r0]:indptr[r1]])
+        count[used] += 1
+    return np.maximum(count, 1).astype(np.float64)
+
+
+class PartitionThreads(contextlib.AbstractContextManager):
+    """A pool of threads that runs one call per partition and returns the
+    results in partition order (the compiled passes release the GIL).
+
+    Parameters
+    ----------
+    n_threads : int
+        Threads (the partitions of the fit); 1 runs the calls in the caller.
+    """
+
+    def __init__(self, n_threads):
+        self.n_threads = int(n_threads)
+        self._pool = (concurrent.futures.ThreadPoolExecutor(self.n_threads)
+                      if self.n_threads > 1 else None)
+
+    def map(self, func, *iterables):
+        """``[func(*args) for args in zip(*iterables)]``, on the threads; an
+        exception in any call is raised here after every call has ended (no
+        partition is left running against state the caller goes on to use)."""
+        if self._pool is None:
+            return [func(*args) for args in zip(*iterables)]
+        futures = [self._pool.submit(func, *args) for args in zip(*iterables)]
+        concurrent.futures.wait(futures)
+        return [f.result() for f in futures]
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def __exit__(self, *exc):
+        self.close()
+        return False

@@ -1,0 +1,140 @@
+"""Partitioned training (``training_partitions``): the split, the damping,
+and partitioned GDMM fits against one-process fits."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+
+from structlearn.datasets import make_chain_data
+from structlearn.estimators import SequenceSSVM
+from structlearn.learners._partitions import (PartitionThreads, check_training_partitions,
+                                              feature_sigmas, local_features, split_by_weight)
+
+
+def _fit(X, y, **kw):
+    params = dict(C=0.1, tol=0.01, max_iter=300, random_state=0)
+    params.update(kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return SequenceSSVM(**params).fit(X, y)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_feature_sigmas_count_the_partitions_using_each_feature(seed):
+    rng = np.random.RandomState(seed)
+    X = sp.random(40, 30, density=0.1, format="csr", random_state=rng)
+    bounds = np.array([0, 7, 19, 40])
+    got = feature_sigmas(X.indices, X.indptr, bounds, 30)
+    dense = X.toarray() != 0
+    want = np.array([max(1, sum(dense[a:b, f].any() for a, b in zip(bounds[:-1], bounds[1:])))
+                     for f in range(30)], dtype=float)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_local_features_renumber_to_the_used_rows():
+    rows, local = local_features(np.array([7, 3, 7, 9, 3]))
+    np.testing.assert_array_equal(rows, [3, 7, 9])
+    np.testing.assert_array_equal(rows[local], [7, 3, 7, 9, 3])
+
+
+def test_split_by_weight_makes_no_empty_run():
+    b = split_by_weight(np.array([5, 1, 1, 1, 1, 1]), 2)
+    assert b[0] == 0 and b[-1] == 6 and np.all(np.diff(b) > 0)
+
+
+def test_check_training_partitions_errors():
+    assert check_training_partitions(None, 3) == 1
+    assert check_training_partitions(3, 3) == 3
+    with pytest.raises(ValueError, match="at least 1"):
+        check_training_partitions(0, 3)
+    with pytest.raises(ValueError, match="partition 3 .* no sequences"):
+        check_training_partitions(4, 3, "sequences")
+    with pytest.raises(TypeError, match="integer"):
+        check_training_partitions(2.0, 3)
+
+
+def test_partition_threads_keep_order_and_raise_after_all_ended():
+    done = []
+
+    def f(i):
+        if i == 1:
+            raise RuntimeError("partition 1 failed")
+        done.append(i)
+        return i * i
+
+    with PartitionThreads(2) as threads:
+        assert threads.map(lambda i: i * i, range(5)) == [0, 1, 4, 9, 16]
+        with pytest.raises(RuntimeError, match="partition 1"):
+            threads.map(f, range(3))
+    assert sorted(done) == [0, 2]
+
+
+@pytest.mark.parametrize("n_labels", [5, 70])  # dense scans / sorted search with float32 passes
+def test_partitioned_fit_is_independent_of_the_threads(n_labels):
+    X, y = make_chain_data(30, length=6, n_labels=n_labels, n_features=40, random_state=1)
+    a = _fit(X, y, training_partitions=3, n_jobs=1, max_iter=15)
+    b = _fit(X, y, training_partitions=3, n_jobs=3, max_iter=15)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.transition_, b.transition_)
+    assert [r["primal"] for r in a.history_] == [r["primal"] for r in b.history_]
+    assert a.history_[-1]["partitions"] == 3
+
+
+@pytest.mark.parametrize("kw", [{}, {"n_partitions": 2}, {"oracle": "dense"}])
+def test_partitioned_fit_reaches_the_same_certified_optimum(kw):
+    X, y = make_chain_data(40, length=5, n_labels=8, n_features=30, noise=0.4, random_state=2)
+    one = _fit(X, y, tol=1e-3, max_iter=2000, **kw)
+    two = _fit(X, y, tol=1e-3, max_iter=2000, training_partitions=2, n_jobs=2, **kw)
+    assert one.converged_ and two.converged_
+    for m in (one, two):
+        h = m.history_[-1]
+        assert h["dual"] <= h["primal"] and h["relative_gap"] <= 1e-3
+    # both primal values are within the gap of the common optimum
+    p1, p2 = one.history_[-1]["primal"], two.history_[-1]["primal"]
+    assert abs(p1 - p2) <= 2e-3 * max(p1, p2)
+    assert two.history_[-1]["dual"] <= p1 + 1e-9 and one.history_[-1]["dual"] <= p2 + 1e-9
+
+
+def test_partitioned_weights_are_the_sum_of_the_duals():
+    """After each merge W = sum_j x_j (x) alpha_j and v = sum_j beta_j."""
+    X, y = make_chain_data(20, length=5, n_labels=6, n_features=25, random_state=3)
+    m = _fit(X, y, training_partitions=2, max_iter=7, warm_start=True)
+    st = m._solver_state
+    Xc = sp.vstack([sp.csr_matrix(x) for x in X]).tocsr().toarray()
+    A = np.zeros((Xc.shape[0], 6))
+    for j in range(Xc.shape[0]):
+        for s in range(st.slots.count[j]):
+            A[j, st.slots.labels[j, s]] += st.slots.alpha[j, s]
+    np.testing.assert_allclose(m.coef_.T, Xc.T @ A, atol=1e-12)
+    v = np.zeros((6, 6))
+    ends = np.cumsum([len(t) for t in y]) - 1
+    for j in range(Xc.shape[0] - 1):
+        if j in ends:
+            continue
+        for q in range(st.pairs.count[j]):
+            v[st.pairs.left_label[j, q], st.pairs.right_label[j, q]] += st.pairs.beta[j, q]
+    np.testing.assert_allclose(m.transition_, v, atol=1e-12)
+    assert st.backoff.any()  # the partitions' search back-off went back to the state
+
+
+def test_partitioned_warm_start_continues():
+    X, y = make_chain_data(20, length=5, n_labels=6, n_features=25, random_state=4)
+    m = _fit(X, y, training_partitions=2, max_iter=5, warm_start=True, tol=1e-6)
+    first = m.history_[-1]["dual"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m.fit(X, y)
+    assert m.n_iter_ == 10 and m.history_[-1]["dual"] >= first - 1e-9
+
+
+def test_partitioned_fit_bad_settings():
+    X, y = make_chain_data(3, length=4, n_labels=3, n_features=5, random_state=0)
+    with pytest.raises(ValueError, match="training_partitions=4 exceeds the 3 training sequences"):
+        _fit(X, y, training_partitions=4)
+    with pytest.raises(ValueError, match="solver='gdmm'"):
+        _fit(X, y, training_partitions=2, solver="bcfw")
+    with pytest.raises(ValueError, match="training_partitions"):
+        _fit(X, y, training_partitions=0)
