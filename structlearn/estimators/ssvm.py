@@ -614,6 +614,14 @@ default="auto"
         ``time``, ``partial=True``, ``block``, ``n_blocks``; NaN objective
         and gap; not kept in ``history_``), and True stops there too (the
         partial pass is then certified).
+    training_partitions : int or None, default=None
+        gdmm only.  None or 1: one pass at a time over all the samples.
+        ``P > 1``: the samples are split into ``P`` runs that take their
+        passes side by side on ``n_jobs`` threads, each with its own copy
+        of the weight rows its features use and of the pair weights,
+        merged after each pass (as in :class:`SequenceSSVM`; the progress
+        records between blocks are then not made).  The result depends on
+        ``random_state`` and ``P``, not on ``n_jobs``.
     check_every : int or "auto", default="auto"
         gdmm evaluates its certificate (primal, dual, and so the stopping
         rule) after every ``check_every``-th pass and after the last one;
@@ -659,14 +667,16 @@ default="auto"
         "intercept_scaling": [POSITIVE],
         "check_every": [POSITIVE_INT, StrOptions({"auto"})],
         "max_time": [POSITIVE, None],
+        "training_partitions": [POSITIVE_INT, None],
     }
 
     def __init__(self, C=1.0, *, pairwise="auto", fit_intercept=True, intercept_scaling=1.0,
                  solver="gdmm", rho="auto", eta=1.0, max_iter=300, tol="auto", oracle="auto",
                  n_partitions=1, inference="auto", inference_params=None, random_state=None,
                  verbose=0, warm_start=False, callback=None, n_jobs=None, check_every="auto",
-                 max_time=None):  # fmt: skip
+                 max_time=None, training_partitions=None):  # fmt: skip
         self.C = C
+        self.training_partitions = training_partitions
         self.check_every = check_every
         self.max_time = max_time
         self.n_jobs = n_jobs
@@ -777,7 +787,8 @@ default="auto"
         W, P, history, state, converged = fit_multilabel(
             problem, solver=solver, C=C, max_iter=max_iter, tol=tol, rng=rng, state=state,
             verbose=self.verbose, callback=self.callback, rho=rho, eta=eta,
-            sublinear=oracle == "sublinear", check_every=check_every, max_time=self.max_time)
+            sublinear=oracle == "sublinear", check_every=check_every, max_time=self.max_time,
+            n_jobs=self.n_jobs, training_partitions=self.training_partitions or 1)
         Pu = np.triu(P, 1) * E
         self.coef_ = np.ascontiguousarray(W[:n_features].T)
         self.intercept_ = (W[n_features] * float(self.intercept_scaling) if self.fit_intercept

@@ -383,8 +383,9 @@ def _greedy_pair(i, u, Y, A, C, edges, Pw, rows, m, cand):
     return pa, pb, seen
 
 
-@nb.njit(cache=True)
-def gdmm_multilabel_pass(samples, edges, duals, pool, order, start, C, rho, rounds, stats):
+@nb.njit(cache=True, nogil=True)
+def gdmm_multilabel_pass(samples, edges, duals, pool, order, start, C, rho, rounds, stats,
+                         step_data, sigma):
     """One pass of block-greedy coordinate descent (Algorithm 3) over the samples in ``order``.
 
     ``samples``: :class:`._multilabel_kernels.SampleFeatures`; ``edges``: :class:`LabelEdges`;
@@ -401,6 +402,12 @@ def gdmm_multilabel_pass(samples, edges, duals, pool, order, start, C, rho, roun
     (``||x_i||^2`` per unit of dual), so a round costs O(active factors);
     ``W`` takes the sample's summed steps once per visit.  ``stats`` int64 (2,):
     += label pairs the greedy search examined, += stops for lack of capacity.
+
+    ``step_data`` (float64 (nnz,)) are the feature values ``W`` moves by and
+    ``sigma`` the scale of the pair weights' moves and curvature: ``data``
+    and 1 for a pass over all the samples; a partitioned pass
+    (:mod:`._partitions`) scales each feature by the partitions that use it
+    (``xnorm2`` then ``sum_f sigma_f x_f^2``) and ``sigma`` is their number.
 
     Capacity: no step is ever dropped.  When a sample's next step could
     activate more pairs than its row of ``fa, fb, fv, fnu`` holds, the
@@ -428,7 +435,7 @@ def gdmm_multilabel_pass(samples, edges, duals, pool, order, start, C, rho, roun
     nxb = np.empty(n_edges + 1, dtype=np.int64)
     positives = np.empty(L, dtype=np.int64)
     dsum = np.zeros(L)
-    Qp = 1.0 + 3.0 * rho
+    Qp = sigma + 3.0 * rho
     for t in range(start, order.shape[0]):
         i = order[t]
         sample_scores(W, data, indices, indptr, i, u)
@@ -490,7 +497,7 @@ def gdmm_multilabel_pass(samples, edges, duals, pool, order, start, C, rho, roun
                             room += 1
                     if nf[i] + room > cap:
                         if not _widen(pool, i, nf[i] + room, n_edges):
-                            _flush_weights(W, data, indices, indptr, i, dsum)
+                            _flush_weights(W, step_data, indices, indptr, i, dsum)
                             stats[1] += 1
                             return t, nf[i] + room
                         rows = pair_rows(pool, i)
@@ -521,9 +528,9 @@ def gdmm_multilabel_pass(samples, edges, duals, pool, order, start, C, rho, roun
                 d = new - fv[q]
                 if d != 0.0:
                     fv[q] = new
-                    Pw[pid] += d
+                    Pw[pid] += d * sigma
         # the weights follow the sample's unigram duals once per visit
-        _flush_weights(W, data, indices, indptr, i, dsum)
+        _flush_weights(W, step_data, indices, indptr, i, dsum)
     return order.shape[0], 0
 
 
@@ -538,7 +545,7 @@ def _flush_weights(W, data, indices, indptr, i, dsum):
             dsum[j] = 0.0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def gdmm_multilabel_multipliers(Y, A, C, eta, tmask, pool):
     """Multiplier step ``nu <- max(0, nu + eta h)`` on every active factor,
     then the factors back at their inactive state leave the active sets.

@@ -66,18 +66,20 @@ import numpy as np
 from ._gdmm_multilabel_kernels import (
     LabelEdges,
     MultilabelDuals,
-    PairPool,
     gdmm_multilabel_dual,
     gdmm_multilabel_multipliers,
     gdmm_multilabel_pass,
     lp_hinge_bound,
 )
+from ._gdmm_multilabel_partitions import MultilabelPartitions
+from ._gdmm_multilabel_storage import (INITIAL_PAIRS, _positive_edges, compacted_pool,
+                                       edge_pair_ids, new_pair_pool)
 from ._multilabel_kernels import SampleFeatures, multilabel_primal
+from ._partitions import check_training_partitions
 from ._ssvm_common import HistoryMonitor, check_schedule, sq_norm, warn_not_converged
 
 __all__ = ["GDMMMultilabelState", "fit_gdmm_multilabel", "is_forest_mask"]
 
-_INITIAL_PAIRS = 8
 # coordinate-step rounds over a sample's active factors per visit: a second
 # round costs O(active factors) (the scores follow the steps; the weights are
 # written once per visit) and lowers the gap reached in a given number of
@@ -115,7 +117,7 @@ class GDMMMultilabelState:
 
     The unigram duals ``A`` are dense (n, L); the active pair factors live
     in a :class:`PairPool` whose memory follows the active sets (each sample
-    starts with ``_INITIAL_PAIRS`` slots and widens alone when it needs more).
+    starts with ``INITIAL_PAIRS`` slots and widens alone when it needs more).
     """
 
     def __init__(self, problem, sublinear):
@@ -125,7 +127,7 @@ class GDMMMultilabelState:
         self.sublinear = sublinear
         self.A = np.zeros((n, L))
         self.tmask = np.zeros((n, L), dtype=np.uint8)
-        cap = min(_INITIAL_PAIRS, max(problem.n_edges, 1))
+        cap = min(INITIAL_PAIRS, max(problem.n_edges, 1))
         self.pool = new_pair_pool(np.full(n, cap, dtype=np.int64), max(n * cap // 2, 64))
         self.W = np.zeros((problem.n_features, L))
         self.Pw = np.zeros(L * (L - 1) // 2)
@@ -139,14 +141,7 @@ class GDMMMultilabelState:
     def compact(self, need):
         """Rebuild the pool with each sample's slots packed at the front and
         room at the end for ``need`` more slots (and half the live slots)."""
-        old = self.pool
-        caps = np.maximum(old.count + old.count // 2, min(_INITIAL_PAIRS, old.capacity.min()))
-        caps = np.minimum(np.maximum(caps, old.count), old.capacity)
-        live = int(caps.sum())
-        new = new_pair_pool(caps, max(2 * int(need), live // 2, 64))
-        new.count[:] = old.count
-        _copy_pairs(old, new)
-        self.pool = new
+        self.pool = compacted_pool(self.pool, need)
 
     def weights(self):
         """``W`` (d, L) and the symmetric-free upper-triangular ``P`` (L, L)."""
@@ -154,38 +149,6 @@ class GDMMMultilabelState:
         P = np.zeros((L, L))
         P[np.triu_indices(L, 1)] = self.Pw
         return self.W, P
-
-
-def new_pair_pool(capacities, free):
-    """An empty :class:`PairPool`: ``capacities[i]`` slots for sample ``i``,
-    packed in sample order, then ``free`` slots at the end."""
-    capacities = np.asarray(capacities, dtype=np.int64)
-    base = np.zeros_like(capacities)
-    np.cumsum(capacities[:-1], out=base[1:])
-    live = int(capacities.sum())
-    size = live + int(free)
-    return PairPool(np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64),
-                    np.zeros(size), np.zeros((size, 3)), base, capacities.copy(),
-                    np.zeros(capacities.shape[0], dtype=np.int64),
-                    np.array([live], dtype=np.int64))
-
-
-def _copy_pairs(old, new):
-    """Copy every sample's used slots from pool ``old`` to pool ``new``."""
-    counts = old.count
-    src = np.repeat(old.base, counts) + _ranks(counts)
-    dst = np.repeat(new.base, counts) + _ranks(counts)
-    new.left[dst] = old.left[src]
-    new.right[dst] = old.right[src]
-    new.dual[dst] = old.dual[src]
-    new.nu[dst] = old.nu[src]
-
-
-def _ranks(counts):
-    """``0 .. c-1`` for each count ``c``, concatenated."""
-    total = int(counts.sum())
-    starts = np.repeat(np.cumsum(counts) - counts, counts)
-    return np.arange(total, dtype=np.int64) - starts
 
 
 def _label_adjacency(E):
@@ -198,22 +161,6 @@ def _label_adjacency(E):
     ptr = np.zeros(L + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=L), out=ptr[1:])
     return ptr, np.ascontiguousarray(cols[order], dtype=np.int64)
-
-
-def edge_pair_ids(E):
-    """The edges ``(a, b)`` of the mask (row-major) and their ids in ``Pw``."""
-    L = E.shape[0]
-    a, b = np.nonzero(E)
-    return np.stack([a, b], axis=1), a * (2 * L - a - 1) // 2 + (b - a - 1)
-
-
-def _positive_edges(edges, pids, Pw):
-    """The edges with a positive weight by decreasing weight: ``(a, b, w)``."""
-    w = Pw[pids]
-    keep = np.flatnonzero(w > 0.0)
-    keep = keep[np.argsort(-w[keep], kind="stable")]
-    return (np.ascontiguousarray(edges[keep, 0]), np.ascontiguousarray(edges[keep, 1]),
-            np.ascontiguousarray(w[keep]))
 
 
 class _Certificate:
@@ -276,8 +223,33 @@ class _Certificate:
         return primal, self.best_dual, exact
 
 
+def _serial_pass(state, samples, edges, order, block_ends, params, stats, monitor, deadline):
+    """One pass over all the samples in ``order``, in blocks (the positive
+    pair weights re-sorted, the time and the callback asked between blocks);
+    returns ``(out_of_time, asked_to_stop)``."""
+    E, ne, nbr_ptr, nbr, edge_list, pids = edges
+    C, rho, rounds = params
+    n = order.shape[0]
+    pos = 0
+    for b, stop_at in enumerate(block_ends):
+        while pos < stop_at:
+            up_a, up_b, up_w = _positive_edges(edge_list, pids, state.Pw)
+            pos, need = gdmm_multilabel_pass(
+                samples, LabelEdges(E, ne, nbr_ptr, nbr, up_a, up_b, up_w),
+                MultilabelDuals(state.W, state.Pw, state.A, state.tmask), state.pool,
+                order[:stop_at], pos, C, rho, rounds, stats, samples.data, 1.0)
+            if need:  # the pool's free end is full: pack it, with room for more
+                state.compact(need)
+        if deadline is not None and time.perf_counter() >= deadline:
+            return pos < n, False
+        if pos < n and monitor.progress(state.n_iter + 1, b + 1, len(block_ends)):
+            return False, True
+    return False, False
+
+
 def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, state=None,
-                        verbose=0, callback=None, rounds=None, check_every=1, max_time=None):
+                        verbose=0, callback=None, rounds=None, check_every=1, max_time=None,
+                        n_jobs=None, training_partitions=1):
     """Run up to ``max_iter`` GDMM iterations; returns ``(W, P, history, state, converged)``.
 
     Parameters
@@ -309,6 +281,15 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         between the ``_BLOCKS_PER_PASS`` blocks of samples of a pass; the
         last (partial) pass is then certified.  ``callback`` is also asked
         there (:meth:`HistoryMonitor.progress`); True stops the same way.
+        With partitions, each stops between its blocks once the time is up,
+        and ``callback`` sees only the records of whole rounds.
+    n_jobs : int or None
+        Threads running the partitions.
+    training_partitions : int
+        1: the passes described above.  More: the samples are split into
+        that many partitions whose passes run on ``n_jobs`` threads and
+        merge after each pass (:mod:`._gdmm_multilabel_partitions`).  The
+        iterates depend on ``rng`` and the partitions, not on ``n_jobs``.
 
     Returns
     -------
@@ -331,52 +312,61 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
     monitor = HistoryMonitor(verbose, callback)
     schedule = check_schedule(check_every, tol)
     block_ends = np.unique(np.linspace(0, n, _BLOCKS_PER_PASS + 1).astype(np.int64))[1:]
+    n_parts = check_training_partitions(training_partitions, n, "samples")
+    partitions = None
+    if n_parts > 1:
+        partitions = MultilabelPartitions(problem, state, n_parts,
+                                          (E, ne, nbr_ptr, nbr, edges, pids), C, rho, rounds,
+                                          n_jobs)
+    deadline = None if max_time is None else monitor.start + max_time
     converged = False
     rel_gap = np.inf
-    for it in range(max_iter):
-        t0 = time.perf_counter()
-        order = rng.permutation(n).astype(np.int64)
-        stats[:] = 0
-        pos = 0
-        out_of_time = asked_to_stop = False
-        for b, stop_at in enumerate(block_ends):
-            while pos < stop_at:
-                up_a, up_b, up_w = _positive_edges(edges, pids, state.Pw)
-                pos, need = gdmm_multilabel_pass(
-                    samples, LabelEdges(E, ne, nbr_ptr, nbr, up_a, up_b, up_w),
-                    MultilabelDuals(state.W, state.Pw, state.A, state.tmask), state.pool,
-                    order[:stop_at], pos, float(C), float(rho), int(rounds), stats)
-                if need:  # the pool's free end is full: pack it, with room for more
-                    state.compact(need)
-            if max_time is not None and time.perf_counter() - monitor.start >= max_time:
-                out_of_time = pos < n
+    try:
+        for it in range(max_iter):
+            t0 = time.perf_counter()
+            stats[:] = 0
+            extra = {}
+            if partitions is None:
+                order = rng.permutation(n).astype(np.int64)
+                out_of_time, asked_to_stop = _serial_pass(
+                    state, samples, (E, ne, nbr_ptr, nbr, edges, pids), order, block_ends,
+                    (float(C), float(rho), int(rounds)), stats, monitor, deadline)
+                res2 = gdmm_multilabel_multipliers(Y, state.A, float(C), float(eta),
+                                                   state.tmask, state.pool)
+                n_pairs = state.pool.count.sum()
+            else:
+                res2, finished, local_time, merge_time = partitions.round(
+                    rng, eta, stats, deadline, _BLOCKS_PER_PASS)
+                out_of_time, asked_to_stop = not finished, False
+                n_pairs = sum(part.pool.count.sum() for part in partitions.parts)
+                extra = dict(partitions=partitions.n_parts, local_time=local_time,
+                             merge_time=merge_time)
+            pass_time = time.perf_counter() - t0
+            state.n_iter += 1
+            timed_out = (deadline is not None and time.perf_counter() >= deadline
+                         or asked_to_stop)
+            checking = schedule.due(it + 1, max_iter) or timed_out
+            primal = dual = exact = np.nan
+            if checking:
+                if partitions is not None:
+                    partitions.sync_pool()
+                primal, dual, exact = cert.evaluate(state)
+            active = (state.tmask.sum() + n_pairs) / max(n, 1)
+            stop = monitor.record(state.n_iter, primal, dual, float(np.sqrt(res2)),
+                                  float(active), stats[0], pass_time, primal_exact=exact,
+                                  overflow=int(stats[1]), checked=bool(checking),
+                                  partial=bool(out_of_time or asked_to_stop), **extra)
+            rel_gap = monitor.history[-1]["relative_gap"]
+            if checking:
+                schedule.checked(it + 1, rel_gap)
+                if rel_gap <= tol:
+                    converged = True
+                    break
+            if stop or timed_out:
                 break
-            if pos < n and monitor.progress(state.n_iter + 1, b + 1, len(block_ends)):
-                asked_to_stop = True
-                break
-        res2 = gdmm_multilabel_multipliers(Y, state.A, float(C), float(eta), state.tmask,
-                                           state.pool)
-        pass_time = time.perf_counter() - t0
-        state.n_iter += 1
-        timed_out = (max_time is not None and time.perf_counter() - monitor.start >= max_time
-                     or asked_to_stop)
-        checking = schedule.due(it + 1, max_iter) or timed_out
-        primal = dual = exact = np.nan
-        if checking:
-            primal, dual, exact = cert.evaluate(state)
-        active = (state.tmask.sum() + state.pool.count.sum()) / max(n, 1)
-        stop = monitor.record(state.n_iter, primal, dual, float(np.sqrt(res2)), float(active),
-                              stats[0], pass_time, primal_exact=exact, overflow=int(stats[1]),
-                              checked=bool(checking),
-                              partial=bool(out_of_time or asked_to_stop))
-        rel_gap = monitor.history[-1]["relative_gap"]
-        if checking:
-            schedule.checked(it + 1, rel_gap)
-            if rel_gap <= tol:
-                converged = True
-                break
-        if stop or timed_out:
-            break
+    finally:
+        if partitions is not None:
+            partitions.close()
     if not converged and len(monitor.history) == max_iter:
         warn_not_converged("GDMM", max_iter, rel_gap)
     W, P = state.weights()

@@ -192,7 +192,7 @@ def _run_pass(p, order, C, rho, rounds, st, stats):
             SampleFeatures(p.data, p.indices, p.indptr, p.Y, p.sq_norms()),
             LabelEdges(p.E, p.n_edges, nbr_ptr, nbr, *up),
             MultilabelDuals(st.W, st.Pw, st.A, st.tmask), st.pool, order, pos, C, rho, rounds,
-            stats)
+            stats, p.data, 1.0)
         if need:
             st.compact(need)
             stops += 1

@@ -138,3 +138,84 @@ def test_partitioned_fit_bad_settings():
         _fit(X, y, training_partitions=2, solver="bcfw")
     with pytest.raises(ValueError, match="training_partitions"):
         _fit(X, y, training_partitions=0)
+
+
+# ---------------------------------------------------------------- multilabel
+def _multilabel_data(seed, n=60, d=12, L=5):
+    rng = np.random.RandomState(seed)
+    X = rng.randn(n, d)
+    Y = (X @ rng.randn(d, L) + 0.5 * rng.randn(n, L) > 0.3).astype(int)
+    return X, Y
+
+
+def _fit_ml(X, Y, **kw):
+    from structlearn.estimators import MultiLabelSSVM
+
+    params = dict(C=0.1, tol=0.01, max_iter=300, random_state=0, pairwise="full")
+    params.update(kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return MultiLabelSSVM(**params).fit(X, Y)
+
+
+def test_sub_and_joined_pools_round_trip():
+    from structlearn.learners._gdmm_multilabel_storage import joined_pools, new_pair_pool, sub_pool
+
+    rng = np.random.RandomState(0)
+    pool = new_pair_pool(rng.randint(1, 4, size=7), 10)
+    pool.count[:] = [rng.randint(0, c + 1) for c in pool.capacity]
+    pool.left[:] = rng.randint(0, 5, size=pool.left.size)
+    pool.dual[:] = rng.randn(pool.dual.size)
+    back = joined_pools([sub_pool(pool, 0, 3), sub_pool(pool, 3, 7)])
+    np.testing.assert_array_equal(back.count, pool.count)
+    for i in range(7):
+        a = slice(pool.base[i], pool.base[i] + pool.count[i])
+        b = slice(back.base[i], back.base[i] + back.count[i])
+        np.testing.assert_array_equal(back.left[b], pool.left[a])
+        np.testing.assert_array_equal(back.dual[b], pool.dual[a])
+
+
+def test_partitioned_multilabel_is_independent_of_the_threads():
+    X, Y = _multilabel_data(0)
+    a = _fit_ml(X, Y, training_partitions=3, n_jobs=1, max_iter=12)
+    b = _fit_ml(X, Y, training_partitions=3, n_jobs=3, max_iter=12)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.pairwise_coef_, b.pairwise_coef_)
+    assert a.history_[-1]["partitions"] == 3
+
+
+@pytest.mark.parametrize("pairwise", ["full", "none"])
+def test_partitioned_multilabel_reaches_the_same_certified_optimum(pairwise):
+    X, Y = _multilabel_data(1)
+    one = _fit_ml(X, Y, tol=1e-3, max_iter=3000, pairwise=pairwise)
+    two = _fit_ml(X, Y, tol=1e-3, max_iter=3000, pairwise=pairwise, training_partitions=2,
+                  n_jobs=2)
+    assert one.converged_ and two.converged_
+    p1, p2 = one.history_[-1]["primal"], two.history_[-1]["primal"]
+    assert abs(p1 - p2) <= 2e-3 * max(p1, p2)
+    assert two.history_[-1]["dual"] <= p1 + 1e-9 and one.history_[-1]["dual"] <= p2 + 1e-9
+
+
+def test_partitioned_multilabel_weights_follow_the_duals():
+    """After the merges W = X^T A and Pw = the pools' pair duals summed."""
+    X, Y = _multilabel_data(2)
+    m = _fit_ml(X, Y, training_partitions=2, max_iter=6, warm_start=True, fit_intercept=False)
+    st = m._solver_state
+    np.testing.assert_allclose(st.W, X.T @ st.A, atol=1e-10)
+    L = Y.shape[1]
+    P = np.zeros((L, L))
+    pool = st.pool
+    for i in range(X.shape[0]):
+        for q in range(pool.base[i], pool.base[i] + pool.count[i]):
+            P[pool.left[q], pool.right[q]] += pool.dual[q]
+    np.testing.assert_allclose(st.weights()[1], P, atol=1e-10)
+
+
+def test_partitioned_multilabel_time_limit_and_bad_settings():
+    X, Y = _multilabel_data(3, n=200)
+    m = _fit_ml(X, Y, training_partitions=2, max_time=1e-4, tol=0.0, max_iter=50)
+    assert m.n_iter_ == 1 and np.isfinite(m.history_[-1]["gap"])
+    with pytest.raises(ValueError, match="exceeds the 200 training samples"):
+        _fit_ml(X, Y, training_partitions=201)
+    with pytest.raises(ValueError, match="solver='gdmm'"):
+        _fit_ml(X, Y, training_partitions=2, solver="ssg")

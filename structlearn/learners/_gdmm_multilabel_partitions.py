@@ -1,0 +1,158 @@
+"""Partitioned GDMM passes for multilabel SSVMs: one round = a local pass per partition.
+
+The samples are split into ``P`` contiguous runs of about equal non-zeros
+(:mod:`._partitions`).  Each partition keeps, for the whole fit, its
+samples' features with the feature ids renumbered to the rows of ``W`` it
+uses, a copy of those rows and of the pair weights ``Pw`` (refreshed from the
+merged weights at each round), and a pair pool of its own (a sample's slots
+widen by moving to the end of its pool, so the pools cannot be shared).  Its
+unigram duals and active flags are row slices of the state's arrays.
+
+A round runs each partition's pass (in blocks, the positive pair weights
+re-sorted between blocks, as one process does) and multiplier step on the
+threads, then merges: each partition's move of its rows, ``(copy - start) /
+sigma_f`` (undoing the damping, :func:`._partitions.feature_sigmas`), and of
+``Pw`` (``/ P``) is added to the weights.  The state's pool is put back
+together from the partitions' pools whenever the certificate or the caller
+reads it (:meth:`MultilabelPartitions.sync_pool`).
+"""
+
+import time
+
+import numpy as np
+
+from ._gdmm_multilabel_kernels import (LabelEdges, MultilabelDuals, gdmm_multilabel_multipliers,
+                                       gdmm_multilabel_pass)
+from ._gdmm_chain_kernels import gather_rows
+from ._gdmm_multilabel_storage import _positive_edges, compacted_pool, joined_pools, sub_pool
+from ._multilabel_kernels import SampleFeatures
+from ._partitions import (PartitionThreads, feature_sigmas, local_features, n_threads,
+                          split_by_weight)
+
+__all__ = ["MultilabelPartitions"]
+
+
+class _Partition:
+    def __init__(self, problem, xnorm_sigma, s0, s1, sigma):
+        self.s0, self.s1 = int(s0), int(s1)
+        p0, p1 = problem.indptr[s0], problem.indptr[s1]
+        self.rows, local = local_features(problem.indices[p0:p1])
+        data = problem.data[p0:p1]
+        indptr = (problem.indptr[s0:s1 + 1] - p0).astype(np.int64)
+        self.step_data = data * sigma[problem.indices[p0:p1]]
+        self.samples = SampleFeatures(data, local, indptr, problem.Y[s0:s1],
+                                      xnorm_sigma[s0:s1])
+        self.row_sigma = sigma[self.rows][:, None]
+        self.W = np.zeros((self.rows.shape[0], problem.Y.shape[1]))
+        self.stats = np.zeros(2, dtype=np.int64)
+
+
+class MultilabelPartitions:
+    """Rounds of partitioned multilabel GDMM passes.
+
+    Parameters
+    ----------
+    problem : MultilabelProblem
+    state : GDMMMultilabelState
+        Its unigram duals are updated in place; its pool is split among
+        the partitions (and put back by :meth:`sync_pool`).
+    n_parts : int
+        Partitions (>= 2, at most the samples).
+    edges : tuple
+        ``(E, n_edges, nbr_ptr, nbr, edge_list, pids)``: the label edges.
+    C, rho, rounds : float, float, int
+        As in the one-process pass.
+    n_jobs : int or None
+        Threads running the partitions (at most one per partition).
+    """
+
+    def __init__(self, problem, state, n_parts, edges, C, rho, rounds, n_jobs):
+        nnz = np.diff(problem.indptr) + 1
+        bounds = split_by_weight(nnz, n_parts)
+        sigma = feature_sigmas(problem.indices, problem.indptr, bounds, problem.n_features)
+        x = problem.data
+        sample_of = np.repeat(np.arange(problem.Y.shape[0]), np.diff(problem.indptr))
+        xnorm_sigma = np.bincount(sample_of, weights=x * x * sigma[problem.indices],
+                                  minlength=problem.Y.shape[0])
+        self.state = state
+        self.edges = edges
+        self.C, self.rho, self.rounds = float(C), float(rho), int(rounds)
+        self.parts = [_Partition(problem, xnorm_sigma, s0, s1, sigma)
+                      for s0, s1 in zip(bounds[:-1], bounds[1:])]
+        for part in self.parts:
+            part.pool = sub_pool(state.pool, part.s0, part.s1)
+            part.Pw = state.Pw.copy()
+        self.pool_current = True  # the state's pool holds the partitions' pairs
+        self.threads = PartitionThreads(n_threads(n_jobs, len(self.parts)))
+
+    @property
+    def n_parts(self):
+        return len(self.parts)
+
+    def _local_pass(self, part, seed, eta, deadline, n_blocks):
+        """The partition's pass (stopping between blocks once ``deadline``
+        has passed) and multiplier step; returns ``(res2, finished)``."""
+        state = self.state
+        E, n_edges, nbr_ptr, nbr, edge_list, pids = self.edges
+        n = part.s1 - part.s0
+        order = np.random.RandomState(seed).permutation(n).astype(np.int64)
+        gather_rows(state.W, part.rows, part.W)
+        part.Pw[:] = state.Pw
+        part.stats[:] = 0
+        A = state.A[part.s0:part.s1]
+        tmask = state.tmask[part.s0:part.s1]
+        block_ends = np.unique(np.linspace(0, n, n_blocks + 1).astype(np.int64))[1:]
+        pos = 0
+        for stop_at in block_ends:
+            while pos < stop_at:
+                up = _positive_edges(edge_list, pids, part.Pw)
+                pos, need = gdmm_multilabel_pass(
+                    part.samples, LabelEdges(E, n_edges, nbr_ptr, nbr, *up),
+                    MultilabelDuals(part.W, part.Pw, A, tmask), part.pool, order[:stop_at], pos,
+                    self.C, self.rho, self.rounds, part.stats, part.step_data,
+                    float(self.n_parts))
+                if need:
+                    part.pool = compacted_pool(part.pool, need)
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+        res2 = gdmm_multilabel_multipliers(part.samples.Y, A, self.C, eta, tmask, part.pool)
+        return res2, pos >= n
+
+    def round(self, rng, eta, stats, deadline, n_blocks):
+        """One round: local passes and multiplier steps, then the merge.
+
+        Draws one seed per partition from ``rng``; adds the partitions' pass
+        counters to ``stats``; a partition stops between its blocks once
+        ``perf_counter()`` passes ``deadline`` (None: never).  Returns
+        ``(res2, finished, local_time, merge_time)``: the squared constraint
+        violation before the multiplier step (summed), whether every
+        partition finished its pass, and the seconds spent.
+        """
+        seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_parts)
+        P = self.n_parts
+        t0 = time.perf_counter()
+        out = self.threads.map(self._local_pass, self.parts, seeds, [float(eta)] * P,
+                               [deadline] * P, [n_blocks] * P)
+        t1 = time.perf_counter()
+        state = self.state
+        for part in self.parts:  # the moves, undamped, read against the start
+            stats += part.stats
+            part.W -= state.W[part.rows]
+            part.W /= part.row_sigma
+            part.Pw -= state.Pw
+        for part in self.parts:
+            state.W[part.rows] += part.W
+            state.Pw += part.Pw / P
+        self.pool_current = False
+        return (float(sum(r for r, _ in out)), all(f for _, f in out), t1 - t0,
+                time.perf_counter() - t1)
+
+    def sync_pool(self):
+        """Put the partitions' pools together as the state's pool."""
+        if not self.pool_current:
+            self.state.pool = joined_pools([part.pool for part in self.parts])
+            self.pool_current = True
+
+    def close(self):
+        self.sync_pool()
+        self.threads.close()
