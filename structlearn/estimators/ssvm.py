@@ -205,8 +205,8 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         depends on ``random_state`` and ``P``, not on ``n_jobs``; the
         dense weights are kept (no sparse rows).  The damping costs passes
         where the partitions' features overlap: on Porttinari UPOS+FEATS
-        two partitions need 1.7x the passes of one (about 1.1x the time on
-        two cores), on sparser features a little more than one
+        two partitions need 1.75x the passes of one (1.09x the time on two
+        cores), on sparse weakly shared features 1.1x (0.77x the time)
         (BENCHMARKS.md, "Training on several cores").
     warm_start : bool, default=False
         Continue from the previous solver state when ``fit`` is called again
@@ -621,7 +621,9 @@ default="auto"
         of the weight rows its features use and of the pair weights,
         merged after each pass (as in :class:`SequenceSSVM`; the progress
         records between blocks are then not made).  The result depends on
-        ``random_state`` and ``P``, not on ``n_jobs``.
+        ``random_state`` and ``P``, not on ``n_jobs``.  Where the samples
+        share most features the damping costs many passes (bibtex: 543
+        rounds against 21 passes, BENCHMARKS.md).
     check_every : int or "auto", default="auto"
         gdmm evaluates its certificate (primal, dual, and so the stopping
         rule) after every ``check_every``-th pass and after the last one;
