@@ -219,3 +219,17 @@ def test_partitioned_multilabel_time_limit_and_bad_settings():
         _fit_ml(X, Y, training_partitions=201)
     with pytest.raises(ValueError, match="solver='gdmm'"):
         _fit_ml(X, Y, training_partitions=2, solver="ssg")
+
+
+@pytest.mark.parametrize("backend", ["loky", "threading"])
+def test_partitioned_fit_under_a_joblib_backend(backend):
+    """The partitions run on their own threads whatever joblib back-end is
+    configured (they write the duals in place): the same model either way."""
+    from joblib import parallel_config
+
+    X, y = make_chain_data(20, length=5, n_labels=6, n_features=25, random_state=5)
+    plain = _fit(X, y, training_partitions=2, n_jobs=2, max_iter=8)
+    with parallel_config(backend=backend):
+        under = _fit(X, y, training_partitions=2, n_jobs=2, max_iter=8)
+    np.testing.assert_array_equal(plain.coef_, under.coef_)
+    np.testing.assert_array_equal(plain.transition_, under.transition_)
