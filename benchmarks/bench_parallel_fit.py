@@ -17,10 +17,12 @@ Sections:
 * ``lookalike``: the same chain fit on a generated task of about
   Porttinari's sizes (``make_chain_data``: 1,000 sequences of 19 tokens,
   200 labels, 16,000 sparse features), so the result is not one data set's.
+* ``lookalike2``: another size (3,000 sequences of 12 tokens, 50 labels,
+  5,000 features, 15 a token).
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_parallel_fit.py [--sections porttinari,bibtex,lookalike]
+    .venv/bin/python benchmarks/bench_parallel_fit.py [--sections porttinari,bibtex,lookalike,lookalike2]
         [--rounds 1] [--jobs 2]
 """
 
@@ -50,6 +52,14 @@ def _lookalike():
     X, y = make_chain_data(1500, length=19, n_labels=200, n_features=16000,
                            density=20 / 16000, random_state=0)
     return X[:1000], y[:1000], X[1000:], y[1000:]
+
+
+def _lookalike_small_k():
+    from structlearn.datasets import make_chain_data
+
+    X, y = make_chain_data(4500, length=12, n_labels=50, n_features=5000,
+                           density=15 / 5000, random_state=1)
+    return X[:3000], y[:3000], X[3000:], y[3000:]
 
 
 def _bibtex(path):
@@ -97,7 +107,7 @@ def _run(name, make, data, configs, rounds):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sections", default="porttinari,bibtex,lookalike")
+    ap.add_argument("--sections", default="porttinari,bibtex,lookalike,lookalike2")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--jobs", type=int, nargs="+", default=[2])
     ap.add_argument("--sentences", type=int, default=1000)
@@ -132,6 +142,9 @@ def main():
     if "lookalike" in sections:
         _run("Look-alike chains (1,000 x 19 tokens, 200 labels, 16,000 features), "
              "SequenceSSVM(C=0.1, tol=0.01)", chain, _lookalike(), configs, args.rounds)
+    if "lookalike2" in sections:
+        _run("Look-alike chains (3,000 x 12 tokens, 50 labels, 5,000 features), "
+             "SequenceSSVM(C=0.1, tol=0.01)", chain, _lookalike_small_k(), configs, args.rounds)
     if "bibtex" in sections:
         _run("bibtex, MultiLabelSSVM(C=0.1, tol=0.01)", multilabel, _bibtex(args.bibtex),
              configs, args.rounds)

@@ -642,6 +642,31 @@ def gather_rows(W, rows, out):
 
 
 @nb.njit(cache=True, nogil=True)
+def rows_to_moves(W, rows, local, row_sigma):
+    """Turn a partition's weight copy into its undamped move, in place:
+    ``local[r] = (local[r] - W[rows[r]]) / row_sigma[r]`` (``W`` read as the
+    copy's dtype, as :func:`gather_rows` wrote it at the round's start)."""
+    for r in range(rows.shape[0]):
+        src = W[rows[r]]
+        dst = local[r]
+        s = row_sigma[r]
+        for k in range(src.shape[0]):
+            end = dst[k]
+            dst[k] = src[k]  # the start, cast as the gather cast it
+            dst[k] = (end - dst[k]) / s
+
+
+@nb.njit(cache=True, nogil=True)
+def add_row_moves(W, rows, moves, first, stop):
+    """``W[rows[r]] += moves[r]`` for ``first <= r < stop``."""
+    for r in range(first, stop):
+        dst = W[rows[r]]
+        src = moves[r]
+        for k in range(dst.shape[0]):
+            dst[k] += src[k]
+
+
+@nb.njit(cache=True, nogil=True)
 def gdmm_chain_multipliers(chain, slots, eta):
     """Multiplier step (13) on every token slot; returns the squared
     consistency residual ``sum ||M beta - alpha||^2`` before the step (over

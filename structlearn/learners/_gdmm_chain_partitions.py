@@ -14,10 +14,14 @@ The sequences are split into ``P`` contiguous runs of about equal tokens
 
 Its duals and multipliers are row slices of the state's arrays (the
 partitions never share a token or an edge: they hold whole sequences).  A
-round runs the local passes (``PassSettings.sigma = P``) and each
-partition's multiplier step on the threads, then merges: ``W`` and ``v``
-are rebuilt from the duals (``W = sum_j x_j (x) alpha_j``, ``v = sum_j
-beta_j``), which is the sum of the partitions' moves without its rounding.
+round runs the local passes and each partition's multiplier step on the
+threads, then merges: each partition's move of its weight rows, undamped
+(``(copy - start) / sigma_f``), is added to ``W`` (on the threads, by
+ranges of rows, the partitions in order), and ``v = sum_j beta_j`` is
+rebuilt from the duals.  The added moves carry the copies' rounding (float32
+copies: about 1e-7 of ``W`` per round), so ``W`` is rebuilt exactly from
+the duals (``W = sum_j x_j (x) alpha_j``) for each certificate and at the
+end (:meth:`ChainPartitions.rebuild_weights`).
 """
 
 import time
@@ -25,8 +29,9 @@ import time
 import numpy as np
 
 from ._gdmm_chain_kernels import (ChainData, ChainWeights, EdgePairs, PassWorkspace, TokenSlots,
-                                  gather_rows, gdmm_chain_multipliers, gdmm_chain_pass,
-                                  refresh_transitions, transitions_from_duals, weights_from_duals)
+                                  add_row_moves, gather_rows, gdmm_chain_multipliers,
+                                  gdmm_chain_pass, refresh_transitions, rows_to_moves,
+                                  transitions_from_duals, weights_from_duals)
 from ._gdmm_chain_visits import SequenceMajorOrder, search_table
 from ._partitions import (PartitionThreads, feature_sigmas, local_features, n_threads,
                           split_by_weight)
@@ -59,6 +64,7 @@ class _Partition:
                                               N + t0 + edges])
         dtype = np.float32 if float32 else np.float64
         self.W = np.zeros((self.rows.shape[0], K), dtype=dtype)
+        self.row_sigma = feature_sigma[self.rows]
         self.acc = np.empty(K, dtype=np.float32) if float32 else None
 
     def slots(self, state):
@@ -102,7 +108,6 @@ class ChainPartitions:
         self.state = state
         self.chain = chain
         self.xt = xt
-        self.K = K
         token_bounds = problem.offsets[bounds]
         sigma = feature_sigmas(problem.indices, problem.indptr, token_bounds,
                                problem.n_features)
@@ -148,11 +153,25 @@ class ChainPartitions:
             weights32 = (part.W, part.acc)
         gdmm_chain_pass(part.chain, slots, pairs, weights, self.settings, part.work, order,
                         token_parts, None, weights32, part.vstate)
-        return gdmm_chain_multipliers(part.chain, slots, eta)
+        res2 = gdmm_chain_multipliers(part.chain, slots, eta)
+        rows_to_moves(state.W, part.rows, part.W, part.row_sigma)
+        return res2
 
     def _rebuild_rows(self, f0, f1):
         data, tokens, ptr = self.xt
         weights_from_duals(data, tokens, ptr[f0:f1 + 1], self.state.slots, self.state.W[f0:f1])
+
+    def _add_moves(self, f0, f1):
+        """Add every partition's move to the rows ``f0:f1`` of ``W``, in
+        partition order (the sum does not depend on the threads)."""
+        for part in self.parts:
+            first, stop = np.searchsorted(part.rows, (f0, f1))
+            add_row_moves(self.state.W, part.rows, part.W, first, stop)
+
+    def rebuild_weights(self):
+        """``W = sum_j x_j (x) alpha_j`` from the duals (on the threads)."""
+        b = self.row_bounds
+        self.threads.map(self._rebuild_rows, b[:-1], b[1:])
 
     def _refresh(self, part, v):
         return refresh_transitions(v, self.tau, part.v, part.search, part.vstate)
@@ -174,7 +193,7 @@ class ChainPartitions:
         for part in self.parts:
             stats += part.work.stats
         b = self.row_bounds
-        self.threads.map(self._rebuild_rows, b[:-1], b[1:])
+        self.threads.map(self._add_moves, b[:-1], b[1:])
         v = state.v.ravel()  # the state's (K, K) table, contiguous: a view
         transitions_from_duals(state.pairs, self.chain.has_right, v)
         self.threads.map(self._refresh, self.parts, [v] * self.n_parts)

@@ -241,7 +241,9 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
         weights32, xt = _float32_passes(problem, state, nu)
 
     def exact_weights():
-        if weights32 is not None:
+        if partitions is not None:
+            partitions.rebuild_weights()
+        elif weights32 is not None:
             weights_from_duals(*xt, state.slots, state.W)
             np.copyto(weights32[0], state.W, casting="same_kind")  # no float32 drift
 
@@ -283,7 +285,8 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
             state.n_iter += 1
             primal = dual = np.nan
             checking = schedule.due(it + 1, max_iter)
-            stale = weights32 is not None  # W lags the float32 weights' steps
+            # W lags the float32 weights' steps, or carries the partitions' rounding
+            stale = weights32 is not None or partitions is not None
             if checking:
                 exact_weights()
                 stale = False

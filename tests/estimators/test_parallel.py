@@ -216,11 +216,15 @@ def test_chunk_scores_equal_scipy_products():
 @pytest.mark.parametrize("backend", ["loky", "dask"])
 def test_fits_under_process_backends_equal_the_single_job_fits(chain_data, backend):
     """Parallel work that writes into the caller's arrays (the SSVM
-    certificate's hinges, the CRF's gradient parts) runs on threads whatever
-    joblib back-end is configured: same bits as n_jobs=1."""
+    certificate's hinges, the CRF's gradient parts, the SSVM's training
+    partitions) runs on threads whatever joblib back-end is configured: same
+    bits as without it."""
     X, y = chain_data
     one = _fit_quietly(SequenceSSVM(C=0.1, max_iter=6, check_every=1, random_state=0), X, y)
     crf_one = _fit_quietly(SequenceCRF(max_iter=8), X, y)
+    parts = dict(C=0.1, max_iter=6, check_every=1, random_state=0, n_jobs=2,
+                 training_partitions=2)
+    parted_one = _fit_quietly(SequenceSSVM(**parts), X, y)
     if backend == "dask":
         distributed = pytest.importorskip("distributed")
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
@@ -231,11 +235,15 @@ def test_fits_under_process_backends_equal_the_single_job_fits(chain_data, backe
             two = _fit_quietly(SequenceSSVM(C=0.1, max_iter=6, check_every=1, random_state=0,
                                             n_jobs=2), X, y)
             crf_two = _fit_quietly(SequenceCRF(max_iter=8, n_jobs=2), X, y)
+            parted_two = _fit_quietly(SequenceSSVM(**parts), X, y)
     finally:
         if backend == "dask":
             client.close()
             cluster.close()
     np.testing.assert_array_equal(one.coef_, two.coef_)
+    # the training partitions run on the fit's own threads under any back-end
+    np.testing.assert_array_equal(parted_one.coef_, parted_two.coef_)
+    np.testing.assert_array_equal(parted_one.transition_, parted_two.transition_)
     for a, b in zip(one.history_, two.history_):
         for key in ("primal", "dual", "gap"):
             assert np.array_equal(a[key], b[key], equal_nan=True), key
