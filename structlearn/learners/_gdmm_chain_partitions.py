@@ -36,7 +36,7 @@ from ._gdmm_chain_visits import SequenceMajorOrder, search_table
 from ._partitions import (PartitionThreads, feature_sigmas, local_features, n_threads,
                           split_by_weight)
 
-__all__ = ["ChainPartitions"]
+__all__ = ["ChainPartitions", "build_partitions"]
 
 
 class _Partition:
@@ -67,11 +67,73 @@ class _Partition:
         self.row_sigma = feature_sigma[self.rows]
         self.acc = np.empty(K, dtype=np.float32) if float32 else None
 
+    def init_search(self, state, sublinear, K):
+        """The partition's copy of the transition table, its search structure
+        and its factors' back-off (from the state), and its pass workspace."""
+        from ..oracles.inner_product import make_inner_workspace
+        from ..oracles.sorted_tables import make_pair_workspace
+
+        self.v = np.ascontiguousarray(state.v).ravel().copy()
+        self.search, self.vstate = search_table(state.v, sublinear)
+        backoff = np.zeros((2, 2 * (self.t1 - self.t0)), dtype=np.int64)
+        backoff[:, self.factors] = state.backoff[:, self.global_factors]
+        self.work = PassWorkspace(make_inner_workspace(K), make_pair_workspace(K, K),
+                                  np.empty(0, dtype=np.int64), backoff,
+                                  np.zeros(3, dtype=np.int64))
+
+    def local_pass(self, W, rows, slots, pairs, settings, seed, eta):
+        """The partition's pass and multiplier step against the weight rows
+        ``W[rows]`` (its rows in order); leaves the rows' undamped move in
+        ``self.W`` and the pass counters in ``self.work.stats``; returns the
+        squared consistency residual before the multiplier step."""
+        rng = np.random.RandomState(seed)
+        order = self.orders.draw(rng)
+        nu = settings.n_partitions
+        token_parts = (rng.randint(nu, size=self.t1 - self.t0).astype(np.int64)
+                       if nu > 1 else None)
+        gather_rows(W, rows, self.W)
+        self.work.stats[:] = 0
+        if self.acc is None:
+            weights, weights32 = ChainWeights(self.W, self.v, self.search), None
+        else:
+            weights = ChainWeights(np.zeros((0, self.W.shape[1])), self.v, self.search)
+            weights32 = (self.W, self.acc)
+        gdmm_chain_pass(self.chain, slots, pairs, weights, settings, self.work, order,
+                        token_parts, None, weights32, self.vstate)
+        res2 = gdmm_chain_multipliers(self.chain, slots, eta)
+        rows_to_moves(W, rows, self.W, self.row_sigma)
+        return res2
+
+    def refresh(self, v, tau):
+        """Bring the table copy and its search structure back to ``v``."""
+        return refresh_transitions(v, tau, self.v, self.search, self.vstate)
+
     def slots(self, state):
         return TokenSlots(*(a[self.t0:self.t1] for a in state.slots))
 
     def pairs(self, state):
         return EdgePairs(*(a[self.t0:self.t1] for a in state.pairs))
+
+
+def build_partitions(problem, state, chain, n_parts, settings, float32, sublinear):
+    """The partitions of a chain problem: ``(parts, settings, tau)``.
+
+    ``parts``: one :class:`_Partition` per run of sequences of about equal
+    tokens (at most ``n_parts``), each with its search structures;
+    ``settings``: ``settings`` with the transition table's damping (the
+    number of partitions); ``tau``: the search table's tie-break alone.
+    """
+    K = problem.n_labels
+    bounds = split_by_weight(np.diff(problem.offsets), n_parts)
+    sigma = feature_sigmas(problem.indices, problem.indptr, problem.offsets[bounds],
+                           problem.n_features)
+    parts = [_Partition(chain, problem.offsets[s0:s1 + 1], problem.offsets[s0],
+                        problem.offsets[s1], K, float32, sigma)
+             for s0, s1 in zip(bounds[:-1], bounds[1:])]
+    for part in parts:
+        part.init_search(state, sublinear, K)
+    tau = search_table(np.zeros((K, K)), False)[0]
+    return parts, settings._replace(transition_sigma=float(len(parts))), tau
 
 
 class ChainPartitions:
@@ -101,32 +163,12 @@ class ChainPartitions:
 
     def __init__(self, problem, state, chain, n_parts, settings, float32, sublinear, xt,
                  n_jobs):
-        from ..oracles.inner_product import make_inner_workspace
-        from ..oracles.sorted_tables import make_pair_workspace
-        K = problem.n_labels
-        bounds = split_by_weight(np.diff(problem.offsets), n_parts)
         self.state = state
         self.chain = chain
         self.xt = xt
-        token_bounds = problem.offsets[bounds]
-        sigma = feature_sigmas(problem.indices, problem.indptr, token_bounds,
-                               problem.n_features)
-        self.parts = [_Partition(chain, problem.offsets[s0:s1 + 1], problem.offsets[s0],
-                                 problem.offsets[s1], K, float32, sigma)
-                      for s0, s1 in zip(bounds[:-1], bounds[1:])]
+        self.parts, self.settings, self.tau = build_partitions(problem, state, chain, n_parts,
+                                                               settings, float32, sublinear)
         P = len(self.parts)
-        self.settings = settings._replace(transition_sigma=float(P))
-        self.placeholder = np.zeros((0, K))
-        self.tau = search_table(np.zeros((K, K)), False)[0]  # the tie-break alone
-        v = np.ascontiguousarray(state.v).ravel()
-        for part in self.parts:
-            part.v = v.copy()
-            part.search, part.vstate = search_table(state.v, sublinear)
-            backoff = np.zeros((2, 2 * (part.t1 - part.t0)), dtype=np.int64)
-            backoff[:, part.factors] = state.backoff[:, part.global_factors]
-            part.work = PassWorkspace(make_inner_workspace(K), make_pair_workspace(K, K),
-                                      np.empty(0, dtype=np.int64), backoff,
-                                      np.zeros(3, dtype=np.int64))
         self.threads = PartitionThreads(n_threads(n_jobs, P))
         # feature-row ranges for rebuilding W on the threads
         self.row_bounds = split_by_weight(np.diff(xt[2]) + 1, P)
@@ -136,26 +178,9 @@ class ChainPartitions:
         return len(self.parts)
 
     def _local_pass(self, part, seed, eta):
-        """The partition's pass and multiplier step; returns the squared residual."""
         state = self.state
-        rng = np.random.RandomState(seed)
-        order = part.orders.draw(rng)
-        nu = self.settings.n_partitions
-        token_parts = (rng.randint(nu, size=part.t1 - part.t0).astype(np.int64)
-                       if nu > 1 else None)
-        gather_rows(state.W, part.rows, part.W)
-        slots, pairs = part.slots(state), part.pairs(state)
-        part.work.stats[:] = 0
-        if part.acc is None:
-            weights, weights32 = ChainWeights(part.W, part.v, part.search), None
-        else:
-            weights = ChainWeights(self.placeholder, part.v, part.search)
-            weights32 = (part.W, part.acc)
-        gdmm_chain_pass(part.chain, slots, pairs, weights, self.settings, part.work, order,
-                        token_parts, None, weights32, part.vstate)
-        res2 = gdmm_chain_multipliers(part.chain, slots, eta)
-        rows_to_moves(state.W, part.rows, part.W, part.row_sigma)
-        return res2
+        return part.local_pass(state.W, part.rows, part.slots(state), part.pairs(state),
+                               self.settings, seed, eta)
 
     def _rebuild_rows(self, f0, f1):
         data, tokens, ptr = self.xt
@@ -174,7 +199,7 @@ class ChainPartitions:
         self.threads.map(self._rebuild_rows, b[:-1], b[1:])
 
     def _refresh(self, part, v):
-        return refresh_transitions(v, self.tau, part.v, part.search, part.vstate)
+        return part.refresh(v, self.tau)
 
     def round(self, rng, eta, stats):
         """One round: local passes and multiplier steps, then the merge.

@@ -1,9 +1,28 @@
-"""What a GDMM chain pass visits and searches: the factor orders and the
-bigram search table (shared by the one-process and the partitioned passes)."""
+"""What a GDMM chain pass visits and searches: the factor orders, the
+bigram search table and the capacity of the slot and pair lists (shared by
+the one-process and the partitioned passes)."""
 
 import numpy as np
 
-__all__ = ["SequenceMajorOrder", "search_table"]
+from ._gdmm_chain_kernels import EdgePairs, TokenSlots
+
+__all__ = ["SequenceMajorOrder", "grown", "search_table"]
+
+
+def grown(slots, pairs, K, grow_slots, grow_pairs):
+    """``(slots, pairs)`` with the slot (and/or pair) capacity doubled, up to
+    ``K`` (``K * K``); the arrays not grown are returned as they are."""
+
+    def widened(arrays, capacity):
+        extra = min(capacity, 2 * arrays[0].shape[1]) - arrays[0].shape[1]
+        return [np.ascontiguousarray(np.pad(a, ((0, 0), (0, extra)))) if a.ndim == 2 else a
+                for a in arrays]
+
+    if grow_slots and slots.labels.shape[1] < K:
+        slots = TokenSlots(*widened(slots, K))
+    if grow_pairs and pairs.left_label.shape[1] < K * K:
+        pairs = EdgePairs(*widened(pairs, K * K))
+    return slots, pairs
 
 
 class SequenceMajorOrder:

@@ -49,7 +49,7 @@ from ._gdmm_chain_kernels import (ChainData, ChainWeights, EdgePairs, PassSettin
                                   PassWorkspace, TokenSlots, gdmm_chain_dual,
                                   gdmm_chain_multipliers, gdmm_chain_pass, weights_from_duals)
 from ._gdmm_chain_partitions import ChainPartitions
-from ._gdmm_chain_visits import SequenceMajorOrder, search_table
+from ._gdmm_chain_visits import SequenceMajorOrder, grown, search_table
 from ._partitions import check_training_partitions
 from ._ssvm_common import ChainMonitor, chain_edges, check_schedule, warn_not_converged
 
@@ -121,16 +121,7 @@ class GDMMChainState:
 
     def grow(self, K, slots, pairs):
         """Double the slot (and/or pair) capacity, up to ``K`` (``K * K``)."""
-
-        def widened(arrays, capacity):
-            extra = min(capacity, 2 * arrays[0].shape[1]) - arrays[0].shape[1]
-            return [np.ascontiguousarray(np.pad(a, ((0, 0), (0, extra)))) if a.ndim == 2 else a
-                    for a in arrays]
-
-        if slots and self.slots.labels.shape[1] < K:
-            self.slots = TokenSlots(*widened(self.slots, K))
-        if pairs and self.pairs.left_label.shape[1] < K * K:
-            self.pairs = EdgePairs(*widened(self.pairs, K * K))
+        self.slots, self.pairs = grown(self.slots, self.pairs, K, slots, pairs)
 
 
 def _use_float32(problem, state, nu):
