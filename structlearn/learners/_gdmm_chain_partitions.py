@@ -137,7 +137,7 @@ def build_partitions(problem, state, chain, n_parts, settings, float32, sublinea
 
 
 class ChainPartitions:
-    """Rounds of partitioned GDMM passes over a chain problem.
+    """Rounds of partitioned GDMM passes over a chain problem, on threads.
 
     Parameters
     ----------
@@ -160,6 +160,8 @@ class ChainPartitions:
     n_jobs : int or None
         Threads running the partitions (at most one per partition).
     """
+
+    remote = False
 
     def __init__(self, problem, state, chain, n_parts, settings, float32, sublinear, xt,
                  n_jobs):
@@ -206,8 +208,9 @@ class ChainPartitions:
 
         Draws one seed per partition from ``rng``; adds the partitions'
         pass counters to ``stats``.  Returns ``(res2, local_time,
-        merge_time)``: the squared consistency residual before the
-        multiplier step (summed over the partitions) and the seconds spent.
+        merge_time, active)``: the squared consistency residual before the
+        multiplier step (summed over the partitions), the seconds spent, and
+        None (the caller counts the active sets in the state).
         """
         seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_parts)
         t0 = time.perf_counter()
@@ -222,7 +225,7 @@ class ChainPartitions:
         v = state.v.ravel()  # the state's (K, K) table, contiguous: a view
         transitions_from_duals(state.pairs, self.chain.has_right, v)
         self.threads.map(self._refresh, self.parts, [v] * self.n_parts)
-        return float(sum(res)), t1 - t0, time.perf_counter() - t1
+        return float(sum(res)), t1 - t0, time.perf_counter() - t1, None
 
     def close(self):
         """Write the partitions' search back-off to the state; stop the threads."""

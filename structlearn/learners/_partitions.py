@@ -30,7 +30,7 @@ import numpy as np
 
 from .._parallel import check_n_jobs, chunk_bounds
 
-__all__ = ["PartitionThreads", "check_training_partitions", "feature_sigmas", "local_features",
+__all__ = ["PartitionThreads", "active_dask_client", "check_training_partitions", "feature_sigmas", "local_features",
            "n_threads", "split_by_weight"]
 
 
@@ -58,6 +58,18 @@ def check_training_partitions(n_parts, n_samples, what="samples"):
             f"training_partitions={n_parts} exceeds the {n_samples} training {what}: "
             f"partition {n_samples} (counting from 0) would hold no {what}")
     return int(n_parts)
+
+
+def active_dask_client():
+    """The ``distributed.Client`` of an active ``joblib.parallel_config(backend=
+    "dask")``, or None: partitioned fits then keep their partitions on its
+    workers."""
+    from joblib.parallel import get_active_backend
+
+    backend, _ = get_active_backend()
+    if type(backend).__name__ != "DaskDistributedBackend":
+        return None
+    return backend.client
 
 
 def n_threads(n_jobs, n_parts):

@@ -50,7 +50,7 @@ from ._gdmm_chain_kernels import (ChainData, ChainWeights, EdgePairs, PassSettin
                                   gdmm_chain_multipliers, gdmm_chain_pass, weights_from_duals)
 from ._gdmm_chain_partitions import ChainPartitions
 from ._gdmm_chain_visits import SequenceMajorOrder, grown, search_table
-from ._partitions import check_training_partitions
+from ._partitions import active_dask_client, check_training_partitions
 from ._ssvm_common import ChainMonitor, chain_edges, check_schedule, warn_not_converged
 
 __all__ = ["GDMMChainState", "SequenceMajorOrder", "fit_gdmm_chain"]
@@ -243,9 +243,17 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
     settings = PassSettings(float(C), float(rho), nu, int(SEARCH_BACKOFF_MAX))
     partitions = None
     if n_parts > 1:
-        partitions = ChainPartitions(problem, state, chain, n_parts, settings,
-                                     _use_float32(problem, state, nu), sublinear,
-                                     _features_by_row(problem), n_jobs)
+        client = active_dask_client()
+        if client is None:
+            partitions = ChainPartitions(problem, state, chain, n_parts, settings,
+                                         _use_float32(problem, state, nu), sublinear,
+                                         _features_by_row(problem), n_jobs)
+        else:
+            from ._gdmm_chain_dask import DaskChainPartitions
+
+            partitions = DaskChainPartitions(problem, state, chain, n_parts, settings,
+                                             _use_float32(problem, state, nu), sublinear,
+                                             client)
     work = PassWorkspace(make_inner_workspace(K), make_pair_workspace(K, K),
                          make_sparse_rows_workspace(K if state.sparse_weights else 0),
                          state.backoff, np.zeros(3, dtype=np.int64))
@@ -269,9 +277,12 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
                                             work, order, parts, state.Wsp, weights32, vstate)
                 res2 = gdmm_chain_multipliers(chain, state.slots, float(eta))
             else:
-                res2, local_time, merge_time = partitions.round(rng, eta, stats)
+                res2, local_time, merge_time, remote_active = partitions.round(rng, eta, stats)
                 extra = dict(partitions=partitions.n_parts, local_time=local_time,
                              merge_time=merge_time)
+                if partitions.remote:
+                    extra.update(bytes_sent=partitions.bytes_sent,
+                                 bytes_received=partitions.bytes_received)
             pass_time = time.perf_counter() - t0
             state.n_iter += 1
             primal = dual = np.nan
@@ -281,11 +292,17 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
             if checking:
                 exact_weights()
                 stale = False
-                primal = monitor.primal(state.weights(), state.v)
-                dual = gdmm_chain_dual(weights, state.Wsp, chain, state.slots, state.pairs,
-                                       float(C), vfeas)
-            active = ((state.slots.count.sum() + state.pairs.count[edges].sum())
-                      / max(N + edges.size, 1))
+                if partitions is not None and partitions.remote:
+                    primal, dual = partitions.certificate(C)
+                else:
+                    primal = monitor.primal(state.weights(), state.v)
+                    dual = gdmm_chain_dual(weights, state.Wsp, chain, state.slots, state.pairs,
+                                           float(C), vfeas)
+            if partitions is not None and partitions.remote:
+                active = remote_active / max(N + edges.size, 1)
+            else:
+                active = ((state.slots.count.sum() + state.pairs.count[edges].sum())
+                          / max(N + edges.size, 1))
             stop = monitor.record(state.n_iter, primal, dual, float(np.sqrt(res2)),
                                   float(active), stats[0], pass_time,
                                   overflow=int(stats[1] + stats[2]), **extra)
@@ -296,18 +313,18 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
             full_slots = stats[1] > 0 or state.slots.count.max() >= state.slots.labels.shape[1]
             full_pairs = (stats[2] > 0
                           or state.pairs.count.max() >= state.pairs.left_label.shape[1])
-            if full_slots or full_pairs:
-                state.grow(K, full_slots, full_pairs)
+            if (full_slots or full_pairs) and not (partitions is not None and partitions.remote):
+                state.grow(K, full_slots, full_pairs)  # (remote partitions grow their own)
             if stats[1] + stats[2] == 0 and rel_gap <= tol:
                 converged = True
                 break
             if stop:
                 break
+        if stale:
+            exact_weights()
     finally:
         if partitions is not None:
             partitions.close()
-    if stale:
-        exact_weights()
     if not converged and len(monitor.history) == max_iter:
         warn_not_converged("GDMM", max_iter, rel_gap)
     return state.weights(), state.v, monitor.history, state, converged

@@ -1,0 +1,356 @@
+"""Partitioned GDMM chain training on a ``dask.distributed`` cluster.
+
+The partitions of :mod:`._gdmm_chain_partitions` live on the workers for the
+whole fit, each with its own duals, multipliers, search structures and
+weight-row copy (:class:`RemotePartition`).  Per round the client sends each
+partition the rows of ``W`` its features use and the transition table, and
+receives the partition's undamped moves of both (float32 moves where the
+copies are float32), which it adds to ``W`` and ``v``.  The certificate is
+assembled from per-partition parts computed on the workers: the hinge
+losses of its sequences (loss-augmented Viterbi), the repaired edge duals'
+correction of the transition table and the duals' linear term; ``W`` and
+``v`` are rebuilt from the partitions' duals for each certificate.
+
+Faults.  After the first round and every ``CHECKPOINT_EVERY`` rounds each
+partition is copied, and the copies are replicated to two workers.  When a
+round loses a partition (its worker died, or its task failed), the
+partition goes back to its last copy (its duals and multipliers lose the
+rounds since), ``W`` and ``v`` are rebuilt from every partition's duals,
+and the fit goes on: the duals stay feasible, so the certificate stays
+valid.  A partition whose copies are all lost ends the fit with a
+``RuntimeError`` naming it.
+"""
+
+import copy
+import logging
+import operator
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._chains import TrainingChains
+from ._gdmm_chain_kernels import (ChainWeights, gdmm_chain_dual, transitions_from_duals,
+                                  weights_from_duals)
+from ._gdmm_chain_partitions import build_partitions
+from ._gdmm_chain_visits import grown
+
+__all__ = ["CHECKPOINT_EVERY", "DaskChainPartitions", "RemotePartition"]
+
+logger = logging.getLogger(__name__)
+
+# rounds between the partitions' replicated copies (the rounds a lost
+# partition's duals fall back by at most)
+CHECKPOINT_EVERY = 5
+# rounds in a row that may lose a partition before the fit gives up
+MAX_FAILED_ROUNDS = 3
+
+
+def _lost_errors():
+    """The exceptions that mean a partition's worker or data went away (any
+    other error in a partition's task ends the fit)."""
+    from concurrent.futures import CancelledError
+
+    from distributed.client import FutureCancelledError, FuturesCancelledError
+    from distributed.comm import CommClosedError
+    from distributed.scheduler import KilledWorker
+
+    return (KilledWorker, CancelledError, FutureCancelledError, FuturesCancelledError,
+            CommClosedError, OSError)
+
+
+def _settle(futures):
+    """Wait until every future is finished, failed or lost."""
+    from distributed import wait
+
+    try:
+        wait(futures)
+    except _lost_errors():
+        pass  # the statuses say which
+
+
+class RemotePartition:
+    """What a worker keeps of one partition: the partition (its data and
+    search state) and its own slots and pairs.
+
+    Parameters
+    ----------
+    part : _Partition
+    slots : TokenSlots
+    pairs : EdgePairs
+        The partition's rows of the state's duals (copies).
+    offsets : ndarray of int64
+        Its sequences' token offsets, from 0.
+    settings : PassSettings
+    tau : ndarray
+        The search table's tie-break.
+    """
+
+    def __init__(self, part, slots, pairs, offsets, settings, tau):
+        self.part = part
+        self.n_labels = part.W.shape[1]
+        self.slots = slots
+        self.pairs = pairs
+        self.offsets = offsets
+        self.settings = settings
+        self.tau = tau
+        self.local_rows = np.arange(part.rows.shape[0], dtype=np.int64)
+        chain = part.chain
+        by_row = sp.csr_matrix((chain.data, chain.indices, chain.indptr),
+                               shape=(chain.y.shape[0], part.rows.shape[0])).T.tocsr()
+        self.xt = (by_row.data, by_row.indices.astype(np.int64), by_row.indptr.astype(np.int64))
+
+    def chains(self):
+        c = self.part.chain
+        return TrainingChains(c.data, c.indices, c.indptr, self.offsets, c.y)
+
+
+def _remote_round(rp, W_rows, v, seed, eta):
+    """One local pass on a worker; returns ``(rp, (moves, dv, res2, stats,
+    active))``: the rows' undamped move, the table's, the squared residual,
+    the pass counters and the summed slot and pair counts."""
+    part = rp.part
+    part.refresh(v, rp.tau)
+    res2 = part.local_pass(W_rows, rp.local_rows, rp.slots, rp.pairs, rp.settings, seed, eta)
+    dv = (part.v - v) / rp.settings.transition_sigma
+    stats = part.work.stats.copy()
+    has_right = part.chain.has_right != 0
+    active = int(rp.slots.count.sum() + rp.pairs.count[has_right].sum())
+    K = rp.n_labels
+    full_slots = stats[1] > 0 or rp.slots.count.max() >= rp.slots.labels.shape[1]
+    full_pairs = stats[2] > 0 or rp.pairs.count.max() >= rp.pairs.left_label.shape[1]
+    if full_slots or full_pairs:
+        rp.slots, rp.pairs = grown(rp.slots, rp.pairs, K, full_slots, full_pairs)
+    return rp, (part.W.copy(), dv, float(res2), stats, active)
+
+
+def _remote_certificate(rp, W_rows, v, C):
+    """The partition's certificate parts: ``(hinge_sum, correction, lin)``
+    (see :func:`._gdmm_chain_kernels.gdmm_chain_dual`)."""
+    from ..inference.chains.viterbi import sparse_transition_table
+    from ._ssvm_chain_kernels import chain_hinges, scaled_transitions
+
+    K = rp.n_labels
+    vs = scaled_transitions(v.reshape(K, K), 1.0)
+    chains = rp.chains()
+    n_seq = rp.offsets.shape[0] - 1
+    hinge = np.empty(n_seq)
+    chain_hinges(W_rows, None, vs, sparse_transition_table(vs), chains, 1.0, 0, n_seq,
+                 np.empty(chains.labels.shape[0], dtype=np.int64), hinge)
+    correction = np.empty(K * K)
+    zeros = np.zeros(K * K)
+    value = gdmm_chain_dual(ChainWeights(np.zeros((0, K)), zeros, zeros), None, rp.part.chain,
+                            rp.slots, rp.pairs, float(C), correction)
+    lin = -value - 0.5 * float(correction @ correction)
+    return float(hinge.sum()), correction, lin
+
+
+def _remote_weights(rp):
+    """The partition's share of ``W`` (its rows) and of ``v``."""
+    K = rp.n_labels
+    W = np.zeros((rp.part.rows.shape[0], K))
+    weights_from_duals(*rp.xt, rp.slots, W)
+    v = np.zeros(K * K)
+    transitions_from_duals(rp.pairs, rp.part.chain.has_right, v)
+    return W, v
+
+
+def _remote_duals(rp):
+    return rp.slots, rp.pairs, rp.part.work.backoff
+
+
+class DaskChainPartitions:
+    """Rounds of partitioned GDMM passes with the partitions on dask workers.
+
+    Parameters
+    ----------
+    problem, state, chain, n_parts, settings, float32, sublinear :
+        As :class:`._gdmm_chain_partitions.ChainPartitions`.
+    client : distributed.Client
+    """
+
+    remote = True
+
+    def __init__(self, problem, state, chain, n_parts, settings, float32, sublinear, client):
+        parts, settings, tau = build_partitions(problem, state, chain, n_parts, settings,
+                                                float32, sublinear)
+        self.client = client
+        self.state = state
+        self.K = problem.n_labels
+        self.rows = [part.rows for part in parts]
+        self.bounds = [(part.t0, part.t1) for part in parts]
+        workers = sorted(client.scheduler_info()["workers"])
+        if not workers:
+            raise RuntimeError("the dask cluster has no workers to hold the training partitions")
+        self.futures = []
+        self.bytes_sent = self.bytes_received = 0
+        for i, part in enumerate(parts):
+            first = np.searchsorted(problem.offsets, part.t0)
+            stop = np.searchsorted(problem.offsets, part.t1)
+            slots = type(state.slots)(*(a.copy() for a in part.slots(state)))
+            pairs = type(state.pairs)(*(a.copy() for a in part.pairs(state)))
+            rp = RemotePartition(part, slots, pairs, problem.offsets[first:stop + 1] - part.t0,
+                                 settings, tau)
+            self.futures.append(client.scatter(rp, workers=[workers[i % len(workers)]],
+                                               hash=False))
+        self.checkpoints = None
+        self.rounds = self.failed_rounds = 0
+
+    @property
+    def n_parts(self):
+        return len(self.futures)
+
+    def _submit(self, func, future, arrays, *args):
+        """``func(partition, *arrays, *args)`` on the partition's worker, the
+        arrays sent there first (counted in ``bytes_sent``)."""
+        client = self.client
+        where = client.who_has([future]).get(future.key) or None
+        sent = [client.scatter(a, workers=list(where) if where else None, hash=False)
+                for a in arrays]
+        self.bytes_sent += sum(a.nbytes for a in arrays)
+        return client.submit(func, future, *sent, *args, pure=False)
+
+    def _checkpoint(self):
+        from distributed import wait
+
+        client = self.client
+        copies = [client.submit(copy.deepcopy, f, pure=False) for f in self.futures]
+        wait(copies)
+        if len(client.scheduler_info()["workers"]) > 1:
+            client.replicate(copies, n=2)
+        self.checkpoints = copies
+
+    def round(self, rng, eta, stats):
+        """One round (see :meth:`._gdmm_chain_partitions.ChainPartitions.round`);
+        returns ``(res2, local_time, merge_time, active)`` (NaN for the
+        residual and the active sets of a round that lost a partition)."""
+        client = self.client
+        seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_parts)
+        state = self.state
+        v = np.ascontiguousarray(state.v).ravel().copy()
+        self._ensure_partitions()
+        t0 = time.perf_counter()
+        new = []
+        try:
+            calls = [self._submit(_remote_round, f, (state.W[rows], v), int(seed), float(eta))
+                     for f, rows, seed in zip(self.futures, self.rows, seeds)]
+            new = [client.submit(operator.getitem, c, 0, pure=False) for c in calls]
+            results = client.gather([client.submit(operator.getitem, c, 1, pure=False)
+                                     for c in calls])
+        except _lost_errors() as exc:
+            t1 = time.perf_counter()
+            self.failed_rounds += 1
+            if self.failed_rounds > MAX_FAILED_ROUNDS:
+                raise RuntimeError(f"a training partition was lost in {self.failed_rounds} "
+                                   f"rounds in a row: {exc!r}") from exc
+            if len(new) == self.n_parts:  # the partitions whose round went through go on
+                self.futures = [n if n.status == "finished" else f
+                                for n, f in zip(new, self.futures)]
+            self._ensure_partitions(force_rebuild=True)
+            return np.nan, t1 - t0, time.perf_counter() - t1, np.nan
+        t1 = time.perf_counter()
+        self.rounds += 1
+        self.futures = new
+        self.failed_rounds = 0
+        res2 = 0.0
+        active = 0
+        for rows, (moves, dv, r2, st, act) in zip(self.rows, results):
+            self.bytes_received += moves.nbytes + dv.nbytes
+            state.W[rows] += moves
+            v += dv
+            res2 += r2
+            active += act
+            stats += st
+        state.v[...] = v.reshape(state.v.shape)
+        if self.checkpoints is None or self.rounds % CHECKPOINT_EVERY == 0:
+            self._checkpoint()
+        return res2, t1 - t0, time.perf_counter() - t1, active
+
+    def _ensure_partitions(self, force_rebuild=False):
+        """Partitions whose data went away go back to their last copies;
+        then (or with ``force_rebuild``) ``W`` and ``v`` are rebuilt from
+        every partition's duals."""
+        _settle(self.futures)
+        lost = [p for p, f in enumerate(self.futures) if f.status != "finished"]
+        if lost:
+            if self.checkpoints is None:
+                raise RuntimeError(f"training partition {lost[0]} was lost before its first "
+                                   "copy was made")
+            for p in lost:
+                self.futures[p] = self.client.submit(copy.deepcopy, self.checkpoints[p],
+                                                     pure=False)
+            _settle(self.futures)
+            for p in lost:
+                if self.futures[p].status != "finished":
+                    raise RuntimeError(f"training partition {p} and its copies were lost")
+            logger.warning("training partitions %s were lost with their worker and went back "
+                           "to their copies (at most %d rounds old)", lost, CHECKPOINT_EVERY)
+        if lost or force_rebuild:
+            self._rebuild()
+
+    def rebuild_weights(self):
+        """``W`` and ``v`` from every partition's duals."""
+        self._ensure_partitions()
+        self._rebuild()
+
+    def _rebuild(self):
+        shares = self.client.gather([self.client.submit(_remote_weights, f, pure=False)
+                                     for f in self.futures])
+        state = self.state
+        state.W[...] = 0.0
+        v = np.zeros(self.K * self.K)
+        for rows, (W, vp) in zip(self.rows, shares):
+            self.bytes_received += W.nbytes + vp.nbytes
+            state.W[rows] += W
+            v += vp
+        state.v[...] = v.reshape(state.v.shape)
+
+    def certificate(self, C):
+        """``(primal, dual)`` from the partitions' parts at the current weights."""
+        self._ensure_partitions()
+        state = self.state
+        v = np.ascontiguousarray(state.v).ravel()
+        parts = self.client.gather([self._submit(_remote_certificate, f, (state.W[rows], v),
+                                                 float(C))
+                                    for f, rows in zip(self.futures, self.rows)])
+        wsq = float(np.einsum("ij,ij->", state.W, state.W))
+        vfeas = v.copy()
+        hinge = lin = 0.0
+        for h, correction, part_lin in parts:
+            hinge += h
+            vfeas += correction
+            lin += part_lin
+        primal = 0.5 * (wsq + float(v @ v)) + float(C) * hinge
+        dual = -(0.5 * (wsq + float(vfeas @ vfeas)) + lin)
+        return primal, dual
+
+    def close(self):
+        """Bring the partitions' duals, multipliers and back-off into the state."""
+        state = self.state
+        self._ensure_partitions()
+        duals = self.client.gather([self.client.submit(_remote_duals, f, pure=False)
+                                    for f in self.futures])
+        A = max(s.labels.shape[1] for s, _, _ in duals)
+        B = max(p.left_label.shape[1] for _, p, _ in duals)
+        while state.slots.labels.shape[1] < A or state.pairs.left_label.shape[1] < B:
+            state.grow(self.K, state.slots.labels.shape[1] < A,
+                       state.pairs.left_label.shape[1] < B)
+        for (t0, t1), (slots, pairs, backoff), rows in zip(self.bounds, duals, self.rows):
+            for dst, src in zip(state.slots, slots):
+                dst[t0:t1, ...] = 0
+                if src.ndim == 2:
+                    dst[t0:t1, :src.shape[1]] = src
+                else:
+                    dst[t0:t1] = src
+            for dst, src in zip(state.pairs, pairs):
+                dst[t0:t1, ...] = 0
+                if src.ndim == 2:
+                    dst[t0:t1, :src.shape[1]] = src
+                else:
+                    dst[t0:t1] = src
+            n = t1 - t0
+            N = state.slots.count.shape[0]
+            state.backoff[:, t0:t1] = backoff[:, :n]
+            state.backoff[:, N + t0:N + t1] = backoff[:, n:]
+        self.futures = []
+        self.checkpoints = None
