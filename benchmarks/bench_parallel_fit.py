@@ -19,6 +19,11 @@ Sections:
   200 labels, 16,000 sparse features), so the result is not one data set's.
 * ``lookalike2``: another size (3,000 sequences of 12 tokens, 50 labels,
   5,000 features, 15 a token).
+* ``cluster``, ``cluster-porttinari`` (not run by default): the look-alike /
+  Porttinari fit in one process, with two partitions on threads and with two
+  partitions on a ``LocalCluster`` of two worker processes
+  (``joblib.parallel_config(backend="dask")``): time, passes, certified gap,
+  primal value, and the megabytes sent to and received from the workers.
 
 Usage::
 
@@ -105,6 +110,38 @@ def _run(name, make, data, configs, rounds):
               f"{min(times[c]) / base:.2f}x")
 
 
+def _run_cluster(name, make, data):
+    """One process, P = 2 on threads, P = 2 on a 2-process LocalCluster."""
+    import joblib
+    from distributed import Client, LocalCluster
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y, Xte, yte = data
+    print(f"\n## {name}: on a LocalCluster of 2 worker processes\n")
+    print("| where | fit s | passes | final rel. gap | final primal | held-out score "
+          "| MB sent / received |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster):
+        runs = (("one process, n_jobs=1", 1, None, False),
+                ("threads, n_jobs=2, P=2", 2, 2, False),
+                ("dask workers, P=2", None, 2, True))
+        for label, n_jobs, parts, remote in runs:
+            model = make(n_jobs, parts)
+            backend = joblib.parallel_config(backend="dask") if remote else \
+                joblib.parallel_config(backend="threading")
+            with warnings.catch_warnings(), backend:
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                t0 = time.perf_counter()
+                model.fit(X, y)
+                t = time.perf_counter() - t0
+            h = model.history_
+            mb = (f"{h[-1]['bytes_sent'] / 1e6:.0f} / {h[-1]['bytes_received'] / 1e6:.0f}"
+                  if remote else "")
+            print(f"| {label} | {t:.2f} | {len(h)} | {h[-1]['relative_gap']:.4f} | "
+                  f"{h[-1]['primal']:.4f} | {model.score(Xte, yte):.4f} | {mb} |", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sections", default="porttinari,bibtex,lookalike,lookalike2")
@@ -145,6 +182,12 @@ def main():
     if "lookalike2" in sections:
         _run("Look-alike chains (3,000 x 12 tokens, 50 labels, 5,000 features), "
              "SequenceSSVM(C=0.1, tol=0.01)", chain, _lookalike_small_k(), configs, args.rounds)
+    if "cluster" in sections:
+        _run_cluster("Look-alike chains (1,000 x 19 tokens, 200 labels, 16,000 features)",
+                     chain, _lookalike())
+    if "cluster-porttinari" in sections:
+        _run_cluster(f"Porttinari UPOS+FEATS, {args.sentences} sentences", chain,
+                     _porttinari(args.porttinari, args.sentences))
     if "bibtex" in sections:
         _run("bibtex, MultiLabelSSVM(C=0.1, tol=0.01)", multilabel, _bibtex(args.bibtex),
              configs, args.rounds)

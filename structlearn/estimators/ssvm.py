@@ -203,7 +203,14 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         problem as always).  A partition's extra memory is its weight rows
         and search tables, never a copy of all of ``coef_``.  The result
         depends on ``random_state`` and ``P``, not on ``n_jobs``; the
-        dense weights are kept (no sparse rows).  The damping costs passes
+        dense weights are kept (no sparse rows).  Inside
+        ``joblib.parallel_config(backend="dask")`` the partitions live on the
+        ``dask.distributed`` workers for the whole fit: per pass each gets
+        the weight rows it uses and sends back their move (``history_``
+        records ``bytes_sent``, ``bytes_received``); every 5 passes each is
+        copied to two workers, and a partition lost with its worker goes
+        back to its copy (its duals lose at most those passes; the weights
+        are rebuilt from all the duals, so the certificate stays valid).  The damping costs passes
         where the partitions' features overlap: on Porttinari UPOS+FEATS
         two partitions need 1.75x the passes of one (1.09x the time on two
         cores), on sparse weakly shared features 1.1x (0.77x the time)

@@ -4,8 +4,8 @@ The partitions of :mod:`._gdmm_chain_partitions` live on the workers for the
 whole fit, each with its own duals, multipliers, search structures and
 weight-row copy (:class:`RemotePartition`).  Per round the client sends each
 partition the rows of ``W`` its features use and the transition table, and
-receives the partition's undamped moves of both (float32 moves where the
-copies are float32), which it adds to ``W`` and ``v``.  The certificate is
+receives the partition's undamped moves of both (rows and moves in float32
+where the copies are float32), which it adds to ``W`` and ``v``.  The certificate is
 assembled from per-partition parts computed on the workers: the hinge
 losses of its sequences (loss-augmented Viterbi), the repaired edge duals'
 correction of the transition table and the duals' linear term; ``W`` and
@@ -176,6 +176,7 @@ class DaskChainPartitions:
                                                 float32, sublinear)
         self.client = client
         self.state = state
+        self.float32 = bool(float32)
         self.K = problem.n_labels
         self.rows = [part.rows for part in parts]
         self.bounds = [(part.t0, part.t1) for part in parts]
@@ -232,7 +233,10 @@ class DaskChainPartitions:
         t0 = time.perf_counter()
         new = []
         try:
-            calls = [self._submit(_remote_round, f, (state.W[rows], v), int(seed), float(eta))
+            # float32 copies get float32 rows (the cast the gather would make)
+            dtype = np.float32 if self.float32 else np.float64
+            calls = [self._submit(_remote_round, f, (state.W[rows].astype(dtype), v),
+                                  int(seed), float(eta))
                      for f, rows, seed in zip(self.futures, self.rows, seeds)]
             new = [client.submit(operator.getitem, c, 0, pure=False) for c in calls]
             results = client.gather([client.submit(operator.getitem, c, 1, pure=False)

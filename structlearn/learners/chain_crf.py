@@ -22,6 +22,7 @@ import scipy.sparse as sp
 
 from .._memory import check_memory
 from .._parallel import chunk_bounds, map_chunks, single_threaded_blas
+from ._partitions import active_dask_client
 from .._progress_bar import progress_tick
 from ..datasets._sparse import csr_around
 
@@ -114,6 +115,8 @@ class _ChainProblem:
         self._scratch = []
         self._tokens = None
         self.block_tokens = block_tokens_for(K)
+        # the likelihood's parts on dask workers (futures), or None
+        self.remote = None
 
     @property
     def tokens(self):
@@ -253,6 +256,8 @@ class _ChainProblem:
         The parts' gradients are added to the first part's in part order,
         at once after a parallel evaluation or one by one through a single
         buffer otherwise (the same sums, so the same bits)."""
+        if self.remote is not None:
+            return self.remote.nll_grad(w, g)
         T = self.transitions(self.split(w)[2])
         bounds = list(zip(self.parts[:-1].tolist(), self.parts[1:].tolist()))
         parallel = len(bounds) > 1 and self.n_jobs not in (None, 1)
@@ -649,6 +654,11 @@ def fit_chain_crf_lbfgs(
     prob = _training_problem(Xcat, offsets, codes, K, alpha, all_states, all_transitions,
                              storage)
     prob.n_jobs = n_jobs
+    client = active_dask_client()
+    if client is not None:  # the likelihood's parts on the workers, for the whole fit
+        from ._chain_crf_dask import RemoteLikelihood
+
+        prob.remote = RemoteLikelihood(prob, client)
     w = prob.pack(W_init, T_init)
     n = w.shape[0]
     m = int(memory)
@@ -738,5 +748,6 @@ def fit_chain_crf_lbfgs(
         if step < 1e-20:
             break
     S = Y = w_new = g_new = p = pg = None  # released before the weights are built
+    prob.remote = None  # the workers' parts are released
     W, T = prob.weights(w)
     return W, T, history, converged, n_iter

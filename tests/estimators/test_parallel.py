@@ -216,9 +216,10 @@ def test_chunk_scores_equal_scipy_products():
 @pytest.mark.parametrize("backend", ["loky", "dask"])
 def test_fits_under_process_backends_equal_the_single_job_fits(chain_data, backend):
     """Parallel work that writes into the caller's arrays (the SSVM
-    certificate's hinges, the CRF's gradient parts, the SSVM's training
-    partitions) runs on threads whatever joblib back-end is configured: same
-    bits as without it."""
+    certificate's hinges, the CRF's gradient parts) runs on threads whatever
+    joblib back-end is configured: same bits as without it.  The SSVM's
+    training partitions and the CRF's likelihood stay on threads under loky
+    and go to the workers under dask (the same fit to rounding)."""
     X, y = chain_data
     one = _fit_quietly(SequenceSSVM(C=0.1, max_iter=6, check_every=1, random_state=0), X, y)
     crf_one = _fit_quietly(SequenceCRF(max_iter=8), X, y)
@@ -241,15 +242,27 @@ def test_fits_under_process_backends_equal_the_single_job_fits(chain_data, backe
             client.close()
             cluster.close()
     np.testing.assert_array_equal(one.coef_, two.coef_)
-    # the training partitions run on the fit's own threads under any back-end
-    np.testing.assert_array_equal(parted_one.coef_, parted_two.coef_)
-    np.testing.assert_array_equal(parted_one.transition_, parted_two.transition_)
+    # the training partitions run on the fit's own threads under loky, on the
+    # workers under dask (the same rounds; the weights summed in another order)
+    if backend == "dask":
+        assert len(parted_one.history_) == len(parted_two.history_)
+        assert parted_two.history_[-1]["bytes_sent"] > 0
+        np.testing.assert_allclose(parted_one.coef_, parted_two.coef_, atol=1e-12)
+        np.testing.assert_allclose(parted_one.transition_, parted_two.transition_, atol=1e-12)
+    else:
+        np.testing.assert_array_equal(parted_one.coef_, parted_two.coef_)
+        np.testing.assert_array_equal(parted_one.transition_, parted_two.transition_)
     for a, b in zip(one.history_, two.history_):
         for key in ("primal", "dual", "gap"):
             assert np.array_equal(a[key], b[key], equal_nan=True), key
     _same(crf_one.predict(X), crf_two.predict(X))
     dense = [c.toarray() if hasattr(c, "toarray") else c for c in (crf_one.coef_, crf_two.coef_)]
-    np.testing.assert_array_equal(*dense)
+    if backend == "dask":  # the likelihood summed over the workers' runs: to rounding
+        np.testing.assert_allclose(*dense, atol=1e-10)
+        assert crf_two.history_[-1]["objective"] == pytest.approx(
+            crf_one.history_[-1]["objective"], rel=1e-10)
+    else:
+        np.testing.assert_array_equal(*dense)
 
 
 def test_a_certificate_with_the_dual_above_the_primal_raises():

@@ -1,0 +1,90 @@
+"""The chain CRF's likelihood summed over parts that live on dask workers.
+
+Inside ``joblib.parallel_config(backend="dask")`` an L-BFGS (or OWL-QN) fit
+cuts the training sequences into one run per worker, of about equal tokens,
+and sends each run once, as a copy of the training problem restricted to it
+(the parameter layout and the run's split token features, labels and
+offsets).  Every evaluation then sends the parameter vector to the workers
+and sums, in run order, the negative log-likelihoods and gradients they
+return; the penalty and the optimizer stay on the client.
+"""
+
+import copy
+
+import numpy as np
+
+from .._parallel import chunk_bounds
+from ._chain_crf_kernels import SplitTokens
+
+__all__ = ["RemoteLikelihood"]
+
+
+def _token_run(tokens, t0, t1):
+    """The split token features of tokens ``t0:t1`` (:class:`SplitTokens`)."""
+    r0, r1 = tokens.row_ptr[t0], tokens.row_ptr[t1]
+    p0, p1 = tokens.pair_ptr[t0], tokens.pair_ptr[t1]
+    return SplitTokens(tokens.row_ptr[t0:t1 + 1] - r0, tokens.row_slot[r0:r1].copy(),
+                       np.ascontiguousarray(tokens.row_value[r0:r1]),
+                       tokens.pair_ptr[t0:t1 + 1] - p0, tokens.pair_feature[p0:p1].copy(),
+                       np.ascontiguousarray(tokens.pair_value[p0:p1]))
+
+
+def sub_problem(prob, s0, s1):
+    """``prob`` restricted to sequences ``s0:s1``: the same parameter layout,
+    the run's tokens, one part, no features kept beyond the split tokens."""
+    t0, t1 = int(prob.offsets[s0]), int(prob.offsets[s1])
+    tokens = _token_run(prob.tokens, t0, t1)
+    sub = copy.copy(prob)
+    sub.data = sub.indices = sub.indptr = None
+    sub.row_of = sub.fixed = sub.remote = sub._T = None
+    sub._tokens = tokens
+    sub.offsets = prob.offsets[s0:s1 + 1] - t0
+    sub.codes = prob.codes[t0:t1].copy()
+    sub.n_seq = s1 - s0
+    sub.n_jobs = None
+    sub.parts = np.array([0, s1 - s0], dtype=np.int64)
+    sub._part_grads = []
+    sub._scratch = []
+    return sub
+
+
+def _remote_nll_grad(sub, w):
+    g = np.empty(sub.n_params)
+    return sub._nll_grad(w, g), g
+
+
+class RemoteLikelihood:
+    """The likelihood's runs on the workers of ``client``.
+
+    Parameters
+    ----------
+    prob : _ChainProblem
+        The training problem (its layout and tokens are read once).
+    client : distributed.Client
+    """
+
+    def __init__(self, prob, client):
+        workers = sorted(client.scheduler_info()["workers"])
+        if not workers:
+            raise RuntimeError("the dask cluster has no workers to hold the likelihood's parts")
+        self.client = client
+        bounds = chunk_bounds(np.diff(prob.offsets), len(workers))
+        self.parts = [client.scatter(sub_problem(prob, a, b), workers=[workers[i]], hash=False)
+                      for i, (a, b) in enumerate(zip(bounds[:-1].tolist(),
+                                                     bounds[1:].tolist()))]
+        self.bytes_sent = self.bytes_received = 0
+
+    def nll_grad(self, w, g):
+        """Summed negative log-likelihood; its gradient into ``g``."""
+        client = self.client
+        w_remote = client.scatter(w, broadcast=True, hash=False)
+        outs = client.gather([client.submit(_remote_nll_grad, part, w_remote, pure=False)
+                              for part in self.parts])
+        self.bytes_sent += w.nbytes * len(self.parts)
+        self.bytes_received += sum(out[1].nbytes for out in outs)
+        g[:] = outs[0][1]
+        nll = outs[0][0]
+        for part_nll, part_g in outs[1:]:
+            g += part_g
+            nll += part_nll
+        return float(nll)

@@ -1,0 +1,103 @@
+"""Partitioned SSVM training with the partitions on dask.distributed workers."""
+
+import os
+import warnings
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from structlearn.datasets import make_chain_data
+from structlearn.estimators import SequenceSSVM
+
+distributed = pytest.importorskip("distributed")
+
+
+def _fit(X, y, **kw):
+    params = dict(C=0.1, tol=0.01, max_iter=300, random_state=0, training_partitions=2)
+    params.update(kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return SequenceSSVM(**params).fit(X, y)
+
+
+def _kill_worker():
+    os._exit(1)
+
+
+@pytest.mark.parametrize("n_labels", [6, 70])  # dense scans / sorted search, float32 copies
+def test_dask_partitions_give_the_threads_model(n_labels):
+    """The same partitions, seeds and merges as on threads: the same rounds,
+    the model to rounding (the weights are summed in another order)."""
+    X, y = make_chain_data(40, length=6, n_labels=n_labels, n_features=60, random_state=0)
+    threads = _fit(X, y, n_jobs=2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster), joblib.parallel_config(backend="dask"):
+        remote = _fit(X, y, warm_start=True)
+        h = remote.history_
+        assert len(h) == len(threads.history_) and remote.converged_
+        assert h[-1]["partitions"] == 2 and h[-1]["bytes_sent"] > 0
+        assert h[-1]["bytes_received"] > 0
+        np.testing.assert_allclose(remote.coef_, threads.coef_, atol=1e-10)
+        np.testing.assert_allclose(remote.transition_, threads.transition_, atol=1e-10)
+        assert h[-1]["dual"] <= h[-1]["primal"]
+        assert h[-1]["primal"] == pytest.approx(threads.history_[-1]["primal"], rel=1e-9)
+        # the duals came back to the client's state: a warm start goes on from them
+        first = h[-1]["dual"]
+        remote.set_params(tol=1e-3)
+        _fit_more = remote.fit(X, y)
+        assert _fit_more.history_[-1]["dual"] >= first - 1e-9
+        assert _fit_more.n_iter_ > len(h)
+
+
+@pytest.mark.slow
+def test_dask_partitioned_fit_survives_a_lost_worker(caplog):
+    """A worker killed mid-fit: its partition goes back to its last copy, the
+    weights are rebuilt from the duals, and the fit ends certified."""
+    X, y = make_chain_data(60, length=6, n_labels=8, n_features=60, random_state=1)
+    reference = _fit(X, y, tol=1e-3, max_iter=2000)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client, joblib.parallel_config(backend="dask"):
+        victim = sorted(client.scheduler_info()["workers"])[0]
+        killed = []
+
+        def kill_at_round_seven(record):
+            if record["iter"] == 7 and not killed:
+                killed.append(True)
+                try:
+                    client.run(_kill_worker, workers=[victim])
+                except Exception:  # the worker's connection closes under the call
+                    pass
+            return False
+
+        with caplog.at_level("WARNING", logger="structlearn.learners._gdmm_chain_dask"):
+            model = _fit(X, y, tol=1e-3, max_iter=2000, callback=kill_at_round_seven)
+    assert killed and model.converged_
+    assert "went back to their copies" in caplog.text
+    h = model.history_
+    assert h[-1]["dual"] <= h[-1]["primal"] and h[-1]["relative_gap"] <= 1e-3
+    p_ref = reference.history_[-1]["primal"]
+    assert abs(h[-1]["primal"] - p_ref) <= 2e-3 * p_ref
+
+
+@pytest.mark.parametrize("params", [{}, {"c1": 0.05, "c2": 0.01},
+                                    {"all_possible_states": True}])
+def test_dask_crf_likelihood_on_the_workers(params):
+    """L-BFGS and OWL-QN with the likelihood summed over the workers' runs:
+    the single-process fit, to rounding."""
+    from structlearn.estimators import SequenceCRF
+
+    X, y = make_chain_data(60, length=6, n_labels=5, n_features=40, random_state=2)
+    one = SequenceCRF(max_iter=40, **params).fit(X, y)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster), joblib.parallel_config(backend="dask"):
+        remote = SequenceCRF(max_iter=40, **params).fit(X, y)
+    assert len(remote.history_) == len(one.history_)
+    assert remote.history_[-1]["objective"] == pytest.approx(one.history_[-1]["objective"],
+                                                             rel=1e-9)
+    dense = [c.toarray() if hasattr(c, "toarray") else c for c in (one.coef_, remote.coef_)]
+    np.testing.assert_allclose(*dense, atol=1e-8)
