@@ -97,7 +97,11 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         (``predict``, ``predict_topk``, ``score``, ``predict_marginals``):
         chunks of samples on joblib threads (any joblib back-end through
         ``joblib.parallel_config``, e.g. ``"dask"``); ``None`` means 1, ``-1``
-        all CPUs.  Results do not depend on it.
+        all CPUs.  Results do not depend on it.  Inside
+        ``joblib.parallel_config(backend="dask")`` the likelihood of ``fit``
+        runs on the ``dask.distributed`` workers instead: the sequences are
+        cut into one run per worker, sent once, and every evaluation sums the
+        runs' values and gradients (the same fit to rounding).
 
     Attributes
     ----------
