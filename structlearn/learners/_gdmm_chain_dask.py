@@ -11,19 +11,12 @@ losses of its sequences (loss-augmented Viterbi), the repaired edge duals'
 correction of the transition table and the duals' linear term; ``W`` and
 ``v`` are rebuilt from the partitions' duals for each certificate.
 
-Faults.  After the first round and every ``CHECKPOINT_EVERY`` rounds each
-partition is copied, and the copies are replicated to two workers.  When a
-round loses a partition (its worker died, or its task failed), the
-partition goes back to its last copy (its duals and multipliers lose the
-rounds since), ``W`` and ``v`` are rebuilt from every partition's duals,
-and the fit goes on: the duals stay feasible, so the certificate stays
-valid.  A partition whose copies are all lost ends the fit with a
-``RuntimeError`` naming it.
+Faults: see :mod:`._dask_partitions` (a lost partition goes back to its
+last copy, its duals and multipliers losing the rounds since; ``W`` and
+``v`` are then rebuilt from every partition's duals, so the certificate
+stays valid).
 """
 
-import copy
-import logging
-import operator
 import time
 
 import numpy as np
@@ -33,40 +26,11 @@ from ._chains import TrainingChains
 from ._gdmm_chain_kernels import (ChainWeights, gdmm_chain_dual, transitions_from_duals,
                                   weights_from_duals)
 from ._gdmm_chain_partitions import build_partitions
+from ._dask_partitions import DaskPartitions
 from ._gdmm_chain_visits import grown
 
-__all__ = ["CHECKPOINT_EVERY", "DaskChainPartitions", "RemotePartition"]
+__all__ = ["DaskChainPartitions", "RemotePartition"]
 
-logger = logging.getLogger(__name__)
-
-# rounds between the partitions' replicated copies (the rounds a lost
-# partition's duals fall back by at most)
-CHECKPOINT_EVERY = 5
-# rounds in a row that may lose a partition before the fit gives up
-MAX_FAILED_ROUNDS = 3
-
-
-def _lost_errors():
-    """The exceptions that mean a partition's worker or data went away (any
-    other error in a partition's task ends the fit)."""
-    from concurrent.futures import CancelledError
-
-    from distributed.client import FutureCancelledError, FuturesCancelledError
-    from distributed.comm import CommClosedError
-    from distributed.scheduler import KilledWorker
-
-    return (KilledWorker, CancelledError, FutureCancelledError, FuturesCancelledError,
-            CommClosedError, OSError)
-
-
-def _settle(futures):
-    """Wait until every future is finished, failed or lost."""
-    from distributed import wait
-
-    try:
-        wait(futures)
-    except _lost_errors():
-        pass  # the statuses say which
 
 
 class RemotePartition:
@@ -159,7 +123,7 @@ def _remote_duals(rp):
     return rp.slots, rp.pairs, rp.part.work.backoff
 
 
-class DaskChainPartitions:
+class DaskChainPartitions(DaskPartitions):
     """Rounds of partitioned GDMM passes with the partitions on dask workers.
 
     Parameters
@@ -169,93 +133,41 @@ class DaskChainPartitions:
     client : distributed.Client
     """
 
-    remote = True
-
     def __init__(self, problem, state, chain, n_parts, settings, float32, sublinear, client):
         parts, settings, tau = build_partitions(problem, state, chain, n_parts, settings,
                                                 float32, sublinear)
-        self.client = client
         self.state = state
         self.float32 = bool(float32)
         self.K = problem.n_labels
         self.rows = [part.rows for part in parts]
         self.bounds = [(part.t0, part.t1) for part in parts]
-        workers = sorted(client.scheduler_info()["workers"])
-        if not workers:
-            raise RuntimeError("the dask cluster has no workers to hold the training partitions")
-        self.futures = []
-        self.bytes_sent = self.bytes_received = 0
-        for i, part in enumerate(parts):
+        remote = []
+        for part in parts:
             first = np.searchsorted(problem.offsets, part.t0)
             stop = np.searchsorted(problem.offsets, part.t1)
             slots = type(state.slots)(*(a.copy() for a in part.slots(state)))
             pairs = type(state.pairs)(*(a.copy() for a in part.pairs(state)))
-            rp = RemotePartition(part, slots, pairs, problem.offsets[first:stop + 1] - part.t0,
-                                 settings, tau)
-            self.futures.append(client.scatter(rp, workers=[workers[i % len(workers)]],
-                                               hash=False))
-        self.checkpoints = None
-        self.rounds = self.failed_rounds = 0
-
-    @property
-    def n_parts(self):
-        return len(self.futures)
-
-    def _submit(self, func, future, arrays, *args):
-        """``func(partition, *arrays, *args)`` on the partition's worker, the
-        arrays sent there first (counted in ``bytes_sent``)."""
-        client = self.client
-        where = client.who_has([future]).get(future.key) or None
-        sent = [client.scatter(a, workers=list(where) if where else None, hash=False)
-                for a in arrays]
-        self.bytes_sent += sum(a.nbytes for a in arrays)
-        return client.submit(func, future, *sent, *args, pure=False)
-
-    def _checkpoint(self):
-        from distributed import wait
-
-        client = self.client
-        copies = [client.submit(copy.deepcopy, f, pure=False) for f in self.futures]
-        wait(copies)
-        if len(client.scheduler_info()["workers"]) > 1:
-            client.replicate(copies, n=2)
-        self.checkpoints = copies
+            remote.append(RemotePartition(part, slots, pairs,
+                                          problem.offsets[first:stop + 1] - part.t0,
+                                          settings, tau))
+        super().__init__(client, remote)
 
     def round(self, rng, eta, stats):
         """One round (see :meth:`._gdmm_chain_partitions.ChainPartitions.round`);
         returns ``(res2, local_time, merge_time, active)`` (NaN for the
         residual and the active sets of a round that lost a partition)."""
-        client = self.client
         seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_parts)
         state = self.state
         v = np.ascontiguousarray(state.v).ravel().copy()
-        self._ensure_partitions()
+        # float32 copies get float32 rows (the cast the gather would make)
+        dtype = np.float32 if self.float32 else np.float64
         t0 = time.perf_counter()
-        new = []
-        try:
-            # float32 copies get float32 rows (the cast the gather would make)
-            dtype = np.float32 if self.float32 else np.float64
-            calls = [self._submit(_remote_round, f, (state.W[rows].astype(dtype), v),
-                                  int(seed), float(eta))
-                     for f, rows, seed in zip(self.futures, self.rows, seeds)]
-            new = [client.submit(operator.getitem, c, 0, pure=False) for c in calls]
-            results = client.gather([client.submit(operator.getitem, c, 1, pure=False)
-                                     for c in calls])
-        except _lost_errors() as exc:
-            t1 = time.perf_counter()
-            self.failed_rounds += 1
-            if self.failed_rounds > MAX_FAILED_ROUNDS:
-                raise RuntimeError(f"a training partition was lost in {self.failed_rounds} "
-                                   f"rounds in a row: {exc!r}") from exc
-            if len(new) == self.n_parts:  # the partitions whose round went through go on
-                self.futures = [n if n.status == "finished" else f
-                                for n, f in zip(new, self.futures)]
-            self._ensure_partitions(force_rebuild=True)
-            return np.nan, t1 - t0, time.perf_counter() - t1, np.nan
+        results = self.run_round(_remote_round,
+                                 [(state.W[rows].astype(dtype), v) for rows in self.rows],
+                                 [(int(seed), float(eta)) for seed in seeds])
         t1 = time.perf_counter()
-        self.rounds += 1
-        self.futures = new
-        self.failed_rounds = 0
+        if results is None:
+            return np.nan, t1 - t0, time.perf_counter() - t1, np.nan
         res2 = 0.0
         active = 0
         for rows, (moves, dv, r2, st, act) in zip(self.rows, results):
@@ -266,40 +178,15 @@ class DaskChainPartitions:
             active += act
             stats += st
         state.v[...] = v.reshape(state.v.shape)
-        if self.checkpoints is None or self.rounds % CHECKPOINT_EVERY == 0:
-            self._checkpoint()
         return res2, t1 - t0, time.perf_counter() - t1, active
-
-    def _ensure_partitions(self, force_rebuild=False):
-        """Partitions whose data went away go back to their last copies;
-        then (or with ``force_rebuild``) ``W`` and ``v`` are rebuilt from
-        every partition's duals."""
-        _settle(self.futures)
-        lost = [p for p, f in enumerate(self.futures) if f.status != "finished"]
-        if lost:
-            if self.checkpoints is None:
-                raise RuntimeError(f"training partition {lost[0]} was lost before its first "
-                                   "copy was made")
-            for p in lost:
-                self.futures[p] = self.client.submit(copy.deepcopy, self.checkpoints[p],
-                                                     pure=False)
-            _settle(self.futures)
-            for p in lost:
-                if self.futures[p].status != "finished":
-                    raise RuntimeError(f"training partition {p} and its copies were lost")
-            logger.warning("training partitions %s were lost with their worker and went back "
-                           "to their copies (at most %d rounds old)", lost, CHECKPOINT_EVERY)
-        if lost or force_rebuild:
-            self._rebuild()
 
     def rebuild_weights(self):
         """``W`` and ``v`` from every partition's duals."""
-        self._ensure_partitions()
-        self._rebuild()
+        self.ensure()
+        self.rebuild()
 
-    def _rebuild(self):
-        shares = self.client.gather([self.client.submit(_remote_weights, f, pure=False)
-                                     for f in self.futures])
+    def rebuild(self):
+        shares = self.map(_remote_weights)
         state = self.state
         state.W[...] = 0.0
         v = np.zeros(self.K * self.K)
@@ -311,12 +198,10 @@ class DaskChainPartitions:
 
     def certificate(self, C):
         """``(primal, dual)`` from the partitions' parts at the current weights."""
-        self._ensure_partitions()
         state = self.state
         v = np.ascontiguousarray(state.v).ravel()
-        parts = self.client.gather([self._submit(_remote_certificate, f, (state.W[rows], v),
-                                                 float(C))
-                                    for f, rows in zip(self.futures, self.rows)])
+        parts = self.map(_remote_certificate, [(state.W[rows], v) for rows in self.rows],
+                         [(float(C),)] * self.n_parts)
         wsq = float(np.einsum("ij,ij->", state.W, state.W))
         vfeas = v.copy()
         hinge = lin = 0.0
@@ -331,9 +216,7 @@ class DaskChainPartitions:
     def close(self):
         """Bring the partitions' duals, multipliers and back-off into the state."""
         state = self.state
-        self._ensure_partitions()
-        duals = self.client.gather([self.client.submit(_remote_duals, f, pure=False)
-                                    for f in self.futures])
+        duals = self.map(_remote_duals)
         A = max(s.labels.shape[1] for s, _, _ in duals)
         B = max(p.left_label.shape[1] for _, p, _ in duals)
         while state.slots.labels.shape[1] < A or state.pairs.left_label.shape[1] < B:
@@ -356,5 +239,4 @@ class DaskChainPartitions:
             N = state.slots.count.shape[0]
             state.backoff[:, t0:t1] = backoff[:, :n]
             state.backoff[:, N + t0:N + t1] = backoff[:, n:]
-        self.futures = []
-        self.checkpoints = None
+        self.release()

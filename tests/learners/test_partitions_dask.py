@@ -73,7 +73,7 @@ def test_dask_partitioned_fit_survives_a_lost_worker(caplog):
                     pass
             return False
 
-        with caplog.at_level("WARNING", logger="structlearn.learners._gdmm_chain_dask"):
+        with caplog.at_level("WARNING", logger="structlearn.learners._dask_partitions"):
             model = _fit(X, y, tol=1e-3, max_iter=2000, callback=kill_at_round_seven)
     assert killed and model.converged_
     assert "went back to their copies" in caplog.text

@@ -1,0 +1,168 @@
+"""Training partitions held on ``dask.distributed`` workers: the machinery the
+learners share (placement, sending arrays next to a partition, rounds that
+may lose a worker, replicated copies, recovery).
+
+A partition is a Python object that lives on a worker for the whole fit.  A
+round submits one task per partition that updates it and returns ``(the
+partition, its result)``; the partition's next state is the task's first
+item (a new key, wherever dask keeps it).  After the first round and every
+``CHECKPOINT_EVERY`` rounds each partition is deep-copied and the copy
+replicated to two workers.  A partition lost with its worker (or whose task
+was lost) goes back to its copy; the learner then rebuilds its weights from
+every partition's duals (:meth:`DaskPartitions.rebuild`), which keeps its
+certificate valid.  A partition whose copies are gone too, or rounds that
+lose partitions ``MAX_FAILED_ROUNDS + 1`` times in a row, end the fit with
+a ``RuntimeError`` naming the partition; any other error in a task is
+raised as it is.
+"""
+
+import copy
+import logging
+import operator
+
+__all__ = ["CHECKPOINT_EVERY", "DaskPartitions", "MAX_FAILED_ROUNDS"]
+
+logger = logging.getLogger(__name__)
+
+# rounds between the partitions' replicated copies (the rounds a lost
+# partition's duals fall back by at most)
+CHECKPOINT_EVERY = 5
+# rounds in a row that may lose a partition before the fit gives up
+MAX_FAILED_ROUNDS = 3
+
+
+def lost_errors():
+    """The exceptions that mean a partition's worker or data went away."""
+    from concurrent.futures import CancelledError
+
+    from distributed.client import FutureCancelledError, FuturesCancelledError
+    from distributed.comm import CommClosedError
+    from distributed.scheduler import KilledWorker
+
+    return (KilledWorker, CancelledError, FutureCancelledError, FuturesCancelledError,
+            CommClosedError, OSError)
+
+
+def _settle(futures):
+    """Wait until every future is finished, failed or lost."""
+    from distributed import wait
+
+    try:
+        wait(futures)
+    except lost_errors():
+        pass  # the statuses say which
+
+
+class DaskPartitions:
+    """Partitions on the workers of ``client``; subclasses define :meth:`rebuild`.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    partitions : list
+        The partition objects (sent to the workers in turn).
+    """
+
+    remote = True
+
+    def __init__(self, client, partitions):
+        workers = sorted(client.scheduler_info()["workers"])
+        if not workers:
+            raise RuntimeError("the dask cluster has no workers to hold the training partitions")
+        self.client = client
+        self.futures = [client.scatter(part, workers=[workers[i % len(workers)]], hash=False)
+                        for i, part in enumerate(partitions)]
+        self.checkpoints = None
+        self.rounds = self.failed_rounds = 0
+        self.bytes_sent = self.bytes_received = 0
+
+    @property
+    def n_parts(self):
+        return len(self.futures)
+
+    def submit(self, func, future, arrays, *args):
+        """``func(partition, *arrays, *args)`` next to the partition, the
+        arrays sent to its worker first (counted in ``bytes_sent``)."""
+        client = self.client
+        where = client.who_has([future]).get(future.key) or None
+        sent = [client.scatter(a, workers=list(where) if where else None, hash=False)
+                for a in arrays]
+        self.bytes_sent += sum(a.nbytes for a in arrays)
+        return client.submit(func, future, *sent, *args, pure=False)
+
+    def run_round(self, func, arrays, args):
+        """One task per partition: ``func(partition, *arrays[p], *args[p])``
+        returning ``(partition, result)``.  Returns the results in partition
+        order, or None when the round lost a partition (the lost ones are
+        then back at their copies and the weights rebuilt)."""
+        client = self.client
+        self.ensure()
+        new = []
+        try:
+            calls = [self.submit(func, f, a, *x) for f, a, x in zip(self.futures, arrays, args)]
+            new = [client.submit(operator.getitem, c, 0, pure=False) for c in calls]
+            results = client.gather([client.submit(operator.getitem, c, 1, pure=False)
+                                     for c in calls])
+        except lost_errors() as exc:
+            self.failed_rounds += 1
+            if self.failed_rounds > MAX_FAILED_ROUNDS:
+                raise RuntimeError(f"a training partition was lost in {self.failed_rounds} "
+                                   f"rounds in a row: {exc!r}") from exc
+            if len(new) == self.n_parts:  # the partitions whose round went through go on
+                self.futures = [n if n.status == "finished" else f
+                                for n, f in zip(new, self.futures)]
+            self.ensure(force_rebuild=True)
+            return None
+        self.rounds += 1
+        self.futures = new
+        self.failed_rounds = 0
+        if self.checkpoints is None or self.rounds % CHECKPOINT_EVERY == 0:
+            self._checkpoint()
+        return results
+
+    def map(self, func, arrays=None, args=None):
+        """``[func(partition, *arrays[p], *args[p])]`` gathered (read-only calls)."""
+        self.ensure()
+        arrays = arrays or [()] * self.n_parts
+        args = args or [()] * self.n_parts
+        return self.client.gather([self.submit(func, f, a, *x)
+                                   for f, a, x in zip(self.futures, arrays, args)])
+
+    def _checkpoint(self):
+        from distributed import wait
+
+        client = self.client
+        copies = [client.submit(copy.deepcopy, f, pure=False) for f in self.futures]
+        wait(copies)
+        if len(client.scheduler_info()["workers"]) > 1:
+            client.replicate(copies, n=2)
+        self.checkpoints = copies
+
+    def ensure(self, force_rebuild=False):
+        """Partitions whose data went away go back to their last copies;
+        then (or with ``force_rebuild``) the weights are rebuilt."""
+        _settle(self.futures)
+        lost = [p for p, f in enumerate(self.futures) if f.status != "finished"]
+        if lost:
+            if self.checkpoints is None:
+                raise RuntimeError(f"training partition {lost[0]} was lost before its first "
+                                   "copy was made")
+            for p in lost:
+                self.futures[p] = self.client.submit(copy.deepcopy, self.checkpoints[p],
+                                                     pure=False)
+            _settle(self.futures)
+            for p in lost:
+                if self.futures[p].status != "finished":
+                    raise RuntimeError(f"training partition {p} and its copies were lost")
+            logger.warning("training partitions %s were lost with their worker and went back "
+                           "to their copies (at most %d rounds old)", lost, CHECKPOINT_EVERY)
+        if lost or force_rebuild:
+            self.rebuild()
+
+    def rebuild(self):
+        """Rebuild the weights from every partition's duals (the learner's)."""
+        raise NotImplementedError
+
+    def release(self):
+        self.futures = []
+        self.checkpoints = None
