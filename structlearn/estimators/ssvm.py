@@ -628,7 +628,11 @@ default="auto"
         of the weight rows its features use and of the pair weights,
         merged after each pass (as in :class:`SequenceSSVM`; the progress
         records between blocks are then not made).  The result depends on
-        ``random_state`` and ``P``, not on ``n_jobs``.  Where the samples
+        ``random_state`` and ``P``, not on ``n_jobs``.  Inside
+        ``joblib.parallel_config(backend="dask")`` the partitions live on the
+        ``dask.distributed`` workers, as in :class:`SequenceSSVM` (the
+        exact unrelaxed objective ``primal_exact`` of loopy edge sets is then
+        not computed).  Where the samples
         share most features the damping costs many passes (bibtex: 543
         rounds against 21 passes, BENCHMARKS.md).
     check_every : int or "auto", default="auto"

@@ -29,7 +29,7 @@ from ._multilabel_kernels import SampleFeatures
 from ._partitions import (PartitionThreads, feature_sigmas, local_features, n_threads,
                           split_by_weight)
 
-__all__ = ["MultilabelPartitions"]
+__all__ = ["MultilabelPartitions", "build_partitions"]
 
 
 class _Partition:
@@ -45,6 +45,62 @@ class _Partition:
         self.row_sigma = sigma[self.rows][:, None]
         self.W = np.zeros((self.rows.shape[0], problem.Y.shape[1]))
         self.stats = np.zeros(2, dtype=np.int64)
+
+    def local_pass(self, W, rows, Pw, A, tmask, settings, seed, eta, deadline, n_blocks):
+        """The partition's pass over its samples (in ``n_blocks`` blocks, the
+        positive pair weights re-sorted between them; stopping between
+        blocks once ``perf_counter()`` passes ``deadline``) and multiplier
+        step, against the weight rows ``W[rows]`` and the pair weights
+        ``Pw``.  ``A``, ``tmask``: the partition's rows of the unigram duals
+        and active flags; ``settings``: ``(edges, C, rho, rounds, P)``.
+        Leaves the undamped moves of the rows in ``self.W`` and of the pair
+        weights in ``self.Pw``; returns ``(res2, finished)``."""
+        edges, C, rho, rounds, P = settings
+        E, n_edges, nbr_ptr, nbr, edge_list, pids = edges
+        n = self.s1 - self.s0
+        order = np.random.RandomState(seed).permutation(n).astype(np.int64)
+        gather_rows(W, rows, self.W)
+        self.Pw[:] = Pw
+        self.stats[:] = 0
+        block_ends = np.unique(np.linspace(0, n, n_blocks + 1).astype(np.int64))[1:]
+        pos = 0
+        for stop_at in block_ends:
+            while pos < stop_at:
+                up = _positive_edges(edge_list, pids, self.Pw)
+                pos, need = gdmm_multilabel_pass(
+                    self.samples, LabelEdges(E, n_edges, nbr_ptr, nbr, *up),
+                    MultilabelDuals(self.W, self.Pw, A, tmask), self.pool, order[:stop_at], pos,
+                    C, rho, rounds, self.stats, self.step_data, float(P))
+                if need:
+                    self.pool = compacted_pool(self.pool, need)
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+        res2 = gdmm_multilabel_multipliers(self.samples.Y, A, C, eta, tmask, self.pool)
+        self.W -= W[rows]  # the moves, undamped, read against the start
+        self.W /= self.row_sigma
+        self.Pw -= Pw
+        self.Pw /= P
+        return res2, pos >= n
+
+
+def build_partitions(problem, state, n_parts, edges, C, rho, rounds):
+    """The partitions of a multilabel problem (runs of samples of about equal
+    non-zeros, each with its pool split from ``state.pool`` and a copy of
+    the pair weights) and the local passes' settings ``(edges, C, rho,
+    rounds, P)``."""
+    nnz = np.diff(problem.indptr) + 1
+    bounds = split_by_weight(nnz, n_parts)
+    sigma = feature_sigmas(problem.indices, problem.indptr, bounds, problem.n_features)
+    x = problem.data
+    sample_of = np.repeat(np.arange(problem.Y.shape[0]), np.diff(problem.indptr))
+    xnorm_sigma = np.bincount(sample_of, weights=x * x * sigma[problem.indices],
+                              minlength=problem.Y.shape[0])
+    parts = [_Partition(problem, xnorm_sigma, s0, s1, sigma)
+             for s0, s1 in zip(bounds[:-1], bounds[1:])]
+    for part in parts:
+        part.pool = sub_pool(state.pool, part.s0, part.s1)
+        part.Pw = state.Pw.copy()
+    return parts, (edges, float(C), float(rho), int(rounds), len(parts))
 
 
 class MultilabelPartitions:
@@ -66,22 +122,12 @@ class MultilabelPartitions:
         Threads running the partitions (at most one per partition).
     """
 
+    remote = False
+
     def __init__(self, problem, state, n_parts, edges, C, rho, rounds, n_jobs):
-        nnz = np.diff(problem.indptr) + 1
-        bounds = split_by_weight(nnz, n_parts)
-        sigma = feature_sigmas(problem.indices, problem.indptr, bounds, problem.n_features)
-        x = problem.data
-        sample_of = np.repeat(np.arange(problem.Y.shape[0]), np.diff(problem.indptr))
-        xnorm_sigma = np.bincount(sample_of, weights=x * x * sigma[problem.indices],
-                                  minlength=problem.Y.shape[0])
         self.state = state
-        self.edges = edges
-        self.C, self.rho, self.rounds = float(C), float(rho), int(rounds)
-        self.parts = [_Partition(problem, xnorm_sigma, s0, s1, sigma)
-                      for s0, s1 in zip(bounds[:-1], bounds[1:])]
-        for part in self.parts:
-            part.pool = sub_pool(state.pool, part.s0, part.s1)
-            part.Pw = state.Pw.copy()
+        self.parts, self.settings = build_partitions(problem, state, n_parts, edges, C, rho,
+                                                     rounds)
         self.pool_current = True  # the state's pool holds the partitions' pairs
         self.threads = PartitionThreads(n_threads(n_jobs, len(self.parts)))
 
@@ -90,33 +136,10 @@ class MultilabelPartitions:
         return len(self.parts)
 
     def _local_pass(self, part, seed, eta, deadline, n_blocks):
-        """The partition's pass (stopping between blocks once ``deadline``
-        has passed) and multiplier step; returns ``(res2, finished)``."""
         state = self.state
-        E, n_edges, nbr_ptr, nbr, edge_list, pids = self.edges
-        n = part.s1 - part.s0
-        order = np.random.RandomState(seed).permutation(n).astype(np.int64)
-        gather_rows(state.W, part.rows, part.W)
-        part.Pw[:] = state.Pw
-        part.stats[:] = 0
-        A = state.A[part.s0:part.s1]
-        tmask = state.tmask[part.s0:part.s1]
-        block_ends = np.unique(np.linspace(0, n, n_blocks + 1).astype(np.int64))[1:]
-        pos = 0
-        for stop_at in block_ends:
-            while pos < stop_at:
-                up = _positive_edges(edge_list, pids, part.Pw)
-                pos, need = gdmm_multilabel_pass(
-                    part.samples, LabelEdges(E, n_edges, nbr_ptr, nbr, *up),
-                    MultilabelDuals(part.W, part.Pw, A, tmask), part.pool, order[:stop_at], pos,
-                    self.C, self.rho, self.rounds, part.stats, part.step_data,
-                    float(self.n_parts))
-                if need:
-                    part.pool = compacted_pool(part.pool, need)
-            if deadline is not None and time.perf_counter() >= deadline:
-                break
-        res2 = gdmm_multilabel_multipliers(part.samples.Y, A, self.C, eta, tmask, part.pool)
-        return res2, pos >= n
+        return part.local_pass(state.W, part.rows, state.Pw, state.A[part.s0:part.s1],
+                               state.tmask[part.s0:part.s1], self.settings, seed, eta,
+                               deadline, n_blocks)
 
     def round(self, rng, eta, stats, deadline, n_blocks):
         """One round: local passes and multiplier steps, then the merge.
@@ -135,14 +158,10 @@ class MultilabelPartitions:
                                [deadline] * P, [n_blocks] * P)
         t1 = time.perf_counter()
         state = self.state
-        for part in self.parts:  # the moves, undamped, read against the start
-            stats += part.stats
-            part.W -= state.W[part.rows]
-            part.W /= part.row_sigma
-            part.Pw -= state.Pw
         for part in self.parts:
+            stats += part.stats
             state.W[part.rows] += part.W
-            state.Pw += part.Pw / P
+            state.Pw += part.Pw
         self.pool_current = False
         return (float(sum(r for r, _ in out)), all(f for _, f in out), t1 - t0,
                 time.perf_counter() - t1)

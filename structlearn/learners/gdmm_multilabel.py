@@ -75,7 +75,7 @@ from ._gdmm_multilabel_partitions import MultilabelPartitions
 from ._gdmm_multilabel_storage import (INITIAL_PAIRS, _positive_edges, compacted_pool,
                                        edge_pair_ids, new_pair_pool)
 from ._multilabel_kernels import SampleFeatures, multilabel_primal
-from ._partitions import check_training_partitions
+from ._partitions import active_dask_client, check_training_partitions
 from ._ssvm_common import HistoryMonitor, check_schedule, sq_norm, warn_not_converged
 
 __all__ = ["GDMMMultilabelState", "fit_gdmm_multilabel", "is_forest_mask"]
@@ -315,9 +315,16 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
     n_parts = check_training_partitions(training_partitions, n, "samples")
     partitions = None
     if n_parts > 1:
-        partitions = MultilabelPartitions(problem, state, n_parts,
-                                          (E, ne, nbr_ptr, nbr, edges, pids), C, rho, rounds,
-                                          n_jobs)
+        client = active_dask_client()
+        edge_data = (E, ne, nbr_ptr, nbr, edges, pids)
+        if client is None:
+            partitions = MultilabelPartitions(problem, state, n_parts, edge_data, C, rho,
+                                              rounds, n_jobs)
+        else:
+            from ._gdmm_multilabel_dask import DaskMultilabelPartitions
+
+            partitions = DaskMultilabelPartitions(problem, state, n_parts, edge_data, C, rho,
+                                                  rounds, cert.forest, client)
     deadline = None if max_time is None else monitor.start + max_time
     converged = False
     rel_gap = np.inf
@@ -333,14 +340,15 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
                     (float(C), float(rho), int(rounds)), stats, monitor, deadline)
                 res2 = gdmm_multilabel_multipliers(Y, state.A, float(C), float(eta),
                                                    state.tmask, state.pool)
-                n_pairs = state.pool.count.sum()
             else:
                 res2, finished, local_time, merge_time = partitions.round(
                     rng, eta, stats, deadline, _BLOCKS_PER_PASS)
                 out_of_time, asked_to_stop = not finished, False
-                n_pairs = sum(part.pool.count.sum() for part in partitions.parts)
                 extra = dict(partitions=partitions.n_parts, local_time=local_time,
                              merge_time=merge_time)
+                if partitions.remote:
+                    extra.update(bytes_sent=partitions.bytes_sent,
+                                 bytes_received=partitions.bytes_received)
             pass_time = time.perf_counter() - t0
             state.n_iter += 1
             timed_out = (deadline is not None and time.perf_counter() >= deadline
@@ -348,10 +356,19 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
             checking = schedule.due(it + 1, max_iter) or timed_out
             primal = dual = exact = np.nan
             if checking:
-                if partitions is not None:
-                    partitions.sync_pool()
-                primal, dual, exact = cert.evaluate(state)
-            active = (state.tmask.sum() + n_pairs) / max(n, 1)
+                if partitions is not None and partitions.remote:
+                    primal, dual, exact = partitions.certificate(cert)
+                else:
+                    if partitions is not None:
+                        partitions.sync_pool()
+                    primal, dual, exact = cert.evaluate(state)
+            if partitions is None:
+                active = (state.tmask.sum() + state.pool.count.sum()) / max(n, 1)
+            elif partitions.remote:
+                active = partitions.active / max(n, 1)
+            else:
+                active = (state.tmask.sum()
+                          + sum(part.pool.count.sum() for part in partitions.parts)) / max(n, 1)
             stop = monitor.record(state.n_iter, primal, dual, float(np.sqrt(res2)),
                                   float(active), stats[0], pass_time, primal_exact=exact,
                                   overflow=int(stats[1]), checked=bool(checking),

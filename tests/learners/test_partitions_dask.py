@@ -101,3 +101,31 @@ def test_dask_crf_likelihood_on_the_workers(params):
                                                              rel=1e-9)
     dense = [c.toarray() if hasattr(c, "toarray") else c for c in (one.coef_, remote.coef_)]
     np.testing.assert_allclose(*dense, atol=1e-8)
+
+
+@pytest.mark.parametrize("pairwise", ["full", "tree"])  # the LP bound / exact forest hinges
+def test_dask_multilabel_partitions_give_the_threads_model(pairwise):
+    from structlearn.estimators import MultiLabelSSVM
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(80, 10)
+    Y = (X @ rng.randn(10, 5) + 0.5 * rng.randn(80, 5) > 0.3).astype(int)
+    params = dict(C=0.1, tol=0.01, max_iter=300, random_state=0, training_partitions=2,
+                  pairwise=pairwise)
+    threads = MultiLabelSSVM(**params).fit(X, Y)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster), joblib.parallel_config(backend="dask"):
+        remote = MultiLabelSSVM(warm_start=True, **params).fit(X, Y)
+        h = remote.history_
+        assert len(h) == len(threads.history_) and h[-1]["bytes_sent"] > 0
+        np.testing.assert_allclose(remote.coef_, threads.coef_, atol=1e-12)
+        np.testing.assert_allclose(remote.pairwise_coef_, threads.pairwise_coef_, atol=1e-12)
+        assert h[-1]["primal"] == pytest.approx(threads.history_[-1]["primal"], rel=1e-12)
+        assert h[-1]["dual"] == pytest.approx(threads.history_[-1]["dual"], rel=1e-9)
+        # the duals and pools came back to the client's state: a warm start goes on
+        state = remote._solver_state
+        np.testing.assert_allclose(state.W[:10], X.T @ state.A, atol=1e-10)
+        remote.set_params(tol=1e-3)
+        remote.fit(X, Y)
+        assert remote.n_iter_ > len(h) and remote.history_[-1]["dual"] >= h[-1]["dual"] - 1e-9
