@@ -19,11 +19,15 @@ Sections:
   200 labels, 16,000 sparse features), so the result is not one data set's.
 * ``lookalike2``: another size (3,000 sequences of 12 tokens, 50 labels,
   5,000 features, 15 a token).
-* ``cluster``, ``cluster-porttinari`` (not run by default): the look-alike /
-  Porttinari fit in one process, with two partitions on threads and with two
-  partitions on a ``LocalCluster`` of two worker processes
-  (``joblib.parallel_config(backend="dask")``): time, passes, certified gap,
-  primal value, and the megabytes sent to and received from the workers.
+* ``cluster``, ``cluster-porttinari``, ``cluster-bibtex`` (not run by
+  default): the look-alike / Porttinari / bibtex fit in one process, with two
+  partitions on threads and with two partitions on a ``LocalCluster`` of two
+  worker processes (``joblib.parallel_config(backend="dask")``): time,
+  passes, certified gap, primal value, and the megabytes sent to and
+  received from the workers.
+* ``cluster-crf`` (not run by default): ``SequenceCRF(max_iter=100)`` on
+  Porttinari UPOS+FEATS in one process and with its likelihood on the
+  workers: time, iterations, final objective and their relative difference.
 
 Usage::
 
@@ -142,6 +146,38 @@ def _run_cluster(name, make, data):
                   f"{h[-1]['primal']:.4f} | {model.score(Xte, yte):.4f} | {mb} |", flush=True)
 
 
+def _run_crf_cluster(data, max_iter=100):
+    """SequenceCRF (L-BFGS, c2 = 1) in one process and with its likelihood on a
+    LocalCluster of 2 worker processes: time, iterations, final objective."""
+    import joblib
+    from distributed import Client, LocalCluster
+
+    from structlearn.estimators import SequenceCRF
+
+    X, y, Xte, yte = data
+    print("\n## SequenceCRF(max_iter=100) on Porttinari UPOS+FEATS: one process against "
+          "the likelihood on a LocalCluster of 2 worker processes\n")
+    print("| where | fit s | iterations | final objective | held-out score |")
+    print("|---|---:|---:|---:|---:|")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster):
+        objectives = []
+        for label, remote in (("one process", False), ("dask workers", True)):
+            model = SequenceCRF(max_iter=max_iter)
+            backend = joblib.parallel_config(backend="dask" if remote else "threading")
+            with warnings.catch_warnings(), backend:
+                warnings.simplefilter("ignore")
+                t0 = time.perf_counter()
+                model.fit(X, y)
+                t = time.perf_counter() - t0
+            h = model.history_
+            objectives.append(h[-1]["objective"])
+            print(f"| {label} | {t:.2f} | {len(h)} | {h[-1]['objective']:.8f} | "
+                  f"{model.score(Xte, yte):.4f} |", flush=True)
+    print(f"\nrelative objective difference: "
+          f"{abs(objectives[1] - objectives[0]) / abs(objectives[0]):.2e}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sections", default="porttinari,bibtex,lookalike,lookalike2")
@@ -185,6 +221,11 @@ def main():
     if "cluster" in sections:
         _run_cluster("Look-alike chains (1,000 x 19 tokens, 200 labels, 16,000 features)",
                      chain, _lookalike())
+    if "cluster-bibtex" in sections:
+        _run_cluster("bibtex, MultiLabelSSVM(C=0.1, tol=0.01)", multilabel,
+                     _bibtex(args.bibtex))
+    if "cluster-crf" in sections:
+        _run_crf_cluster(_porttinari(args.porttinari, args.sentences))
     if "cluster-porttinari" in sections:
         _run_cluster(f"Porttinari UPOS+FEATS, {args.sentences} sentences", chain,
                      _porttinari(args.porttinari, args.sentences))

@@ -6,7 +6,9 @@ and sends each run once, as a copy of the training problem restricted to it
 (the parameter layout and the run's split token features, labels and
 offsets).  Every evaluation then sends the parameter vector to the workers
 and sums, in run order, the negative log-likelihoods and gradients they
-return; the penalty and the optimizer stay on the client.
+return; the penalty and the optimizer stay on the client.  An evaluation
+that loses a worker sends the runs anew and is repeated (the runs hold no
+state, so the fit is unchanged).
 """
 
 import copy
@@ -68,18 +70,37 @@ class RemoteLikelihood:
         if not workers:
             raise RuntimeError("the dask cluster has no workers to hold the likelihood's parts")
         self.client = client
-        bounds = chunk_bounds(np.diff(prob.offsets), len(workers))
-        self.parts = [client.scatter(sub_problem(prob, a, b), workers=[workers[i]], hash=False)
-                      for i, (a, b) in enumerate(zip(bounds[:-1].tolist(),
-                                                     bounds[1:].tolist()))]
+        self.prob = prob
+        self.bounds = chunk_bounds(np.diff(prob.offsets), len(workers))
         self.bytes_sent = self.bytes_received = 0
+        self._send_parts()
+
+    def _send_parts(self):
+        """Send each run to a worker (again after a worker was lost: the runs
+        are data, so a lost one is sent anew and the evaluation repeated)."""
+        client = self.client
+        workers = sorted(client.scheduler_info()["workers"])
+        b = self.bounds
+        self.parts = [client.scatter(sub_problem(self.prob, int(b[i]), int(b[i + 1])),
+                                     workers=[workers[i % len(workers)]], hash=False)
+                      for i in range(len(b) - 1)]
 
     def nll_grad(self, w, g):
         """Summed negative log-likelihood; its gradient into ``g``."""
+        from ._dask_partitions import MAX_FAILED_ROUNDS, lost_errors
+
         client = self.client
-        w_remote = client.scatter(w, broadcast=True, hash=False)
-        outs = client.gather([client.submit(_remote_nll_grad, part, w_remote, pure=False)
-                              for part in self.parts])
+        for attempt in range(MAX_FAILED_ROUNDS + 1):
+            try:
+                w_remote = client.scatter(w, broadcast=True, hash=False)
+                outs = client.gather([client.submit(_remote_nll_grad, part, w_remote,
+                                                    pure=False)
+                                      for part in self.parts])
+                break
+            except lost_errors():
+                if attempt == MAX_FAILED_ROUNDS:
+                    raise
+                self._send_parts()
         self.bytes_sent += w.nbytes * len(self.parts)
         self.bytes_received += sum(out[1].nbytes for out in outs)
         g[:] = outs[0][1]

@@ -129,3 +129,37 @@ def test_dask_multilabel_partitions_give_the_threads_model(pairwise):
         remote.set_params(tol=1e-3)
         remote.fit(X, Y)
         assert remote.n_iter_ > len(h) and remote.history_[-1]["dual"] >= h[-1]["dual"] - 1e-9
+
+
+@pytest.mark.slow
+def test_dask_crf_likelihood_survives_a_lost_worker():
+    """An evaluation after a worker was lost sends the runs anew: the same
+    value and gradient."""
+    import scipy.sparse as sp
+
+    from structlearn.learners._chain_crf_dask import RemoteLikelihood
+    from structlearn.learners.chain_crf import _training_problem
+
+    X, y = make_chain_data(40, length=5, n_labels=4, n_features=20, random_state=3)
+    Xcat = sp.vstack([sp.csr_matrix(x) for x in X]).tocsr()
+    offsets = np.concatenate([[0], np.cumsum([len(t) for t in y])]).astype(np.int64)
+    codes = np.concatenate(y).astype(np.int64)
+    prob = _training_problem(Xcat, offsets, codes, 4, 0.1, True, True, "auto")
+    w = np.random.RandomState(0).randn(prob.n_params) * 0.1
+    g_local = np.empty_like(w)
+    nll_local = prob._nll_grad(w, g_local)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        remote = RemoteLikelihood(prob, client)
+        g = np.empty_like(w)
+        first = remote.nll_grad(w, g)
+        try:
+            client.run(_kill_worker, workers=[sorted(client.scheduler_info()["workers"])[0]])
+        except Exception:  # the worker's connection closes under the call
+            pass
+        g2 = np.empty_like(w)
+        second = remote.nll_grad(w, g2)
+    assert first == pytest.approx(nll_local, rel=1e-12) and second == first
+    np.testing.assert_array_equal(g, g2)
+    np.testing.assert_allclose(g, g_local, atol=1e-10)
