@@ -126,7 +126,7 @@ def _run_cluster(name, make, data):
           "| MB sent / received |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster):
+                      dashboard_address=":0") as cluster, Client(cluster):
         runs = (("one process, n_jobs=1", 1, None, False),
                 ("threads, n_jobs=2, P=2", 2, 2, False),
                 ("dask workers, P=2", None, 2, True))
@@ -160,7 +160,7 @@ def _run_crf_cluster(data, max_iter=100):
     print("| where | fit s | iterations | final objective | held-out score |")
     print("|---|---:|---:|---:|---:|")
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster):
+                      dashboard_address=":0") as cluster, Client(cluster):
         objectives = []
         for label, remote in (("one process", False), ("dask workers", True)):
             model = SequenceCRF(max_iter=max_iter)

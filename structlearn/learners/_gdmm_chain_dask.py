@@ -222,19 +222,10 @@ class DaskChainPartitions(DaskPartitions):
         while state.slots.labels.shape[1] < A or state.pairs.left_label.shape[1] < B:
             state.grow(self.K, state.slots.labels.shape[1] < A,
                        state.pairs.left_label.shape[1] < B)
-        for (t0, t1), (slots, pairs, backoff), rows in zip(self.bounds, duals, self.rows):
-            for dst, src in zip(state.slots, slots):
-                dst[t0:t1, ...] = 0
-                if src.ndim == 2:
-                    dst[t0:t1, :src.shape[1]] = src
-                else:
-                    dst[t0:t1] = src
-            for dst, src in zip(state.pairs, pairs):
-                dst[t0:t1, ...] = 0
-                if src.ndim == 2:
-                    dst[t0:t1, :src.shape[1]] = src
-                else:
-                    dst[t0:t1] = src
+        for (t0, t1), (slots, pairs, backoff) in zip(self.bounds, duals):
+            for dst, src in zip((*state.slots, *state.pairs), (*slots, *pairs)):
+                dst[t0:t1] = 0  # the partition's lists may be narrower than the state's
+                dst[(slice(t0, t1), *(slice(0, w) for w in src.shape[1:]))] = src
             n = t1 - t0
             N = state.slots.count.shape[0]
             state.backoff[:, t0:t1] = backoff[:, :n]

@@ -31,7 +31,7 @@ import numpy as np
 from .._parallel import check_n_jobs, chunk_bounds
 
 __all__ = ["PartitionThreads", "active_dask_client", "check_training_partitions", "feature_sigmas", "local_features",
-           "n_threads", "split_by_weight"]
+           "n_threads", "round_record", "split_by_weight"]
 
 
 def check_training_partitions(n_parts, n_samples, what="samples"):
@@ -70,6 +70,16 @@ def active_dask_client():
     if type(backend).__name__ != "DaskDistributedBackend":
         return None
     return backend.client
+
+
+def round_record(partitions, local_time, merge_time):
+    """The history items of a partitioned round: ``partitions``, ``local_time``,
+    ``merge_time`` and, for partitions on dask workers, the bytes sent to and
+    received from them so far."""
+    record = dict(partitions=partitions.n_parts, local_time=local_time, merge_time=merge_time)
+    if partitions.remote:
+        record.update(bytes_sent=partitions.bytes_sent, bytes_received=partitions.bytes_received)
+    return record
 
 
 def n_threads(n_jobs, n_parts):

@@ -50,7 +50,7 @@ from ._gdmm_chain_kernels import (ChainData, ChainWeights, EdgePairs, PassSettin
                                   gdmm_chain_multipliers, gdmm_chain_pass, weights_from_duals)
 from ._gdmm_chain_partitions import ChainPartitions
 from ._gdmm_chain_visits import SequenceMajorOrder, grown, search_table
-from ._partitions import active_dask_client, check_training_partitions
+from ._partitions import active_dask_client, check_training_partitions, round_record
 from ._ssvm_common import ChainMonitor, chain_edges, check_schedule, warn_not_converged
 
 __all__ = ["GDMMChainState", "SequenceMajorOrder", "fit_gdmm_chain"]
@@ -278,11 +278,7 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
                 res2 = gdmm_chain_multipliers(chain, state.slots, float(eta))
             else:
                 res2, local_time, merge_time, remote_active = partitions.round(rng, eta, stats)
-                extra = dict(partitions=partitions.n_parts, local_time=local_time,
-                             merge_time=merge_time)
-                if partitions.remote:
-                    extra.update(bytes_sent=partitions.bytes_sent,
-                                 bytes_received=partitions.bytes_received)
+                extra = round_record(partitions, local_time, merge_time)
             pass_time = time.perf_counter() - t0
             state.n_iter += 1
             primal = dual = np.nan

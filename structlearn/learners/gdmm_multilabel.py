@@ -75,7 +75,7 @@ from ._gdmm_multilabel_partitions import MultilabelPartitions
 from ._gdmm_multilabel_storage import (INITIAL_PAIRS, _positive_edges, compacted_pool,
                                        edge_pair_ids, new_pair_pool)
 from ._multilabel_kernels import SampleFeatures, multilabel_primal
-from ._partitions import active_dask_client, check_training_partitions
+from ._partitions import active_dask_client, check_training_partitions, round_record
 from ._ssvm_common import HistoryMonitor, check_schedule, sq_norm, warn_not_converged
 
 __all__ = ["GDMMMultilabelState", "fit_gdmm_multilabel", "is_forest_mask"]
@@ -344,11 +344,7 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
                 res2, finished, local_time, merge_time = partitions.round(
                     rng, eta, stats, deadline, _BLOCKS_PER_PASS)
                 out_of_time, asked_to_stop = not finished, False
-                extra = dict(partitions=partitions.n_parts, local_time=local_time,
-                             merge_time=merge_time)
-                if partitions.remote:
-                    extra.update(bytes_sent=partitions.bytes_sent,
-                                 bytes_received=partitions.bytes_received)
+                extra = round_record(partitions, local_time, merge_time)
             pass_time = time.perf_counter() - t0
             state.n_iter += 1
             timed_out = (deadline is not None and time.perf_counter() >= deadline

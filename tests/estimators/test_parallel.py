@@ -131,7 +131,7 @@ def test_dask_local_cluster_grid_search_and_batch_prediction(chain_data):
         warnings.simplefilter("ignore", ConvergenceWarning)
         local = GridSearchCV(base, grid, cv=2, n_jobs=1).fit(X, y)
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                      dashboard_address=None) as cluster, \
+                                      dashboard_address=":0") as cluster, \
                 distributed.Client(cluster):
             with joblib.parallel_config(backend="dask"):
                 remote = GridSearchCV(base, grid, cv=2, n_jobs=-1).fit(X, y)
@@ -229,7 +229,7 @@ def test_fits_under_process_backends_equal_the_single_job_fits(chain_data, backe
     if backend == "dask":
         distributed = pytest.importorskip("distributed")
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None)
+                                           dashboard_address=":0")
         client = distributed.Client(cluster)
     try:
         with joblib.parallel_config(backend=backend):

@@ -33,7 +33,7 @@ def test_dask_partitions_give_the_threads_model(n_labels):
     X, y = make_chain_data(40, length=6, n_labels=n_labels, n_features=60, random_state=0)
     threads = _fit(X, y, n_jobs=2)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster), joblib.parallel_config(backend="dask"):
         remote = _fit(X, y, warm_start=True)
         h = remote.history_
@@ -59,7 +59,7 @@ def test_dask_partitioned_fit_survives_a_lost_worker(caplog):
     X, y = make_chain_data(60, length=6, n_labels=8, n_features=60, random_state=1)
     reference = _fit(X, y, tol=1e-3, max_iter=2000)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client, joblib.parallel_config(backend="dask"):
         victim = sorted(client.scheduler_info()["workers"])[0]
         killed = []
@@ -93,7 +93,7 @@ def test_dask_crf_likelihood_on_the_workers(params):
     X, y = make_chain_data(60, length=6, n_labels=5, n_features=40, random_state=2)
     one = SequenceCRF(max_iter=40, **params).fit(X, y)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster), joblib.parallel_config(backend="dask"):
         remote = SequenceCRF(max_iter=40, **params).fit(X, y)
     assert len(remote.history_) == len(one.history_)
@@ -114,7 +114,7 @@ def test_dask_multilabel_partitions_give_the_threads_model(pairwise):
                   pairwise=pairwise)
     threads = MultiLabelSSVM(**params).fit(X, Y)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster), joblib.parallel_config(backend="dask"):
         remote = MultiLabelSSVM(warm_start=True, **params).fit(X, Y)
         h = remote.history_
@@ -149,7 +149,7 @@ def test_dask_crf_likelihood_survives_a_lost_worker():
     g_local = np.empty_like(w)
     nll_local = prob._nll_grad(w, g_local)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         remote = RemoteLikelihood(prob, client)
         g = np.empty_like(w)
