@@ -212,9 +212,10 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         back to its copy (its duals lose at most those passes; the weights
         are rebuilt from all the duals, so the certificate stays valid).  The damping costs passes
         where the partitions' features overlap: on Porttinari UPOS+FEATS
-        two partitions need 1.75x the passes of one (1.09x the time on two
-        cores), on sparse weakly shared features 1.1x (0.77x the time)
-        (BENCHMARKS.md, "Training on several cores").
+        two partitions need 1.75x the passes of one (0.86x the time on two
+        cores, where ``n_jobs=2`` alone gives 0.73x), on sparse weakly shared
+        features 1.1-1.2x (0.68-0.72x the time) (BENCHMARKS.md, "Training on
+        several cores and on a cluster").
     warm_start : bool, default=False
         Continue from the previous solver state when ``fit`` is called again
         on the same data with the same solver (otherwise start from zero).
