@@ -82,19 +82,23 @@ class DaskPartitions:
 
     def submit(self, func, future, arrays, *args):
         """``func(partition, *arrays, *args)`` next to the partition, the
-        arrays sent to its worker first (counted in ``bytes_sent``)."""
+        arrays sent to its worker first (counted in ``bytes_sent``; None
+        passes as it is)."""
         client = self.client
         where = client.who_has([future]).get(future.key) or None
-        sent = [client.scatter(a, workers=list(where) if where else None, hash=False)
+        sent = [None if a is None else
+                client.scatter(a, workers=list(where) if where else None, hash=False)
                 for a in arrays]
-        self.bytes_sent += sum(a.nbytes for a in arrays)
+        self.bytes_sent += sum(0 if a is None else a.nbytes for a in arrays)
         return client.submit(func, future, *sent, *args, pure=False)
 
-    def run_round(self, func, arrays, args):
+    def run_round(self, func, arrays, args, counts=True):
         """One task per partition: ``func(partition, *arrays[p], *args[p])``
         returning ``(partition, result)``.  Returns the results in partition
         order, or None when the round lost a partition (the lost ones are
-        then back at their copies and the weights rebuilt)."""
+        then back at their copies and the weights rebuilt).  ``counts``
+        False: a call that updates the partitions without being a round
+        (no round counted, no copies made)."""
         client = self.client
         self.ensure()
         new = []
@@ -113,11 +117,12 @@ class DaskPartitions:
                                 for n, f in zip(new, self.futures)]
             self.ensure(force_rebuild=True)
             return None
-        self.rounds += 1
         self.futures = new
         self.failed_rounds = 0
-        if self.checkpoints is None or self.rounds % CHECKPOINT_EVERY == 0:
-            self._checkpoint()
+        if counts:
+            self.rounds += 1
+            if self.checkpoints is None or self.rounds % CHECKPOINT_EVERY == 0:
+                self._checkpoint()
         return results
 
     def map(self, func, arrays=None, args=None):

@@ -3,9 +3,12 @@
 The partitions of :mod:`._gdmm_chain_partitions` live on the workers for the
 whole fit, each with its own duals, multipliers, search structures and
 weight-row copy (:class:`RemotePartition`).  Per round the client sends each
-partition the rows of ``W`` its features use and the transition table, and
-receives the partition's undamped moves of both (rows and moves in float32
-where the copies are float32), which it adds to ``W`` and ``v``.  The certificate is
+partition the entries of its weight rows that changed since its copy was
+last brought up to date (those the last merge moved; all of them after
+``W`` is rebuilt from the duals), cast as its copy (float32 where the pass
+is float32), and the transition table; it receives the non-zero entries of
+the partition's undamped moves and the table's move, and adds them to ``W``
+and ``v``.  The copies are then exactly the rows a thread would gather.  The certificate is
 assembled from per-partition parts computed on the workers: the hinge
 losses of its sequences (loss-augmented Viterbi), the repaired edge duals'
 correction of the transition table and the duals' linear term; ``W`` and
@@ -48,9 +51,13 @@ class RemotePartition:
     settings : PassSettings
     tau : ndarray
         The search table's tie-break.
+    rows_copy : ndarray (d_p, K)
+        The partition's copy of its weight rows, in the dtype its pass
+        reads (kept up to date by each round's changed entries).
     """
 
-    def __init__(self, part, slots, pairs, offsets, settings, tau):
+    def __init__(self, part, slots, pairs, offsets, settings, tau, rows_copy):
+        self.rows_copy = rows_copy
         self.part = part
         self.n_labels = part.W.shape[1]
         self.slots = slots
@@ -69,13 +76,20 @@ class RemotePartition:
         return TrainingChains(c.data, c.indices, c.indptr, self.offsets, c.y)
 
 
-def _remote_round(rp, W_rows, v, seed, eta):
-    """One local pass on a worker; returns ``(rp, (moves, dv, res2, stats,
-    active))``: the rows' undamped move, the table's, the squared residual,
-    the pass counters and the summed slot and pair counts."""
+def _remote_round(rp, changed, values, v, seed, eta):
+    """One local pass on a worker, after setting the entries ``changed`` (flat
+    indices) of its weight rows to ``values``; returns ``(rp, (moved, moves,
+    dv, res2, stats, active))``: the flat indices of the rows' non-zero
+    undamped moves and the moves, the table's move, the squared residual, the
+    pass counters and the summed slot and pair counts."""
     part = rp.part
+    if changed is None:
+        rp.rows_copy.ravel()[:] = values
+    else:
+        rp.rows_copy.ravel()[changed] = values
     part.refresh(v, rp.tau)
-    res2 = part.local_pass(W_rows, rp.local_rows, rp.slots, rp.pairs, rp.settings, seed, eta)
+    res2 = part.local_pass(rp.rows_copy, rp.local_rows, rp.slots, rp.pairs, rp.settings, seed,
+                           eta)
     dv = (part.v - v) / rp.settings.transition_sigma
     stats = part.work.stats.copy()
     has_right = part.chain.has_right != 0
@@ -85,12 +99,26 @@ def _remote_round(rp, W_rows, v, seed, eta):
     full_pairs = stats[2] > 0 or rp.pairs.count.max() >= rp.pairs.left_label.shape[1]
     if full_slots or full_pairs:
         rp.slots, rp.pairs = grown(rp.slots, rp.pairs, K, full_slots, full_pairs)
-    return rp, (part.W.copy(), dv, float(res2), stats, active)
+    moved, moves = sparse_or_dense(part.W.ravel(), np.flatnonzero(part.W))
+    return rp, (moved, moves, dv, float(res2), stats, active)
+
+
+def sparse_or_dense(flat, selected):
+    """``(indices, values)`` of the ``selected`` entries of ``flat``, or
+    ``(None, flat)`` (all of them) where that is fewer bytes; int32 indices
+    where they fit."""
+    index_dtype = np.int32 if flat.shape[0] < 2**31 else np.int64
+    sparse_bytes = selected.shape[0] * (np.dtype(index_dtype).itemsize + flat.itemsize)
+    if sparse_bytes >= flat.nbytes:
+        return None, flat.copy()
+    return selected.astype(index_dtype), flat[selected]
 
 
 def _remote_certificate(rp, W_rows, v, C):
-    """The partition's certificate parts: ``(hinge_sum, correction, lin)``
-    (see :func:`._gdmm_chain_kernels.gdmm_chain_dual`)."""
+    """The partition's certificate parts: ``(rp, (hinge_sum, correction,
+    lin))`` (see :func:`._gdmm_chain_kernels.gdmm_chain_dual`); the weight
+    rows, just rebuilt from the duals, also become the partition's copy."""
+    rp.rows_copy[...] = W_rows  # cast as the copy's dtype
     from ..inference.chains.viterbi import sparse_transition_table
     from ._ssvm_chain_kernels import chain_hinges, scaled_transitions
 
@@ -106,7 +134,7 @@ def _remote_certificate(rp, W_rows, v, C):
     value = gdmm_chain_dual(ChainWeights(np.zeros((0, K)), zeros, zeros), None, rp.part.chain,
                             rp.slots, rp.pairs, float(C), correction)
     lin = -value - 0.5 * float(correction @ correction)
-    return float(hinge.sum()), correction, lin
+    return rp, (float(hinge.sum()), correction, lin)
 
 
 def _remote_weights(rp):
@@ -148,8 +176,12 @@ class DaskChainPartitions(DaskPartitions):
             slots = type(state.slots)(*(a.copy() for a in part.slots(state)))
             pairs = type(state.pairs)(*(a.copy() for a in part.pairs(state)))
             remote.append(RemotePartition(part, slots, pairs,
-                                          problem.offsets[first:stop + 1] - part.t0,
-                                          settings, tau))
+                                          problem.offsets[first:stop + 1] - part.t0, settings,
+                                          tau, state.W[part.rows].astype(part.W.dtype)))
+        # the entries of W changed since the partitions' copies were last
+        # brought up to date (all of them after W is rebuilt from the duals)
+        self.changed = np.zeros(state.W.shape, dtype=bool)
+        self.all_changed = False
         super().__init__(client, remote)
 
     def round(self, rng, eta, stats):
@@ -159,20 +191,28 @@ class DaskChainPartitions(DaskPartitions):
         seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_parts)
         state = self.state
         v = np.ascontiguousarray(state.v).ravel().copy()
-        # float32 copies get float32 rows (the cast the gather would make)
-        dtype = np.float32 if self.float32 else np.float64
         t0 = time.perf_counter()
-        results = self.run_round(_remote_round,
-                                 [(state.W[rows].astype(dtype), v) for rows in self.rows],
+        results = self.run_round(_remote_round, [self._changed_entries(rows) + (v,)
+                                                 for rows in self.rows],
                                  [(int(seed), float(eta)) for seed in seeds])
         t1 = time.perf_counter()
         if results is None:
             return np.nan, t1 - t0, time.perf_counter() - t1, np.nan
+        self.changed[...] = False
+        self.all_changed = False
         res2 = 0.0
         active = 0
-        for rows, (moves, dv, r2, st, act) in zip(self.rows, results):
-            self.bytes_received += moves.nbytes + dv.nbytes
-            state.W[rows] += moves
+        for rows, (moved, moves, dv, r2, st, act) in zip(self.rows, results):
+            self.bytes_received += moves.nbytes + dv.nbytes + (0 if moved is None
+                                                               else moved.nbytes)
+            if moved is None:
+                moves = moves.reshape(rows.shape[0], self.K)
+                state.W[rows] += moves
+                self.changed[rows] |= moves != 0
+            else:
+                r, k = np.divmod(moved, self.K)
+                state.W[rows[r], k] += moves  # distinct entries: no repeated index
+                self.changed[rows[r], k] = True
             v += dv
             res2 += r2
             active += act
@@ -180,12 +220,23 @@ class DaskChainPartitions(DaskPartitions):
         state.v[...] = v.reshape(state.v.shape)
         return res2, t1 - t0, time.perf_counter() - t1, active
 
+    def _changed_entries(self, rows):
+        """``(flat indices, values)`` of the entries of ``W[rows]`` changed since
+        the partition's copy was last brought up to date, its values cast as
+        the copy's (float32 copies get the cast the gather would make)."""
+        dtype = np.float32 if self.float32 else np.float64
+        if self.all_changed:
+            return None, self.state.W[rows].astype(dtype).ravel()
+        return sparse_or_dense(self.state.W[rows].astype(dtype).ravel(),
+                               np.flatnonzero(self.changed[rows]))
+
     def rebuild_weights(self):
         """``W`` and ``v`` from every partition's duals."""
         self.ensure()
         self.rebuild()
 
     def rebuild(self):
+        self.all_changed = True
         shares = self.map(_remote_weights)
         state = self.state
         state.W[...] = 0.0
@@ -200,8 +251,14 @@ class DaskChainPartitions(DaskPartitions):
         """``(primal, dual)`` from the partitions' parts at the current weights."""
         state = self.state
         v = np.ascontiguousarray(state.v).ravel()
-        parts = self.map(_remote_certificate, [(state.W[rows], v) for rows in self.rows],
-                         [(float(C),)] * self.n_parts)
+        parts = None
+        while parts is None:  # a call that lost a partition rebuilt W: ask again
+            parts = self.run_round(_remote_certificate,
+                                   [(state.W[rows], v) for rows in self.rows],
+                                   [(float(C),)] * self.n_parts, counts=False)
+            v = np.ascontiguousarray(state.v).ravel()
+        self.changed[...] = False  # the copies now hold the rebuilt rows
+        self.all_changed = False
         wsq = float(np.einsum("ij,ij->", state.W, state.W))
         vfeas = v.copy()
         hinge = lin = 0.0
