@@ -90,6 +90,9 @@ class RemoteLikelihood:
         from ._dask_partitions import MAX_FAILED_ROUNDS, lost_errors
 
         client = self.client
+        if client.status in ("closing", "closed"):
+            raise RuntimeError("the dask client was closed during the fit: the likelihood's "
+                               "runs lived on its workers; fit again with an open client")
         for attempt in range(MAX_FAILED_ROUNDS + 1):
             try:
                 w_remote = client.scatter(w, broadcast=True, hash=False)

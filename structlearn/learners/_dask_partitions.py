@@ -80,6 +80,18 @@ class DaskPartitions:
     def n_parts(self):
         return len(self.futures)
 
+    @property
+    def client_gone(self):
+        """Whether the client was closed (the partitions are then out of reach)."""
+        return self.client.status in ("closing", "closed")
+
+    def _check_client(self):
+        if self.client_gone:
+            raise RuntimeError(
+                f"the dask client was closed during the fit (after {self.rounds} rounds): the "
+                "training partitions lived on its workers, so the fit cannot go on; fit again "
+                "with an open client")
+
     def submit(self, func, future, arrays, *args):
         """``func(partition, *arrays, *args)`` next to the partition, the
         arrays sent to its worker first (counted in ``bytes_sent``; None
@@ -100,6 +112,7 @@ class DaskPartitions:
         False: a call that updates the partitions without being a round
         (no round counted, no copies made)."""
         client = self.client
+        self._check_client()
         self.ensure()
         new = []
         try:
@@ -108,6 +121,7 @@ class DaskPartitions:
             results = client.gather([client.submit(operator.getitem, c, 1, pure=False)
                                      for c in calls])
         except lost_errors() as exc:
+            self._check_client()
             self.failed_rounds += 1
             if self.failed_rounds > MAX_FAILED_ROUNDS:
                 raise RuntimeError(f"a training partition was lost in {self.failed_rounds} "
@@ -127,6 +141,7 @@ class DaskPartitions:
 
     def map(self, func, arrays=None, args=None):
         """``[func(partition, *arrays[p], *args[p])]`` gathered (read-only calls)."""
+        self._check_client()
         self.ensure()
         arrays = arrays or [()] * self.n_parts
         args = args or [()] * self.n_parts

@@ -273,6 +273,9 @@ class DaskChainPartitions(DaskPartitions):
     def close(self):
         """Bring the partitions' duals, multipliers and back-off into the state."""
         state = self.state
+        if self.client_gone:  # a fit that raised for it: nothing to bring back
+            self.release()
+            return
         duals = self.map(_remote_duals)
         A = max(s.labels.shape[1] for s, _, _ in duals)
         B = max(p.left_label.shape[1] for _, p, _ in duals)

@@ -204,6 +204,9 @@ class DaskMultilabelPartitions(DaskPartitions):
     def close(self):
         """Bring the partitions' duals, flags and pools into the state."""
         state = self.state
+        if self.client_gone:  # a fit that raised for it: nothing to bring back
+            self.release()
+            return
         duals = self.map(_remote_duals)
         for (s0, s1), (A, tmask, _) in zip(self.bounds, duals):
             state.A[s0:s1] = A

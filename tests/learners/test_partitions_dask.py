@@ -163,3 +163,25 @@ def test_dask_crf_likelihood_survives_a_lost_worker():
     assert first == pytest.approx(nll_local, rel=1e-12) and second == first
     np.testing.assert_array_equal(g, g2)
     np.testing.assert_allclose(g, g_local, atol=1e-10)
+
+
+def test_dask_partitioned_fit_with_a_client_that_goes_away():
+    X, y = make_chain_data(40, length=6, n_labels=6, n_features=40, random_state=4)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                       dashboard_address=":0")
+    client = distributed.Client(cluster)
+
+    def close_at_round_three(record):
+        if record["iter"] == 3:
+            client.close()
+        return False
+
+    model = SequenceSSVM(C=0.1, training_partitions=2, random_state=0,
+                         callback=close_at_round_three)
+    try:
+        with joblib.parallel_config(backend="dask"), \
+                pytest.raises(RuntimeError, match="client was closed during the fit"):
+            model.fit(X, y)
+    finally:
+        cluster.close()
+    assert not hasattr(model, "coef_")
