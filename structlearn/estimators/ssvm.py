@@ -322,12 +322,17 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
 
     @verbose_fit
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y=None):
         """Train on labeled sequences.
 
         Parameters
         ----------
         X : list of {ndarray, sparse matrix}, each of shape (n_tokens_i, n_features)
+            Or a ``dask.bag.Bag`` of ``(X_i, y_i)`` pairs (``y`` None): each
+            bag partition becomes a training partition on the worker that
+            holds it, and the data never pass through the client (gdmm; a
+            ``distributed.Client`` must be the default client; see
+            :meth:`_fit_on_cluster`).
         y : list of array-like, each of shape (n_tokens_i,)
             Any hashable, mutually comparable labels.
 
@@ -336,7 +341,15 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         self : SequenceSSVM
         """
         from ..learners._ssvm_common import ChainProblem
+        from ._dask_input import is_dask_bag
 
+        if is_dask_bag(X):
+            if y is not None:
+                raise ValueError("with a dask bag of (X_i, y_i) pairs, y must be None")
+            return self._fit_on_cluster(X)
+        if y is None:
+            raise ValueError("y is required: the label sequences of X (or give a dask bag of "
+                             "(X_i, y_i) pairs)")
         C, rho, eta, tol, max_iter, nu, solver, oracle = self._common_params()
         self._check_inference()
         Xcat, offsets, ycat = self._check_fit_input(X, y)
@@ -429,6 +442,75 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
             self._solver_name = (solver, oracle, sparse_weights)
         else:
             self._solver_state = None
+        return self
+
+    def _fit_on_cluster(self, bag):
+        """Fit on a ``dask.bag.Bag`` of ``(X_i, y_i)`` pairs: GDMM with one
+        training partition per bag partition, built and kept on the workers
+        (:func:`structlearn.learners._gdmm_chain_dask.fit_gdmm_chain_cluster`).
+        The client holds the weights and the partitions' summaries only;
+        ``training_partitions`` is the bag's ``npartitions``; a warm start and
+        sparse weight rows are not available here."""
+        from ..learners._gdmm_chain_dask import fit_gdmm_chain_cluster
+        from ..learners._ssvm_common import CheckSchedule
+        from ..learners.gdmm_chain import (FLOAT32_PASSES_MAX_FEATURE,
+                                           FLOAT32_PASSES_MIN_LABELS, SEARCH_BACKOFF_MAX)
+        from ..learners._gdmm_chain_kernels import PassSettings
+        from ._dask_input import bag_summaries, partitions_on_workers
+
+        C, rho, eta, tol, max_iter, nu, solver, oracle = self._common_params()
+        if solver != "gdmm":
+            raise ValueError(f"a dask bag trains with solver='gdmm' only, got {solver!r}")
+        if self.warm_start:
+            raise ValueError("warm_start is not available for a dask bag (the duals stay on "
+                             "the workers)")
+        try:
+            from distributed import get_client
+
+            client = get_client()
+        except (ImportError, ValueError) as exc:
+            raise RuntimeError("fitting on a dask bag needs a distributed.Client (create one "
+                               "before fit)") from exc
+        summaries = bag_summaries(client, bag)
+        classes = np.unique(np.concatenate([s["labels"] for s in summaries]))
+        check_n_classes(classes, minimum=2)
+        K = classes.shape[0]
+        d = summaries[0]["n_features"]
+        _check_weight_size(d, K)
+        check_memory(8 * 2 * d * K, f"SequenceSSVM weights over {d} features and {K} classes "
+                     "on the client", "reduce the feature space")
+        if nu > K:
+            raise ValueError(f"n_partitions must be <= the number of classes ({K}); got {nu}")
+        if oracle == "auto":
+            oracle = "sublinear" if K >= SORTED_ORACLE_MIN_LABELS or nu > 1 else "dense"
+        P = len(summaries)
+        used = np.bincount(np.concatenate([s["features"] for s in summaries]), minlength=d)
+        sigma = np.maximum(used, 1).astype(np.float64)
+        n_tokens = sum(s["n_tokens"] for s in summaries)
+        if isinstance(rho, str):
+            rho = max(0.1, sum(s["sq_norm_sum"] for s in summaries) / n_tokens / 4.0)
+        float32 = (nu == 1 and K >= FLOAT32_PASSES_MIN_LABELS
+                   and max(s["max_abs"] for s in summaries) <= FLOAT32_PASSES_MAX_FEATURE)
+        settings = PassSettings(float(C), float(rho), nu, int(SEARCH_BACKOFF_MAX), float(P))
+        futures = partitions_on_workers(client, bag, classes, sigma, settings, float32,
+                                        oracle == "sublinear")
+        check_every = (CheckSchedule(max(1, K // 100), adaptive=True, tol=tol)
+                       if self.check_every == "auto" else int(self.check_every))
+        W, v, history, converged = fit_gdmm_chain_cluster(
+            client, futures, n_features=d, n_labels=K,
+            n_factors=n_tokens + sum(s["n_edges"] for s in summaries), C=C, eta=eta,
+            max_iter=max_iter, tol=tol, rng=check_random_state(self.random_state),
+            float32=float32, verbose=self.verbose, callback=self.callback,
+            check_every=check_every)
+        self.coef_ = W.T
+        self.transition_ = v
+        self.classes_ = classes
+        self.n_features_in_ = d
+        self.vectorizer_ = None
+        self.history_ = history
+        self.n_iter_ = len(history)
+        self.converged_ = bool(converged)
+        self._solver_state = None
         return self
 
     def _decode(self, Xcat, offsets):

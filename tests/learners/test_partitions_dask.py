@@ -185,3 +185,61 @@ def test_dask_partitioned_fit_with_a_client_that_goes_away():
     finally:
         cluster.close()
     assert not hasattr(model, "coef_")
+
+
+# ------------------------------------------------------------- data as a dask bag
+@pytest.fixture(scope="module")
+def in_process_cluster():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        yield client
+
+
+def test_fit_on_a_dask_bag_equals_the_partitioned_fit(in_process_cluster):
+    """A bag of (X_i, y_i) cut like the partitions: the same fit as the list
+    given to the partitioned fit under dask, the data built on the workers."""
+    db = pytest.importorskip("dask.bag")
+    X, y = make_chain_data(40, length=6, n_labels=6, n_features=40, random_state=5)
+    y = [np.array([f"tag{k}" for k in t]) for t in y]  # any hashable labels
+    with joblib.parallel_config(backend="dask"):
+        listed = _fit(X, y)
+    bagged = _fit(db.from_sequence(list(zip(X, y)), npartitions=2), None,
+                  training_partitions=None)
+    assert bagged.converged_ and len(bagged.history_) == len(listed.history_)
+    np.testing.assert_array_equal(bagged.classes_, listed.classes_)
+    assert bagged.history_[-1]["primal"] == pytest.approx(listed.history_[-1]["primal"],
+                                                          rel=1e-12)
+    np.testing.assert_allclose(bagged.coef_, listed.coef_, atol=1e-10)
+    assert bagged.history_[-1]["partitions"] == 2
+    assert [p.tolist() for p in bagged.predict(X[:3])] == [p.tolist() for p in
+                                                           listed.predict(X[:3])]
+
+
+@pytest.mark.parametrize("items, npartitions, message", [
+    ([(np.ones((2, 3)), np.array([0, 1])), "not a pair"], 2, r"partition 1, element 0: .*pair"),
+    ([(np.ones((2, 3)), np.array([0, 1])), (np.ones((3, 3)), np.array([0, 1]))], 1,
+     r"partition 0 .*y\[1\] has 2 labels but X\[1\] has 3 tokens"),
+    ([(np.ones((2, 3)), np.array([0, 1])), (np.ones((2, 4)), np.array([0, 1]))], 2,
+     r"partition 1 has sequences of 4 features but partition 0 has 3"),
+    ([(np.ones((2, 3)), np.array([0, 1])), (np.full((2, 3), np.nan), np.array([0, 1]))], 2,
+     r"partition 1 .*NaN"),
+])
+def test_fit_on_a_dask_bag_names_the_bad_element(in_process_cluster, items, npartitions,
+                                                 message):
+    db = pytest.importorskip("dask.bag")
+    bag = db.from_sequence(items, npartitions=npartitions)
+    with pytest.raises((ValueError, TypeError), match=message):
+        SequenceSSVM().fit(bag)
+
+
+def test_fit_on_a_dask_bag_bad_settings(in_process_cluster):
+    db = pytest.importorskip("dask.bag")
+    X, y = make_chain_data(6, length=4, n_labels=3, n_features=5, random_state=0)
+    bag = db.from_sequence(list(zip(X, y)), npartitions=2)
+    with pytest.raises(ValueError, match="warm_start"):
+        SequenceSSVM(warm_start=True).fit(bag)
+    with pytest.raises(ValueError, match="solver='gdmm'"):
+        SequenceSSVM(solver="bcfw").fit(bag)
+    with pytest.raises(ValueError, match="y must be None"):
+        SequenceSSVM().fit(bag, y)
