@@ -25,6 +25,10 @@ Sections:
   worker processes (``joblib.parallel_config(backend="dask")``): time,
   passes, certified gap, primal value, and the megabytes sent to and
   received from the workers.
+* ``cluster-bag`` (not run by default): ``SequenceSSVM`` fitted on a
+  ``dask.bag.Bag`` whose partitions are generated on the workers: fit time,
+  passes, gap and the client's peak RSS against its RSS before the fit plus
+  the model.
 * ``cluster-crf`` (not run by default): ``SequenceCRF(max_iter=100)`` on
   Porttinari UPOS+FEATS in one process and with its likelihood on the
   workers: time, iterations, final objective and their relative difference.
@@ -178,6 +182,74 @@ def _run_crf_cluster(data, max_iter=100):
           f"{abs(objectives[1] - objectives[0]) / abs(objectives[0]):.2e}")
 
 
+def _bag_partition_data(seed, n_sequences, n_labels, n_features):
+    """One bag partition's (X_i, y_i) pairs, generated on the worker."""
+    from structlearn.datasets import make_chain_data
+
+    X, y = make_chain_data(n_sequences, length=19, n_labels=n_labels, n_features=n_features,
+                           density=20 / n_features, random_state=seed)
+    return list(zip(X, y))
+
+
+def _run_bag(n_parts=2, per_part=5000, n_labels=50, n_features=20000):
+    """SequenceSSVM on a dask bag whose partitions are generated on the
+    workers: the client's peak RSS (sampled every 10 ms) against its RSS
+    before the fit plus the model (after a first small fit, so that the
+    modules a fit imports are already there; the LocalCluster's scheduler
+    runs in the client's process and counts in its RSS)."""
+    import threading
+
+    import dask.bag as db
+    import psutil
+    from distributed import Client, LocalCluster
+
+    from structlearn.estimators import SequenceSSVM
+
+    print(f"\n## SequenceSSVM on a dask bag: {n_parts} partitions of {per_part} sequences x 19 "
+          f"tokens ({n_labels} labels, {n_features} features) generated on 2 worker "
+          "processes\n")
+    proc = psutil.Process()
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as cluster, Client(cluster):
+        def bag_of(n):
+            return db.from_sequence(range(n_parts), npartitions=n_parts).map_partitions(
+                lambda seeds: [pair for s in seeds
+                               for pair in _bag_partition_data(s, n, n_labels, n_features)])
+
+        with warnings.catch_warnings():  # the modules a fit imports, imported before
+            warnings.simplefilter("ignore")
+            SequenceSSVM(max_iter=2).fit(bag_of(20))
+        bag = bag_of(per_part)
+        before = proc.memory_info().rss
+        peak = [before]
+        done = threading.Event()
+
+        def sample():
+            while not done.is_set():
+                peak[0] = max(peak[0], proc.memory_info().rss)
+                done.wait(0.01)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        model = SequenceSSVM(C=0.1, tol=0.01, max_iter=300, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.perf_counter()
+            model.fit(bag)
+            t = time.perf_counter() - t0
+        done.set()
+        sampler.join()
+    h = model.history_
+    data_mb = n_parts * per_part * 19 * 20 * 12 / 1e6
+    model_mb = (model.coef_.nbytes + model.transition_.nbytes) / 1e6
+    print("| fit s | passes | final rel. gap | client RSS before MB | peak MB | model MB "
+          "| peak / (before + model) | training data on the workers, MB (CSR) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"| {t:.2f} | {len(h)} | {h[-1]['relative_gap']:.4f} | {before / 1e6:.0f} | "
+          f"{peak[0] / 1e6:.0f} | {model_mb:.0f} | {peak[0] / (before + model_mb * 1e6):.2f}x "
+          f"| {data_mb:.0f} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sections", default="porttinari,bibtex,lookalike,lookalike2")
@@ -221,6 +293,8 @@ def main():
     if "cluster" in sections:
         _run_cluster("Look-alike chains (1,000 x 19 tokens, 200 labels, 16,000 features)",
                      chain, _lookalike())
+    if "cluster-bag" in sections:
+        _run_bag()
     if "cluster-bibtex" in sections:
         _run_cluster("bibtex, MultiLabelSSVM(C=0.1, tol=0.01)", multilabel,
                      _bibtex(args.bibtex))

@@ -106,7 +106,8 @@ class DaskPartitions:
 
     def run_round(self, func, arrays, args, counts=True):
         """One task per partition: ``func(partition, *arrays[p], *args[p])``
-        returning ``(partition, result)``.  Returns the results in partition
+        returning ``(partition, result)`` (``arrays`` may be a generator: each
+        partition's arrays are then made as its task is sent).  Returns the results in partition
         order, or None when the round lost a partition (the lost ones are
         then back at their copies and the weights rebuilt).  ``counts``
         False: a call that updates the partitions without being a round
@@ -147,6 +148,16 @@ class DaskPartitions:
         args = args or [()] * self.n_parts
         return self.client.gather([self.submit(func, f, a, *x)
                                    for f, a, x in zip(self.futures, arrays, args)])
+
+    def map_in_turn(self, func):
+        """``func(partition)`` for every partition, all submitted at once and
+        the results fetched one at a time, in partition order (a generator:
+        the client holds one result at a time)."""
+        self._check_client()
+        self.ensure()
+        calls = [self.client.submit(func, f, pure=False) for f in self.futures]
+        for call in calls:
+            yield call.result()
 
     def _checkpoint(self):
         from distributed import wait

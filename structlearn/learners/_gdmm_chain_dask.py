@@ -209,8 +209,10 @@ class DaskChainPartitions(DaskPartitions):
         state = self.state
         v = np.ascontiguousarray(state.v).ravel().copy()
         t0 = time.perf_counter()
-        results = self.run_round(_remote_round, [self._changed_entries(rows) + (v,)
-                                                 for rows in self.rows],
+        # the arrays are made as each partition's task is sent: the client
+        # holds one partition's rows at a time
+        results = self.run_round(_remote_round, (self._changed_entries(rows) + (v,)
+                                                 for rows in self.rows),
                                  [(int(seed), float(eta)) for seed in seeds])
         t1 = time.perf_counter()
         if results is None:
@@ -242,10 +244,13 @@ class DaskChainPartitions(DaskPartitions):
         the partition's copy was last brought up to date, its values cast as
         the copy's (float32 copies get the cast the gather would make)."""
         dtype = np.float32 if self.float32 else np.float64
-        if self.all_changed:
-            return None, self.state.W[rows].astype(dtype).ravel()
-        return sparse_or_dense(self.state.W[rows].astype(dtype).ravel(),
-                               np.flatnonzero(self.changed[rows]))
+        if not self.all_changed:
+            changed = np.flatnonzero(self.changed[rows])
+            if changed.shape[0] * (4 + np.dtype(dtype).itemsize) < (
+                    rows.shape[0] * self.K * np.dtype(dtype).itemsize):
+                r, k = np.divmod(changed, self.K)
+                return changed.astype(np.int32), self.state.W[rows[r], k].astype(dtype)
+        return None, self.state.W[rows].astype(dtype).ravel()
 
     def rebuild_weights(self):
         """``W`` and ``v`` from every partition's duals."""
@@ -254,11 +259,10 @@ class DaskChainPartitions(DaskPartitions):
 
     def rebuild(self):
         self.all_changed = True
-        shares = self.map(_remote_weights)
         state = self.state
         state.W[...] = 0.0
         v = np.zeros(self.K * self.K)
-        for rows, (W, vp) in zip(self.rows, shares):
+        for rows, (W, vp) in zip(self.rows, self.map_in_turn(_remote_weights)):
             self.bytes_received += W.nbytes + vp.nbytes
             state.W[rows] += W
             v += vp
@@ -271,7 +275,7 @@ class DaskChainPartitions(DaskPartitions):
         parts = None
         while parts is None:  # a call that lost a partition rebuilt W: ask again
             parts = self.run_round(_remote_certificate,
-                                   [(state.W[rows], v) for rows in self.rows],
+                                   ((state.W[rows], v) for rows in self.rows),
                                    [(float(C),)] * self.n_parts, counts=False)
             v = np.ascontiguousarray(state.v).ravel()
         self.changed[...] = False  # the copies now hold the rebuilt rows
