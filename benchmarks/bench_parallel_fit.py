@@ -256,6 +256,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--jobs", type=int, nargs="+", default=[2])
     ap.add_argument("--sentences", type=int, default=1000)
+    ap.add_argument("--bag-sequences", type=int, default=5000,
+                    help="sequences per bag partition (cluster-bag)")
     ap.add_argument("--porttinari", default="../shared/data/porttinari_pos.conllu.gz")
     ap.add_argument("--bibtex", default="../shared/data/multilabel/bibtex.npz")
     args = ap.parse_args()
@@ -294,7 +296,7 @@ def main():
         _run_cluster("Look-alike chains (1,000 x 19 tokens, 200 labels, 16,000 features)",
                      chain, _lookalike())
     if "cluster-bag" in sections:
-        _run_bag()
+        _run_bag(per_part=args.bag_sequences)
     if "cluster-bibtex" in sections:
         _run_cluster("bibtex, MultiLabelSSVM(C=0.1, tol=0.01)", multilabel,
                      _bibtex(args.bibtex))
