@@ -21,6 +21,7 @@ LEARNER_ENTRY_POINTS = {
     "learners.chain_crf.fit_chain_crf_lbfgs",
     "learners.convex_bp_learning.fit_convex_bp_crf",
     "learners.gdmm_chain.fit_gdmm_chain",
+    "learners.gdmm_chain_cluster.fit_gdmm_chain_cluster",
     "learners.gdmm_multilabel.fit_gdmm_multilabel",
     "learners.multilabel.fit_multilabel",
     "learners.online_chain.fit_online_chain",

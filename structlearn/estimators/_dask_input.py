@@ -77,7 +77,7 @@ def bag_summaries(client, bag):
 
 
 def _partition(items, part, classes, sigma, settings, float32, sublinear):
-    from ..learners._gdmm_chain_dask import remote_chain_partition
+    from ..learners.gdmm_chain_cluster import remote_chain_partition
     from ..learners._ssvm_common import ChainProblem
 
     Xcat, offsets, ycat = _checked_items(items, part)

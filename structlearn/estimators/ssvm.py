@@ -447,11 +447,11 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
     def _fit_on_cluster(self, bag):
         """Fit on a ``dask.bag.Bag`` of ``(X_i, y_i)`` pairs: GDMM with one
         training partition per bag partition, built and kept on the workers
-        (:func:`structlearn.learners._gdmm_chain_dask.fit_gdmm_chain_cluster`).
+        (:func:`structlearn.learners.gdmm_chain_cluster.fit_gdmm_chain_cluster`).
         The client holds the weights and the partitions' summaries only;
         ``training_partitions`` is the bag's ``npartitions``; a warm start and
         sparse weight rows are not available here."""
-        from ..learners._gdmm_chain_dask import fit_gdmm_chain_cluster
+        from ..learners.gdmm_chain_cluster import fit_gdmm_chain_cluster
         from ..learners._ssvm_common import CheckSchedule
         from ..learners.gdmm_chain import (FLOAT32_PASSES_MAX_FEATURE,
                                            FLOAT32_PASSES_MIN_LABELS, SEARCH_BACKOFF_MAX)

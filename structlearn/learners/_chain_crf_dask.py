@@ -78,12 +78,10 @@ class RemoteLikelihood:
     def _send_parts(self):
         """Send each run to a worker (again after a worker was lost: the runs
         are data, so a lost one is sent anew and the evaluation repeated)."""
-        client = self.client
-        workers = sorted(client.scheduler_info()["workers"])
         b = self.bounds
-        self.parts = [client.scatter(sub_problem(self.prob, int(b[i]), int(b[i + 1])),
-                                     workers=[workers[i % len(workers)]], hash=False)
-                      for i in range(len(b) - 1)]
+        # a list is spread over the workers alive now
+        self.parts = self.client.scatter([sub_problem(self.prob, int(b[i]), int(b[i + 1]))
+                                          for i in range(len(b) - 1)], hash=False)
 
     def nll_grad(self, w, g):
         """Summed negative log-likelihood; its gradient into ``g``."""

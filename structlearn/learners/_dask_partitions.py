@@ -39,8 +39,9 @@ def lost_errors():
     from distributed.comm import CommClosedError
     from distributed.scheduler import KilledWorker
 
+    # KeyError: data placed on a worker that went away in between
     return (KilledWorker, CancelledError, FutureCancelledError, FuturesCancelledError,
-            CommClosedError, OSError)
+            CommClosedError, OSError, KeyError)
 
 
 def _settle(futures):
@@ -75,6 +76,7 @@ class DaskPartitions:
         self.checkpoints = None
         self.rounds = self.failed_rounds = 0
         self.bytes_sent = self.bytes_received = 0
+        self.recovered = 0  # partitions that went back to their copies
 
     @property
     def n_parts(self):
@@ -185,6 +187,7 @@ class DaskPartitions:
             for p in lost:
                 if self.futures[p].status != "finished":
                     raise RuntimeError(f"training partition {p} and its copies were lost")
+            self.recovered += len(lost)
             logger.warning("training partitions %s were lost with their worker and went back "
                            "to their copies (at most %d rounds old)", lost, CHECKPOINT_EVERY)
         if lost or force_rebuild:
