@@ -206,11 +206,14 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         dense weights are kept (no sparse rows).  Inside
         ``joblib.parallel_config(backend="dask")`` the partitions live on the
         ``dask.distributed`` workers for the whole fit: per pass each gets
-        the weight rows it uses and sends back their move (``history_``
-        records ``bytes_sent``, ``bytes_received``); every 5 passes each is
-        copied to two workers, and a partition lost with its worker goes
-        back to its copy (its duals lose at most those passes; the weights
-        are rebuilt from all the duals, so the certificate stays valid).  The damping costs passes
+        the entries of the weight rows it uses that changed and sends back
+        its moves (``history_`` records ``bytes_sent``, ``bytes_received``);
+        every 5 passes each is copied to two workers, and a partition lost
+        with its worker goes back to its copy (its duals lose at most those
+        passes; the weights are rebuilt from all the duals, so the
+        certificate stays valid; ``history_`` counts
+        ``partitions_recovered``).  A client closed during the fit ends it
+        with a ``RuntimeError``.  The damping costs passes
         where the partitions' features overlap: on Porttinari UPOS+FEATS
         two partitions need 1.75x the passes of one (0.86x the time on two
         cores, where ``n_jobs=2`` alone gives 0.73x), on sparse weakly shared
