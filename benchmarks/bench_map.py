@@ -221,6 +221,8 @@ def worker(method, name, time_limit):
         for stage in ({}, {"persistency": False},
                       {"persistency": False, "depth_first": False}):
             solve_map(warm, "exact", enumeration_limit=0, max_nodes=3, **stage)
+        # and the soft arc consistent search (components with forbidden pairs)
+        solve_map(_wcsp("wcsp6_d3_f40_s0"), "exact", enumeration_limit=0, max_nodes=3)
     reset_peak()
     base = rss_kb()
     t0 = time.perf_counter()

@@ -446,6 +446,7 @@ def test_hard_constrained_components_are_handed_to_the_milp_when_the_search_does
 
     monkeypatch.setattr(bb._Search, "run", first_search_gives_up)
     monkeypatch.setattr(bb, "DFBB_MAX_VARS", 0)  # no depth-first proof before the search
+    monkeypatch.setattr(bb, "SOFT_ARC_MAX_BYTES", 0)
     monkeypatch.setattr(bb, "ENUMERATION_WORK", 0)
     res = solve_map(g, "exact", persistency=False, dominance=False, time_limit=30)
     if not np.isfinite(best):

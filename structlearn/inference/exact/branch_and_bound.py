@@ -54,6 +54,7 @@ from .._budget import check_time_limit
 from ..lp._lp_common import COMMON_DEFAULTS, Problem, Tracker
 from .._progress import quiet, report
 from .dfbb import pairwise_dfbb
+from .soft_arc import SoftArcSearch, soft_arc_bytes
 from ...graphs.structure import enumeration_is_cheap, labelings_at_most
 from ..registry import (AUTO_CYCLES, AUTO_LARGE_DOMAIN, check_method_params, get_method,
                        method_parameters, solve_map)
@@ -86,6 +87,15 @@ CYCLE_ENTRIES_PER_SECOND = 10**8  # and of the cycle search's candidate entries
 # On weighted constraint networks HiGHS' cuts often prove what the LP-bounded
 # search cannot.
 MILP_FIRST_MAX_COLUMNS = 200_000
+# a pairwise component with hard constraints first gets the depth-first search
+# kept soft arc consistent (:mod:`.soft_arc`; its state at most
+# SOFT_ARC_MAX_BYTES) for SOFT_ARC_FIRST_SHARE of its time (SOFT_ARC_FIRST_NODES
+# nodes without a time limit); then it stands in for the depth-first search
+# resumed after the root.  On weighted constraint networks its bound prunes
+# whole subtrees where each LP-bounded node costs milliseconds.
+SOFT_ARC_MAX_BYTES = 64 << 20
+SOFT_ARC_FIRST_SHARE = 0.5
+SOFT_ARC_FIRST_NODES = 20_000
 MILP_FIRST_SHARE = 0.1
 MILP_FIRST_SECONDS = 1.0
 
@@ -140,9 +150,10 @@ class _Search:
     """Branch and bound on one connected component."""
 
     def __init__(self, graph, score_graph, method, params, deadline, tol, max_nodes, t0,
-                 history, richer=None, dfbb_graph=None):
+                 history, richer=None, dfbb_graph=None, soft_search=None):
         self.graph = graph              # tightened, with dominated labels forbidden
         self.dfbb_graph = dfbb_graph    # not tightened, for the depth-first search (or None)
+        self.soft_search = soft_search  # a SoftArcSearch to resume instead (or None)
         self.richer = richer            # tightened with larger clusters too (or None)
         self.score_graph = score_graph  # the component as given (scores labelings)
         self.method = method
@@ -328,7 +339,11 @@ class _Search:
     def _depth_first(self, work):
         """Run the depth-first branch and bound (:mod:`.dfbb`) from the
         incumbent for about ``work`` operations (nodes times variables times
-        states); returns whether it proved its labeling optimal."""
+        states), or resume the soft arc consistent search for as long at
+        :data:`DFBB_OPS_PER_SECOND`; returns whether it proved its labeling
+        optimal."""
+        if self.soft_search is not None:
+            return self._resume_soft_arc(work)
         g = self.dfbb_graph
         if g is None:
             return False
@@ -342,6 +357,20 @@ class _Search:
         if score > self.score:
             self.score, self.labels = score, labels
         return proved and score > -np.inf
+
+    def _resume_soft_arc(self, work):
+        """:meth:`_depth_first` by the resumable :class:`.SoftArcSearch`,
+        pruning against the incumbent."""
+        search = self.soft_search
+        if self.labels is not None:
+            search.offer(self.labels)
+        end = time.perf_counter() + work / DFBB_OPS_PER_SECOND
+        if self.deadline is not None:
+            end = min(end, self.deadline)
+        proved = search.run(deadline=end)
+        if search.score > self.score:
+            self.score, self.labels = search.score, search.labels
+        return proved and self.score > -np.inf
 
     def _polisher(self):
         """A tracker that runs the iterated local search of the LP back-ends
@@ -558,6 +587,20 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         dfbb_graph = sub if (depth_first and not forest and sub.n_vars <= DFBB_MAX_VARS
                              and int(sub.n_states.max()) < AUTO_LARGE_DOMAIN
                              and np.all(sub.factor_orders == 2)) else None
+        left = len(parts) - rank  # components not yet solved, this one included
+        share = None if deadline is None else time.perf_counter() + \
+            (deadline - time.perf_counter()) / left
+        soft = None if forest else _soft_arc_first(sub, depth_first, share, tol)
+        if soft is not None and soft.proved:
+            if soft.score == -np.inf:
+                statuses.append("infeasible")
+                continue
+            labels[variables_left[variables]] = soft.labels
+            n_nodes += soft.n_nodes
+            continue
+        if soft is not None:
+            n_nodes += soft.n_nodes
+            dfbb_graph = None
         if dfbb_graph is not None:
             budget = max(DFBB_FIRST_WORK // (sub.n_vars * int(sub.n_states.max())), 1)
             lab, best, proved, _ = pairwise_dfbb(sub, max_nodes=budget, tol=tol)
@@ -578,16 +621,13 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
             labels[variables_left[variables]] = res.labels
             n_nodes += 1
             continue
-        left = len(parts) - rank  # components not yet solved, this one included
-        share = None if deadline is None else time.perf_counter() + \
-            (deadline - time.perf_counter()) / left
         tight, richer = _cycle_relaxations(sub, int(tighten), deadline)
         nodes = int(max_nodes) if sub.n_vars <= search_cap else 1
         milp = _milp_candidate(sub)
         if milp:  # a short search first: a tight root proves it in milliseconds
             first = time.perf_counter() + _milp_slice(share)
             search = _Search(tight, score_graph, bound_method, params, first, tol, nodes, t0,
-                             history, richer=richer, dfbb_graph=dfbb_graph)
+                             history, richer=richer, dfbb_graph=dfbb_graph, soft_search=soft)
             lab, score, ub, status = search.run()
             n_nodes += search.n_nodes
             if status != "exact":
@@ -598,7 +638,8 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
                     continue
         if not milp or status != "exact":
             search = _Search(tight, score_graph, bound_method, params, share, tol,
-                             nodes, t0, history, richer=richer, dfbb_graph=dfbb_graph)
+                             nodes, t0, history, richer=richer, dfbb_graph=dfbb_graph,
+                             soft_search=soft)
             lab, score, ub, status = search.run()
             n_nodes += search.n_nodes
         statuses.append(status)
@@ -614,6 +655,25 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
     return MapResult(labels=labels, score=score, upper_bound=float(ub), n_iter=max(n_nodes, 1),
                      converged=status in ("exact", "infeasible"), time=time.perf_counter() - t0,
                      history=history, method="exact", status=status)
+
+
+def _soft_arc_first(sub, depth_first, share_end, tol):
+    """On a pairwise component with hard constraints (forbidden entries)
+    whose search state fits in :data:`SOFT_ARC_MAX_BYTES`, the soft arc
+    consistent depth-first search (:mod:`.soft_arc`) run for
+    :data:`SOFT_ARC_FIRST_SHARE` of the time left before ``share_end`` (or
+    :data:`SOFT_ARC_FIRST_NODES` nodes without a deadline); None elsewhere."""
+    if not (depth_first and sub.n_vars and np.all(sub.factor_orders == 2)
+            and (np.isneginf(sub.table_data).any() or np.isneginf(sub.unary).any())
+            and soft_arc_bytes(sub) <= SOFT_ARC_MAX_BYTES):
+        return None
+    search = SoftArcSearch(sub, tol=tol)
+    if share_end is None:
+        search.run(max_nodes=SOFT_ARC_FIRST_NODES)
+    else:
+        now = time.perf_counter()
+        search.run(deadline=now + SOFT_ARC_FIRST_SHARE * max(share_end - now, 0.0))
+    return search
 
 
 def _milp_candidate(sub):

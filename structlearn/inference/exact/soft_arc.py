@@ -1,0 +1,222 @@
+"""Depth-first branch and bound with soft arc consistency (the cost function
+network view of pairwise MAP).
+
+Maximizing the score is minimizing ``cost = offset - score`` with every
+unary and pair table shifted to a minimum of 0, ``-inf`` scores becoming
+forbidden (``inf``) costs.  At every node the search reparameterizes the
+network (equivalence-preserving cost moves: node, arc and directional arc
+consistency, Larrosa and Schiex's FDAC*; see :mod:`._soft_arc_kernels`),
+which gathers a lower bound on the cost in one constant and removes the
+labels that cannot beat the incumbent.  On weighted constraint networks
+(many forbidden pairs, small integer costs) this bound is far tighter than
+the summed row maxima of :mod:`.dfbb`, and the hard constraints prune whole
+subtrees at once.
+
+The search is resumable: :class:`SoftArcSearch` runs for a node budget or up
+to a deadline, takes better incumbents found elsewhere (:meth:`offer`), and
+goes on from where it stopped.
+"""
+
+import time
+
+import numpy as np
+
+from ...graphs.factor_graph import FactorGraph
+
+__all__ = ["SoftArcSearch", "soft_arc_bytes"]
+
+CHUNK_NODES = 2000      # nodes per kernel call under a deadline
+EPS_SCALE = 1e-12       # moves below this times the cost scale are skipped
+
+
+def soft_arc_bytes(graph):
+    """Bytes the search over ``graph`` holds (the padded pair costs and one
+    saved node per depth)."""
+    n = graph.n_vars
+    K = int(graph.n_states.max()) if n else 1
+    E = graph.n_factors
+    return 8 * (E * K * K + (n + 2) * (n * K + 2 * E * K))
+
+
+def _cost_network(graph):
+    """The graph as a :class:`~._soft_arc_kernels.CostNetwork`, and the
+    offset (``score = offset - cost``; ``-inf`` when a table has no finite
+    entry)."""
+    from ._dfbb_kernels import static_order
+    from ._soft_arc_kernels import CostNetwork
+
+    n, E = graph.n_vars, graph.n_factors
+    K = int(graph.n_states.max()) if n else 1
+    scores = graph.unary_matrix()
+    with np.errstate(invalid="ignore"):
+        row_max = scores.max(axis=1) if K else np.zeros(n)
+        unary = (row_max[:, None] - scores).ravel()
+    unary[np.isnan(unary)] = np.inf  # a variable with no finite label
+    offset = float(row_max.sum())
+
+    starts = graph.scope_indptr[:-1]
+    ends = np.stack([graph.scope_vars[starts], graph.scope_vars[starts + 1]], axis=1)
+    kp, kq = graph.n_states[ends[:, 0]], graph.n_states[ends[:, 1]]
+    sizes = kp * kq
+    entry_factor = np.repeat(np.arange(E), sizes)
+    first = np.zeros(E + 1, dtype=np.int64)
+    np.cumsum(sizes, out=first[1:])
+    local = np.arange(first[-1]) - first[entry_factor]
+    values = graph.table_data[graph.table_offsets[graph.table_ids][entry_factor] + local]
+    table_max = np.full(E, -np.inf)
+    np.maximum.at(table_max, entry_factor, values)
+    pair = np.full(E * K * K, np.inf)
+    a, b = local // kq[entry_factor], local % kq[entry_factor]
+    with np.errstate(invalid="ignore"):
+        costs = table_max[entry_factor] - values
+    costs[np.isnan(costs)] = np.inf  # a table with no finite entry
+    pair[(entry_factor * K + a) * K + b] = costs
+    offset += float(table_max.sum())
+
+    side_var = np.concatenate([ends[:, 0], ends[:, 1]])
+    order = np.argsort(side_var, kind="stable")
+    adj_edge = np.concatenate([np.arange(E), np.arange(E)])[order]
+    adj_side = np.repeat([0, 1], E)[order]
+    adj_ptr = np.searchsorted(side_var[order], np.arange(n + 1)).astype(np.int64)
+    nbr_var = ends[adj_edge, 1 - adj_side]
+    dac_order = static_order(adj_ptr, nbr_var.astype(np.int64))
+    dac_pos = np.empty(n, dtype=np.int64)
+    dac_pos[dac_order] = np.arange(n)
+    net = CostNetwork(graph.n_states.astype(np.int64), unary, pair, ends.astype(np.int64),
+                      adj_ptr, adj_edge.astype(np.int64), adj_side.astype(np.int64), dac_order,
+                      dac_pos)
+    return net, offset
+
+
+class SoftArcSearch:
+    """A resumable depth-first branch and bound over a pairwise graph, bounded
+    by soft arc consistency (see the module docstring).
+
+    Parameters
+    ----------
+    graph : FactorGraph
+        Every factor pairwise (parallel factors are allowed).
+    tol : float, default=1e-6
+        A subtree is pruned when it cannot improve the incumbent's score by
+        more than ``tol * max(1, |score|)``.
+    incumbent : ndarray of int or None
+        A labeling to start from.
+
+    Attributes
+    ----------
+    labels : ndarray of int64 (n_vars,)
+        The best labeling found (zeros when none of finite score is).
+    score : float
+        Its score (``-inf``: none found).
+    proved : bool
+        Whether the search has ended: ``labels`` is then optimal within
+        ``tol`` (or, with ``score == -inf``, no finite labeling exists).
+    n_nodes : int
+        Nodes evaluated so far.
+    """
+
+    def __init__(self, graph, *, tol=1e-6, incumbent=None):
+        from ._soft_arc_kernels import SearchState, Workspace
+
+        if not isinstance(graph, FactorGraph):
+            raise TypeError(f"graph must be a FactorGraph, got {type(graph).__name__}")
+        if np.any(graph.factor_orders != 2):
+            raise ValueError("SoftArcSearch needs a graph whose factors are all pairwise")
+        if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol >= 0):
+            raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
+        self.graph, self.tol = graph, float(tol)
+        self.net, self.offset = _cost_network(graph)
+        n, E = graph.n_vars, graph.n_factors
+        K = self.net.unary.shape[0] // max(n, 1)
+        finite = np.concatenate([self.net.unary, self.net.pair])
+        finite = finite[np.isfinite(finite)]
+        self.eps = EPS_SCALE * (1.0 + (float(finite.max()) if finite.size else 0.0))
+        self.state = SearchState(
+            np.empty(n * K), np.zeros(E * 2 * K), np.empty((n + 1, n * K)),
+            np.empty((n + 1, E * 2 * K)), np.zeros(n + 1), np.zeros((n + 1, 2), dtype=np.int64),
+            np.zeros(n, dtype=np.int64), np.ones(E), np.array([0.0, np.inf]),
+            np.zeros(3, dtype=np.int64))
+        self.work = Workspace(np.zeros(E, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
+                              np.zeros(n, dtype=np.uint8), np.zeros(K))
+        if self.offset == -np.inf:  # a table with no finite entry: nothing to search
+            self.state.counters[2] = 3
+        if incumbent is not None:
+            self.offer(incumbent)
+
+    @property
+    def labels(self):
+        return self.state.labels.copy()
+
+    @property
+    def score(self):
+        upper = self.state.scalars[1]
+        return -np.inf if upper == np.inf else float(self.graph.score(self.state.labels))
+
+    @property
+    def proved(self):
+        from ._soft_arc_kernels import DONE, PHASE
+
+        return bool(self.state.counters[PHASE] == DONE)
+
+    @property
+    def n_nodes(self):
+        return int(self.state.counters[1])
+
+    def current_costs(self):
+        """The current node's reparameterized network.
+
+        Returns
+        -------
+        lower : float
+            Its cost bound.
+        unary : ndarray (n_vars, K)
+            Unary costs (``inf``: removed from the domain).
+        pair : ndarray (n_factors, K, K)
+            Edge costs, first index the label of the factor's first
+            variable.  For every labeling left in the domains,
+            ``lower + unary + pair`` sums to its cost ``offset - score``.
+        """
+        n, E = self.graph.n_vars, self.graph.n_factors
+        K = self.net.unary.shape[0] // max(n, 1)
+        shift = self.state.shift.reshape(E, 2, K)
+        with np.errstate(invalid="ignore"):
+            pair = (self.net.pair.reshape(E, K, K) - shift[:, 0, :, None]
+                    - shift[:, 1, None, :])
+        return float(self.state.scalars[0]), self.state.unary.reshape(n, K).copy(), pair
+
+    def offer(self, labels):
+        """Adopt ``labels`` as the incumbent when it costs less; the search
+        then prunes against it."""
+        from ._soft_arc_kernels import labeling_cost
+
+        labels = np.asarray(labels, dtype=np.int64)
+        if labels.shape != (self.graph.n_vars,):
+            raise ValueError(f"labels must have shape ({self.graph.n_vars},), got {labels.shape}")
+        if np.any(labels < 0) or np.any(labels >= self.graph.n_states):
+            raise ValueError("labels out of range of the variables' states")
+        if self.graph.n_vars == 0:
+            return
+        cost = labeling_cost(self.net, labels)
+        if cost < self.state.scalars[1]:
+            self.state.scalars[1] = cost
+            self.state.labels[:] = labels
+
+    def run(self, *, max_nodes=None, deadline=None):
+        """Search on for ``max_nodes`` more nodes and/or until ``deadline``
+        (a ``time.perf_counter()`` value); returns :attr:`proved`."""
+        from ._soft_arc_kernels import soft_arc_search
+
+        if self.graph.n_vars == 0:
+            self.state.counters[2] = 3
+            self.state.scalars[1] = 0.0
+            return True
+        left = np.iinfo(np.int64).max if max_nodes is None else int(max_nodes)
+        while not self.proved and left > 0:
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+            chunk = left if deadline is None else min(left, CHUNK_NODES)
+            before = self.n_nodes
+            soft_arc_search(self.net, self.state, self.work, chunk, self.tol, self.offset,
+                            self.eps)
+            left -= self.n_nodes - before
+        return self.proved

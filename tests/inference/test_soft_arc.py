@@ -1,0 +1,168 @@
+"""Depth-first search with soft arc consistency against enumeration."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from structlearn.graphs import FactorGraph
+from structlearn.inference import solve_map
+from structlearn.inference.exact.soft_arc import SoftArcSearch
+
+from _graphgen import all_labelings
+
+
+def weighted_csp(seed, *, p_inf=0.4, ties=True, parallel=False):
+    """A small random pairwise graph with forbidden entries (-inf) and, with
+    ``ties``, small integer scores."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 7))
+    k = rng.integers(1, 5, size=n)
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.7]
+    if parallel and pairs:
+        pairs.append(pairs[0][::-1])
+    draw = (lambda size: -rng.integers(0, 4, size=size).astype(float)) if ties else \
+        (lambda size: rng.normal(size=size))
+    tables = []
+    for i, j in pairs:
+        t = draw(int(k[i] * k[j]))
+        t[rng.random(t.shape[0]) < p_inf] = -np.inf
+        tables.append(t)
+    unary = []
+    for kk in k:
+        u = draw(int(kk))
+        u[rng.random(int(kk)) < p_inf / 3] = -np.inf
+        unary.append(u)
+    return FactorGraph(k, unary=unary, scopes=pairs, tables=tables)
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 10**6), ties=st.booleans(), parallel=st.booleans(),
+       p_inf=st.sampled_from([0.0, 0.3, 0.6]), start=st.booleans())
+def test_the_search_proves_the_enumerated_optimum(seed, ties, parallel, p_inf, start):
+    graph = weighted_csp(seed, p_inf=p_inf, ties=ties, parallel=parallel)
+    labelings = all_labelings(graph)
+    scores = graph.score_many(labelings)
+    best = scores.max()
+    incumbent = labelings[int(np.argmin(scores))] if start else None
+    search = SoftArcSearch(graph, incumbent=incumbent)
+    assert search.run()
+    assert search.proved
+    if best == -np.inf:
+        assert search.score == -np.inf
+        return
+    assert search.score == pytest.approx(best, abs=1e-6 * max(1.0, abs(best)))
+    assert graph.score(search.labels) == search.score
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 10**6), ties=st.booleans(), parallel=st.booleans())
+def test_the_root_reparameterization_keeps_every_cost_and_is_arc_consistent(seed, ties,
+                                                                          parallel):
+    graph = weighted_csp(seed, p_inf=0.3, ties=ties, parallel=parallel)
+    search = SoftArcSearch(graph)
+    search.run(max_nodes=1)  # the root's propagation only
+    lower, unary, pair = search.current_costs()
+    labelings = all_labelings(graph)
+    scores = graph.score_many(labelings)
+    if search.proved:  # the root proved that no labeling is finite
+        assert np.all(scores == -np.inf) or search.score == pytest.approx(scores.max())
+        return
+    n = graph.n_vars
+    starts = graph.scope_indptr[:-1]
+    p, q = graph.scope_vars[starts], graph.scope_vars[starts + 1]
+    kept = np.all(np.isfinite(unary[np.arange(n), labelings]), axis=1)
+    # every labeling left in the domains keeps its cost offset - score
+    costs = (lower + unary[np.arange(n), labelings].sum(1)
+             + pair[np.arange(graph.n_factors), labelings[:, p], labelings[:, q]].sum(1))
+    finite = kept & np.isfinite(scores)
+    np.testing.assert_allclose(costs[finite], search.offset - scores[finite], atol=1e-9)
+    assert np.all(~np.isfinite(costs[kept & ~np.isfinite(scores)]))
+    # no labeling removed from the domains is better than the bound
+    assert lower <= search.offset - scores.max() + 1e-9
+    # node consistency: a zero-cost label in every domain; no negative cost
+    assert np.all(np.nanmin(np.where(np.isfinite(unary), unary, np.nan), axis=1) <= 1e-12)
+    assert np.all(unary[np.isfinite(unary)] >= -1e-12)
+    # arc consistency: each label has a zero-cost support on each edge
+    for f in range(graph.n_factors):
+        rows, cols = np.isfinite(unary[p[f]]), np.isfinite(unary[q[f]])
+        sub = pair[f][np.ix_(rows, cols)]
+        assert np.all(sub[np.isfinite(sub)] >= -1e-9)
+        assert np.all(sub.min(axis=1) <= 1e-9) and np.all(sub.min(axis=0) <= 1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6))
+def test_a_search_run_one_node_at_a_time_ends_where_one_run_does(seed):
+    graph = weighted_csp(seed, p_inf=0.3, ties=False)
+    whole = SoftArcSearch(graph)
+    whole.run()
+    steps = SoftArcSearch(graph)
+    while not steps.run(max_nodes=1):
+        pass
+    assert steps.n_nodes == whole.n_nodes
+    assert steps.score == whole.score and np.array_equal(steps.labels, whole.labels)
+
+
+def test_a_node_budget_ends_the_search_with_a_true_score():
+    rng = np.random.default_rng(0)
+    n, k = 14, 6
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    graph = FactorGraph(np.full(n, k), unary=rng.normal(size=(n, k)), scopes=pairs,
+                        tables=list(rng.normal(size=(len(pairs), k * k))))
+    search = SoftArcSearch(graph)
+    assert not search.run(max_nodes=30)  # past the first dive, far from a proof
+    assert search.n_nodes == 30
+    assert np.isfinite(search.score) and graph.score(search.labels) == search.score
+    better = solve_map(graph, "exact", time_limit=30)
+    search.offer(better.labels)
+    assert search.score == better.score
+    assert search.run()  # resumed against the better incumbent
+    assert search.score == pytest.approx(better.score, abs=1e-6 * abs(better.score))
+
+
+def test_an_infeasible_network_is_proved_so():
+    # x0 != x1, x1 != x2, x0 != x2 over two labels: no labeling is allowed
+    ne = np.array([[-np.inf, 0.0], [0.0, -np.inf]])
+    graph = FactorGraph([2, 2, 2], scopes=[(0, 1), (1, 2), (0, 2)], tables=[ne, ne, ne])
+    search = SoftArcSearch(graph)
+    assert search.run() and search.score == -np.inf
+    res = solve_map(graph, "exact", enumeration_limit=0)
+    assert res.status == "infeasible"
+
+
+def test_weighted_csps_in_the_exact_search_are_proved_by_the_soft_arc_search():
+    """A 40-variable network with half its pairs forbidden: the search
+    proves it before any LP, and agrees with HiGHS."""
+    rng = np.random.default_rng(5)
+    n, k = 40, 6
+    planted = rng.integers(0, k, size=n)
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    pairs = [pairs[i] for i in sorted(rng.choice(len(pairs), size=3 * n, replace=False))]
+    tables = []
+    for i, j in pairs:
+        t = -rng.integers(0, 10, size=(k, k)).astype(float)
+        t[rng.random((k, k)) < 0.5] = -np.inf
+        t[planted[i], planted[j]] = 0.0
+        tables.append(t)
+    graph = FactorGraph(np.full(n, k), unary=-rng.integers(0, 10, size=(n, k)).astype(float),
+                        scopes=pairs, tables=tables)
+    res = solve_map(graph, "exact", enumeration_limit=0, persistency=False, time_limit=30)
+    assert res.status == "exact" and not res.history  # no LP node was evaluated
+    assert res.score == pytest.approx(solve_map(graph, "ilp").score)
+
+
+def test_bad_input():
+    triple = FactorGraph([2, 2, 2], scopes=[(0, 1, 2)], tables=[np.zeros(8)])
+    with pytest.raises(ValueError, match="pairwise"):
+        SoftArcSearch(triple)
+    with pytest.raises(TypeError, match="FactorGraph"):
+        SoftArcSearch(np.zeros(2))
+    pair = FactorGraph([2, 3], scopes=[(0, 1)], tables=[np.zeros(6)])
+    with pytest.raises(ValueError, match="tol"):
+        SoftArcSearch(pair, tol=np.nan)
+    search = SoftArcSearch(pair)
+    with pytest.raises(ValueError, match="shape"):
+        search.offer([0])
+    with pytest.raises(ValueError, match="out of range"):
+        search.offer([0, 3])
