@@ -20,7 +20,12 @@ Consistency enforced at every node (Larrosa and Schiex's FDAC*):
 * directional arc consistency: in a fixed variable order, each label of the
   earlier end of an edge has a label of the later end at edge plus unary
   cost 0 (unary costs of the later end are first extended into the edge as
-  far as needed, then the row minima projected).
+  far as needed, then the row minima projected);
+* existential arc consistency: each variable has a label of unary cost 0
+  with, on every edge, a label of the other end at edge plus unary cost 0;
+  where none has, the variable's star (its unary costs, edges and
+  neighbours' unary costs) moves its minimum onto the variable
+  (``EDAC*`` together with the above).
 
 All moves keep every labeling's cost.  A fixpoint is sought for at most
 :data:`MAX_ROUNDS` rounds; any point on the way is a valid bound.
@@ -36,7 +41,7 @@ MAX_ROUNDS = 16  # propagation rounds per node at most
 # state.scalars
 LOWER, UPPER = 0, 1
 # state.counters
-DEPTH, NODES, PHASE = 0, 1, 2
+DEPTH, NODES, PHASE, ROUNDS, LAST_CONFLICT = 0, 1, 2, 3, 4
 # phases of the resumable search
 NOT_STARTED, CONSISTENT, BACKTRACK, DONE = 0, 1, 2, 3
 # flags returned by the support kernels
@@ -65,6 +70,8 @@ class CostNetwork(NamedTuple):
     dac_order : int64 (n,)
         The order of directional arc consistency; ``dac_pos`` its inverse.
     dac_pos : int64 (n,)
+    K : int
+        The padded domain size.
     """
 
     n_states: np.ndarray
@@ -76,6 +83,7 @@ class CostNetwork(NamedTuple):
     adj_side: np.ndarray
     dac_order: np.ndarray
     dac_pos: np.ndarray
+    K: int
 
 
 class SearchState(NamedTuple):
@@ -96,13 +104,22 @@ class SearchState(NamedTuple):
         the label).
     labels : int64 (n,)
         The incumbent labeling.
+    full_support : int64 (n,)
+        Each variable's last label found existentially supported (a hint).
+    residue : int64 (2, E * 2 * K)
+        Per edge end and label, the other end's label last found at edge
+        cost 0 (row 0, arc consistency) and at edge plus unary cost 0 (row 1,
+        full supports): checked first, so a still valid support costs O(1)
+        instead of a scan of the other domain.
     edge_weight : float64 (E,)
         Domain wipe-outs per edge, plus 1 (the ``dom / wdeg`` heuristic).
     scalars : float64 (2,)
         ``[LOWER, UPPER]``: the current node's bound, the incumbent's cost
         (``inf``: none).
-    counters : int64 (3,)
-        ``[DEPTH, NODES, PHASE]``.
+    counters : int64 (5,)
+        ``[DEPTH, NODES, PHASE, ROUNDS, LAST_CONFLICT]``: ROUNDS counts the
+        propagation rounds run; LAST_CONFLICT is the variable whose fixing
+        last failed (-1: none), branched on first while it is free.
     """
 
     unary: np.ndarray
@@ -112,18 +129,24 @@ class SearchState(NamedTuple):
     saved_lower: np.ndarray
     branch: np.ndarray
     labels: np.ndarray
+    full_support: np.ndarray
+    residue: np.ndarray
     edge_weight: np.ndarray
     scalars: np.ndarray
     counters: np.ndarray
 
 
 class Workspace(NamedTuple):
-    """Scratch arrays: ``edge_dirty`` uint8 (E,), ``shrunk`` and ``raised``
-    uint8 (n,), ``best`` float64 (K,)."""
+    """Scratch arrays: the flags of what the propagation has left to do,
+    ``edge_dirty`` uint8 (E,) (arc consistency of both ends), ``shrunk``,
+    ``raised`` and ``star_dirty`` uint8 (n,) (a domain lost labels; unary
+    costs rose; a star changed: existential arc consistency), and ``best``
+    float64 (K,)."""
 
     edge_dirty: np.ndarray
     shrunk: np.ndarray
     raised: np.ndarray
+    star_dirty: np.ndarray
     best: np.ndarray
 
 
@@ -131,7 +154,7 @@ class Workspace(NamedTuple):
 def _edge_cost(net, shift, e, s, x, y):
     """Current cost of edge ``e`` with label ``x`` at its end ``s`` and
     ``y`` at the other."""
-    K = net.unary.shape[0] // net.n_states.shape[0]
+    K = net.K
     if s == 0:
         a, b = x, y
     else:
@@ -145,17 +168,25 @@ def _support(net, state, e, s, eps):
     cost over the other end's domain moves onto the label's unary cost
     (labels with none finite are removed).  Returns RAISED | REMOVED flags,
     or WIPED when the domain empties."""
-    K = net.unary.shape[0] // net.n_states.shape[0]
+    K = net.K
     unary, shift = state.unary, state.shift
     i, j = net.ends[e, s], net.ends[e, 1 - s]
+    residue = state.residue[0]
     flags, alive = 0, 0
     for x in range(net.n_states[i]):
         if unary[i * K + x] == np.inf:
             continue
+        r = residue[(2 * e + s) * K + x]
+        if unary[j * K + r] != np.inf and _edge_cost(net, shift, e, s, x, r) <= eps:
+            alive += 1
+            continue
         m = np.inf
         for y in range(net.n_states[j]):
             if unary[j * K + y] != np.inf:
-                m = min(m, _edge_cost(net, shift, e, s, x, y))
+                c = _edge_cost(net, shift, e, s, x, y)
+                if c < m:
+                    m, r = c, y
+        residue[(2 * e + s) * K + x] = r
         if m == np.inf:
             unary[i * K + x] = np.inf
             flags |= REMOVED
@@ -175,19 +206,29 @@ def _full_support(net, state, work, e, s, eps):
     as the projection needs, then each label's minimum of edge plus unary
     cost moves onto it.  Returns RAISED | REMOVED | EXTENDED flags, or
     WIPED."""
-    K = net.unary.shape[0] // net.n_states.shape[0]
+    K = net.K
     unary, shift, best = state.unary, state.shift, work.best
     i, j = net.ends[e, s], net.ends[e, 1 - s]
+    residue = state.residue[1]
     flags, alive, gain = 0, 0, False
     for x in range(net.n_states[i]):
         best[x] = np.inf
         if unary[i * K + x] == np.inf:
             continue
+        r = residue[(2 * e + s) * K + x]
+        ur = unary[j * K + r]
+        if ur != np.inf and _edge_cost(net, shift, e, s, x, r) + ur <= eps:
+            best[x] = 0.0
+            alive += 1
+            continue
         m = np.inf
         for y in range(net.n_states[j]):
             uy = unary[j * K + y]
             if uy != np.inf:
-                m = min(m, _edge_cost(net, shift, e, s, x, y) + uy)
+                c = _edge_cost(net, shift, e, s, x, y) + uy
+                if c < m:
+                    m, r = c, y
+        residue[(2 * e + s) * K + x] = r
         if m == np.inf:
             unary[i * K + x] = np.inf
             flags |= REMOVED
@@ -221,11 +262,84 @@ def _full_support(net, state, work, e, s, eps):
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
-def _note(flags, v, work):
+def _star_cost(net, state, i, x, stop):
+    """Unary cost of label ``x`` of ``i`` plus, per edge, the least edge
+    plus unary cost of the other end (summing stops once above ``stop``)."""
+    K = net.K
+    unary, shift = state.unary, state.shift
+    total = unary[i * K + x]
+    for k in range(net.adj_ptr[i], net.adj_ptr[i + 1]):
+        if total > stop:
+            break
+        e, si = net.adj_edge[k], net.adj_side[k]
+        j = net.ends[e, 1 - si]
+        r = state.residue[1, (2 * e + si) * K + x]
+        ur = unary[j * K + r]
+        if ur != np.inf and _edge_cost(net, shift, e, si, x, r) + ur <= 0.0:
+            continue
+        m = np.inf
+        for y in range(net.n_states[j]):
+            uy = unary[j * K + y]
+            if uy != np.inf:
+                m = min(m, _edge_cost(net, shift, e, si, x, y) + uy)
+        total += m
+    return total
+
+
+@nb.njit(cache=True, no_cpython_wrapper=True)
+def _existential(net, state, work, i, eps):
+    """Existential arc consistency of ``i``: when no label has star cost
+    0 (:func:`_star_cost`), full supports towards ``i`` on all its edges
+    raise all its labels by their star costs.  Returns RAISED, 0, or WIPED."""
+    K = net.K
+    hint = state.full_support[i]
+    if state.unary[i * K + hint] <= eps and _star_cost(net, state, i, hint, eps) <= eps:
+        return 0
+    best, best_label = np.inf, -1
+    for x in range(net.n_states[i]):
+        if state.unary[i * K + x] == np.inf:
+            continue
+        c = _star_cost(net, state, i, x, best)
+        if c < best:
+            best, best_label = c, x
+            if best <= eps:
+                state.full_support[i] = x
+                return 0
+    if best_label < 0:
+        return WIPED
+    state.full_support[i] = best_label
+    for k in range(net.adj_ptr[i], net.adj_ptr[i + 1]):
+        e, si = net.adj_edge[k], net.adj_side[k]
+        flags = _full_support(net, state, work, e, si, eps)
+        if flags == WIPED:
+            state.edge_weight[e] += 1.0
+            return WIPED
+        if flags & REMOVED:
+            work.shrunk[i] = 1
+        if flags & EXTENDED:
+            work.edge_dirty[e] = 1
+            work.star_dirty[net.ends[e, 1 - si]] = 1
+    _touch_star(net, work, i)
+    return RAISED
+
+
+@nb.njit(cache=True, no_cpython_wrapper=True)
+def _touch_star(net, work, v):
+    """The stars of ``v`` and its neighbours need an existential check."""
+    work.star_dirty[v] = 1
+    for k in range(net.adj_ptr[v], net.adj_ptr[v + 1]):
+        e = net.adj_edge[k]
+        work.star_dirty[net.ends[e, 1 - net.adj_side[k]]] = 1
+
+
+@nb.njit(cache=True, no_cpython_wrapper=True)
+def _note(net, flags, v, work):
     if flags & RAISED:
         work.raised[v] = 1
     if flags & REMOVED:
         work.shrunk[v] = 1
+    if flags & (RAISED | REMOVED):
+        _touch_star(net, work, v)
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
@@ -233,6 +347,7 @@ def _clear(work):
     work.edge_dirty[:] = 0
     work.shrunk[:] = 0
     work.raised[:] = 0
+    work.star_dirty[:] = 0
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
@@ -241,12 +356,14 @@ def _propagate(net, state, work, cut, eps):
     returns False when a domain empties or the bound reaches ``cut`` (the
     flags are then cleared)."""
     n = net.n_states.shape[0]
-    K = net.unary.shape[0] // n
+    K = net.K
     unary = state.unary
     for _ in range(MAX_ROUNDS):
+        state.counters[ROUNDS] += 1
         for i in range(n):  # a shrunk domain may leave labels of its neighbours unsupported
             if work.shrunk[i]:
                 work.shrunk[i] = 0
+                _touch_star(net, work, i)
                 for k in range(net.adj_ptr[i], net.adj_ptr[i + 1]):
                     work.edge_dirty[net.adj_edge[k]] = 1
         for e in range(net.ends.shape[0]):
@@ -259,7 +376,7 @@ def _propagate(net, state, work, cut, eps):
                     state.edge_weight[e] += 1.0
                     _clear(work)
                     return False
-                _note(flags, net.ends[e, s], work)
+                _note(net, flags, net.ends[e, s], work)
         for t in range(n - 1, -1, -1):  # later variables first: raised costs flow to earlier ones
             j = net.dac_order[t]
             if not work.raised[j]:
@@ -275,9 +392,17 @@ def _propagate(net, state, work, cut, eps):
                     state.edge_weight[e] += 1.0
                     _clear(work)
                     return False
-                _note(flags, i, work)
+                _note(net, flags, i, work)
                 if flags & EXTENDED:
                     work.edge_dirty[e] = 1
+                    work.star_dirty[i] = work.star_dirty[j] = 1
+        for i in range(n):  # existential: a label of i fully supported in i's star
+            if not work.star_dirty[i]:
+                continue
+            work.star_dirty[i] = 0
+            if _existential(net, state, work, i, eps) == WIPED:
+                _clear(work)
+                return False
         lower = state.scalars[LOWER]
         for i in range(n):  # node consistency: unary minima into the bound
             m = np.inf
@@ -302,13 +427,13 @@ def _propagate(net, state, work, cut, eps):
                     unary[i * K + x] = np.inf
                     work.shrunk[i] = 1
             changed = changed or work.shrunk[i] == 1
+            changed = changed or work.raised[i] == 1 or work.star_dirty[i] == 1
         if not changed:
             for e in range(net.ends.shape[0]):
                 if work.edge_dirty[e]:
                     changed = True
                     break
         if not changed:
-            work.raised[:] = 0
             return True
     work.raised[:] = 0
     return True
@@ -316,11 +441,21 @@ def _propagate(net, state, work, cut, eps):
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
 def _choose_variable(net, state):
-    """The free variable (two or more labels) of least domain size over the
-    summed weights of its edges to free variables; -1 when none is free."""
+    """The last conflict's variable while it is free, else the free variable
+    (two or more labels) of least domain size over the summed weights of its
+    edges to free variables; -1 when none is free."""
     n = net.n_states.shape[0]
-    K = net.unary.shape[0] // n
+    K = net.K
     unary = state.unary
+    last = state.counters[LAST_CONFLICT]
+    if last >= 0:
+        size = 0
+        for x in range(net.n_states[last]):
+            if unary[last * K + x] != np.inf:
+                size += 1
+        if size > 1:
+            return last
+        state.counters[LAST_CONFLICT] = -1
     best, best_key = -1, np.inf
     for v in range(n):
         size = 0
@@ -347,13 +482,17 @@ def _choose_variable(net, state):
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
 def _choose_label(net, state, v, eps):
-    """The label of least unary cost (the incumbent's on ties)."""
-    K = net.unary.shape[0] // net.n_states.shape[0]
+    """The label of least unary cost (on ties the incumbent's, else the
+    existentially supported one)."""
+    K = net.K
     best, best_cost = -1, np.inf
     for x in range(net.n_states[v]):
         u = state.unary[v * K + x]
         if u < best_cost:
             best, best_cost = x, u
+    full = state.full_support[v]
+    if state.unary[v * K + full] <= best_cost + eps:
+        return full
     inc = state.labels[v]
     if state.scalars[UPPER] < np.inf and state.unary[v * K + inc] <= best_cost + eps:
         return inc
@@ -364,7 +503,7 @@ def _choose_label(net, state, v, eps):
 def labeling_cost(net, labels):
     """Cost of ``labels`` in the original network (``inf``: forbidden)."""
     n = net.n_states.shape[0]
-    K = net.unary.shape[0] // n
+    K = net.K
     total = 0.0
     for i in range(n):
         total += net.unary[i * K + labels[i]]
@@ -378,7 +517,7 @@ def _offer_leaf(net, state, current):
     """Every domain is a single label: adopt that labeling when it is
     cheaper than the incumbent."""
     n = net.n_states.shape[0]
-    K = net.unary.shape[0] // n
+    K = net.K
     for i in range(n):
         for x in range(net.n_states[i]):
             if state.unary[i * K + x] != np.inf:
@@ -439,6 +578,7 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps):
             state.unary[:] = net.unary
             work.edge_dirty[:] = 1
             work.raised[:] = 1
+            work.star_dirty[:] = 1
             counters[DEPTH] = 0
             ok = _propagate(net, state, work, cut, eps)
             counters[PHASE] = CONSISTENT if ok else DONE
@@ -455,7 +595,7 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps):
             state.saved_lower[d] = state.scalars[LOWER]
             state.branch[d, 0], state.branch[d, 1] = v, a
             counters[DEPTH] = d + 1
-            K = net.unary.shape[0] // n
+            K = net.K
             for x in range(net.n_states[v]):
                 if x != a:
                     state.unary[v * K + x] = np.inf
@@ -463,6 +603,8 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps):
             counters[NODES] += 1
             ok = _propagate(net, state, work, cut, eps)
             counters[PHASE] = CONSISTENT if ok else BACKTRACK
+            if not ok:
+                counters[LAST_CONFLICT] = v
         else:  # BACKTRACK: the other branch of the deepest open level
             d = counters[DEPTH] - 1
             if d < 0:
@@ -473,7 +615,7 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps):
             state.shift[:] = state.saved_shift[d]
             state.scalars[LOWER] = state.saved_lower[d]
             v, a = state.branch[d, 0], state.branch[d, 1]
-            K = net.unary.shape[0] // n
+            K = net.K
             state.unary[v * K + a] = np.inf
             work.shrunk[v] = 1
             counters[NODES] += 1

@@ -84,7 +84,7 @@ def _cost_network(graph):
     dac_pos[dac_order] = np.arange(n)
     net = CostNetwork(graph.n_states.astype(np.int64), unary, pair, ends.astype(np.int64),
                       adj_ptr, adj_edge.astype(np.int64), adj_side.astype(np.int64), dac_order,
-                      dac_pos)
+                      dac_pos, K)
     return net, offset
 
 
@@ -134,10 +134,13 @@ class SoftArcSearch:
         self.state = SearchState(
             np.empty(n * K), np.zeros(E * 2 * K), np.empty((n + 1, n * K)),
             np.empty((n + 1, E * 2 * K)), np.zeros(n + 1), np.zeros((n + 1, 2), dtype=np.int64),
-            np.zeros(n, dtype=np.int64), np.ones(E), np.array([0.0, np.inf]),
-            np.zeros(3, dtype=np.int64))
+            np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+            np.zeros((2, E * 2 * K), dtype=np.int64), np.ones(E),
+            np.array([0.0, np.inf]),
+            np.array([0, 0, 0, 0, -1], dtype=np.int64))
         self.work = Workspace(np.zeros(E, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
-                              np.zeros(n, dtype=np.uint8), np.zeros(K))
+                              np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
+                              np.zeros(K))
         if self.offset == -np.inf:  # a table with no finite entry: nothing to search
             self.state.counters[2] = 3
         if incumbent is not None:
