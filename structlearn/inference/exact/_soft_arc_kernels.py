@@ -140,14 +140,15 @@ class Workspace(NamedTuple):
     """Scratch arrays: the flags of what the propagation has left to do,
     ``edge_dirty`` uint8 (E,) (arc consistency of both ends), ``shrunk``,
     ``raised`` and ``star_dirty`` uint8 (n,) (a domain lost labels; unary
-    costs rose; a star changed: existential arc consistency), and ``best``
-    float64 (K,)."""
+    costs rose; a star changed: existential arc consistency), ``best``
+    float64 (K,) and ``sizes`` int64 (n,) (domain sizes)."""
 
     edge_dirty: np.ndarray
     shrunk: np.ndarray
     raised: np.ndarray
     star_dirty: np.ndarray
     best: np.ndarray
+    sizes: np.ndarray
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
@@ -440,7 +441,7 @@ def _propagate(net, state, work, cut, eps):
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
-def _choose_variable(net, state):
+def _choose_variable(net, state, work):
     """The last conflict's variable while it is free, else the free variable
     (two or more labels) of least domain size over the summed weights of its
     edges to free variables; -1 when none is free."""
@@ -456,25 +457,23 @@ def _choose_variable(net, state):
         if size > 1:
             return last
         state.counters[LAST_CONFLICT] = -1
-    best, best_key = -1, np.inf
+    sizes = work.sizes
     for v in range(n):
         size = 0
         for x in range(net.n_states[v]):
             if unary[v * K + x] != np.inf:
                 size += 1
-        if size < 2:
+        sizes[v] = size
+    best, best_key = -1, np.inf
+    for v in range(n):
+        if sizes[v] < 2:
             continue
         wdeg = 1e-3
         for k in range(net.adj_ptr[v], net.adj_ptr[v + 1]):
             e = net.adj_edge[k]
-            u = net.ends[e, 1 - net.adj_side[k]]
-            free = 0
-            for y in range(net.n_states[u]):
-                if unary[u * K + y] != np.inf:
-                    free += 1
-            if free > 1:
+            if sizes[net.ends[e, 1 - net.adj_side[k]]] > 1:
                 wdeg += state.edge_weight[e]
-        key = size / wdeg
+        key = sizes[v] / wdeg
         if key < best_key:
             best, best_key = v, key
     return best
@@ -583,7 +582,7 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps):
             ok = _propagate(net, state, work, cut, eps)
             counters[PHASE] = CONSISTENT if ok else DONE
         elif phase == CONSISTENT:
-            v = _choose_variable(net, state)
+            v = _choose_variable(net, state, work)
             if v < 0:
                 _offer_leaf(net, state, current)
                 counters[PHASE] = BACKTRACK

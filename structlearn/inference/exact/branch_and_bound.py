@@ -11,9 +11,11 @@ Preprocessing (each step keeps a maximum-score labeling):
    minimum cut, :mod:`.roof_duality`) are fixed and conditioned on;
 5. the graph is split into connected components, each solved on its own
    (isolated variables by their unary argmax, forests by exact max-product,
-   pairwise components of at most :data:`DFBB_MAX_VARS` variables of fewer
-   than 100 states first by a few milliseconds of depth-first branch and
-   bound without LP (:mod:`.dfbb`),
+   pairwise components with forbidden pairs first by a depth-first branch
+   and bound kept soft arc consistent (:mod:`.soft_arc`, half their time),
+   other pairwise components of at most :data:`DFBB_MAX_VARS` variables of
+   fewer than 100 states first by a few milliseconds of depth-first branch
+   and bound without LP (:mod:`.dfbb`),
    components whose enumeration costs at most :data:`ENUMERATION_WORK`
    (labelings times factors) by enumeration).
 
@@ -39,7 +41,9 @@ optimum when no node is left, or at the time limit / node cap with the best
 open bound.  On a small pairwise component whose root leaves a gap, the
 depth-first search runs once more, from the root's incumbent, before any
 branching (dense graphs with loose relaxations: one LP per node costs far more
-than its cheap bounds).
+than its cheap bounds); on a component with forbidden pairs the soft arc
+consistent search resumes there instead, pruning against the root's
+incumbent.
 """
 
 import heapq
@@ -87,12 +91,16 @@ CYCLE_ENTRIES_PER_SECOND = 10**8  # and of the cycle search's candidate entries
 # On weighted constraint networks HiGHS' cuts often prove what the LP-bounded
 # search cannot.
 MILP_FIRST_MAX_COLUMNS = 200_000
-# a pairwise component with hard constraints first gets the depth-first search
-# kept soft arc consistent (:mod:`.soft_arc`; its state at most
-# SOFT_ARC_MAX_BYTES) for SOFT_ARC_FIRST_SHARE of its time (SOFT_ARC_FIRST_NODES
-# nodes without a time limit); then it stands in for the depth-first search
-# resumed after the root.  On weighted constraint networks its bound prunes
-# whole subtrees where each LP-bounded node costs milliseconds.
+# a pairwise component with hard constraints (SOFT_ARC_MIN_FORBIDDEN of its
+# table entries forbidden or more) first gets the depth-first search kept soft
+# arc consistent (:mod:`.soft_arc`; its state at most SOFT_ARC_MAX_BYTES) for
+# SOFT_ARC_FIRST_SHARE of its time (SOFT_ARC_FIRST_NODES nodes without a time
+# limit); then it stands in for the depth-first search resumed after the root.
+# On weighted constraint networks its bound prunes whole subtrees where each
+# LP-bounded node costs milliseconds; on real-valued tables (the UAI sets: no
+# forbidden pair, or labels forbidden only by dominance) the LP root proves
+# more in less time.
+SOFT_ARC_MIN_FORBIDDEN = 0.05
 SOFT_ARC_MAX_BYTES = 64 << 20
 SOFT_ARC_FIRST_SHARE = 0.5
 SOFT_ARC_FIRST_NODES = 20_000
@@ -502,11 +510,13 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         labelings times factors are at most 5,000,000 (about 20 ms of
         enumeration, less than the search costs on small dense graphs).
     depth_first : bool, default=True
-        Pairwise components of at most 64 variables with fewer than 100
-        states each first get a few
-        milliseconds of depth-first branch and bound (:mod:`.dfbb`, no LP),
-        and more of it from the root's incumbent when the root leaves a
-        gap.
+        Pairwise components with forbidden pairs (``-inf`` entries) first
+        get half their time of depth-first branch and bound kept soft arc
+        consistent (:mod:`.soft_arc`), other pairwise components of at most
+        64 variables with fewer than 100 states each a few milliseconds of
+        depth-first branch and bound with a cheaper bound (:mod:`.dfbb`);
+        either search resumes from the root's incumbent when the root
+        leaves a gap (no LP in either).
     max_search_vars : int or None, default=None
         Components with more variables get their root solve only (the
         tightened LP and its local search; status ``"node_limit"`` unless
@@ -658,13 +668,15 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
 
 
 def _soft_arc_first(sub, depth_first, share_end, tol):
-    """On a pairwise component with hard constraints (forbidden entries)
-    whose search state fits in :data:`SOFT_ARC_MAX_BYTES`, the soft arc
+    """On a pairwise component with hard constraints (at least
+    :data:`SOFT_ARC_MIN_FORBIDDEN` of its table entries forbidden) whose
+    search state fits in :data:`SOFT_ARC_MAX_BYTES`, the soft arc
     consistent depth-first search (:mod:`.soft_arc`) run for
     :data:`SOFT_ARC_FIRST_SHARE` of the time left before ``share_end`` (or
     :data:`SOFT_ARC_FIRST_NODES` nodes without a deadline); None elsewhere."""
-    if not (depth_first and sub.n_vars and np.all(sub.factor_orders == 2)
-            and (np.isneginf(sub.table_data).any() or np.isneginf(sub.unary).any())
+    if not (depth_first and sub.n_vars and sub.table_data.size
+            and np.all(sub.factor_orders == 2)
+            and np.isneginf(sub.table_data).mean() >= SOFT_ARC_MIN_FORBIDDEN
             and soft_arc_bytes(sub) <= SOFT_ARC_MAX_BYTES):
         return None
     search = SoftArcSearch(sub, tol=tol)

@@ -25,7 +25,7 @@ from ...graphs.factor_graph import FactorGraph
 
 __all__ = ["SoftArcSearch", "soft_arc_bytes"]
 
-CHUNK_NODES = 2000      # nodes per kernel call under a deadline
+CHUNK_SECONDS = 0.01    # a kernel call's length under a deadline (chunks of nodes)
 EPS_SCALE = 1e-12       # moves below this times the cost scale are skipped
 
 
@@ -140,7 +140,7 @@ class SoftArcSearch:
             np.array([0, 0, 0, 0, -1], dtype=np.int64))
         self.work = Workspace(np.zeros(E, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
                               np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
-                              np.zeros(K))
+                              np.zeros(K), np.zeros(n, dtype=np.int64))
         if self.offset == -np.inf:  # a table with no finite entry: nothing to search
             self.state.counters[2] = 3
         if incumbent is not None:
@@ -214,12 +214,18 @@ class SoftArcSearch:
             self.state.scalars[1] = 0.0
             return True
         left = np.iinfo(np.int64).max if max_nodes is None else int(max_nodes)
+        chunk = 1
         while not self.proved and left > 0:
-            if deadline is not None and time.perf_counter() >= deadline:
+            start = time.perf_counter()
+            if deadline is not None and start >= deadline:
                 break
-            chunk = left if deadline is None else min(left, CHUNK_NODES)
+            step = left if deadline is None else min(left, chunk)
             before = self.n_nodes
-            soft_arc_search(self.net, self.state, self.work, chunk, self.tol, self.offset,
+            soft_arc_search(self.net, self.state, self.work, step, self.tol, self.offset,
                             self.eps)
-            left -= self.n_nodes - before
+            done = self.n_nodes - before
+            left -= done
+            # the next chunk lasts about CHUNK_SECONDS at the rate just seen
+            per_node = (time.perf_counter() - start) / max(done, 1)
+            chunk = int(min(max(CHUNK_SECONDS / max(per_node, 1e-9), 1), 2 * chunk + 1))
         return self.proved
