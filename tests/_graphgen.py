@@ -148,3 +148,29 @@ def brute_force_reference(graph):
         flat = np.ravel_multi_index(tuple(labs[:, sc].T), shape)
         factors.append(np.bincount(flat, weights=p, minlength=int(np.prod(shape))).reshape(shape))
     return labs, scores, log_z, node, factors
+
+
+def random_weighted_csp(seed, *, p_inf=0.4, ties=True, parallel=False):
+    """A small random pairwise graph (1-6 variables of 1-4 labels) with a
+    share ``p_inf`` of its table entries forbidden (-inf), a third of that of
+    its unary scores, and, with ``ties``, small integer scores; ``parallel``
+    repeats one pair."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 7))
+    k = rng.integers(1, 5, size=n)
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.7]
+    if parallel and pairs:
+        pairs.append(pairs[0][::-1])
+    draw = (lambda size: -rng.integers(0, 4, size=size).astype(float)) if ties else \
+        (lambda size: rng.normal(size=size))
+    tables = []
+    for i, j in pairs:
+        t = draw(int(k[i] * k[j]))
+        t[rng.random(t.shape[0]) < p_inf] = -np.inf
+        tables.append(t)
+    unary = []
+    for kk in k:
+        u = draw(int(kk))
+        u[rng.random(int(kk)) < p_inf / 3] = -np.inf
+        unary.append(u)
+    return FactorGraph(k, unary=unary, scopes=pairs, tables=tables)

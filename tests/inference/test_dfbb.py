@@ -9,30 +9,13 @@ from structlearn.graphs import FactorGraph, complete_graph
 from structlearn.inference import solve_map
 from structlearn.inference.exact.dfbb import pairwise_dfbb
 
-from _graphgen import all_labelings
-
-
-def random_pairwise(seed, *, ties=False, p_inf=0.1):
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(2, 8))
-    k = rng.integers(1, 4, size=n)
-    pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.6] or [(0, 1)]
-    draw = (lambda size: rng.integers(-2, 3, size=size).astype(float)) if ties else \
-        (lambda size: rng.normal(size=size))
-    tables = []
-    for i, j in pairs:
-        t = draw(int(k[i] * k[j]))
-        t[rng.random(t.shape[0]) < p_inf] = -np.inf
-        tables.append(t)
-    unary = [draw(int(kk)) for kk in k]
-    return FactorGraph(k, unary=unary, scopes=[(j, i) if rng.random() < 0.5 else (i, j)
-                                               for i, j in pairs], tables=tables)
+from _graphgen import all_labelings, random_weighted_csp
 
 
 @settings(max_examples=150, deadline=None)
 @given(seed=st.integers(0, 10**6), ties=st.booleans(), start=st.booleans())
 def test_depth_first_search_finds_the_enumerated_optimum(seed, ties, start):
-    graph = random_pairwise(seed, ties=ties)
+    graph = random_weighted_csp(seed, ties=ties, p_inf=0.1)
     scores = graph.score_many(all_labelings(graph))
     best = scores.max()
     incumbent = all_labelings(graph)[int(np.argmin(scores))] if start else None
@@ -48,7 +31,7 @@ def test_depth_first_search_finds_the_enumerated_optimum(seed, ties, start):
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10**6), budget=st.integers(1, 30))
 def test_a_budget_ends_the_search_with_a_true_score(seed, budget):
-    graph = random_pairwise(seed, p_inf=0.0)
+    graph = random_weighted_csp(seed, p_inf=0.0, ties=False)
     labels, score, proved, nodes = pairwise_dfbb(graph, max_nodes=budget)
     assert nodes <= budget + 1
     if np.isfinite(score):
@@ -58,7 +41,7 @@ def test_a_budget_ends_the_search_with_a_true_score(seed, budget):
 
 
 def test_an_optimal_incumbent_is_kept_and_proved():
-    graph = random_pairwise(3, p_inf=0.0)
+    graph = random_weighted_csp(3, p_inf=0.0, ties=False)
     opt = solve_map(graph, "brute_force")
     labels, score, proved, _ = pairwise_dfbb(graph, max_nodes=10**6, incumbent=opt.labels)
     assert proved and score == opt.score and np.array_equal(labels, opt.labels)

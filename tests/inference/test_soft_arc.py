@@ -9,38 +9,14 @@ from structlearn.graphs import FactorGraph
 from structlearn.inference import solve_map
 from structlearn.inference.exact.soft_arc import SoftArcSearch
 
-from _graphgen import all_labelings
-
-
-def weighted_csp(seed, *, p_inf=0.4, ties=True, parallel=False):
-    """A small random pairwise graph with forbidden entries (-inf) and, with
-    ``ties``, small integer scores."""
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(1, 7))
-    k = rng.integers(1, 5, size=n)
-    pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.7]
-    if parallel and pairs:
-        pairs.append(pairs[0][::-1])
-    draw = (lambda size: -rng.integers(0, 4, size=size).astype(float)) if ties else \
-        (lambda size: rng.normal(size=size))
-    tables = []
-    for i, j in pairs:
-        t = draw(int(k[i] * k[j]))
-        t[rng.random(t.shape[0]) < p_inf] = -np.inf
-        tables.append(t)
-    unary = []
-    for kk in k:
-        u = draw(int(kk))
-        u[rng.random(int(kk)) < p_inf / 3] = -np.inf
-        unary.append(u)
-    return FactorGraph(k, unary=unary, scopes=pairs, tables=tables)
+from _graphgen import all_labelings, random_weighted_csp
 
 
 @settings(max_examples=200, deadline=None)
 @given(seed=st.integers(0, 10**6), ties=st.booleans(), parallel=st.booleans(),
        p_inf=st.sampled_from([0.0, 0.3, 0.6]), start=st.booleans())
 def test_the_search_proves_the_enumerated_optimum(seed, ties, parallel, p_inf, start):
-    graph = weighted_csp(seed, p_inf=p_inf, ties=ties, parallel=parallel)
+    graph = random_weighted_csp(seed, p_inf=p_inf, ties=ties, parallel=parallel)
     labelings = all_labelings(graph)
     scores = graph.score_many(labelings)
     best = scores.max()
@@ -59,7 +35,7 @@ def test_the_search_proves_the_enumerated_optimum(seed, ties, parallel, p_inf, s
 @given(seed=st.integers(0, 10**6), ties=st.booleans(), parallel=st.booleans())
 def test_the_root_reparameterization_keeps_every_cost_and_is_arc_consistent(seed, ties,
                                                                           parallel):
-    graph = weighted_csp(seed, p_inf=0.3, ties=ties, parallel=parallel)
+    graph = random_weighted_csp(seed, p_inf=0.3, ties=ties, parallel=parallel)
     search = SoftArcSearch(graph)
     search.run(max_nodes=1)  # the root's propagation only
     lower, unary, pair = search.current_costs()
@@ -94,7 +70,7 @@ def test_the_root_reparameterization_keeps_every_cost_and_is_arc_consistent(seed
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10**6))
 def test_a_search_run_one_node_at_a_time_ends_where_one_run_does(seed):
-    graph = weighted_csp(seed, p_inf=0.3, ties=False)
+    graph = random_weighted_csp(seed, p_inf=0.3, ties=False)
     whole = SoftArcSearch(graph)
     whole.run()
     steps = SoftArcSearch(graph)
