@@ -164,34 +164,6 @@ def _edge_cost(net, shift, e, s, x, y):
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
-def _least_cost(net, state, e, s, x, full, eps):
-    """Least edge cost of label ``x`` at end ``s`` of edge ``e`` over the
-    other end's domain, plus with ``full`` the other end's unary cost
-    (``inf``: none finite).  The residue of ``(e, s, x)`` is tried first; a
-    scan updates it."""
-    K = net.K
-    unary, shift = state.unary, state.shift
-    j = net.ends[e, 1 - s]
-    residue = state.residue[1 if full else 0]
-    slot = (2 * e + s) * K + x
-    r = residue[slot]
-    ur = unary[j * K + r]
-    if ur != np.inf:
-        c = _edge_cost(net, shift, e, s, x, r) + (ur if full else 0.0)
-        if c <= eps:
-            return c
-    m = np.inf
-    for y in range(net.n_states[j]):
-        uy = unary[j * K + y]
-        if uy != np.inf:
-            c = _edge_cost(net, shift, e, s, x, y) + (uy if full else 0.0)
-            if c < m:
-                m, r = c, y
-    residue[slot] = r
-    return m
-
-
-@nb.njit(cache=True, no_cpython_wrapper=True)
 def _support(net, state, e, s, eps):
     """Arc consistency of end ``s`` of edge ``e``: each label's minimum edge
     cost over the other end's domain moves onto the label's unary cost
@@ -199,12 +171,23 @@ def _support(net, state, e, s, eps):
     or WIPED when the domain empties."""
     K = net.K
     unary, shift = state.unary, state.shift
-    i = net.ends[e, s]
+    i, j = net.ends[e, s], net.ends[e, 1 - s]
+    residue = state.residue[0]
     flags, alive = 0, 0
     for x in range(net.n_states[i]):
         if unary[i * K + x] == np.inf:
             continue
-        m = _least_cost(net, state, e, s, x, False, eps)
+        r = residue[(2 * e + s) * K + x]
+        if unary[j * K + r] != np.inf and _edge_cost(net, shift, e, s, x, r) <= eps:
+            alive += 1
+            continue
+        m = np.inf
+        for y in range(net.n_states[j]):
+            if unary[j * K + y] != np.inf:
+                c = _edge_cost(net, shift, e, s, x, y)
+                if c < m:
+                    m, r = c, y
+        residue[(2 * e + s) * K + x] = r
         if m == np.inf:
             unary[i * K + x] = np.inf
             flags |= REMOVED
@@ -227,12 +210,26 @@ def _full_support(net, state, work, e, s, eps):
     K = net.K
     unary, shift, best = state.unary, state.shift, work.best
     i, j = net.ends[e, s], net.ends[e, 1 - s]
+    residue = state.residue[1]
     flags, alive, gain = 0, 0, False
     for x in range(net.n_states[i]):
         best[x] = np.inf
         if unary[i * K + x] == np.inf:
             continue
-        m = _least_cost(net, state, e, s, x, True, eps)
+        r = residue[(2 * e + s) * K + x]
+        ur = unary[j * K + r]
+        if ur != np.inf and _edge_cost(net, shift, e, s, x, r) + ur <= eps:
+            best[x] = 0.0
+            alive += 1
+            continue
+        m = np.inf
+        for y in range(net.n_states[j]):
+            uy = unary[j * K + y]
+            if uy != np.inf:
+                c = _edge_cost(net, shift, e, s, x, y) + uy
+                if c < m:
+                    m, r = c, y
+        residue[(2 * e + s) * K + x] = r
         if m == np.inf:
             unary[i * K + x] = np.inf
             flags |= REMOVED
@@ -266,14 +263,27 @@ def _full_support(net, state, work, e, s, eps):
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
-def _star_cost(net, state, i, x, stop, eps):
+def _star_cost(net, state, i, x, stop):
     """Unary cost of label ``x`` of ``i`` plus, per edge, the least edge
     plus unary cost of the other end (summing stops once above ``stop``)."""
-    total = state.unary[i * net.K + x]
+    K = net.K
+    unary, shift = state.unary, state.shift
+    total = unary[i * K + x]
     for k in range(net.adj_ptr[i], net.adj_ptr[i + 1]):
         if total > stop:
             break
-        total += _least_cost(net, state, net.adj_edge[k], net.adj_side[k], x, True, eps)
+        e, si = net.adj_edge[k], net.adj_side[k]
+        j = net.ends[e, 1 - si]
+        r = state.residue[1, (2 * e + si) * K + x]
+        ur = unary[j * K + r]
+        if ur != np.inf and _edge_cost(net, shift, e, si, x, r) + ur <= 0.0:
+            continue
+        m = np.inf
+        for y in range(net.n_states[j]):
+            uy = unary[j * K + y]
+            if uy != np.inf:
+                m = min(m, _edge_cost(net, shift, e, si, x, y) + uy)
+        total += m
     return total
 
 
@@ -284,13 +294,13 @@ def _existential(net, state, work, i, eps):
     raise all its labels by their star costs.  Returns RAISED, 0, or WIPED."""
     K = net.K
     hint = state.full_support[i]
-    if state.unary[i * K + hint] <= eps and _star_cost(net, state, i, hint, eps, eps) <= eps:
+    if state.unary[i * K + hint] <= eps and _star_cost(net, state, i, hint, eps) <= eps:
         return 0
     best, best_label = np.inf, -1
     for x in range(net.n_states[i]):
         if state.unary[i * K + x] == np.inf:
             continue
-        c = _star_cost(net, state, i, x, best, eps)
+        c = _star_cost(net, state, i, x, best)
         if c < best:
             best, best_label = c, x
             if best <= eps:
