@@ -25,7 +25,9 @@ Consistency enforced at every node (Larrosa and Schiex's FDAC*):
   with, on every edge, a label of the other end at edge plus unary cost 0;
   where none has, the variable's star (its unary costs, edges and
   neighbours' unary costs) moves its minimum onto the variable
-  (``EDAC*`` together with the above).
+  (``EDAC*`` together with the above);
+* dead-end elimination: a label that the existentially supported label of
+  its variable dominates in every neighbourhood is removed.
 
 All moves keep every labeling's cost.  A fixpoint is sought for at most
 :data:`MAX_ROUNDS` rounds; any point on the way is a valid bound.
@@ -139,15 +141,19 @@ class SearchState(NamedTuple):
 class Workspace(NamedTuple):
     """Scratch arrays: the flags of what the propagation has left to do,
     ``edge_dirty`` uint8 (E,) (arc consistency of both ends), ``shrunk``,
-    ``raised`` and ``star_dirty`` uint8 (n,) (a domain lost labels; unary
-    costs rose; a star changed: existential arc consistency), ``best``
-    float64 (K,) and ``sizes`` int64 (n,) (domain sizes)."""
+    ``raised``, ``star_dirty`` and ``dee_dirty`` uint8 (n,) (a domain lost
+    labels; unary costs rose; a star changed: existential arc consistency,
+    then dead-end elimination), ``best``
+    float64 (K,) and ``gainers`` int64 (K,) (a full support's projections),
+    ``sizes`` int64 (n,) (domain sizes)."""
 
     edge_dirty: np.ndarray
     shrunk: np.ndarray
     raised: np.ndarray
     star_dirty: np.ndarray
+    dee_dirty: np.ndarray
     best: np.ndarray
+    gainers: np.ndarray
     sizes: np.ndarray
 
 
@@ -208,10 +214,10 @@ def _full_support(net, state, work, e, s, eps):
     cost moves onto it.  Returns RAISED | REMOVED | EXTENDED flags, or
     WIPED."""
     K = net.K
-    unary, shift, best = state.unary, state.shift, work.best
+    unary, shift, best, gainers = state.unary, state.shift, work.best, work.gainers
     i, j = net.ends[e, s], net.ends[e, 1 - s]
     residue = state.residue[1]
-    flags, alive, gain = 0, 0, False
+    flags, alive, n_gain = 0, 0, 0
     for x in range(net.n_states[i]):
         best[x] = np.inf
         if unary[i * K + x] == np.inf:
@@ -236,53 +242,58 @@ def _full_support(net, state, work, e, s, eps):
             continue
         alive += 1
         best[x] = m
-        gain = gain or m > eps
+        if m > eps:  # only these labels gain: only they need extended costs
+            gainers[n_gain] = x
+            n_gain += 1
     if alive == 0:
         return WIPED
-    if not gain:
+    if n_gain == 0:
         return flags
     for y in range(net.n_states[j]):
         uy = unary[j * K + y]
         if uy == np.inf:
             continue
         ext = 0.0
-        for x in range(net.n_states[i]):
-            if best[x] != np.inf:
-                ext = max(ext, best[x] - _edge_cost(net, shift, e, s, x, y))
+        for g in range(n_gain):
+            x = gainers[g]
+            ext = max(ext, best[x] - _edge_cost(net, shift, e, s, x, y))
         ext = min(ext, uy)
         if ext > eps:
             unary[j * K + y] = uy - ext
             shift[(2 * e + 1 - s) * K + y] -= ext
             flags |= EXTENDED
-    for x in range(net.n_states[i]):
-        if best[x] != np.inf and best[x] > eps:
-            shift[(2 * e + s) * K + x] += best[x]
-            unary[i * K + x] += best[x]
-            flags |= RAISED
-    return flags
+    for g in range(n_gain):
+        x = gainers[g]
+        shift[(2 * e + s) * K + x] += best[x]
+        unary[i * K + x] += best[x]
+    return flags | RAISED
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
-def _star_cost(net, state, i, x, stop):
+def _star_cost(net, state, i, x, stop, eps):
     """Unary cost of label ``x`` of ``i`` plus, per edge, the least edge
-    plus unary cost of the other end (summing stops once above ``stop``)."""
+    plus unary cost of the other end (summing stops once above ``stop``;
+    costs up to ``eps`` count as 0)."""
     K = net.K
-    unary, shift = state.unary, state.shift
+    unary, shift, residue = state.unary, state.shift, state.residue[1]
     total = unary[i * K + x]
     for k in range(net.adj_ptr[i], net.adj_ptr[i + 1]):
         if total > stop:
             break
         e, si = net.adj_edge[k], net.adj_side[k]
         j = net.ends[e, 1 - si]
-        r = state.residue[1, (2 * e + si) * K + x]
+        r = residue[(2 * e + si) * K + x]
         ur = unary[j * K + r]
-        if ur != np.inf and _edge_cost(net, shift, e, si, x, r) + ur <= 0.0:
+        if ur != np.inf and _edge_cost(net, shift, e, si, x, r) + ur <= eps:
             continue
         m = np.inf
         for y in range(net.n_states[j]):
             uy = unary[j * K + y]
             if uy != np.inf:
-                m = min(m, _edge_cost(net, shift, e, si, x, y) + uy)
+                c = _edge_cost(net, shift, e, si, x, y) + uy
+                if c < m:
+                    m, r = c, y
+        residue[(2 * e + si) * K + x] = r
         total += m
     return total
 
@@ -294,13 +305,13 @@ def _existential(net, state, work, i, eps):
     raise all its labels by their star costs.  Returns RAISED, 0, or WIPED."""
     K = net.K
     hint = state.full_support[i]
-    if state.unary[i * K + hint] <= eps and _star_cost(net, state, i, hint, eps) <= eps:
+    if state.unary[i * K + hint] <= eps and _star_cost(net, state, i, hint, eps, eps) <= eps:
         return 0
     best, best_label = np.inf, -1
     for x in range(net.n_states[i]):
         if state.unary[i * K + x] == np.inf:
             continue
-        c = _star_cost(net, state, i, x, best)
+        c = _star_cost(net, state, i, x, best, eps)
         if c < best:
             best, best_label = c, x
             if best <= eps:
@@ -326,11 +337,12 @@ def _existential(net, state, work, i, eps):
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
 def _touch_star(net, work, v):
-    """The stars of ``v`` and its neighbours need an existential check."""
-    work.star_dirty[v] = 1
+    """The stars of ``v`` and its neighbours need an existential check (and
+    a dead-end one)."""
+    work.star_dirty[v] = work.dee_dirty[v] = 1
     for k in range(net.adj_ptr[v], net.adj_ptr[v + 1]):
-        e = net.adj_edge[k]
-        work.star_dirty[net.ends[e, 1 - net.adj_side[k]]] = 1
+        u = net.ends[net.adj_edge[k], 1 - net.adj_side[k]]
+        work.star_dirty[u] = work.dee_dirty[u] = 1
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
@@ -349,6 +361,54 @@ def _clear(work):
     work.shrunk[:] = 0
     work.raised[:] = 0
     work.star_dirty[:] = 0
+    work.dee_dirty[:] = 0
+
+
+@nb.njit(cache=True, no_cpython_wrapper=True)
+def _eliminate_dead_ends(net, state, work):
+    """Dead-end elimination against each flagged variable's existentially
+    supported label ``b``: a label ``a`` whose unary cost exceeds ``b``'s by
+    at least ``sum_j max_y (cost_ij(b, y) - cost_ij(a, y))`` over the
+    current domains can be swapped for ``b`` in any labeling at no extra
+    cost, so it is removed (``b`` never is).  Returns whether any was."""
+    n = net.n_states.shape[0]
+    K = net.K
+    unary, shift = state.unary, state.shift
+    removed = False
+    for i in range(n):
+        if not work.dee_dirty[i]:
+            continue
+        work.dee_dirty[i] = 0
+        b = state.full_support[i]
+        ub = unary[i * K + b]
+        if ub == np.inf:
+            continue
+        for a in range(net.n_states[i]):
+            slack = unary[i * K + a] - ub
+            if a == b or slack == np.inf or slack < 0.0:
+                continue
+            for k in range(net.adj_ptr[i], net.adj_ptr[i + 1]):
+                e, si = net.adj_edge[k], net.adj_side[k]
+                j = net.ends[e, 1 - si]
+                worst = -np.inf
+                for y in range(net.n_states[j]):
+                    if unary[j * K + y] == np.inf:
+                        continue
+                    cb = _edge_cost(net, shift, e, si, b, y)
+                    if cb == np.inf:
+                        if _edge_cost(net, shift, e, si, a, y) != np.inf:
+                            worst = np.inf
+                            break
+                        continue
+                    worst = max(worst, cb - _edge_cost(net, shift, e, si, a, y))
+                slack -= worst
+                if slack < 0.0:
+                    break
+            if slack >= 0.0:
+                unary[i * K + a] = np.inf
+                work.shrunk[i] = 1
+                removed = True
+    return removed
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
@@ -434,7 +494,7 @@ def _propagate(net, state, work, cut, eps):
                 if work.edge_dirty[e]:
                     changed = True
                     break
-        if not changed:
+        if not changed and not _eliminate_dead_ends(net, state, work):
             return True
     work.raised[:] = 0
     return True
@@ -578,6 +638,7 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps):
             work.edge_dirty[:] = 1
             work.raised[:] = 1
             work.star_dirty[:] = 1
+            work.dee_dirty[:] = 1
             counters[DEPTH] = 0
             ok = _propagate(net, state, work, cut, eps)
             counters[PHASE] = CONSISTENT if ok else DONE
