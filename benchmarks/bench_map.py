@@ -22,6 +22,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -41,6 +42,11 @@ SYNTHETIC = ["potts_grid_k21", "complete_k400", "matching_k1000"]
 # frustrated Potts grids (couplings uniform in [-1, 1]) and random sparse
 # large-domain graphs; not in the default "all" run (see --instances)
 POTTS = [f"potts{n}_k{k}" for n in (20, 50) for k in (2, 4, 8)]
+
+
+def _is_potts(name):
+    """Any ``potts{n}_k{k}``: an n x n frustrated grid with k labels."""
+    return re.fullmatch(r"potts\d+_k\d+", name) is not None
 SPARSE = ["sparse_k100", "sparse_k300"]
 # small complete graphs with their own N(0, 1) tables: loose relaxations,
 # few labelings (dense like ProteinFolding, small like a CSP)
@@ -115,7 +121,7 @@ def synthetic(name):
             edges.add((a, b))
         unary = rng.normal(size=(n, k))
         return graph_from_edges(unary, np.array(sorted(edges)), table), None
-    if name in POTTS:
+    if _is_potts(name):
         n, k = (int(t) for t in name[len("potts"):].split("_k"))
         couplings = rng.uniform(-1.0, 1.0, size=2 * n * (n - 1))
         return grid_graph(rng.normal(size=(n, n, k)), couplings[:, None, None] * np.eye(k)), None
@@ -140,7 +146,7 @@ def synthetic(name):
 def load(name):
     from structlearn.graphs import read_uai, read_uai_solution
 
-    if name in SYNTHETIC + POTTS + SPARSE + DENSE or _is_wcsp(name):
+    if name in SYNTHETIC + SPARSE + DENSE or _is_potts(name) or _is_wcsp(name):
         return synthetic(name)
     path = os.path.join(UAI_DIR, name + ".uai")
     g = read_uai(path)
@@ -164,7 +170,7 @@ def toulbar2_worker(name, time_limit):
     g, ref = load(name)
     path = os.path.join(UAI_DIR, name + ".uai")
     tmp = None
-    if name in SYNTHETIC + POTTS + SPARSE + DENSE or _is_wcsp(name):
+    if name in SYNTHETIC + SPARSE + DENSE or _is_potts(name) or _is_wcsp(name):
         tmp = tempfile.NamedTemporaryFile(suffix=".uai", delete=False)
         tmp.close()
         write_uai(g, tmp.name)

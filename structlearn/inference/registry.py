@@ -101,6 +101,10 @@ AUTO_LARGE_DOMAIN = 100
 # (whose root is that tightened AD3 solve)
 AUTO_CYCLES = 1000
 AUTO_SEARCH_VARS = 5000
+# pairwise graphs with at least this share of their table entries forbidden
+# (weighted constraint networks) are searched first depth-first, kept soft
+# arc consistent (exact/soft_arc.py), before any LP
+AUTO_SOFT_ARC_FORBIDDEN = 0.05
 
 
 def auto_choice(graph):
@@ -137,6 +141,12 @@ def auto_choice(graph):
         return "gdmm", (f"loopy, domains up to {k_max} states: GDMM, whose factor oracle is "
                         "sublinear in the domain")
     if graph.n_vars <= AUTO_SEARCH_VARS:
+        forbidden = float(np.isneginf(graph.table_data).mean()) if graph.table_data.size else 0.0
+        if forbidden >= AUTO_SOFT_ARC_FORBIDDEN and np.all(graph.factor_orders == 2):
+            return "exact", (f"loopy, {graph.n_vars} variables with up to {k_max} states, "
+                             f"{forbidden:.0%} of the pair entries forbidden: depth-first "
+                             "branch and bound kept soft arc consistent, then branch and "
+                             "bound over AD3 bounds")
         return "exact", (f"loopy, {graph.n_vars} variables with up to {k_max} states: branch "
                          f"and bound over AD3 bounds tightened with up to {AUTO_CYCLES} "
                          "frustrated short cycles")

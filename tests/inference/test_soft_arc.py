@@ -107,11 +107,10 @@ def test_an_infeasible_network_is_proved_so():
     assert res.status == "infeasible"
 
 
-def test_weighted_csps_in_the_exact_search_are_proved_by_the_soft_arc_search():
-    """A 40-variable network with half its pairs forbidden: the search
-    proves it before any LP, and agrees with HiGHS."""
-    rng = np.random.default_rng(5)
-    n, k = 40, 6
+def planted_weighted_csp(seed, n=40, k=6):
+    """``n`` variables of ``k`` labels, 3 n random pairs with half their
+    entries forbidden, integer scores, around a planted allowed labeling."""
+    rng = np.random.default_rng(seed)
     planted = rng.integers(0, k, size=n)
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
     pairs = [pairs[i] for i in sorted(rng.choice(len(pairs), size=3 * n, replace=False))]
@@ -121,11 +120,20 @@ def test_weighted_csps_in_the_exact_search_are_proved_by_the_soft_arc_search():
         t[rng.random((k, k)) < 0.5] = -np.inf
         t[planted[i], planted[j]] = 0.0
         tables.append(t)
-    graph = FactorGraph(np.full(n, k), unary=-rng.integers(0, 10, size=(n, k)).astype(float),
-                        scopes=pairs, tables=tables)
+    return FactorGraph(np.full(n, k), unary=-rng.integers(0, 10, size=(n, k)).astype(float),
+                       scopes=pairs, tables=tables)
+
+
+def test_weighted_csps_in_the_exact_search_are_proved_by_the_soft_arc_search():
+    """A 40-variable network with half its pairs forbidden: the search
+    proves it before any LP, and agrees with HiGHS."""
+    graph = planted_weighted_csp(5)
     res = solve_map(graph, "exact", enumeration_limit=0, persistency=False, time_limit=30)
     assert res.status == "exact" and not res.history  # no LP node was evaluated
     assert res.score == pytest.approx(solve_map(graph, "ilp").score)
+    auto = solve_map(graph, "auto", time_limit=30)
+    assert auto.method == "exact" and "soft arc" in auto.reason
+    assert auto.score == res.score
 
 
 def test_bad_input():

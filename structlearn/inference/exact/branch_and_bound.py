@@ -60,8 +60,8 @@ from .._progress import quiet, report
 from .dfbb import pairwise_dfbb
 from .soft_arc import SoftArcSearch, soft_arc_bytes
 from ...graphs.structure import enumeration_is_cheap, labelings_at_most
-from ..registry import (AUTO_CYCLES, AUTO_LARGE_DOMAIN, check_method_params, get_method,
-                       method_parameters, solve_map)
+from ..registry import (AUTO_CYCLES, AUTO_LARGE_DOMAIN, AUTO_SOFT_ARC_FORBIDDEN,
+                       check_method_params, get_method, method_parameters, solve_map)
 from ..result import MapResult
 from .roof_duality import condition_pairwise, roof_dual
 
@@ -91,7 +91,7 @@ CYCLE_ENTRIES_PER_SECOND = 10**8  # and of the cycle search's candidate entries
 # On weighted constraint networks HiGHS' cuts often prove what the LP-bounded
 # search cannot.
 MILP_FIRST_MAX_COLUMNS = 200_000
-# a pairwise component with hard constraints (SOFT_ARC_MIN_FORBIDDEN of its
+# a pairwise component with hard constraints (AUTO_SOFT_ARC_FORBIDDEN of its
 # table entries forbidden or more) first gets the depth-first search kept soft
 # arc consistent (:mod:`.soft_arc`; its state at most SOFT_ARC_MAX_BYTES) for
 # SOFT_ARC_FIRST_SHARE of its time (SOFT_ARC_FIRST_NODES nodes without a time
@@ -100,7 +100,6 @@ MILP_FIRST_MAX_COLUMNS = 200_000
 # LP-bounded node costs milliseconds; on real-valued tables (the UAI sets: no
 # forbidden pair, or labels forbidden only by dominance) the LP root proves
 # more in less time.
-SOFT_ARC_MIN_FORBIDDEN = 0.05
 SOFT_ARC_MAX_BYTES = 64 << 20
 SOFT_ARC_FIRST_SHARE = 0.5
 SOFT_ARC_FIRST_NODES = 20_000
@@ -669,14 +668,14 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
 
 def _soft_arc_first(sub, depth_first, share_end, tol):
     """On a pairwise component with hard constraints (at least
-    :data:`SOFT_ARC_MIN_FORBIDDEN` of its table entries forbidden) whose
+    ``AUTO_SOFT_ARC_FORBIDDEN`` of its table entries forbidden) whose
     search state fits in :data:`SOFT_ARC_MAX_BYTES`, the soft arc
     consistent depth-first search (:mod:`.soft_arc`) run for
     :data:`SOFT_ARC_FIRST_SHARE` of the time left before ``share_end`` (or
     :data:`SOFT_ARC_FIRST_NODES` nodes without a deadline); None elsewhere."""
     if not (depth_first and sub.n_vars and sub.table_data.size
             and np.all(sub.factor_orders == 2)
-            and np.isneginf(sub.table_data).mean() >= SOFT_ARC_MIN_FORBIDDEN
+            and np.isneginf(sub.table_data).mean() >= AUTO_SOFT_ARC_FORBIDDEN
             and soft_arc_bytes(sub) <= SOFT_ARC_MAX_BYTES):
         return None
     search = SoftArcSearch(sub, tol=tol)
