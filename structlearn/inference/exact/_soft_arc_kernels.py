@@ -157,16 +157,16 @@ class Workspace(NamedTuple):
     sizes: np.ndarray
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
-def _edge_cost(net, shift, e, s, x, y):
+@nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
+def _edge_cost(pair, shift, K, e, s, x, y):
     """Current cost of edge ``e`` with label ``x`` at its end ``s`` and
-    ``y`` at the other."""
-    K = net.K
+    ``y`` at the other (arrays only: a call passes no reference-counted
+    tuple in the innermost loops)."""
     if s == 0:
         a, b = x, y
     else:
         a, b = y, x
-    return net.pair[(e * K + a) * K + b] - shift[2 * e * K + a] - shift[(2 * e + 1) * K + b]
+    return pair[(e * K + a) * K + b] - shift[2 * e * K + a] - shift[(2 * e + 1) * K + b]
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
@@ -184,13 +184,13 @@ def _support(net, state, e, s, eps):
         if unary[i * K + x] == np.inf:
             continue
         r = residue[(2 * e + s) * K + x]
-        if unary[j * K + r] != np.inf and _edge_cost(net, shift, e, s, x, r) <= eps:
+        if unary[j * K + r] != np.inf and _edge_cost(net.pair, shift, K, e, s, x, r) <= eps:
             alive += 1
             continue
         m = np.inf
         for y in range(net.n_states[j]):
             if unary[j * K + y] != np.inf:
-                c = _edge_cost(net, shift, e, s, x, y)
+                c = _edge_cost(net.pair, shift, K, e, s, x, y)
                 if c < m:
                     m, r = c, y
         residue[(2 * e + s) * K + x] = r
@@ -224,7 +224,7 @@ def _full_support(net, state, work, e, s, eps):
             continue
         r = residue[(2 * e + s) * K + x]
         ur = unary[j * K + r]
-        if ur != np.inf and _edge_cost(net, shift, e, s, x, r) + ur <= eps:
+        if ur != np.inf and _edge_cost(net.pair, shift, K, e, s, x, r) + ur <= eps:
             best[x] = 0.0
             alive += 1
             continue
@@ -232,7 +232,7 @@ def _full_support(net, state, work, e, s, eps):
         for y in range(net.n_states[j]):
             uy = unary[j * K + y]
             if uy != np.inf:
-                c = _edge_cost(net, shift, e, s, x, y) + uy
+                c = _edge_cost(net.pair, shift, K, e, s, x, y) + uy
                 if c < m:
                     m, r = c, y
         residue[(2 * e + s) * K + x] = r
@@ -256,7 +256,7 @@ def _full_support(net, state, work, e, s, eps):
         ext = 0.0
         for g in range(n_gain):
             x = gainers[g]
-            ext = max(ext, best[x] - _edge_cost(net, shift, e, s, x, y))
+            ext = max(ext, best[x] - _edge_cost(net.pair, shift, K, e, s, x, y))
         ext = min(ext, uy)
         if ext > eps:
             unary[j * K + y] = uy - ext
@@ -284,13 +284,13 @@ def _star_cost(net, state, i, x, stop, eps):
         j = net.ends[e, 1 - si]
         r = residue[(2 * e + si) * K + x]
         ur = unary[j * K + r]
-        if ur != np.inf and _edge_cost(net, shift, e, si, x, r) + ur <= eps:
+        if ur != np.inf and _edge_cost(net.pair, shift, K, e, si, x, r) + ur <= eps:
             continue
         m = np.inf
         for y in range(net.n_states[j]):
             uy = unary[j * K + y]
             if uy != np.inf:
-                c = _edge_cost(net, shift, e, si, x, y) + uy
+                c = _edge_cost(net.pair, shift, K, e, si, x, y) + uy
                 if c < m:
                     m, r = c, y
         residue[(2 * e + si) * K + x] = r
@@ -394,13 +394,13 @@ def _eliminate_dead_ends(net, state, work):
                 for y in range(net.n_states[j]):
                     if unary[j * K + y] == np.inf:
                         continue
-                    cb = _edge_cost(net, shift, e, si, b, y)
+                    cb = _edge_cost(net.pair, shift, K, e, si, b, y)
                     if cb == np.inf:
-                        if _edge_cost(net, shift, e, si, a, y) != np.inf:
+                        if _edge_cost(net.pair, shift, K, e, si, a, y) != np.inf:
                             worst = np.inf
                             break
                         continue
-                    worst = max(worst, cb - _edge_cost(net, shift, e, si, a, y))
+                    worst = max(worst, cb - _edge_cost(net.pair, shift, K, e, si, a, y))
                 slack -= worst
                 if slack < 0.0:
                     break
