@@ -66,9 +66,11 @@ class CostNetwork(NamedTuple):
         ``a`` the label of ``ends[e, 0]`` (``>= 0``; ``inf``: forbidden).
     ends : int64 (E, 2)
     adj_ptr : int64 (n + 1,)
-        CSR of each variable's edges: ``adj_edge[adj_ptr[i]:adj_ptr[i + 1]]``
-        with ``adj_side`` the variable's end (0 or 1) in each.
-    adj_edge, adj_side : int64 (2 E,)
+        CSR of each variable's edges: rows ``adj_ptr[i]:adj_ptr[i + 1]`` of
+        ``adjacency``.
+    adjacency : int64 (2 E, 3)
+        Per CSR entry: the edge, the variable's end in it (0 or 1), and the
+        other end.
     dac_order : int64 (n,)
         The order of directional arc consistency; ``dac_pos`` its inverse.
     dac_pos : int64 (n,)
@@ -81,8 +83,7 @@ class CostNetwork(NamedTuple):
     pair: np.ndarray
     ends: np.ndarray
     adj_ptr: np.ndarray
-    adj_edge: np.ndarray
-    adj_side: np.ndarray
+    adjacency: np.ndarray
     dac_order: np.ndarray
     dac_pos: np.ndarray
     K: int
@@ -169,28 +170,30 @@ def _edge_cost(pair, shift, K, e, s, x, y):
     return pair[(e * K + a) * K + b] - shift[2 * e * K + a] - shift[(2 * e + 1) * K + b]
 
 
+# The helpers called per edge, label or variable take arrays, not the named
+# tuples: a call passing a tuple counts a reference of each array it reads
+# (atomic), which cost more than the work itself in the propagation loops.
+
 @nb.njit(cache=True, no_cpython_wrapper=True)
-def _support(net, state, e, s, eps):
+def _support(pair, shift, unary, residue, n_states, ends, K, e, s, eps):
     """Arc consistency of end ``s`` of edge ``e``: each label's minimum edge
     cost over the other end's domain moves onto the label's unary cost
-    (labels with none finite are removed).  Returns RAISED | REMOVED flags,
-    or WIPED when the domain empties."""
-    K = net.K
-    unary, shift = state.unary, state.shift
-    i, j = net.ends[e, s], net.ends[e, 1 - s]
-    residue = state.residue[0]
+    (labels with none finite are removed); ``residue`` is row 0 of
+    ``SearchState.residue``.  Returns RAISED | REMOVED flags, or WIPED when
+    the domain empties."""
+    i, j = ends[e, s], ends[e, 1 - s]
     flags, alive = 0, 0
-    for x in range(net.n_states[i]):
+    for x in range(n_states[i]):
         if unary[i * K + x] == np.inf:
             continue
         r = residue[(2 * e + s) * K + x]
-        if unary[j * K + r] != np.inf and _edge_cost(net.pair, shift, K, e, s, x, r) <= eps:
+        if unary[j * K + r] != np.inf and _edge_cost(pair, shift, K, e, s, x, r) <= eps:
             alive += 1
             continue
         m = np.inf
-        for y in range(net.n_states[j]):
+        for y in range(n_states[j]):
             if unary[j * K + y] != np.inf:
-                c = _edge_cost(net.pair, shift, K, e, s, x, y)
+                c = _edge_cost(pair, shift, K, e, s, x, y)
                 if c < m:
                     m, r = c, y
         residue[(2 * e + s) * K + x] = r
@@ -207,32 +210,30 @@ def _support(net, state, e, s, eps):
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
-def _full_support(net, state, work, e, s, eps):
+def _full_support(pair, shift, unary, residue, n_states, ends, K, e, s, eps, best, gainers):
     """Directional arc consistency of end ``s`` of edge ``e`` towards the
     other end: the other end's unary costs are extended into the edge as far
     as the projection needs, then each label's minimum of edge plus unary
-    cost moves onto it.  Returns RAISED | REMOVED | EXTENDED flags, or
-    WIPED."""
-    K = net.K
-    unary, shift, best, gainers = state.unary, state.shift, work.best, work.gainers
-    i, j = net.ends[e, s], net.ends[e, 1 - s]
-    residue = state.residue[1]
+    cost moves onto it (``residue``: row 1 of ``SearchState.residue``;
+    ``best``, ``gainers``: the workspace's).  Returns RAISED | REMOVED |
+    EXTENDED flags, or WIPED."""
+    i, j = ends[e, s], ends[e, 1 - s]
     flags, alive, n_gain = 0, 0, 0
-    for x in range(net.n_states[i]):
+    for x in range(n_states[i]):
         best[x] = np.inf
         if unary[i * K + x] == np.inf:
             continue
         r = residue[(2 * e + s) * K + x]
         ur = unary[j * K + r]
-        if ur != np.inf and _edge_cost(net.pair, shift, K, e, s, x, r) + ur <= eps:
+        if ur != np.inf and _edge_cost(pair, shift, K, e, s, x, r) + ur <= eps:
             best[x] = 0.0
             alive += 1
             continue
         m = np.inf
-        for y in range(net.n_states[j]):
+        for y in range(n_states[j]):
             uy = unary[j * K + y]
             if uy != np.inf:
-                c = _edge_cost(net.pair, shift, K, e, s, x, y) + uy
+                c = _edge_cost(pair, shift, K, e, s, x, y) + uy
                 if c < m:
                     m, r = c, y
         residue[(2 * e + s) * K + x] = r
@@ -249,14 +250,14 @@ def _full_support(net, state, work, e, s, eps):
         return WIPED
     if n_gain == 0:
         return flags
-    for y in range(net.n_states[j]):
+    for y in range(n_states[j]):
         uy = unary[j * K + y]
         if uy == np.inf:
             continue
         ext = 0.0
         for g in range(n_gain):
             x = gainers[g]
-            ext = max(ext, best[x] - _edge_cost(net.pair, shift, K, e, s, x, y))
+            ext = max(ext, best[x] - _edge_cost(pair, shift, K, e, s, x, y))
         ext = min(ext, uy)
         if ext > eps:
             unary[j * K + y] = uy - ext
@@ -270,89 +271,89 @@ def _full_support(net, state, work, e, s, eps):
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
-def _star_cost(net, state, i, x, stop, eps):
-    """Unary cost of label ``x`` of ``i`` plus, per edge, the least edge
-    plus unary cost of the other end (summing stops once above ``stop``;
-    costs up to ``eps`` count as 0)."""
-    K = net.K
-    unary, shift, residue = state.unary, state.shift, state.residue[1]
-    total = unary[i * K + x]
-    for k in range(net.adj_ptr[i], net.adj_ptr[i + 1]):
-        if total > stop:
-            break
-        e, si = net.adj_edge[k], net.adj_side[k]
-        j = net.ends[e, 1 - si]
-        r = residue[(2 * e + si) * K + x]
-        ur = unary[j * K + r]
-        if ur != np.inf and _edge_cost(net.pair, shift, K, e, si, x, r) + ur <= eps:
-            continue
-        m = np.inf
-        for y in range(net.n_states[j]):
-            uy = unary[j * K + y]
-            if uy != np.inf:
-                c = _edge_cost(net.pair, shift, K, e, si, x, y) + uy
-                if c < m:
-                    m, r = c, y
-        residue[(2 * e + si) * K + x] = r
-        total += m
-    return total
-
-
-@nb.njit(cache=True, no_cpython_wrapper=True)
-def _existential(net, state, work, i, eps):
-    """Existential arc consistency of ``i``: when no label has star cost
-    0 (:func:`_star_cost`), full supports towards ``i`` on all its edges
-    raise all its labels by their star costs.  Returns RAISED, 0, or WIPED."""
-    K = net.K
-    hint = state.full_support[i]
-    if state.unary[i * K + hint] <= eps and _star_cost(net, state, i, hint, eps, eps) <= eps:
-        return 0
-    best, best_label = np.inf, -1
-    for x in range(net.n_states[i]):
-        if state.unary[i * K + x] == np.inf:
-            continue
-        c = _star_cost(net, state, i, x, best, eps)
-        if c < best:
-            best, best_label = c, x
-            if best <= eps:
-                state.full_support[i] = x
-                return 0
-    if best_label < 0:
-        return WIPED
-    state.full_support[i] = best_label
-    for k in range(net.adj_ptr[i], net.adj_ptr[i + 1]):
-        e, si = net.adj_edge[k], net.adj_side[k]
-        flags = _full_support(net, state, work, e, si, eps)
-        if flags == WIPED:
-            state.edge_weight[e] += 1.0
-            return WIPED
-        if flags & REMOVED:
-            work.shrunk[i] = 1
-        if flags & EXTENDED:
-            work.edge_dirty[e] = 1
-            work.star_dirty[net.ends[e, 1 - si]] = 1
-    _touch_star(net, work, i)
-    return RAISED
-
-
-@nb.njit(cache=True, no_cpython_wrapper=True)
-def _touch_star(net, work, v):
+def _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, v):
     """The stars of ``v`` and its neighbours need an existential check (and
     a dead-end one)."""
-    work.star_dirty[v] = work.dee_dirty[v] = 1
-    for k in range(net.adj_ptr[v], net.adj_ptr[v + 1]):
-        u = net.ends[net.adj_edge[k], 1 - net.adj_side[k]]
-        work.star_dirty[u] = work.dee_dirty[u] = 1
+    star_dirty[v] = dee_dirty[v] = 1
+    for k in range(adj_ptr[v], adj_ptr[v + 1]):
+        u = adjacency[k, 2]
+        star_dirty[u] = dee_dirty[u] = 1
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
-def _note(net, flags, v, work):
+def _note(flags, v, raised, shrunk, star_dirty, dee_dirty, adj_ptr, adjacency):
+    """Record what a support move did to ``v``."""
     if flags & RAISED:
-        work.raised[v] = 1
+        raised[v] = 1
     if flags & REMOVED:
-        work.shrunk[v] = 1
+        shrunk[v] = 1
     if flags & (RAISED | REMOVED):
-        _touch_star(net, work, v)
+        _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, v)
+
+
+@nb.njit(cache=True, no_cpython_wrapper=True)
+def _existential_pass(net, state, work, eps):
+    """Existential arc consistency of each flagged variable ``i``: a label's
+    star cost is its unary cost plus, per edge, the least edge plus unary
+    cost of the other end; when no label has star cost 0, full supports
+    towards ``i`` on all its edges raise all its labels by their star costs.
+    Returns False when a domain empties."""
+    n_states, pair, ends, adj_ptr, adjacency = (net.n_states, net.pair, net.ends, net.adj_ptr,
+                                                net.adjacency)
+    K = net.K
+    unary, shift, residue = state.unary, state.shift, state.residue[1]
+    full_support, edge_weight = state.full_support, state.edge_weight
+    star_dirty, dee_dirty, best, gainers = work.star_dirty, work.dee_dirty, work.best, work.gainers
+    for i in range(n_states.shape[0]):
+        if not star_dirty[i]:
+            continue
+        star_dirty[i] = 0
+        # star costs, the last full support first: it usually still is one
+        least, least_label = np.inf, -1
+        k_i, hint = n_states[i], full_support[i]
+        for step in range(k_i):
+            x = (hint + step) % k_i
+            total = unary[i * K + x]
+            for k in range(adj_ptr[i], adj_ptr[i + 1]):
+                if total >= least:
+                    break
+                e, si, j = adjacency[k, 0], adjacency[k, 1], adjacency[k, 2]
+                r = residue[(2 * e + si) * K + x]
+                ur = unary[j * K + r]
+                if ur != np.inf and _edge_cost(pair, shift, K, e, si, x, r) + ur <= eps:
+                    continue
+                m = np.inf
+                for y in range(n_states[j]):
+                    uy = unary[j * K + y]
+                    if uy != np.inf:
+                        c = _edge_cost(pair, shift, K, e, si, x, y) + uy
+                        if c < m:
+                            m, r = c, y
+                residue[(2 * e + si) * K + x] = r
+                total += m
+            if total < least:
+                least, least_label = total, x
+                if least <= eps:
+                    break
+        if least_label < 0:
+            return False
+        full_support[i] = least_label
+        if least <= eps:
+            continue
+        for k in range(adj_ptr[i], adj_ptr[i + 1]):
+            e, si = adjacency[k, 0], adjacency[k, 1]
+            flags = _full_support(pair, shift, unary, residue, n_states, ends, K, e, si, eps,
+                                  best, gainers)
+            if flags == WIPED:
+                edge_weight[e] += 1.0
+                return False
+            if flags & REMOVED:
+                work.shrunk[i] = 1
+            if flags & EXTENDED:
+                work.edge_dirty[e] = 1
+                star_dirty[adjacency[k, 2]] = 1
+        _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, i)
+    return True
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
@@ -388,8 +389,7 @@ def _eliminate_dead_ends(net, state, work):
             if a == b or slack == np.inf or slack < 0.0:
                 continue
             for k in range(net.adj_ptr[i], net.adj_ptr[i + 1]):
-                e, si = net.adj_edge[k], net.adj_side[k]
-                j = net.ends[e, 1 - si]
+                e, si, j = net.adjacency[k, 0], net.adjacency[k, 1], net.adjacency[k, 2]
                 worst = -np.inf
                 for y in range(net.n_states[j]):
                     if unary[j * K + y] == np.inf:
@@ -413,67 +413,69 @@ def _eliminate_dead_ends(net, state, work):
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
 def _propagate(net, state, work, cut, eps):
-    """Enforce FDAC* from the flags in ``work`` (see the module docstring);
+    """Enforce EDAC* from the flags in ``work`` (see the module docstring);
     returns False when a domain empties or the bound reaches ``cut`` (the
     flags are then cleared)."""
-    n = net.n_states.shape[0]
+    n_states, pair, ends, adj_ptr, adjacency = (net.n_states, net.pair, net.ends, net.adj_ptr,
+                                                net.adjacency)
+    n = n_states.shape[0]
     K = net.K
-    unary = state.unary
+    unary, shift, edge_weight = state.unary, state.shift, state.edge_weight
+    arc_residue, full_residue = state.residue[0], state.residue[1]
+    edge_dirty, shrunk, raised = work.edge_dirty, work.shrunk, work.raised
+    star_dirty, dee_dirty = work.star_dirty, work.dee_dirty
     for _ in range(MAX_ROUNDS):
         state.counters[ROUNDS] += 1
         for i in range(n):  # a shrunk domain may leave labels of its neighbours unsupported
-            if work.shrunk[i]:
-                work.shrunk[i] = 0
-                _touch_star(net, work, i)
-                for k in range(net.adj_ptr[i], net.adj_ptr[i + 1]):
-                    work.edge_dirty[net.adj_edge[k]] = 1
-        for e in range(net.ends.shape[0]):
-            if not work.edge_dirty[e]:
+            if shrunk[i]:
+                shrunk[i] = 0
+                _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, i)
+                for k in range(adj_ptr[i], adj_ptr[i + 1]):
+                    edge_dirty[adjacency[k, 0]] = 1
+        for e in range(ends.shape[0]):
+            if not edge_dirty[e]:
                 continue
-            work.edge_dirty[e] = 0
+            edge_dirty[e] = 0
             for s in range(2):
-                flags = _support(net, state, e, s, eps)
+                flags = _support(pair, shift, unary, arc_residue, n_states, ends, K, e, s, eps)
                 if flags == WIPED:
-                    state.edge_weight[e] += 1.0
+                    edge_weight[e] += 1.0
                     _clear(work)
                     return False
-                _note(net, flags, net.ends[e, s], work)
+                _note(flags, ends[e, s], raised, shrunk, star_dirty, dee_dirty, adj_ptr,
+                      adjacency)
         for t in range(n - 1, -1, -1):  # later variables first: raised costs flow to earlier ones
             j = net.dac_order[t]
-            if not work.raised[j]:
+            if not raised[j]:
                 continue
-            work.raised[j] = 0
-            for k in range(net.adj_ptr[j], net.adj_ptr[j + 1]):
-                e, sj = net.adj_edge[k], net.adj_side[k]
-                i = net.ends[e, 1 - sj]
+            raised[j] = 0
+            for k in range(adj_ptr[j], adj_ptr[j + 1]):
+                e, sj, i = adjacency[k, 0], adjacency[k, 1], adjacency[k, 2]
                 if net.dac_pos[i] > t:
                     continue
-                flags = _full_support(net, state, work, e, 1 - sj, eps)
+                flags = _full_support(pair, shift, unary, full_residue, n_states, ends, K, e,
+                                      1 - sj, eps, work.best, work.gainers)
                 if flags == WIPED:
-                    state.edge_weight[e] += 1.0
+                    edge_weight[e] += 1.0
                     _clear(work)
                     return False
-                _note(net, flags, i, work)
+                _note(flags, i, raised, shrunk, star_dirty, dee_dirty, adj_ptr, adjacency)
                 if flags & EXTENDED:
-                    work.edge_dirty[e] = 1
-                    work.star_dirty[i] = work.star_dirty[j] = 1
-        for i in range(n):  # existential: a label of i fully supported in i's star
-            if not work.star_dirty[i]:
-                continue
-            work.star_dirty[i] = 0
-            if _existential(net, state, work, i, eps) == WIPED:
-                _clear(work)
-                return False
+                    edge_dirty[e] = 1
+                    star_dirty[i] = star_dirty[j] = 1
+        if not _existential_pass(net, state, work, eps):
+            _clear(work)
+            return False
         lower = state.scalars[LOWER]
         for i in range(n):  # node consistency: unary minima into the bound
             m = np.inf
-            for x in range(net.n_states[i]):
+            for x in range(n_states[i]):
                 m = min(m, unary[i * K + x])
             if m == np.inf:
                 _clear(work)
                 return False
             if m > 0.0:
-                for x in range(net.n_states[i]):
+                for x in range(n_states[i]):
                     unary[i * K + x] -= m
                 lower += m
         state.scalars[LOWER] = lower
@@ -482,21 +484,20 @@ def _propagate(net, state, work, cut, eps):
             return False
         changed = False
         for i in range(n):  # labels that cannot beat the incumbent
-            for x in range(net.n_states[i]):
+            for x in range(n_states[i]):
                 u = unary[i * K + x]
                 if u != np.inf and lower + u >= cut:
                     unary[i * K + x] = np.inf
-                    work.shrunk[i] = 1
-            changed = changed or work.shrunk[i] == 1
-            changed = changed or work.raised[i] == 1 or work.star_dirty[i] == 1
+                    shrunk[i] = 1
+            changed = changed or shrunk[i] == 1 or raised[i] == 1 or star_dirty[i] == 1
         if not changed:
-            for e in range(net.ends.shape[0]):
-                if work.edge_dirty[e]:
+            for e in range(ends.shape[0]):
+                if edge_dirty[e]:
                     changed = True
                     break
         if not changed and not _eliminate_dead_ends(net, state, work):
             return True
-    work.raised[:] = 0
+    raised[:] = 0
     return True
 
 
@@ -530,9 +531,8 @@ def _choose_variable(net, state, work):
             continue
         wdeg = 1e-3
         for k in range(net.adj_ptr[v], net.adj_ptr[v + 1]):
-            e = net.adj_edge[k]
-            if sizes[net.ends[e, 1 - net.adj_side[k]]] > 1:
-                wdeg += state.edge_weight[e]
+            if sizes[net.adjacency[k, 2]] > 1:
+                wdeg += state.edge_weight[net.adjacency[k, 0]]
         key = sizes[v] / wdeg
         if key < best_key:
             best, best_key = v, key

@@ -82,9 +82,9 @@ def _cost_network(graph):
     dac_order = static_order(adj_ptr, nbr_var.astype(np.int64))
     dac_pos = np.empty(n, dtype=np.int64)
     dac_pos[dac_order] = np.arange(n)
+    adjacency = np.stack([adj_edge, adj_side, nbr_var], axis=1).astype(np.int64)
     net = CostNetwork(graph.n_states.astype(np.int64), unary, pair, ends.astype(np.int64),
-                      adj_ptr, adj_edge.astype(np.int64), adj_side.astype(np.int64), dac_order,
-                      dac_pos, K)
+                      adj_ptr, adjacency, dac_order, dac_pos, K)
     return net, offset
 
 
