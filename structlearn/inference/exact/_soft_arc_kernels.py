@@ -142,9 +142,9 @@ class SearchState(NamedTuple):
 class Workspace(NamedTuple):
     """Scratch arrays: the flags of what the propagation has left to do,
     ``edge_dirty`` uint8 (E,) (arc consistency of both ends), ``shrunk``,
-    ``raised``, ``star_dirty`` and ``dee_dirty`` uint8 (n,) (a domain lost
-    labels; unary costs rose; a star changed: existential arc consistency,
-    then dead-end elimination), ``best``
+    ``raised``, ``star_dirty``, ``dee_dirty`` and ``touched`` uint8 (n,) (a
+    domain lost labels; unary costs rose; a star changed: existential arc
+    consistency, then dead-end elimination; unary costs rose this round), ``best``
     float64 (K,) and ``gainers`` int64 (K,) (a full support's projections),
     ``sizes`` int64 (n,) (domain sizes)."""
 
@@ -153,6 +153,7 @@ class Workspace(NamedTuple):
     raised: np.ndarray
     star_dirty: np.ndarray
     dee_dirty: np.ndarray
+    touched: np.ndarray
     best: np.ndarray
     gainers: np.ndarray
     sizes: np.ndarray
@@ -281,17 +282,6 @@ def _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, v):
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
-def _note(flags, v, raised, shrunk, star_dirty, dee_dirty, adj_ptr, adjacency):
-    """Record what a support move did to ``v``."""
-    if flags & RAISED:
-        raised[v] = 1
-    if flags & REMOVED:
-        shrunk[v] = 1
-    if flags & (RAISED | REMOVED):
-        _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, v)
-
-
-@nb.njit(cache=True, no_cpython_wrapper=True)
 def _existential_pass(net, state, work, eps):
     """Existential arc consistency of each flagged variable ``i``: a label's
     star cost is its unary cost plus, per edge, the least edge plus unary
@@ -363,6 +353,7 @@ def _clear(work):
     work.raised[:] = 0
     work.star_dirty[:] = 0
     work.dee_dirty[:] = 0
+    work.touched[:] = 0
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
@@ -423,7 +414,7 @@ def _propagate(net, state, work, cut, eps):
     unary, shift, edge_weight = state.unary, state.shift, state.edge_weight
     arc_residue, full_residue = state.residue[0], state.residue[1]
     edge_dirty, shrunk, raised = work.edge_dirty, work.shrunk, work.raised
-    star_dirty, dee_dirty = work.star_dirty, work.dee_dirty
+    star_dirty, dee_dirty, touched = work.star_dirty, work.dee_dirty, work.touched
     for _ in range(MAX_ROUNDS):
         state.counters[ROUNDS] += 1
         for i in range(n):  # a shrunk domain may leave labels of its neighbours unsupported
@@ -442,13 +433,15 @@ def _propagate(net, state, work, cut, eps):
                     edge_weight[e] += 1.0
                     _clear(work)
                     return False
-                _note(flags, ends[e, s], raised, shrunk, star_dirty, dee_dirty, adj_ptr,
-                      adjacency)
+                v = ends[e, s]
+                raised[v] |= flags & RAISED
+                shrunk[v] |= (flags & REMOVED) >> 1
         for t in range(n - 1, -1, -1):  # later variables first: raised costs flow to earlier ones
             j = net.dac_order[t]
             if not raised[j]:
                 continue
             raised[j] = 0
+            touched[j] = 1
             for k in range(adj_ptr[j], adj_ptr[j + 1]):
                 e, sj, i = adjacency[k, 0], adjacency[k, 1], adjacency[k, 2]
                 if net.dac_pos[i] > t:
@@ -459,10 +452,16 @@ def _propagate(net, state, work, cut, eps):
                     edge_weight[e] += 1.0
                     _clear(work)
                     return False
-                _note(flags, i, raised, shrunk, star_dirty, dee_dirty, adj_ptr, adjacency)
+                raised[i] |= flags & RAISED
+                shrunk[i] |= (flags & REMOVED) >> 1
+                touched[i] |= flags & RAISED
                 if flags & EXTENDED:
                     edge_dirty[e] = 1
                     star_dirty[i] = star_dirty[j] = 1
+        for i in range(n):  # raised unary costs change the stars around them
+            if touched[i]:
+                touched[i] = 0
+                _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, i)
         if not _existential_pass(net, state, work, eps):
             _clear(work)
             return False

@@ -140,7 +140,8 @@ class SoftArcSearch:
             np.array([0, 0, 0, 0, -1], dtype=np.int64))
         self.work = Workspace(np.zeros(E, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
                               np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
-                              np.zeros(n, dtype=np.uint8), np.zeros(K), np.zeros(K, dtype=np.int64),
+                              np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
+                              np.zeros(K), np.zeros(K, dtype=np.int64),
                               np.zeros(n, dtype=np.int64))
         if self.offset == -np.inf:  # a table with no finite entry: nothing to search
             self.state.counters[2] = 3
