@@ -150,3 +150,22 @@ def test_bad_input():
         search.offer([0])
     with pytest.raises(ValueError, match="out of range"):
         search.offer([0, 3])
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), ties=st.booleans(), p_inf=st.sampled_from([0.3, 0.6]))
+def test_the_exact_search_reports_truthful_statuses_through_the_soft_arc_search(seed, ties,
+                                                                                p_inf):
+    """Domains of size 1, networks infeasible only after propagation and
+    ties everywhere: ``exact`` says ``infeasible`` exactly when no finite
+    labeling exists, else certifies the enumerated optimum."""
+    graph = random_weighted_csp(seed, p_inf=p_inf, ties=ties, parallel=True)
+    best = graph.score_many(all_labelings(graph)).max()
+    res = solve_map(graph, "exact", enumeration_limit=0, persistency=False)
+    if best == -np.inf:
+        assert res.status == "infeasible" and res.score == -np.inf
+        return
+    assert res.status == "exact"
+    assert res.score == pytest.approx(best, abs=1e-6 * max(1.0, abs(best)))
+    assert res.upper_bound == pytest.approx(res.score)
+    assert graph.score(res.labels) == res.score
