@@ -95,7 +95,8 @@ MILP_FIRST_MAX_COLUMNS = 200_000
 # table entries forbidden or more) first gets the depth-first search kept soft
 # arc consistent (:mod:`.soft_arc`; its state at most SOFT_ARC_MAX_BYTES) for
 # SOFT_ARC_FIRST_SHARE of its time (SOFT_ARC_FIRST_NODES nodes without a time
-# limit); then it stands in for the depth-first search resumed after the root.
+# limit); then it stands in for the depth-first search resumed after the root
+# (for that share of the time left).
 # On weighted constraint networks its bound prunes whole subtrees where each
 # LP-bounded node costs milliseconds; on real-valued tables (the UAI sets: no
 # forbidden pair, or labels forbidden only by dominance) the LP root proves
@@ -367,13 +368,15 @@ class _Search:
 
     def _resume_soft_arc(self, work):
         """:meth:`_depth_first` by the resumable :class:`.SoftArcSearch`,
-        pruning against the incumbent."""
+        pruning against the incumbent: for ``work`` operations' time without a
+        deadline, else for :data:`SOFT_ARC_FIRST_SHARE` of the time left."""
         search = self.soft_search
         if self.labels is not None:
             search.offer(self.labels)
-        end = time.perf_counter() + work / DFBB_OPS_PER_SECOND
-        if self.deadline is not None:
-            end = min(end, self.deadline)
+        now = time.perf_counter()
+        end = now + work / DFBB_OPS_PER_SECOND
+        if self.deadline is not None:  # its bound, not the LP's, proves these networks
+            end = now + SOFT_ARC_FIRST_SHARE * max(self.deadline - now, 0.0)
         proved = search.run(deadline=end)
         if search.score > self.score:
             self.score, self.labels = search.score, search.labels
