@@ -26,8 +26,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._chains import TrainingChains
-from ._gdmm_chain_kernels import (ChainWeights, gdmm_chain_dual, transitions_from_duals,
-                                  weights_from_duals)
+from ._gdmm_chain_kernels import (ChainWeights, add_row_moves, gdmm_chain_dual,
+                                  transitions_from_duals, weights_from_duals)
 from ._gdmm_chain_partitions import build_partitions
 from ._dask_partitions import DaskPartitions
 from ._gdmm_chain_visits import grown
@@ -230,7 +230,7 @@ class DaskChainPartitions(DaskPartitions):
                                                                else moved.nbytes)
             if moved is None:
                 moves = moves.reshape(rows.shape[0], self.K)
-                state.W[rows] += moves
+                add_row_moves(state.W, rows, moves, 0, rows.shape[0])  # no gathered copy
                 self.changed[rows] |= moves != 0
             else:
                 r, k = np.divmod(moved, self.K)
@@ -268,7 +268,7 @@ class DaskChainPartitions(DaskPartitions):
         v = np.zeros(self.K * self.K)
         for rows, (W, vp) in zip(self.rows, self.map_in_turn(_remote_weights)):
             self.bytes_received += W.nbytes + vp.nbytes
-            state.W[rows] += W
+            add_row_moves(state.W, rows, W, 0, rows.shape[0])
             v += vp
         state.v[...] = v.reshape(state.v.shape)
 
