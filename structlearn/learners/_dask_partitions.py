@@ -106,14 +106,18 @@ class DaskPartitions:
         self.bytes_sent += sum(0 if a is None else a.nbytes for a in arrays)
         return client.submit(func, future, *sent, *args, pure=False)
 
-    def run_round(self, func, arrays, args, counts=True):
+    def run_round(self, func, arrays, args, counts=True, consume=None):
         """One task per partition: ``func(partition, *arrays[p], *args[p])``
         returning ``(partition, result)`` (``arrays`` may be a generator: each
-        partition's arrays are then made as its task is sent).  Returns the results in partition
-        order, or None when the round lost a partition (the lost ones are
-        then back at their copies and the weights rebuilt).  ``counts``
-        False: a call that updates the partitions without being a round
-        (no round counted, no copies made)."""
+        partition's arrays are then made as its task is sent).  Returns the
+        results in partition order, or None when the round lost a partition
+        (the lost ones are then back at their copies and the weights
+        rebuilt).  ``counts`` False: a call that updates the partitions
+        without being a round (no round counted, no copies made).
+        ``consume``: called as ``consume(p, result)`` on each result in
+        partition order as it is fetched, so that the client holds one at a
+        time (returns True instead of the results; a partition lost midway
+        leaves the weights rebuilt from the duals all the same)."""
         client = self.client
         self._check_client()
         self.ensure()
@@ -121,8 +125,14 @@ class DaskPartitions:
         try:
             calls = [self.submit(func, f, a, *x) for f, a, x in zip(self.futures, arrays, args)]
             new = [client.submit(operator.getitem, c, 0, pure=False) for c in calls]
-            results = client.gather([client.submit(operator.getitem, c, 1, pure=False)
-                                     for c in calls])
+            outs = [client.submit(operator.getitem, c, 1, pure=False) for c in calls]
+            if consume is None:
+                results = client.gather(outs)
+            else:
+                results = True
+                for p in range(len(outs)):
+                    consume(p, client.gather(outs[p]))
+                    outs[p] = None  # its result leaves the cluster's memory too
         except lost_errors() as exc:
             self._check_client()
             self.failed_rounds += 1

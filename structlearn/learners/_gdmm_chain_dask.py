@@ -212,20 +212,16 @@ class DaskChainPartitions(DaskPartitions):
         seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_parts)
         state = self.state
         v = np.ascontiguousarray(state.v).ravel().copy()
-        t0 = time.perf_counter()
-        # the arrays are made as each partition's task is sent: the client
-        # holds one partition's rows at a time
-        results = self.run_round(_remote_round, (self._changed_entries(rows) + (v,)
-                                                 for rows in self.rows),
-                                 [(int(seed), float(eta)) for seed in seeds])
-        t1 = time.perf_counter()
-        if results is None:
-            return np.nan, t1 - t0, time.perf_counter() - t1, np.nan
-        self.changed[...] = False
-        self.all_changed = False
-        res2 = 0.0
-        active = 0
-        for rows, (moved, moves, dv, r2, st, act) in zip(self.rows, results):
+        totals = np.zeros(3)  # squared residual, active slots and pairs, merge seconds
+        round_stats = np.zeros_like(stats)
+
+        def merge(p, result):
+            start = time.perf_counter()
+            if p == 0:  # every copy now holds the rows as sent
+                self.changed[...] = False
+                self.all_changed = False
+            moved, moves, dv, r2, st, act = result
+            rows = self.rows[p]
             self.bytes_received += moves.nbytes + dv.nbytes + (0 if moved is None
                                                                else moved.nbytes)
             if moved is None:
@@ -236,12 +232,24 @@ class DaskChainPartitions(DaskPartitions):
                 r, k = np.divmod(moved, self.K)
                 state.W[rows[r], k] += moves  # distinct entries: no repeated index
                 self.changed[rows[r], k] = True
-            v += dv
-            res2 += r2
-            active += act
-            stats += st
+            v[...] += dv
+            totals[0] += r2
+            totals[1] += act
+            round_stats[...] += st
+            totals[2] += time.perf_counter() - start
+
+        # the arrays are made as each partition's task is sent, and the moves
+        # merged as each comes back: the client holds one partition's at a time
+        t0 = time.perf_counter()
+        ok = self.run_round(_remote_round, (self._changed_entries(rows) + (v,)
+                                            for rows in self.rows),
+                            [(int(seed), float(eta)) for seed in seeds], consume=merge)
+        elapsed = time.perf_counter() - t0
+        if ok is None:
+            return np.nan, elapsed - totals[2], totals[2], np.nan
         state.v[...] = v.reshape(state.v.shape)
-        return res2, t1 - t0, time.perf_counter() - t1, active
+        stats += round_stats
+        return float(totals[0]), elapsed - totals[2], float(totals[2]), int(totals[1])
 
     def _changed_entries(self, rows):
         """``(flat indices, values)`` of the entries of ``W[rows]`` changed since
