@@ -50,6 +50,11 @@ def sub_problem(prob, s0, s1):
     return sub
 
 
+def run_nbytes(sub):
+    """Bytes of a run's arrays (its tokens, labels and offsets)."""
+    return sum(a.nbytes for a in sub._tokens) + sub.codes.nbytes + sub.offsets.nbytes
+
+
 def _remote_nll_grad(sub, w):
     g = np.empty(sub.n_params)
     return sub._nll_grad(w, g), g
@@ -73,19 +78,24 @@ class RemoteLikelihood:
         self.prob = prob
         self.bounds = chunk_bounds(np.diff(prob.offsets), len(workers))
         self.bytes_sent = self.bytes_received = 0
-        self._send_parts()
+        self._send_parts(timeout=None)
 
-    def _send_parts(self):
+    def _send_parts(self, timeout=True):
         """Send each run to a worker (again after a worker was lost: the runs
-        are data, so a lost one is sent anew and the evaluation repeated)."""
+        are data, so a lost one is sent anew and the evaluation repeated;
+        then within :func:`scatter_timeout`)."""
+        from ._dask_partitions import scatter_timeout
+
         b = self.bounds
+        runs = [sub_problem(self.prob, int(b[i]), int(b[i + 1])) for i in range(len(b) - 1)]
+        if timeout:
+            timeout = scatter_timeout(sum(run_nbytes(run) for run in runs))
         # a list is spread over the workers alive now
-        self.parts = self.client.scatter([sub_problem(self.prob, int(b[i]), int(b[i + 1]))
-                                          for i in range(len(b) - 1)], hash=False)
+        self.parts = self.client.scatter(runs, hash=False, timeout=timeout)
 
     def nll_grad(self, w, g):
         """Summed negative log-likelihood; its gradient into ``g``."""
-        from ._dask_partitions import MAX_FAILED_ROUNDS, lost_errors
+        from ._dask_partitions import MAX_FAILED_ROUNDS, lost_errors, scatter_timeout
 
         client = self.client
         if client.status in ("closing", "closed"):
@@ -93,7 +103,12 @@ class RemoteLikelihood:
                                "runs lived on its workers; fit again with an open client")
         for attempt in range(MAX_FAILED_ROUNDS + 1):
             try:
-                w_remote = client.scatter(w, broadcast=True, hash=False)
+                # to the workers holding the runs only, within a time limit: a
+                # broadcast to every worker waited forever on one that had died
+                holders = client.who_has(self.parts)
+                workers = sorted({a for where in holders.values() for a in where})
+                w_remote = client.scatter(w, workers=workers or None, broadcast=True,
+                                          hash=False, timeout=scatter_timeout(w.nbytes))
                 outs = client.gather([client.submit(_remote_nll_grad, part, w_remote,
                                                     pure=False)
                                       for part in self.parts])

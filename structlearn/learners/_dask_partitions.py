@@ -39,9 +39,16 @@ def lost_errors():
     from distributed.comm import CommClosedError
     from distributed.scheduler import KilledWorker
 
-    # KeyError: data placed on a worker that went away in between
+    # KeyError: data placed on a worker that went away in between; OSError
+    # includes the TimeoutError of a scatter held up by a worker that died
     return (KilledWorker, CancelledError, FutureCancelledError, FuturesCancelledError,
             CommClosedError, OSError, KeyError)
+
+
+def scatter_timeout(nbytes):
+    """Seconds a scatter of ``nbytes`` may take before it counts as lost: a
+    worker that died unnoticed would hold it up forever (20 s plus 20 MB/s)."""
+    return 20.0 + nbytes / 20e6
 
 
 def _settle(futures):
@@ -101,7 +108,8 @@ class DaskPartitions:
         client = self.client
         where = client.who_has([future]).get(future.key) or None
         sent = [None if a is None else
-                client.scatter(a, workers=list(where) if where else None, hash=False)
+                client.scatter(a, workers=list(where) if where else None, hash=False,
+                               timeout=scatter_timeout(a.nbytes))
                 for a in arrays]
         self.bytes_sent += sum(0 if a is None else a.nbytes for a in arrays)
         return client.submit(func, future, *sent, *args, pure=False)
