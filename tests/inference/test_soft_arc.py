@@ -169,3 +169,4 @@ def test_the_exact_search_reports_truthful_statuses_through_the_soft_arc_search(
     assert res.score == pytest.approx(best, abs=1e-6 * max(1.0, abs(best)))
     assert res.upper_bound == pytest.approx(res.score)
     assert graph.score(res.labels) == res.score
+

@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from ...graphs.factor_graph import FactorGraph
+from ._soft_arc_kernels import DONE, LOWER, NODES, PHASE, UPPER
 
 __all__ = ["SoftArcSearch", "soft_arc_bytes"]
 
@@ -144,7 +145,7 @@ class SoftArcSearch:
                               np.zeros(K), np.zeros(K, dtype=np.int64),
                               np.zeros(n, dtype=np.int64))
         if self.offset == -np.inf:  # a table with no finite entry: nothing to search
-            self.state.counters[2] = 3
+            self.state.counters[PHASE] = DONE
         if incumbent is not None:
             self.offer(incumbent)
 
@@ -154,18 +155,16 @@ class SoftArcSearch:
 
     @property
     def score(self):
-        upper = self.state.scalars[1]
+        upper = self.state.scalars[UPPER]
         return -np.inf if upper == np.inf else float(self.graph.score(self.state.labels))
 
     @property
     def proved(self):
-        from ._soft_arc_kernels import DONE, PHASE
-
         return bool(self.state.counters[PHASE] == DONE)
 
     @property
     def n_nodes(self):
-        return int(self.state.counters[1])
+        return int(self.state.counters[NODES])
 
     def current_costs(self):
         """The current node's reparameterized network.
@@ -187,7 +186,7 @@ class SoftArcSearch:
         with np.errstate(invalid="ignore"):
             pair = (self.net.pair.reshape(E, K, K) - shift[:, 0, :, None]
                     - shift[:, 1, None, :])
-        return float(self.state.scalars[0]), self.state.unary.reshape(n, K).copy(), pair
+        return float(self.state.scalars[LOWER]), self.state.unary.reshape(n, K).copy(), pair
 
     def offer(self, labels):
         """Adopt ``labels`` as the incumbent when it costs less; the search
@@ -202,8 +201,8 @@ class SoftArcSearch:
         if self.graph.n_vars == 0:
             return
         cost = labeling_cost(self.net, labels)
-        if cost < self.state.scalars[1]:
-            self.state.scalars[1] = cost
+        if cost < self.state.scalars[UPPER]:
+            self.state.scalars[UPPER] = cost
             self.state.labels[:] = labels
 
     def run(self, *, max_nodes=None, deadline=None):
@@ -212,8 +211,8 @@ class SoftArcSearch:
         from ._soft_arc_kernels import soft_arc_search
 
         if self.graph.n_vars == 0:
-            self.state.counters[2] = 3
-            self.state.scalars[1] = 0.0
+            self.state.counters[PHASE] = DONE
+            self.state.scalars[UPPER] = 0.0
             return True
         left = np.iinfo(np.int64).max if max_nodes is None else int(max_nodes)
         chunk = 1
