@@ -11,14 +11,14 @@ run, each J in ``--jobs`` in turn:
   and the speed-up over the first J.
 * ``per-round`` (``--full-sequences N``, 0 to skip): a bigger task of the same
   shape fitted for ``--full-rounds`` rounds: seconds per round in the local
-  passes and the merge, and per certificate; the throughput curve where a fit
-  to the gap would not fit in the time at hand.
+  passes and the merge, and the whole fit's (certificates included); the
+  throughput curve where a fit to the gap would not fit in the time at hand.
 
 ``J = 1`` is the serial solver (``training_partitions=None``); ``J = 1d`` the
 same with dense weights where it would keep sparse weight rows (from
-``SPARSE_WEIGHTS_MIN_ENTRIES`` weights, for memory: about 3x slower passes at
-1,000 labels and 16,000 features), the fair single-core baseline for speed.  The kernels are
-compiled on a small task of the same labels and features before any timing.
+``SPARSE_WEIGHTS_MIN_ENTRIES`` weights, for memory: 1.8-2.4x slower at 1,000
+labels and 16,000 features), the fair single-core baseline for speed.  The
+kernels are compiled on a small task of the same labels and features first.
 Results also go to ``--json`` (rewritten after each fit).
 
 Usage::
