@@ -667,6 +667,72 @@ def add_row_moves(W, rows, moves, first, stop):
 
 
 @nb.njit(cache=True, nogil=True)
+def merge_copies(W, rows, sigma, offsets, copies, f0, f1, block):
+    """Merge the partitions' copies into the rows ``f0:f1`` of ``W`` and bring
+    the copies back to the merged rows, in blocks of ``block`` rows that stay
+    in cache.
+
+    Each partition's row ``r`` in the range becomes its undamped move
+    ``(copy - W[rows[r]]) / sigma[r]`` (``W`` before the merge, cast to the
+    copy's dtype as :func:`gather_rows` cast it); the moves are added to
+    ``W`` in partition order; then every copy's row is set to the merged
+    ``W`` row (cast).  The
+    same arithmetic as :func:`rows_to_moves`, :func:`add_row_moves` and
+    :func:`gather_rows` in turn, with each row read and written once.
+
+    Parameters
+    ----------
+    W : float64 (d, K)
+    rows : int64 (sum d_p,)
+        Each partition's global rows (increasing), concatenated.
+    sigma : float64 (sum d_p,)
+        Each row's damping (the partitions using its feature).
+    offsets : int64 (P + 1,)
+        Partition ``p`` holds ``rows[offsets[p]:offsets[p + 1]]``.
+    copies : (sum d_p, K)
+        The partitions' copies of their rows, concatenated (overwritten).
+    f0, f1 : int
+        The global row range.
+    block : int
+        Global rows per block.
+    """
+    P = offsets.shape[0] - 1
+    cur = np.empty(P, dtype=np.int64)
+    end = np.empty(P, dtype=np.int64)
+    for p in range(P):
+        seg = rows[offsets[p]:offsets[p + 1]]
+        cur[p] = offsets[p] + np.searchsorted(seg, f0)
+        end[p] = offsets[p] + np.searchsorted(seg, f1)
+    first = np.empty(P, dtype=np.int64)
+    for g in range(f0, f1, block):
+        stop = min(g + block, f1)
+        for p in range(P):  # the moves, against the rows before any is added
+            first[p] = cur[p]
+            while cur[p] < end[p] and rows[cur[p]] < stop:
+                i = cur[p]
+                start = W[rows[i]]
+                c = copies[i]
+                s = sigma[i]
+                for k in range(start.shape[0]):
+                    moved = c[k]
+                    c[k] = start[k]  # cast as the gather cast it
+                    c[k] = (moved - c[k]) / s
+                cur[p] += 1
+        for p in range(P):
+            for i in range(first[p], cur[p]):
+                dst = W[rows[i]]
+                c = copies[i]
+                for k in range(dst.shape[0]):
+                    dst[k] += c[k]
+        for p in range(P):
+            for i in range(first[p], cur[p]):
+                src = W[rows[i]]
+                c = copies[i]
+                for k in range(src.shape[0]):
+                    c[k] = src[k]
+
+
+@nb.njit(cache=True, nogil=True)
 def gdmm_chain_multipliers(chain, slots, eta):
     """Multiplier step (13) on every token slot; returns the squared
     consistency residual ``sum ||M beta - alpha||^2`` before the step (over

@@ -17,8 +17,11 @@ partitions never share a token or an edge: they hold whole sequences).  A
 round runs the local passes and each partition's multiplier step on the
 threads, then merges: each partition's move of its weight rows, undamped
 (``(copy - start) / sigma_f``), is added to ``W`` (on the threads, by
-ranges of rows, the partitions in order), and ``v = sum_j beta_j`` is
-rebuilt from the duals.  The added moves carry the copies' rounding (float32
+ranges of rows, the partitions in order), the copies take the merged rows
+(both in one sweep over blocks of rows that stay in cache:
+:func:`._gdmm_chain_kernels.merge_copies`; the next passes need no gather
+unless ``W`` was rebuilt), and ``v = sum_j beta_j`` is rebuilt from the
+duals.  The added moves carry the copies' rounding (float32
 copies: about 1e-7 of ``W`` per round), so ``W`` is rebuilt exactly from
 the duals (``W = sum_j x_j (x) alpha_j``) for each certificate and at the
 end (:meth:`ChainPartitions.rebuild_weights`).
@@ -29,14 +32,19 @@ import time
 import numpy as np
 
 from ._gdmm_chain_kernels import (ChainData, ChainWeights, EdgePairs, PassWorkspace, TokenSlots,
-                                  add_row_moves, gather_rows, gdmm_chain_multipliers,
-                                  gdmm_chain_pass, refresh_transitions, rows_to_moves,
+                                  gather_rows, gdmm_chain_multipliers, gdmm_chain_pass,
+                                  merge_copies, refresh_transitions, rows_to_moves,
                                   transitions_from_duals, weights_from_duals)
 from ._gdmm_chain_visits import SequenceMajorOrder, search_table
 from ._partitions import (PartitionThreads, feature_sigmas, local_features, n_threads,
                           split_by_weight)
 
 __all__ = ["ChainPartitions", "build_partitions"]
+
+# rows merged per block: the block's weight rows and every partition's copies
+# of them take about this many bytes (they stay in cache between the merge
+# and the copies' refresh)
+MERGE_BLOCK_BYTES = 1 << 20
 
 
 class _Partition:
@@ -86,12 +94,19 @@ class _Partition:
         ``W[rows]`` (its rows in order); leaves the rows' undamped move in
         ``self.W`` and the pass counters in ``self.work.stats``; returns the
         squared consistency residual before the multiplier step."""
+        gather_rows(W, rows, self.W)
+        res2 = self.run_pass(slots, pairs, settings, seed, eta)
+        rows_to_moves(W, rows, self.W, self.row_sigma)
+        return res2
+
+    def run_pass(self, slots, pairs, settings, seed, eta):
+        """The pass and multiplier step on the copy ``self.W`` as it stands
+        (see :meth:`local_pass`)."""
         rng = np.random.RandomState(seed)
         order = self.orders.draw(rng)
         nu = settings.n_partitions
         token_parts = (rng.randint(nu, size=self.t1 - self.t0).astype(np.int64)
                        if nu > 1 else None)
-        gather_rows(W, rows, self.W)
         self.work.stats[:] = 0
         if self.acc is None:
             weights, weights32 = ChainWeights(self.W, self.v, self.search), None
@@ -100,9 +115,7 @@ class _Partition:
             weights32 = (self.W, self.acc)
         gdmm_chain_pass(self.chain, slots, pairs, weights, settings, self.work, order,
                         token_parts, None, weights32, self.vstate)
-        res2 = gdmm_chain_multipliers(self.chain, slots, eta)
-        rows_to_moves(W, rows, self.W, self.row_sigma)
-        return res2
+        return gdmm_chain_multipliers(self.chain, slots, eta)
 
     def refresh(self, v, tau):
         """Bring the table copy and its search structure back to ``v``."""
@@ -172,8 +185,20 @@ class ChainPartitions:
                                                                settings, float32, sublinear)
         P = len(self.parts)
         self.threads = PartitionThreads(n_threads(n_jobs, P))
-        # feature-row ranges for rebuilding W on the threads
+        # feature-row ranges for merging and rebuilding W on the threads
         self.row_bounds = split_by_weight(np.diff(xt[2]) + 1, P)
+        # the copies in one array (each partition's a view of its block), so
+        # that one kernel merges them row by row
+        sizes = [part.rows.shape[0] for part in self.parts]
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        K = problem.n_labels
+        self.copies = np.zeros((int(self.offsets[-1]), K), dtype=self.parts[0].W.dtype)
+        for part, o0, o1 in zip(self.parts, self.offsets[:-1], self.offsets[1:]):
+            part.W = self.copies[o0:o1]
+        self.rows = np.concatenate([part.rows for part in self.parts])
+        self.row_sigma = np.concatenate([part.row_sigma for part in self.parts])
+        self.block = max(1, MERGE_BLOCK_BYTES // (K * (8 + P * self.copies.itemsize)))
+        self._stale_copies = True  # gathered before the first passes
 
     @property
     def n_parts(self):
@@ -181,24 +206,27 @@ class ChainPartitions:
 
     def _local_pass(self, part, seed, eta):
         state = self.state
-        return part.local_pass(state.W, part.rows, part.slots(state), part.pairs(state),
-                               self.settings, seed, eta)
+        if self._stale_copies:
+            gather_rows(state.W, part.rows, part.W)
+        return part.run_pass(part.slots(state), part.pairs(state), self.settings, seed, eta)
 
     def _rebuild_rows(self, f0, f1):
         data, tokens, ptr = self.xt
         weights_from_duals(data, tokens, ptr[f0:f1 + 1], self.state.slots, self.state.W[f0:f1])
 
-    def _add_moves(self, f0, f1):
-        """Add every partition's move to the rows ``f0:f1`` of ``W``, in
-        partition order (the sum does not depend on the threads)."""
-        for part in self.parts:
-            first, stop = np.searchsorted(part.rows, (f0, f1))
-            add_row_moves(self.state.W, part.rows, part.W, first, stop)
+    def _merge_rows(self, f0, f1):
+        """Every partition's move added to the rows ``f0:f1`` of ``W`` in
+        partition order (the sum does not depend on the threads), and the
+        copies of those rows brought to the merged ones."""
+        merge_copies(self.state.W, self.rows, self.row_sigma, self.offsets, self.copies,
+                     f0, f1, self.block)
 
     def rebuild_weights(self):
-        """``W = sum_j x_j (x) alpha_j`` from the duals (on the threads)."""
+        """``W = sum_j x_j (x) alpha_j`` from the duals (on the threads); the
+        copies are gathered anew before the next passes."""
         b = self.row_bounds
         self.threads.map(self._rebuild_rows, b[:-1], b[1:])
+        self._stale_copies = True
 
     def _refresh(self, part, v):
         return part.refresh(v, self.tau)
@@ -216,12 +244,13 @@ class ChainPartitions:
         t0 = time.perf_counter()
         res = self.threads.map(self._local_pass, self.parts, seeds,
                                [float(eta)] * self.n_parts)
+        self._stale_copies = False
         t1 = time.perf_counter()
         state = self.state
         for part in self.parts:
             stats += part.work.stats
         b = self.row_bounds
-        self.threads.map(self._add_moves, b[:-1], b[1:])
+        self.threads.map(self._merge_rows, b[:-1], b[1:])
         v = state.v.ravel()  # the state's (K, K) table, contiguous: a view
         transitions_from_duals(state.pairs, self.chain.has_right, v)
         self.threads.map(self._refresh, self.parts, [v] * self.n_parts)

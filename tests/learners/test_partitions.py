@@ -40,6 +40,52 @@ def test_local_features_renumber_to_the_used_rows():
     np.testing.assert_array_equal(rows[local], [7, 3, 7, 9, 3])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("seed", range(6))
+def test_merge_copies_equals_moves_then_adds_then_gathers(dtype, seed):
+    """The fused merge against the three steps it replaces, bit for bit:
+    each copy turned into its move against the rows before the merge, the
+    moves added in partition order, the copies gathered from the result."""
+    from structlearn.learners._gdmm_chain_kernels import (add_row_moves, gather_rows,
+                                                          merge_copies, rows_to_moves)
+
+    rng = np.random.default_rng(seed)
+    d, K, P = int(rng.integers(1, 40)), int(rng.integers(1, 9)), int(rng.integers(1, 5))
+    W = rng.normal(size=(d, K))
+    parts = [np.sort(rng.choice(d, size=int(rng.integers(0, d + 1)), replace=False))
+             for _ in range(P)]
+    sigmas = [rng.integers(1, P + 1, size=r.shape[0]).astype(np.float64) for r in parts]
+    copies = [(W[r] + rng.normal(size=(r.shape[0], K))).astype(dtype) for r in parts]
+    f0 = int(rng.integers(0, d))
+    f1 = int(rng.integers(f0, d + 1))
+
+    expected_W = W.copy()
+    expected = [c.copy() for c in copies]
+    for r, c, sg in zip(parts, expected, sigmas):
+        rows_to_moves(expected_W, r, c, sg)
+    for r, c in zip(parts, expected):
+        first, stop = np.searchsorted(r, (f0, f1))
+        add_row_moves(expected_W, r, c, first, stop)
+    for r, c in zip(parts, expected):
+        inside = (r >= f0) & (r < f1)
+        gathered = np.empty_like(c)
+        gather_rows(expected_W, r, gathered)
+        c[inside] = gathered[inside]
+
+    offsets = np.concatenate([[0], np.cumsum([r.shape[0] for r in parts])]).astype(np.int64)
+    flat = np.concatenate(copies).reshape(-1, K).astype(dtype)
+    got_W = W.copy()
+    merge_copies(got_W, np.concatenate(parts).astype(np.int64), np.concatenate(sigmas),
+                 offsets, flat, f0, f1, int(rng.integers(1, 6)))
+    np.testing.assert_array_equal(got_W, expected_W)
+    for p, c in enumerate(expected):
+        inside = (parts[p] >= f0) & (parts[p] < f1)
+        np.testing.assert_array_equal(flat[offsets[p]:offsets[p + 1]][inside], c[inside])
+        # rows outside the range are left as they were
+        np.testing.assert_array_equal(flat[offsets[p]:offsets[p + 1]][~inside],
+                                      copies[p][~inside])
+
+
 def test_split_by_weight_makes_no_empty_run():
     b = split_by_weight(np.array([5, 1, 1, 1, 1, 1]), 2)
     assert b[0] == 0 and b[-1] == 6 and np.all(np.diff(b) > 0)
