@@ -58,7 +58,8 @@ from .._budget import check_time_limit
 from ..lp._lp_common import COMMON_DEFAULTS, Problem, Tracker
 from .._progress import quiet, report
 from .dfbb import pairwise_dfbb
-from .soft_arc import SoftArcSearch, soft_arc_bytes
+from .soft_arc import soft_arc_bytes
+from .soft_arc_polish import PolishedSoftArcSearch
 from ...graphs.structure import enumeration_is_cheap, labelings_at_most
 from ..registry import (AUTO_CYCLES, AUTO_LARGE_DOMAIN, AUTO_SOFT_ARC_FORBIDDEN,
                        check_method_params, get_method, method_parameters, solve_map)
@@ -161,7 +162,7 @@ class _Search:
                  history, richer=None, dfbb_graph=None, soft_search=None):
         self.graph = graph              # tightened, with dominated labels forbidden
         self.dfbb_graph = dfbb_graph    # not tightened, for the depth-first search (or None)
-        self.soft_search = soft_search  # a SoftArcSearch to resume instead (or None)
+        self.soft_search = soft_search  # a PolishedSoftArcSearch to resume instead (or None)
         self.richer = richer            # tightened with larger clusters too (or None)
         self.score_graph = score_graph  # the component as given (scores labelings)
         self.method = method
@@ -367,7 +368,7 @@ class _Search:
         return proved and score > -np.inf
 
     def _resume_soft_arc(self, work):
-        """:meth:`_depth_first` by the resumable :class:`.SoftArcSearch`,
+        """:meth:`_depth_first` by the resumable :class:`.PolishedSoftArcSearch`,
         pruning against the incumbent: for ``work`` operations' time without a
         deadline, else for :data:`SOFT_ARC_FIRST_SHARE` of the time left."""
         search = self.soft_search
@@ -681,7 +682,7 @@ def _soft_arc_first(sub, depth_first, share_end, tol):
             and np.isneginf(sub.table_data).mean() >= AUTO_SOFT_ARC_FORBIDDEN
             and soft_arc_bytes(sub) <= SOFT_ARC_MAX_BYTES):
         return None
-    search = SoftArcSearch(sub, tol=tol)
+    search = PolishedSoftArcSearch(sub, tol=tol)
     if share_end is None:
         search.run(max_nodes=SOFT_ARC_FIRST_NODES)
     else:

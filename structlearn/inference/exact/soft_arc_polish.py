@@ -1,0 +1,94 @@
+"""The soft arc search with an iterated local search between its slices.
+
+A depth-first search proves an optimum sooner the sooner it holds it: on
+generated weighted CSPs the optimum is often found late (after 80 % of the
+nodes), and given from the start it cuts the nodes 1.0-4.9x.  So after
+``POLISH_FIRST_NODES`` nodes, and each time the nodes double, an iterated
+local search (iterated conditional modes from random relabelled balls of
+variables, the LP back-ends' :class:`~..lp._lp_common.Problem` moves) runs
+from the best labeling known for ``POLISH_ITERS_PER_NODE`` iterations per node
+searched so far, and a better labeling is offered to the search as its
+incumbent.  The local search's work is a fixed fraction of the search's
+(about a tenth of its time) and is counted in nodes, not seconds, so a run
+without a deadline gives the same result on any machine.
+"""
+
+import time
+
+import numpy as np
+
+from ..lp._lp_common import Problem
+from .soft_arc import SoftArcSearch
+
+__all__ = ["POLISH_FIRST_NODES", "POLISH_ITERS_PER_NODE", "PolishedSoftArcSearch"]
+
+POLISH_FIRST_NODES = 1000
+POLISH_ITERS_PER_NODE = 0.5
+POLISH_BALL = 8        # variables relabelled at most per perturbation
+_DEADLINE_EVERY = 64   # local search iterations between looks at the clock
+
+
+class _Polisher:
+    """The local search's state across the slices: its current labeling,
+    the best one, its random stream and the next node count to run at."""
+
+    def __init__(self, graph):
+        self.problem = Problem(graph)
+        self.rng = np.random.default_rng(0)
+        self.current = None
+        self.current_score = -np.inf
+        self.next_nodes = POLISH_FIRST_NODES
+
+    def polish(self, search, deadline):
+        """Local search from the better of its own labeling and the search's
+        incumbent; offers what it finds to ``search``."""
+        pr = self.problem
+        if search.score > self.current_score:
+            self.current = search.labels.copy()
+            pr.improve(self.current)
+            self.current_score = pr.score(self.current)
+        best, best_score = self.current.copy(), self.current_score
+        for it in range(int(POLISH_ITERS_PER_NODE * search.n_nodes)):
+            if deadline is not None and it % _DEADLINE_EVERY == 0 and \
+                    time.perf_counter() >= deadline:
+                break
+            cand = pr.perturbed(self.current, self.rng, max_ball=POLISH_BALL)
+            pr.improve(cand)
+            score = pr.score(cand)
+            if score >= self.current_score:
+                self.current, self.current_score = cand, score
+            if score > best_score:
+                best, best_score = cand.copy(), score
+        if best_score > search.score:
+            search.offer(best)
+        self.next_nodes = 2 * search.n_nodes
+
+
+class PolishedSoftArcSearch(SoftArcSearch):
+    """A :class:`.SoftArcSearch` whose :meth:`run` lets the local search of
+    this module improve the incumbent between its slices (the same
+    parameters and properties)."""
+
+    def __init__(self, graph, *, tol=1e-6, incumbent=None):
+        super().__init__(graph, tol=tol, incumbent=incumbent)
+        self._polisher = _Polisher(graph)
+
+    def run(self, *, max_nodes=None, deadline=None):
+        """Search on for ``max_nodes`` more nodes and/or until ``deadline``;
+        returns :attr:`proved`."""
+        polisher = self._polisher
+        stop = None if max_nodes is None else self.n_nodes + int(max_nodes)
+        while not self.proved:
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+            if stop is not None and self.n_nodes >= stop:
+                break
+            target = polisher.next_nodes if stop is None else min(polisher.next_nodes, stop)
+            super().run(max_nodes=max(target - self.n_nodes, 1), deadline=deadline)
+            if self.proved or self.n_nodes < polisher.next_nodes:
+                continue
+            if self.score > -np.inf:
+                polisher.polish(self, deadline)
+            else:  # no incumbent yet: look again later
+                polisher.next_nodes = 2 * self.n_nodes
+        return self.proved
