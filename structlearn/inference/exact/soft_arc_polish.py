@@ -2,7 +2,7 @@
 
 A depth-first search proves an optimum sooner the sooner it holds it: on
 generated weighted CSPs the optimum is often found late (after 80 % of the
-nodes), and given from the start it cuts the nodes 1.0-4.9x.  So after
+nodes), and given from the start it cuts the nodes 1.5-4.9x.  So after
 ``POLISH_FIRST_NODES`` nodes, and each time the nodes double, an iterated
 local search (iterated conditional modes from random relabelled balls of
 variables, the LP back-ends' :class:`~..lp._lp_common.Problem` moves) runs
