@@ -1,8 +1,8 @@
 """The soft arc search with an iterated local search between its slices.
 
 A depth-first search proves an optimum sooner the sooner it holds it: on
-generated weighted CSPs the optimum is often found late (after 80 % of the
-nodes), and given from the start it cuts the nodes 1.5-4.9x.  So after
+generated weighted CSPs the optimum is often found late (after half to four
+fifths of the nodes), and given from the start it cuts them 1.5-4.9x.  So after
 ``POLISH_FIRST_NODES`` nodes, and each time the nodes double, an iterated
 local search (iterated conditional modes from random relabelled balls of
 variables, the LP back-ends' :class:`~..lp._lp_common.Problem` moves) runs
