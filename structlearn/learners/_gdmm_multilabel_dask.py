@@ -110,12 +110,12 @@ def _remote_duals(rp):
 
 class DaskMultilabelPartitions(DaskPartitions):
     """Rounds of partitioned multilabel GDMM passes with the partitions on dask
-    workers (the interface of :class:`._gdmm_multilabel_partitions.MultilabelPartitions`).
+    workers (the interface of :class:`._gdmm_multilabel_threads.ThreadMultilabelPartitions`).
 
     Parameters
     ----------
     problem, state, n_parts, edges, C, rho, rounds :
-        As :class:`._gdmm_multilabel_partitions.MultilabelPartitions`.
+        As :class:`._gdmm_multilabel_threads.ThreadMultilabelPartitions`.
     forest : RootedForest or None
         The label edges' rooted forest (the certificate's), or None.
     client : distributed.Client

@@ -1,20 +1,18 @@
-"""Partitioned GDMM passes for multilabel SSVMs: one round = a local pass per partition.
+"""Fixed partitions of a multilabel GDMM fit: the ones dask workers keep.
 
 The samples are split into ``P`` contiguous runs of about equal non-zeros
 (:mod:`._partitions`).  Each partition keeps, for the whole fit, its
 samples' features with the feature ids renumbered to the rows of ``W`` it
 uses, a copy of those rows and of the pair weights ``Pw`` (refreshed from the
-merged weights at each round), and a pair pool of its own (a sample's slots
-widen by moving to the end of its pool, so the pools cannot be shared).  Its
-unigram duals and active flags are row slices of the state's arrays.
+merged weights at each round), and a pair pool of its own.  A partition's
+pass (in blocks, the positive pair weights re-sorted between blocks, as one
+process does) and multiplier step leave its moves: ``(copy - start) /
+sigma_f`` for its rows (undoing the damping, :func:`._partitions.feature_sigmas`)
+and ``/ P`` for ``Pw``; :mod:`._gdmm_multilabel_dask` adds them up.
 
-A round runs each partition's pass (in blocks, the positive pair weights
-re-sorted between blocks, as one process does) and multiplier step on the
-threads, then merges: each partition's move of its rows, ``(copy - start) /
-sigma_f`` (undoing the damping, :func:`._partitions.feature_sigmas`), and of
-``Pw`` (``/ P``) is added to the weights.  The state's pool is put back
-together from the partitions' pools whenever the certificate or the caller
-reads it (:meth:`MultilabelPartitions.sync_pool`).
+Fixed partitions cost rounds on bag-of-words data (see
+:mod:`._gdmm_multilabel_threads`, whose partitions on threads are drawn
+anew each round); on a cluster the samples stay where they are.
 """
 
 import time
@@ -24,12 +22,11 @@ import numpy as np
 from ._gdmm_multilabel_kernels import (LabelEdges, MultilabelDuals, gdmm_multilabel_multipliers,
                                        gdmm_multilabel_pass)
 from ._gdmm_chain_kernels import gather_rows
-from ._gdmm_multilabel_storage import _positive_edges, compacted_pool, joined_pools, sub_pool
+from ._gdmm_multilabel_storage import _positive_edges, compacted_pool, sub_pool
 from ._multilabel_kernels import SampleFeatures
-from ._partitions import (PartitionThreads, feature_sigmas, local_features, n_threads,
-                          split_by_weight)
+from ._partitions import feature_sigmas, local_features, split_by_weight
 
-__all__ = ["MultilabelPartitions", "build_partitions"]
+__all__ = ["build_partitions"]
 
 
 class _Partition:
@@ -102,76 +99,3 @@ def build_partitions(problem, state, n_parts, edges, C, rho, rounds):
         part.Pw = state.Pw.copy()
     return parts, (edges, float(C), float(rho), int(rounds), len(parts))
 
-
-class MultilabelPartitions:
-    """Rounds of partitioned multilabel GDMM passes.
-
-    Parameters
-    ----------
-    problem : MultilabelProblem
-    state : GDMMMultilabelState
-        Its unigram duals are updated in place; its pool is split among
-        the partitions (and put back by :meth:`sync_pool`).
-    n_parts : int
-        Partitions (>= 2, at most the samples).
-    edges : tuple
-        ``(E, n_edges, nbr_ptr, nbr, edge_list, pids)``: the label edges.
-    C, rho, rounds : float, float, int
-        As in the one-process pass.
-    n_jobs : int or None
-        Threads running the partitions (at most one per partition).
-    """
-
-    remote = False
-
-    def __init__(self, problem, state, n_parts, edges, C, rho, rounds, n_jobs):
-        self.state = state
-        self.parts, self.settings = build_partitions(problem, state, n_parts, edges, C, rho,
-                                                     rounds)
-        self.pool_current = True  # the state's pool holds the partitions' pairs
-        self.threads = PartitionThreads(n_threads(n_jobs, len(self.parts)))
-
-    @property
-    def n_parts(self):
-        return len(self.parts)
-
-    def _local_pass(self, part, seed, eta, deadline, n_blocks):
-        state = self.state
-        return part.local_pass(state.W, part.rows, state.Pw, state.A[part.s0:part.s1],
-                               state.tmask[part.s0:part.s1], self.settings, seed, eta,
-                               deadline, n_blocks)
-
-    def round(self, rng, eta, stats, deadline, n_blocks):
-        """One round: local passes and multiplier steps, then the merge.
-
-        Draws one seed per partition from ``rng``; adds the partitions' pass
-        counters to ``stats``; a partition stops between its blocks once
-        ``perf_counter()`` passes ``deadline`` (None: never).  Returns
-        ``(res2, finished, local_time, merge_time)``: the squared constraint
-        violation before the multiplier step (summed), whether every
-        partition finished its pass, and the seconds spent.
-        """
-        seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_parts)
-        P = self.n_parts
-        t0 = time.perf_counter()
-        out = self.threads.map(self._local_pass, self.parts, seeds, [float(eta)] * P,
-                               [deadline] * P, [n_blocks] * P)
-        t1 = time.perf_counter()
-        state = self.state
-        for part in self.parts:
-            stats += part.stats
-            state.W[part.rows] += part.W
-            state.Pw += part.Pw
-        self.pool_current = False
-        return (float(sum(r for r, _ in out)), all(f for _, f in out), t1 - t0,
-                time.perf_counter() - t1)
-
-    def sync_pool(self):
-        """Put the partitions' pools together as the state's pool."""
-        if not self.pool_current:
-            self.state.pool = joined_pools([part.pool for part in self.parts])
-            self.pool_current = True
-
-    def close(self):
-        self.sync_pool()
-        self.threads.close()

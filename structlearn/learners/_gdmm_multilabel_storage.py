@@ -5,7 +5,8 @@ import numpy as np
 
 from ._gdmm_multilabel_kernels import PairPool
 
-__all__ = ["compacted_pool", "edge_pair_ids", "joined_pools", "new_pair_pool", "sub_pool"]
+__all__ = ["compacted_pool", "edge_pair_ids", "joined_pools", "new_pair_pool", "region_views",
+           "close_regions", "sub_pool"]
 
 # slots per sample a pool starts with (at most the edges)
 INITIAL_PAIRS = 8
@@ -35,6 +36,35 @@ def compacted_pool(old, need):
     new.count[:] = old.count
     _copy_pairs(old, new)
     return new
+
+
+def region_views(pool, shares):
+    """Views of ``pool`` for passes that run side by side on disjoint samples.
+
+    Each view shares the pool's arrays (its samples' slots are written in
+    place) and widens samples into its own part of the free slots at the
+    end, in proportion to ``shares`` (one positive number per view): view
+    ``k``'s slot arrays end where its part ends, so a sample that cannot
+    widen there stops its pass (it asks for room, see
+    :func:`._gdmm_multilabel_kernels.gdmm_multilabel_pass`).  Every
+    sample's slots must lie below ``pool.top[0]``; afterwards
+    :func:`close_regions` moves ``pool.top[0]`` above the views' slots.
+    """
+    top = int(pool.top[0])
+    shares = np.asarray(shares, dtype=np.float64)
+    cuts = np.floor((pool.left.shape[0] - top) * np.cumsum(shares) / shares.sum())
+    ends = top + np.minimum(cuts.astype(np.int64), pool.left.shape[0] - top)
+    starts = np.r_[top, ends[:-1]]
+    return [PairPool(pool.left[:end], pool.right[:end], pool.dual[:end], pool.nu[:end],
+                     pool.base, pool.capacity, pool.count, np.array([start], dtype=np.int64))
+            for start, end in zip(starts, ends)]
+
+
+def close_regions(pool, views):
+    """After passes on :func:`region_views`: the pool's first free slot is
+    above every slot the views used (the shares left partly unused stay
+    so until the pool is compacted)."""
+    pool.top[0] = max([int(pool.top[0])] + [int(v.top[0]) for v in views])
 
 
 def sub_pool(pool, first, stop):

@@ -71,7 +71,7 @@ from ._gdmm_multilabel_kernels import (
     gdmm_multilabel_pass,
     lp_hinge_bound,
 )
-from ._gdmm_multilabel_partitions import MultilabelPartitions
+from ._gdmm_multilabel_threads import ThreadMultilabelPartitions
 from ._gdmm_multilabel_storage import (INITIAL_PAIRS, _positive_edges, compacted_pool,
                                        edge_pair_ids, new_pair_pool)
 from ._multilabel_kernels import SampleFeatures, multilabel_primal
@@ -286,10 +286,12 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
     n_jobs : int or None
         Threads running the partitions.
     training_partitions : int
-        1: the passes described above.  More: the samples are split into
-        that many partitions whose passes run on ``n_jobs`` threads and
-        merge after each pass (:mod:`._gdmm_multilabel_partitions`).  The
-        iterates depend on ``rng`` and the partitions, not on ``n_jobs``.
+        1: the passes described above.  More: each round splits the samples
+        into that many partitions, drawn anew, whose passes run on
+        ``n_jobs`` threads and merge after the round
+        (:mod:`._gdmm_multilabel_threads`; on dask workers the partitions
+        stay fixed, :mod:`._gdmm_multilabel_dask`).  The iterates depend on
+        ``rng`` and the partitions, not on ``n_jobs``.
 
     Returns
     -------
@@ -318,8 +320,8 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         client = active_dask_client()
         edge_data = (E, ne, nbr_ptr, nbr, edges, pids)
         if client is None:
-            partitions = MultilabelPartitions(problem, state, n_parts, edge_data, C, rho,
-                                              rounds, n_jobs)
+            partitions = ThreadMultilabelPartitions(problem, state, n_parts, edge_data, C, rho,
+                                                    rounds, n_jobs)
         else:
             from ._gdmm_multilabel_dask import DaskMultilabelPartitions
 
@@ -358,13 +360,10 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
                     if partitions is not None:
                         partitions.sync_pool()
                     primal, dual, exact = cert.evaluate(state)
-            if partitions is None:
-                active = (state.tmask.sum() + state.pool.count.sum()) / max(n, 1)
-            elif partitions.remote:
+            if partitions is not None and partitions.remote:
                 active = partitions.active / max(n, 1)
             else:
-                active = (state.tmask.sum()
-                          + sum(part.pool.count.sum() for part in partitions.parts)) / max(n, 1)
+                active = (state.tmask.sum() + state.pool.count.sum()) / max(n, 1)
             stop = monitor.record(state.n_iter, primal, dual, float(np.sqrt(res2)),
                                   float(active), stats[0], pass_time, primal_exact=exact,
                                   overflow=int(stats[1]), checked=bool(checking),

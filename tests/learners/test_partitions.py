@@ -221,6 +221,103 @@ def test_sub_and_joined_pools_round_trip():
         np.testing.assert_array_equal(back.dual[b], pool.dual[a])
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_round_layout_matches_a_direct_count(seed):
+    """Each partition's rows are the features its samples use, increasing;
+    an entry's local id points at its feature there; sigma counts the
+    partitions using a feature; the damped values and norms follow."""
+    from structlearn.learners._partition_kernels import RoundLayout
+
+    rng = np.random.RandomState(seed)
+    n, d = rng.randint(3, 40), rng.randint(1, 30)
+    X = sp.random(n, d, density=rng.uniform(0.05, 0.6), format="csr", random_state=rng)
+    X.sort_indices()
+    layout = RoundLayout(X.data, X.indices, X.indptr, d)
+    for _ in range(2):  # a second draw reuses the arrays
+        order = rng.permutation(n).astype(np.int64)
+        P = rng.randint(1, n + 1)
+        bounds = np.unique(np.r_[0, np.sort(rng.choice(np.arange(1, n), P - 1, replace=False)), n]
+                           ).astype(np.int64) if P > 1 else np.array([0, n], dtype=np.int64)
+        layout.redraw(order, bounds)
+        count = np.zeros(d)
+        for k in range(bounds.size - 1):
+            ids = order[bounds[k]:bounds[k + 1]]
+            used = np.unique(X[ids].indices)
+            np.testing.assert_array_equal(layout.part_rows(k), used)
+            count[used] += 1
+            for i in ids:
+                p = slice(X.indptr[i], X.indptr[i + 1])
+                np.testing.assert_array_equal(used[layout.local[p]], X.indices[p])
+        sigma = np.maximum(count, 1.0)
+        np.testing.assert_array_equal(layout.sigma, sigma)
+        np.testing.assert_allclose(layout.step_data, X.data * sigma[X.indices])
+        np.testing.assert_allclose(layout.xnorm_sigma,
+                                   np.asarray(X.multiply(X) @ sigma).ravel(), atol=1e-12)
+
+
+def test_region_views_share_the_free_end():
+    from structlearn.learners._gdmm_multilabel_kernels import _widen
+    from structlearn.learners._gdmm_multilabel_storage import (close_regions, new_pair_pool,
+                                                               region_views)
+
+    pool = new_pair_pool(np.full(6, 2), 30)
+    pool.count[:] = 2
+    pool.dual[:12] = np.arange(12)
+    views = region_views(pool, [1, 1, 1])
+    assert [int(v.top[0]) for v in views] == [12, 22, 32]
+    assert [v.left.shape[0] for v in views] == [22, 32, 42]
+    assert _widen(views[1], 4, 4, 10)  # sample 4 moves into view 1's part
+    assert pool.base[4] == 22 and pool.capacity[4] == 4
+    np.testing.assert_array_equal(pool.dual[22:24], [8, 9])
+    assert not _widen(views[0], 0, 12, 20)  # more than view 0's part: nothing moves
+    assert pool.base[0] == 0
+    close_regions(pool, views)
+    assert pool.top[0] == 32
+    uneven = region_views(pool, [1.0, 4.0])  # parts in proportion: 2 and 8 free slots
+    assert [(int(v.top[0]), v.left.shape[0]) for v in uneven] == [(32, 34), (34, 42)]
+
+
+def test_partitioned_multilabel_goes_on_after_its_pool_share_fills(monkeypatch):
+    """Shares of a few free slots: partitions stop, the pool is packed and
+    they go on; the weights still follow the duals and the fit converges."""
+    import structlearn.learners._gdmm_multilabel_threads as threads
+    from structlearn.learners._gdmm_multilabel_storage import region_views
+
+    calls = []
+
+    def small_parts(pool, shares):
+        """The first run of a round gets 6 free slots a partition; the runs
+        after a packing get what they asked for."""
+        calls.append(len(shares))
+        views = region_views(pool, shares)
+        if any(s != 1.0 for s in shares):
+            return views
+        top = int(pool.top[0])
+        return [v._replace(left=v.left[:top + 6 * (k + 1)], right=v.right[:top + 6 * (k + 1)],
+                           dual=v.dual[:top + 6 * (k + 1)], nu=v.nu[:top + 6 * (k + 1)],
+                           top=np.array([top + 6 * k], dtype=np.int64))
+                for k, v in enumerate(views)]
+
+    monkeypatch.setattr(threads, "region_views", small_parts)
+    X, Y = _multilabel_data(4, n=80, L=8)
+    m = _fit_ml(X, Y, training_partitions=2, n_jobs=2, warm_start=True, fit_intercept=False,
+                max_iter=3000)
+    assert len(calls) > m.n_iter_  # some rounds ran their partitions again
+    st = m._solver_state
+    np.testing.assert_allclose(st.W, X.T @ st.A, atol=1e-10)
+    L = Y.shape[1]
+    P = np.zeros((L, L))
+    pool = st.pool
+    for i in range(X.shape[0]):
+        for q in range(pool.base[i], pool.base[i] + pool.count[i]):
+            P[pool.left[q], pool.right[q]] += pool.dual[q]
+    np.testing.assert_allclose(st.weights()[1], P, atol=1e-10)
+    one = _fit_ml(X, Y, max_iter=3000)
+    assert m.converged_ and one.converged_
+    p1, p2 = one.history_[-1]["primal"], m.history_[-1]["primal"]
+    assert abs(p1 - p2) <= 2e-2 * max(p1, p2)
+
+
 def test_partitioned_multilabel_is_independent_of_the_threads():
     X, Y = _multilabel_data(0)
     a = _fit_ml(X, Y, training_partitions=3, n_jobs=1, max_iter=12)
