@@ -29,3 +29,15 @@ def test_ilp_refuses_programs_above_max_columns():
     graph = graph_from_edges(np.zeros((3, 4)), np.array([[0, 1], [1, 2]]), np.zeros((4, 4)))
     with pytest.raises(ValueError, match="max_columns"):
         solve_map(graph, "ilp", max_columns=10)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_milp_is_the_ilp_under_scipys_name(seed):
+    rng = np.random.default_rng(seed)
+    graph = add_random_factor(rng, random_forest(rng, 6, 3, integer=True), order=3)
+    ilp, milp = solve_map(graph, "ilp"), solve_map(graph, "milp")
+    assert milp.method == "milp" and ilp.method == "ilp"
+    assert milp.status == ilp.status and milp.score == ilp.score
+    np.testing.assert_array_equal(milp.labels, ilp.labels)
+    with pytest.raises(ValueError, match="method 'milp' would build .* max_columns=10"):
+        solve_map(graph, "milp", max_columns=10)

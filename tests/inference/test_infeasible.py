@@ -12,7 +12,7 @@ from structlearn.graphs import FactorGraph, graph_from_edges, grid_graph, write_
 from structlearn.inference import available_methods, solve_map, solve_mbest
 
 LOOPY = [m for m in available_methods() if m not in ("auto", "viterbi", "tree")]
-ITERATIVE = [m for m in LOOPY if m not in ("brute_force", "ilp", "exact")]
+ITERATIVE = [m for m in LOOPY if m not in ("brute_force", "ilp", "milp", "exact")]
 DIFFERENT = np.array([[-np.inf, 0.0], [0.0, -np.inf]])
 
 

@@ -7,9 +7,10 @@ integral (then every factor variable is too).  Forbidden entries (``-inf``)
 get the upper bound 0.  Meant for small and medium instances: the program has
 ``sum(n_states) + sum(table sizes)`` columns.
 
-Registered as ``"ilp"``: status ``"exact"`` when HiGHS proves optimality;
-at its time limit the result carries the incumbent and HiGHS' dual bound
-(status ``"time_limit"``).
+Registered as ``"ilp"`` and as ``"milp"`` (the same solver under scipy's
+name): status ``"exact"`` when HiGHS proves optimality; at its time limit
+the result carries the incumbent and HiGHS' dual bound (status
+``"time_limit"``).
 """
 
 import time
@@ -20,7 +21,7 @@ from .._budget import check_time_limit
 from ..lp._lp_kernels import argmax_segments
 from ..result import MapResult
 
-__all__ = ["ilp_map", "local_polytope"]
+__all__ = ["ilp_map", "local_polytope", "milp_map"]
 
 DEFAULT_MAX_COLUMNS = 2_000_000
 
@@ -78,7 +79,7 @@ def local_polytope(graph):
     return A, np.concatenate(b), np.concatenate(theta), factor_offsets
 
 
-def ilp_map(graph, *, time_limit=None, max_columns=DEFAULT_MAX_COLUMNS):
+def ilp_map(graph, *, time_limit=None, max_columns=DEFAULT_MAX_COLUMNS, name="ilp"):
     """Exact MAP by HiGHS' branch and cut on the local-polytope ILP.
 
     Parameters
@@ -88,6 +89,8 @@ def ilp_map(graph, *, time_limit=None, max_columns=DEFAULT_MAX_COLUMNS):
         Passed to HiGHS.
     max_columns : int, default=2e6
         Refuse programs with more columns than this.
+    name : str, default="ilp"
+        The method's name in messages and in the result.
 
     Returns
     -------
@@ -99,7 +102,7 @@ def ilp_map(graph, *, time_limit=None, max_columns=DEFAULT_MAX_COLUMNS):
     t0 = time.perf_counter()
     n_cols = graph.unary.shape[0] + int(np.diff(graph.table_offsets)[graph.table_ids].sum())
     if n_cols > max_columns:
-        raise ValueError(f"method 'ilp' would build {n_cols} columns, above max_columns="
+        raise ValueError(f"method {name!r} would build {n_cols} columns, above max_columns="
                          f"{max_columns}; use an LP back-end or raise max_columns")
     A, b, theta, _ = local_polytope(graph)
     forbidden = ~np.isfinite(theta)
@@ -127,10 +130,16 @@ def ilp_map(graph, *, time_limit=None, max_columns=DEFAULT_MAX_COLUMNS):
         ub = -float(bound) if bound is not None and np.isfinite(bound) else np.inf
     return MapResult(labels=labels, score=score, upper_bound=max(ub, score), n_iter=1,
                      converged=status == "exact", time=time.perf_counter() - t0,
-                     method="ilp", status=status, time_limit=time_limit)
+                     method=name, status=status, time_limit=time_limit)
+
+
+def milp_map(graph, *, time_limit=None, max_columns=DEFAULT_MAX_COLUMNS):
+    """:func:`ilp_map` under the name ``"milp"``."""
+    return ilp_map(graph, time_limit=time_limit, max_columns=max_columns, name="milp")
 
 
 # read by the MAP registry when it first loads its back-ends
 METHODS = (
     dict(name="ilp", solver=ilp_map, exact=True, params=("max_columns",)),
+    dict(name="milp", solver=milp_map, exact=True, params=("max_columns",)),
 )
