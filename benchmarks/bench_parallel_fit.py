@@ -14,6 +14,11 @@ Sections:
   (first ``--sentences`` sentences, the next half as many held out).
 * ``bibtex``: ``MultiLabelSSVM(C=0.1, tol=0.01)`` on
   ``../shared/data/multilabel/bibtex.npz`` (its train/test split).
+* ``corel5k``: the same multilabel fit on ``../shared/data/multilabel/corel5k.npz``.
+* ``bibtex-lookalike``: the same multilabel fit on a generated bag-of-words
+  task of bibtex's sizes (``make_sparse_multilabel``: 4,880 + 2,515
+  samples, 159 labels, 1,836 binary features, about 2.4 labels and 68
+  words a sample).
 * ``lookalike``: the same chain fit on a generated task of about
   Porttinari's sizes (``make_chain_data``: 1,000 sequences of 19 tokens,
   200 labels, 16,000 sparse features), so the result is not one data set's.
@@ -76,6 +81,7 @@ def _lookalike_small_k():
 
 
 def _bibtex(path):
+    """A multilabel set of ``../shared/data/multilabel`` (its train/test split)."""
     import scipy.sparse as sp
 
     z = np.load(path, allow_pickle=False)
@@ -86,6 +92,15 @@ def _bibtex(path):
         return X, z[f"Y_{p}"].astype(np.int64)
 
     return (*part("train"), *part("test"))
+
+
+def _bibtex_lookalike():
+    from structlearn.datasets import make_sparse_multilabel
+
+    X, Y = make_sparse_multilabel(7395, n_labels=159, n_features=1836, labels_per_sample=2.4,
+                                  words_per_label=15, word_rate=0.25, background=64.0,
+                                  random_state=0)
+    return X[:4880], Y[:4880], X[4880:], Y[4880:]
 
 
 def _run(name, make, data, configs, rounds):
@@ -260,6 +275,7 @@ def main():
                     help="sequences per bag partition (cluster-bag)")
     ap.add_argument("--porttinari", default="../shared/data/porttinari_pos.conllu.gz")
     ap.add_argument("--bibtex", default="../shared/data/multilabel/bibtex.npz")
+    ap.add_argument("--corel5k", default="../shared/data/multilabel/corel5k.npz")
     args = ap.parse_args()
     from structlearn.estimators import MultiLabelSSVM, SequenceSSVM
 
@@ -278,8 +294,10 @@ def main():
     configs = [(1, None), (jobs, None), (jobs, jobs)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        Xm, Ym = _bibtex_lookalike()[:2]
         for n_jobs, parts in configs:
             chain(n_jobs, parts).set_params(max_iter=2).fit(Xw, yw)
+            multilabel(n_jobs, parts).set_params(max_iter=2).fit(Xm[:300], Ym[:300])
     sections = args.sections.split(",")
     if "porttinari" in sections:
         data = _porttinari(args.porttinari, args.sentences)
@@ -308,6 +326,13 @@ def main():
     if "bibtex" in sections:
         _run("bibtex, MultiLabelSSVM(C=0.1, tol=0.01)", multilabel, _bibtex(args.bibtex),
              configs, args.rounds)
+    if "corel5k" in sections:
+        _run("corel5k, MultiLabelSSVM(C=0.1, tol=0.01)", multilabel,
+             _bibtex(args.corel5k), configs, args.rounds)
+    if "bibtex-lookalike" in sections:
+        _run("bibtex look-alike (4,880 samples, 159 labels, 1,836 words), "
+             "MultiLabelSSVM(C=0.1, tol=0.01)", multilabel, _bibtex_lookalike(), configs,
+             args.rounds)
 
 
 if __name__ == "__main__":
