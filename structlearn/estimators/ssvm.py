@@ -194,7 +194,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         Viterbi over all sequences and for the ``training_partitions``.
         Results do not depend on it.
     training_partitions : int or None, default=None
-        GDMM only.  None or 1: one pass at a time over all the sequences.
+        GDMM and BCFW.  None or 1: one pass at a time over all the sequences.
         ``P > 1``: the sequences are split into ``P`` runs of about equal
         tokens that take their passes side by side on ``n_jobs`` threads
         against their own copy of the weight rows they use, merged after
@@ -218,7 +218,10 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         two partitions need 1.75x the passes of one (0.86x the time on two
         cores, where ``n_jobs=2`` alone gives 0.73x), on sparse weakly shared
         features 1.1-1.2x (0.68-0.72x the time) (BENCHMARKS.md, "Training on
-        several cores and on a cluster").
+        several cores and on a cluster").  With ``solver="bcfw"`` the
+        partitions are drawn anew each round and run on threads whatever
+        the joblib back-end (each block's line search counts a shared
+        row's curvature once per partition that uses it).
     warm_start : bool, default=False
         Continue from the previous solver state when ``fit`` is called again
         on the same data with the same solver (otherwise start from zero).
@@ -371,8 +374,8 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         problem = ChainProblem(data, indices, indptr, offsets, codes, n_features, K)
 
         training_partitions = self.training_partitions or 1
-        if training_partitions > 1 and solver != "gdmm":
-            raise ValueError(f"training_partitions > 1 needs solver='gdmm', got {solver!r}")
+        if training_partitions > 1 and solver == "ssg":
+            raise ValueError("training_partitions > 1 needs solver='gdmm' or 'bcfw', got 'ssg'")
         sparse_weights = (solver == "gdmm" and oracle == "sublinear" and nu == 1
                           and training_partitions == 1
                           and n_features * K >= SPARSE_WEIGHTS_MIN_ENTRIES)
@@ -420,7 +423,8 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         elif solver == "bcfw":
             from ..learners.bcfw import fit_bcfw_chain
 
-            W, v, history, state, converged = fit_bcfw_chain(problem, **common)
+            W, v, history, state, converged = fit_bcfw_chain(
+                problem, training_partitions=training_partitions, **common)
         else:
             from ..learners.ssg import fit_ssg_chain
 

@@ -58,8 +58,8 @@ def _loss_augmented(W, v, scale, data, indices, indptr, y, start, stop, unary, s
         unary[r, y[start + r]] += 1.0
 
 
-@nb.njit(cache=True)
-def bcfw_chain_pass(chains, order, C, W, v, mu, loss, transitions, scratch, stats):
+@nb.njit(cache=True, nogil=True)
+def bcfw_chain_pass(chains, order, C, W, v, mu, loss, transitions, scratch, stats, damping):
     """One pass of BCFW over the sequences in ``order`` (exact line search).
 
     Parameters
@@ -80,10 +80,17 @@ def bcfw_chain_pass(chains, order, C, W, v, mu, loss, transitions, scratch, stat
         zeros.
     stats : float64 (2,) receives the summed block gaps and the oracle
         entries visited (``n_i K^2`` per Viterbi call).
+    damping : tuple
+        ``(sigma, sigma_v)``: float64 (d,) and float.  A block's step moves
+        weight row ``f`` ``sigma[f]`` times (``v`` ``sigma_v`` times) and
+        its line search counts each row's curvature as many times: ones and
+        1 for a pass over all the sequences, the partitions that use a row
+        for a partition's pass (:mod:`._partitions`).
     """
     data, indices, indptr, offsets, y = chains
     pr_start, pr_n, pr_a, pr_b, pr_v = transitions
     U, touched, mark = scratch
+    sigma, sigma_v = damping
     K = W.shape[1]
     max_len = max_sequence_length(offsets)
     unary = np.empty((max_len, K))
@@ -126,11 +133,12 @@ def bcfw_chain_pass(chains, order, C, W, v, mu, loss, transitions, scratch, stat
                 for k in range(K):
                     U[f, k] -= x * mu[t, k]
                 U[f, zt] += x
-        sq = 0.0
+        sq = 0.0  # summed in the order of one process's pass (sigma = 1 there)
         for q in range(nt):
             f = touched[q]
+            s_f = sigma[f]
             for k in range(K):
-                sq += U[f, k] * U[f, k]
+                sq += s_f * (U[f, k] * U[f, k])
         # transition part: diff = P_s - P_i as a merged sparse list
         base = pr_start[i]
         m = pr_n[i]
@@ -154,7 +162,7 @@ def bcfw_chain_pass(chains, order, C, W, v, mu, loss, transitions, scratch, stat
                 m += 1
         for q in range(m):
             lin += tv[q] * v[ta[q], tb[q]]
-            sq += tv[q] * tv[q]
+            sq += sigma_v * (tv[q] * tv[q])
         ls = C * ham
         gap = C * lin - loss[i] + ls
         gap_sum += gap
@@ -170,8 +178,9 @@ def bcfw_chain_pass(chains, order, C, W, v, mu, loss, transitions, scratch, stat
             step = C * gamma
             for q in range(nt):
                 f = touched[q]
+                row_step = step * sigma[f]
                 for k in range(K):
-                    W[f, k] -= step * U[f, k]
+                    W[f, k] -= row_step * U[f, k]
             for r in range(n):
                 t = start + r
                 for k in range(K):
@@ -179,7 +188,7 @@ def bcfw_chain_pass(chains, order, C, W, v, mu, loss, transitions, scratch, stat
                 mu[t, z[r]] += gamma
             cnt = 0
             for q in range(m):
-                v[ta[q], tb[q]] -= step * tv[q]
+                v[ta[q], tb[q]] -= step * sigma_v * tv[q]
                 # new P_i = P_i + gamma * diff
                 val = gamma * tv[q]
                 if q < pr_n[i]:

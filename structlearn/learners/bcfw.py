@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from ._bcfw_chain_kernels import BlockTransitions, bcfw_chain_pass
+from ._partitions import round_record
 from ._ssvm_common import ChainMonitor, check_schedule, sq_norm, warn_not_converged
 
 __all__ = ["BCFWChainState", "fit_bcfw_chain"]
@@ -82,52 +83,72 @@ class BCFWChainState:
 
 
 def fit_bcfw_chain(problem, *, C, max_iter, tol, rng, state=None, verbose=0, callback=None,
-                   check_every=1, n_jobs=None):
+                   check_every=1, n_jobs=None, training_partitions=1):
     """Train with BCFW; returns ``(W, v, history, state, converged)``.
 
     Stops when ``(primal - dual) / |primal| <= tol`` (measured after every
     ``check_every``-th pass and the last one, or when ``check_every``, a
     :class:`~._ssvm_common.CheckSchedule`, says; NaN in the other records)
-    or after ``max_iter`` passes (ConvergenceWarning).
+    or after ``max_iter`` passes (ConvergenceWarning).  With
+    ``training_partitions > 1`` each pass is a round of that many partitions
+    of the sequences, drawn anew each round, on ``n_jobs`` threads
+    (:mod:`._bcfw_chain_partitions`).
     """
+    from ._partitions import check_training_partitions
+
     if state is None:
         state = BCFWChainState(problem)
     d, K = problem.n_features, problem.n_labels
-    U = np.zeros((d, K))
-    touched = np.empty(d, dtype=np.int64)
-    mark = np.zeros(d, dtype=np.uint8)
+    n_parts = check_training_partitions(training_partitions, problem.n_sequences, "sequences")
+    partitions = None
+    if n_parts > 1:
+        from ._bcfw_chain_partitions import BCFWChainPartitions
+
+        partitions = BCFWChainPartitions(problem, state, n_parts, C, n_jobs)
+    else:
+        scratch = (np.zeros((d, K)), np.empty(d, dtype=np.int64), np.zeros(d, dtype=np.uint8))
+        damping = (np.ones(d), 1.0)
     stats = np.zeros(2)
     chains = problem.chains()
     monitor = ChainMonitor(problem, C, verbose, callback, n_jobs=n_jobs)
     converged = False
     rel_gap = np.inf
     schedule = check_schedule(check_every, tol)
-    for it in range(max_iter):
-        t0 = time.perf_counter()
-        order = rng.permutation(problem.n_sequences).astype(np.int64)
-        state.ensure_capacity()
-        stats[:] = 0.0
-        transitions = BlockTransitions(state.pr_start, state.pr_n, state.pr_a, state.pr_b,
-                                       state.pr_v)
-        bcfw_chain_pass(chains, order, float(C), state.W, state.v, state.mu, state.loss,
-                        transitions, (U, touched, mark), stats)
-        pass_time = time.perf_counter() - t0
-        state.n_iter += 1
-        primal = dual = np.nan
-        checking = schedule.due(it + 1, max_iter)
-        if checking:
-            primal = monitor.primal(state.W, state.v)
-            dual = -0.5 * sq_norm(state.W, state.v) + state.loss.sum()
-        stop = monitor.record(state.n_iter, primal, float(dual), 0.0, 1.0, stats[1], pass_time,
-                              block_gap_sum=float(stats[0]))
-        rel_gap = monitor.history[-1]["relative_gap"]
-        if checking:
-            schedule.checked(it + 1, rel_gap)
-        if rel_gap <= tol:
-            converged = True
-            break
-        if stop:
-            break
+    try:
+        for it in range(max_iter):
+            t0 = time.perf_counter()
+            stats[:] = 0.0
+            extra = {}
+            if partitions is None:
+                order = rng.permutation(problem.n_sequences).astype(np.int64)
+                state.ensure_capacity()
+                transitions = BlockTransitions(state.pr_start, state.pr_n, state.pr_a,
+                                               state.pr_b, state.pr_v)
+                bcfw_chain_pass(chains, order, float(C), state.W, state.v, state.mu,
+                                state.loss, transitions, scratch, stats, damping)
+            else:
+                local_time, merge_time = partitions.round(rng, stats)
+                extra = round_record(partitions, local_time, merge_time)
+            pass_time = time.perf_counter() - t0
+            state.n_iter += 1
+            primal = dual = np.nan
+            checking = schedule.due(it + 1, max_iter)
+            if checking:
+                primal = monitor.primal(state.W, state.v)
+                dual = -0.5 * sq_norm(state.W, state.v) + state.loss.sum()
+            stop = monitor.record(state.n_iter, primal, float(dual), 0.0, 1.0, stats[1],
+                                  pass_time, block_gap_sum=float(stats[0]), **extra)
+            rel_gap = monitor.history[-1]["relative_gap"]
+            if checking:
+                schedule.checked(it + 1, rel_gap)
+            if rel_gap <= tol:
+                converged = True
+                break
+            if stop:
+                break
+    finally:
+        if partitions is not None:
+            partitions.close()
     if not converged and len(monitor.history) == max_iter:
         warn_not_converged("BCFW", max_iter, rel_gap)
     return state.W, state.v, monitor.history, state, converged

@@ -19,7 +19,7 @@ from structlearn.inference import MapResult, available_methods, method_parameter
 from structlearn.inference._budget import DEFAULT_MAX_ITER
 
 METHODS = [m for m in available_methods() if m != "auto"]
-EXACT = ["viterbi", "tree", "brute_force", "ilp", "exact"]
+EXACT = ["viterbi", "tree", "brute_force", "ilp", "milp", "exact"]
 LOOPY = [m for m in METHODS if m not in EXACT]
 # seconds a limited run may end after its limit: one iteration, the
 # decoding of the last one and the writing of the result

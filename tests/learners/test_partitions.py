@@ -166,6 +166,48 @@ def test_partitioned_weights_are_the_sum_of_the_duals():
     assert st.backoff.any()  # the partitions' search back-off went back to the state
 
 
+# ---------------------------------------------------------------- BCFW
+def test_partitioned_bcfw_is_independent_of_the_threads_and_its_dual_never_falls():
+    X, y = make_chain_data(40, length=6, n_labels=7, n_features=40, random_state=5)
+    a = _fit(X, y, solver="bcfw", training_partitions=3, n_jobs=1, max_iter=12, check_every=1)
+    b = _fit(X, y, solver="bcfw", training_partitions=3, n_jobs=3, max_iter=12, check_every=1)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.transition_, b.transition_)
+    duals = [r["dual"] for r in a.history_]
+    assert all(d1 >= d0 - 1e-12 for d0, d1 in zip(duals, duals[1:]))
+    assert a.history_[-1]["partitions"] == 3 and a.history_[-1]["local_time"] > 0
+
+
+def test_partitioned_bcfw_weights_are_the_blocks_sum():
+    """After each merge W = C sum_t x_t (x) (e_{y_t} - mu_t) and v = C (the
+    true transition counts - the blocks' expected ones)."""
+    X, y = make_chain_data(25, length=5, n_labels=6, n_features=30, random_state=6)
+    C = 0.1
+    m = _fit(X, y, solver="bcfw", C=C, training_partitions=2, max_iter=6, warm_start=True)
+    st = m._solver_state
+    Xc = sp.vstack([sp.csr_matrix(x) for x in X]).tocsr().toarray()
+    yc = np.concatenate(y)
+    onehot = np.eye(6)[yc]
+    np.testing.assert_allclose(m.coef_.T, C * Xc.T @ (onehot - st.mu), atol=1e-12)
+    v = np.zeros((6, 6))
+    for t in y:
+        np.add.at(v, (t[:-1], t[1:]), 1.0)
+    for i in range(len(y)):
+        for q in range(st.pr_start[i], st.pr_start[i] + st.pr_n[i]):
+            v[st.pr_a[q], st.pr_b[q]] -= st.pr_v[q]
+    np.testing.assert_allclose(m.transition_, C * v, atol=1e-12)
+
+
+def test_partitioned_bcfw_reaches_the_same_certified_optimum():
+    X, y = make_chain_data(40, length=5, n_labels=8, n_features=30, noise=0.4, random_state=2)
+    one = _fit(X, y, solver="bcfw", tol=1e-3, max_iter=3000)
+    two = _fit(X, y, solver="bcfw", tol=1e-3, max_iter=3000, training_partitions=2, n_jobs=2)
+    assert one.converged_ and two.converged_
+    p1, p2 = one.history_[-1]["primal"], two.history_[-1]["primal"]
+    assert abs(p1 - p2) <= 2e-3 * max(p1, p2)
+    assert two.history_[-1]["dual"] <= p1 + 1e-9 and one.history_[-1]["dual"] <= p2 + 1e-9
+
+
 def test_partitioned_warm_start_continues():
     X, y = make_chain_data(20, length=5, n_labels=6, n_features=25, random_state=4)
     m = _fit(X, y, training_partitions=2, max_iter=5, warm_start=True, tol=1e-6)
@@ -180,8 +222,10 @@ def test_partitioned_fit_bad_settings():
     X, y = make_chain_data(3, length=4, n_labels=3, n_features=5, random_state=0)
     with pytest.raises(ValueError, match="training_partitions=4 exceeds the 3 training sequences"):
         _fit(X, y, training_partitions=4)
-    with pytest.raises(ValueError, match="solver='gdmm'"):
-        _fit(X, y, training_partitions=2, solver="bcfw")
+    with pytest.raises(ValueError, match="solver='gdmm' or 'bcfw', got 'ssg'"):
+        _fit(X, y, training_partitions=2, solver="ssg")
+    with pytest.raises(ValueError, match="training_partitions=4 exceeds the 3 training sequences"):
+        _fit(X, y, training_partitions=4, solver="bcfw")
     with pytest.raises(ValueError, match="training_partitions"):
         _fit(X, y, training_partitions=0)
 
