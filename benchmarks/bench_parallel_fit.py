@@ -19,6 +19,8 @@ Sections:
   task of bibtex's sizes (``make_sparse_multilabel``: 4,880 + 2,515
   samples, 159 labels, 1,836 binary features, about 2.4 labels and 68
   words a sample).
+* ``bcfw``: ``SequenceSSVM(solver="bcfw", C=0.1, tol=0.01)`` on the
+  ``lookalike2`` task (its partitions are drawn anew each round).
 * ``lookalike``: the same chain fit on a generated task of about
   Porttinari's sizes (``make_chain_data``: 1,000 sequences of 19 tokens,
   200 labels, 16,000 sparse features), so the result is not one data set's.
@@ -310,6 +312,13 @@ def main():
     if "lookalike2" in sections:
         _run("Look-alike chains (3,000 x 12 tokens, 50 labels, 5,000 features), "
              "SequenceSSVM(C=0.1, tol=0.01)", chain, _lookalike_small_k(), configs, args.rounds)
+    if "bcfw" in sections:
+        def bcfw(n_jobs, parts):
+            return chain(n_jobs, parts).set_params(solver="bcfw")
+
+        _run("Look-alike chains (3,000 x 12 tokens, 50 labels, 5,000 features), "
+             "SequenceSSVM(solver='bcfw', C=0.1, tol=0.01)", bcfw, _lookalike_small_k(),
+             configs, args.rounds)
     if "cluster" in sections:
         _run_cluster("Look-alike chains (1,000 x 19 tokens, 200 labels, 16,000 features)",
                      chain, _lookalike())
