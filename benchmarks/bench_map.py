@@ -37,7 +37,8 @@ UAI_DIR = os.path.join(ROOT, "..", "shared", "data", "uai")
 METHODS = ["gdmm", "gdmm_binary", "ad3", "psdd", "fista", "scm", "trn", "trn_lbfgs"]
 # variants of a registered method: name -> (method, parameters)
 VARIANTS = {"trn_lbfgs": ("trn", {"hessian": "lbfgs"}), "gdmm_1pass": ("gdmm", {"n_pass": 1}),
-            "ad3_cycles": ("ad3", {"cycles": 1000}), "gdmm_cycles": ("gdmm", {"cycles": 1000})}
+            "ad3_cycles": ("ad3", {"cycles": 1000}), "gdmm_cycles": ("gdmm", {"cycles": 1000}),
+            "exact_no_persistency": ("exact", {"persistency": False})}
 SYNTHETIC = ["potts_grid_k21", "complete_k400", "matching_k1000"]
 # frustrated Potts grids (couplings uniform in [-1, 1]) and random sparse
 # large-domain graphs; not in the default "all" run (see --instances)
@@ -45,8 +46,9 @@ POTTS = [f"potts{n}_k{k}" for n in (20, 50) for k in (2, 4, 8)]
 
 
 def _is_potts(name):
-    """Any ``potts{n}_k{k}``: an n x n frustrated grid with k labels."""
-    return re.fullmatch(r"potts\d+_k\d+", name) is not None
+    """Any ``potts{n}_k{k}``: an n x n frustrated grid with k labels, or
+    ``apotts{n}_k{k}``: an attractive one (couplings uniform in [0, 1])."""
+    return re.fullmatch(r"a?potts\d+_k\d+", name) is not None
 SPARSE = ["sparse_k100", "sparse_k300"]
 # small complete graphs with their own N(0, 1) tables: loose relaxations,
 # few labelings (dense like ProteinFolding, small like a CSP)
@@ -122,8 +124,9 @@ def synthetic(name):
         unary = rng.normal(size=(n, k))
         return graph_from_edges(unary, np.array(sorted(edges)), table), None
     if _is_potts(name):
-        n, k = (int(t) for t in name[len("potts"):].split("_k"))
-        couplings = rng.uniform(-1.0, 1.0, size=2 * n * (n - 1))
+        n, k = (int(t) for t in name[name.index("potts") + len("potts"):].split("_k"))
+        low = 0.0 if name.startswith("a") else -1.0
+        couplings = rng.uniform(low, 1.0, size=2 * n * (n - 1))
         return grid_graph(rng.normal(size=(n, n, k)), couplings[:, None, None] * np.eye(k)), None
     if name in SPARSE:
         # 30 variables, 60 random edges with their own N(0, 1) tables

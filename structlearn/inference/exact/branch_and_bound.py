@@ -8,7 +8,9 @@ Preprocessing (each step keeps a maximum-score labeling):
    infeasible;
 3. dominated labels are forbidden (:func:`prune_dominated_labels`);
 4. on a binary pairwise graph, the variables that roof duality labels (one
-   minimum cut, :mod:`.roof_duality`) are fixed and conditioned on;
+   minimum cut, :mod:`.roof_duality`) are fixed and conditioned on; on an
+   attractive Potts model, those that Kovtun's one-against-all cuts label
+   (:mod:`.potts_persistency`);
 5. the graph is split into connected components, each solved on its own
    (isolated variables by their unary argmax, forests by exact max-product,
    pairwise components with forbidden pairs first by a depth-first branch
@@ -64,6 +66,7 @@ from ...graphs.structure import enumeration_is_cheap, labelings_at_most
 from ..registry import (AUTO_CYCLES, AUTO_LARGE_DOMAIN, AUTO_SOFT_ARC_FORBIDDEN,
                        check_method_params, get_method, method_parameters, solve_map)
 from ..result import MapResult
+from .potts_persistency import kovtun_persistency
 from .roof_duality import condition_pairwise, roof_dual
 
 __all__ = ["branch_and_bound_map"]
@@ -503,8 +506,10 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         Forbid dominated labels first.
     persistency : bool, default=True
         On a binary pairwise graph, fix the variables that roof duality
-        labels (:func:`~.roof_duality.roof_dual`: one minimum cut) and
-        search only the others.
+        labels (:func:`~.roof_duality.roof_dual`: one minimum cut), on an
+        attractive Potts model those that Kovtun's cuts label
+        (:func:`~.potts_persistency.kovtun_persistency`: one cut per label
+        and sweep), and search only the others.
     tol : float, default=1e-6
         Relative gap at which a subspace counts as solved.
     enumeration_limit : int or None, default=None
@@ -580,11 +585,11 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
 
     labels = np.zeros(graph.n_vars, dtype=np.int64)
     variables_left = np.arange(graph.n_vars)  # variable j of `work` is variables_left[j]
-    persistent = roof_dual(work) if persistency else None
-    if persistent is not None and persistent.n_labeled:
-        labels[:] = persistent.labels
-        variables_left, work = condition_pairwise(work, persistent.labels)
-        _, merged = condition_pairwise(merged, persistent.labels)
+    fixed = _persistent_labels(work) if persistency else None
+    if fixed is not None and np.any(fixed >= 0):
+        labels[:] = fixed
+        variables_left, work = condition_pairwise(work, fixed)
+        _, merged = condition_pairwise(merged, fixed)
     parts, isolated = component_subgraphs(work)
     if isolated.size:
         unary_max = work.unary_matrix()[isolated]
@@ -668,6 +673,16 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
     return MapResult(labels=labels, score=score, upper_bound=float(ub), n_iter=max(n_nodes, 1),
                      converged=status in ("exact", "infeasible"), time=time.perf_counter() - t0,
                      history=history, method="exact", status=status)
+
+
+def _persistent_labels(graph):
+    """Labels some maximum-score labeling takes (-1: open): roof duality on a
+    binary pairwise graph, Kovtun's cuts on an attractive Potts model; None
+    for other graphs."""
+    persistent = roof_dual(graph)
+    if persistent is not None:
+        return persistent.labels
+    return kovtun_persistency(graph)
 
 
 def _soft_arc_first(sub, depth_first, share_end, tol):

@@ -1,0 +1,90 @@
+"""Kovtun's partial optimality for attractive Potts models, against enumeration."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from _graphgen import brute_force_reference
+from structlearn.graphs import FactorGraph
+from structlearn.inference.exact.potts_persistency import (attractive_potts_weights,
+                                                           kovtun_persistency)
+
+
+def potts_graph(rng, n, k, *, p_edge=0.5, repulsive=False, p_forbid=0.0, integer=False):
+    n_states = rng.integers(2, k + 1, size=n)
+    unary = [rng.normal(size=s) for s in n_states]
+    if integer:
+        unary = [np.round(3 * u) for u in unary]
+    for u in unary:
+        dead = rng.random(u.size) < p_forbid
+        dead[rng.integers(u.size)] = False  # one label stays allowed
+        u[dead] = -np.inf
+    scopes, tables = [], []
+    for a in range(n):
+        for b in range(a + 1, n):
+            if rng.random() < p_edge:
+                w = rng.uniform(-1.0 if repulsive else 0.0, 1.5)
+                if integer:
+                    w = float(np.round(2 * w))
+                c = rng.normal()
+                t = np.full((n_states[a], n_states[b]), c)
+                m = min(n_states[a], n_states[b])
+                t[np.arange(m), np.arange(m)] += w
+                scopes.append([a, b])
+                tables.append(t.ravel())
+    return FactorGraph(n_states, unary=unary, scopes=scopes, tables=tables)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(2, 7), st.integers(2, 4), st.booleans())
+def test_fixed_labels_keep_a_maximum(seed, n, k, integer):
+    rng = np.random.default_rng(seed)
+    graph = potts_graph(rng, n, k, p_forbid=0.2, integer=integer)
+    labels = kovtun_persistency(graph)
+    if graph.n_factors == 0:
+        assert labels is None
+        return
+    assert labels is not None and labels.shape == (n,)
+    labs, scores, *_ = brute_force_reference(graph)
+    fixed = labels >= 0
+    consistent = np.all(labs[:, fixed] == labels[fixed], axis=1)
+    assert consistent.any()
+    np.testing.assert_allclose(scores[consistent].max(), scores.max(), atol=1e-9)
+
+
+def test_a_strong_unary_is_fixed():
+    """A chain whose middle variable prefers label 2 by far: it is fixed."""
+    unary = [np.zeros(3), np.array([0.0, 0.0, 10.0]), np.zeros(3)]
+    t = (np.eye(3) * 0.5).ravel()
+    graph = FactorGraph([3, 3, 3], unary=unary, scopes=[[0, 1], [1, 2]], tables=[t, t])
+    labels = kovtun_persistency(graph)
+    assert labels[1] == 2
+    # the ends then prefer 2 through their edge (0.5 against 0): fixed too
+    assert labels.tolist() == [2, 2, 2]
+
+
+def test_graphs_that_are_not_attractive_potts_are_declined():
+    rng = np.random.default_rng(0)
+    repulsive = FactorGraph([3, 3], unary=[np.zeros(3), np.zeros(3)], scopes=[[0, 1]],
+                            tables=[(1.0 - np.eye(3)).ravel()])
+    assert attractive_potts_weights(repulsive) is None and kovtun_persistency(repulsive) is None
+    general = FactorGraph([2, 2], unary=[np.zeros(2), np.zeros(2)], scopes=[[0, 1]],
+                          tables=[rng.normal(size=4)])
+    assert kovtun_persistency(general) is None
+    hard = FactorGraph([2, 2], unary=[np.zeros(2), np.zeros(2)], scopes=[[0, 1]],
+                       tables=[np.array([0.0, -np.inf, -np.inf, 0.0])])
+    assert kovtun_persistency(hard) is None
+    triple = FactorGraph([2, 2, 2], unary=[np.zeros(2)] * 3, scopes=[[0, 1, 2]],
+                         tables=[np.zeros(8)])
+    assert kovtun_persistency(triple) is None
+    with pytest.raises(TypeError, match="FactorGraph"):
+        kovtun_persistency(np.zeros((2, 2)))
+
+
+def test_weights_of_potts_tables_with_unequal_domains():
+    t = np.full((2, 4), 1.5)
+    t[[0, 1], [0, 1]] += 0.25
+    graph = FactorGraph([2, 4], unary=[np.zeros(2), np.zeros(4)], scopes=[[0, 1]],
+                        tables=[t.ravel()])
+    np.testing.assert_allclose(attractive_potts_weights(graph), [0.25])
