@@ -41,3 +41,27 @@ def test_milp_is_the_ilp_under_scipys_name(seed):
     np.testing.assert_array_equal(milp.labels, ilp.labels)
     with pytest.raises(ValueError, match="method 'milp' would build .* max_columns=10"):
         solve_map(graph, "milp", max_columns=10)
+
+
+def test_ilp_reports_highs_dual_bound_and_asks_for_a_tight_gap(monkeypatch):
+    """'exact' means optimal to a relative gap of 1e-6 (not HiGHS' default
+    1e-4), and the upper bound is HiGHS' dual bound, not the score."""
+    import scipy.optimize
+
+    from structlearn.inference.exact.ilp import MIP_REL_GAP
+
+    real, seen = scipy.optimize.milp, {}
+
+    def loose_milp(*args, **kwargs):
+        seen.update(kwargs["options"])
+        res = real(*args, **kwargs)
+        res.mip_dual_bound = res.fun - 0.5  # a bound 0.5 above the score
+        return res
+
+    monkeypatch.setattr(scipy.optimize, "milp", loose_milp)
+    rng = np.random.default_rng(3)
+    graph = random_forest(rng, 6, 3, integer=True, p_inf=0.0)
+    res = solve_map(graph, "ilp")
+    assert seen["mip_rel_gap"] == MIP_REL_GAP == 1e-6
+    assert res.status == "exact"
+    assert res.upper_bound == pytest.approx(res.score + 0.5, abs=1e-9)
