@@ -478,3 +478,39 @@ def test_components_without_hard_constraints_never_reach_the_milp(monkeypatch):
     res = solve_map(g, "exact")
     assert res.status == "exact"
     assert res.score == pytest.approx(enumerated_optimum(g))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_stalled_search_hands_off_to_highs(monkeypatch, seed):
+    """Under a time limit a search that still has a (small) gap at its hand-off
+    time stops there and HiGHS finishes: the enumerated optimum, certified."""
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    handed = []
+    monkeypatch.setattr(bb, "MILP_STALL_GAP", np.inf)  # any gap counts as small
+    monkeypatch.setattr(bb, "MILP_STALL_SHARE", 0.0)   # hand off at the first check
+    finish = bb._milp_finish
+    monkeypatch.setattr(bb, "_milp_finish", lambda *a: handed.append(a[2:5]) or finish(*a))
+    graph = spin_glass(4, seed=seed)
+    res = solve_map(graph, "exact", time_limit=20, tighten=0, enumeration_limit=0,
+                    persistency=False, depth_first=False,
+                    bound_params={"polish": 0.0, "local_search": False, "max_iter": 30})
+    best = enumerated_optimum(graph)
+    assert res.status == "exact" and res.score == pytest.approx(best, abs=1e-9)
+    assert best - 1e-9 <= res.upper_bound <= best + 1e-6 * max(1.0, abs(best))
+    assert handed  # the root leaves a gap here: the search stopped and HiGHS proved
+    _, score, ub = handed[0]
+    assert score <= best + 1e-9 <= ub + 2e-9
+
+
+def test_milp_finish_keeps_the_better_labeling_and_the_tighter_bound():
+    from structlearn.inference.exact.branch_and_bound import _milp_finish
+
+    graph = spin_glass(4, seed=7)
+    best = enumerated_optimum(graph)
+    zero = np.zeros(graph.n_vars, dtype=np.int64)
+    labels, score, ub, status = _milp_finish(graph, time.perf_counter() + 20, zero,
+                                             float(graph.score(zero)), best + 5.0, 1e-6)
+    assert status == "exact" and score == pytest.approx(best, abs=1e-9)
+    assert graph.score(labels) == pytest.approx(best, abs=1e-9)
+    assert best - 1e-9 <= ub <= best + 1e-6 * max(1.0, abs(best))
