@@ -514,3 +514,21 @@ def test_milp_finish_keeps_the_better_labeling_and_the_tighter_bound():
     assert status == "exact" and score == pytest.approx(best, abs=1e-9)
     assert graph.score(labels) == pytest.approx(best, abs=1e-9)
     assert best - 1e-9 <= ub <= best + 1e-6 * max(1.0, abs(best))
+
+
+def test_highs_is_not_called_for_a_slice_shorter_than_its_floor(monkeypatch):
+    """HiGHS reads its time limit between phases (its root LP can overrun a
+    short one by far): a slice under MILP_MIN_SECONDS is not handed to it."""
+    import structlearn.inference.exact.branch_and_bound as bb
+    import structlearn.inference.exact.ilp as ilp
+
+    calls = []
+    monkeypatch.setattr(ilp, "ilp_map", lambda *a, **k: calls.append(k) or None)
+    graph = spin_glass(3, seed=0)
+    now = time.perf_counter()
+    # the slice is MILP_FIRST_SHARE of what is left: 0.1 x 1 s < 0.25 s
+    assert bb._milp_proof(graph, now + 1.0) is None and not calls
+    monkeypatch.setattr(ilp, "ilp_map", lambda *a, **k: calls.append(k) or solve_map(
+        graph, "brute_force"))
+    assert bb._milp_proof(graph, now + 100.0) is not None
+    assert calls and calls[-1]["time_limit"] == pytest.approx(bb.MILP_FIRST_SECONDS, abs=0.01)
