@@ -248,6 +248,19 @@ def _fit_ml(X, Y, **kw):
         return MultiLabelSSVM(**params).fit(X, Y)
 
 
+def _assert_weights_follow_the_duals(m, X, Y):
+    """W = X^T A and Pw = the pools' pair duals summed (a warm-started fit's state)."""
+    st = m._solver_state
+    np.testing.assert_allclose(st.W, X.T @ st.A, atol=1e-10)
+    L = Y.shape[1]
+    P = np.zeros((L, L))
+    pool = st.pool
+    for i in range(X.shape[0]):
+        for q in range(pool.base[i], pool.base[i] + pool.count[i]):
+            P[pool.left[q], pool.right[q]] += pool.dual[q]
+    np.testing.assert_allclose(st.weights()[1], P, atol=1e-10)
+
+
 def test_sub_and_joined_pools_round_trip():
     from structlearn.learners._gdmm_multilabel_storage import joined_pools, new_pair_pool, sub_pool
 
@@ -347,15 +360,7 @@ def test_partitioned_multilabel_goes_on_after_its_pool_share_fills(monkeypatch):
     m = _fit_ml(X, Y, training_partitions=2, n_jobs=2, warm_start=True, fit_intercept=False,
                 max_iter=3000)
     assert len(calls) > m.n_iter_  # some rounds ran their partitions again
-    st = m._solver_state
-    np.testing.assert_allclose(st.W, X.T @ st.A, atol=1e-10)
-    L = Y.shape[1]
-    P = np.zeros((L, L))
-    pool = st.pool
-    for i in range(X.shape[0]):
-        for q in range(pool.base[i], pool.base[i] + pool.count[i]):
-            P[pool.left[q], pool.right[q]] += pool.dual[q]
-    np.testing.assert_allclose(st.weights()[1], P, atol=1e-10)
+    _assert_weights_follow_the_duals(m, X, Y)
     one = _fit_ml(X, Y, max_iter=3000)
     assert m.converged_ and one.converged_
     p1, p2 = one.history_[-1]["primal"], m.history_[-1]["primal"]
@@ -387,15 +392,7 @@ def test_partitioned_multilabel_weights_follow_the_duals():
     """After the merges W = X^T A and Pw = the pools' pair duals summed."""
     X, Y = _multilabel_data(2)
     m = _fit_ml(X, Y, training_partitions=2, max_iter=6, warm_start=True, fit_intercept=False)
-    st = m._solver_state
-    np.testing.assert_allclose(st.W, X.T @ st.A, atol=1e-10)
-    L = Y.shape[1]
-    P = np.zeros((L, L))
-    pool = st.pool
-    for i in range(X.shape[0]):
-        for q in range(pool.base[i], pool.base[i] + pool.count[i]):
-            P[pool.left[q], pool.right[q]] += pool.dual[q]
-    np.testing.assert_allclose(st.weights()[1], P, atol=1e-10)
+    _assert_weights_follow_the_duals(m, X, Y)
 
 
 def test_partitioned_multilabel_time_limit_and_bad_settings():
