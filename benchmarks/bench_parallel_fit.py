@@ -19,6 +19,8 @@ Sections:
   task of bibtex's sizes (``make_sparse_multilabel``: 4,880 + 2,515
   samples, 159 labels, 1,836 binary features, about 2.4 labels and 68
   words a sample).
+* ``synthetic1k``: the same multilabel fit on ``bench_multilabel``'s
+  1,000-label look-alike (13,000 samples, 983 labels, 500 features).
 * ``bcfw``: ``SequenceSSVM(solver="bcfw", C=0.1, tol=0.01)`` on the
   ``lookalike2`` task (its partitions are drawn anew each round).
 * ``lookalike``: the same chain fit on a generated task of about
@@ -312,6 +314,12 @@ def main():
     if "lookalike2" in sections:
         _run("Look-alike chains (3,000 x 12 tokens, 50 labels, 5,000 features), "
              "SequenceSSVM(C=0.1, tol=0.01)", chain, _lookalike_small_k(), configs, args.rounds)
+    if "synthetic1k" in sections:
+        from bench_multilabel import make_lookalike
+
+        _run("1,000-label look-alike (13,000 samples, 983 labels, 500 features), "
+             "MultiLabelSSVM(C=0.1, tol=0.01)", multilabel, make_lookalike(), configs,
+             args.rounds)
     if "bcfw" in sections:
         def bcfw(n_jobs, parts):
             return chain(n_jobs, parts).set_params(solver="bcfw")
