@@ -412,8 +412,15 @@ def test_partitioned_fit_under_a_joblib_backend(backend):
     from joblib import parallel_config
 
     X, y = make_chain_data(20, length=5, n_labels=6, n_features=25, random_state=5)
-    plain = _fit(X, y, training_partitions=2, n_jobs=2, max_iter=8)
+    Xm, Ym = _multilabel_data(5)
+    for solver in ("gdmm", "bcfw"):
+        plain = _fit(X, y, solver=solver, training_partitions=2, n_jobs=2, max_iter=8)
+        with parallel_config(backend=backend):
+            under = _fit(X, y, solver=solver, training_partitions=2, n_jobs=2, max_iter=8)
+        np.testing.assert_array_equal(plain.coef_, under.coef_)
+        np.testing.assert_array_equal(plain.transition_, under.transition_)
+    plain = _fit_ml(Xm, Ym, training_partitions=2, n_jobs=2, max_iter=8)
     with parallel_config(backend=backend):
-        under = _fit(X, y, training_partitions=2, n_jobs=2, max_iter=8)
+        under = _fit_ml(Xm, Ym, training_partitions=2, n_jobs=2, max_iter=8)
     np.testing.assert_array_equal(plain.coef_, under.coef_)
-    np.testing.assert_array_equal(plain.transition_, under.transition_)
+    np.testing.assert_array_equal(plain.pairwise_coef_, under.pairwise_coef_)

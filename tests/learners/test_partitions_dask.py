@@ -106,6 +106,20 @@ def test_dask_crf_likelihood_on_the_workers(params):
     np.testing.assert_allclose(*dense, atol=1e-8)
 
 
+def test_bcfw_partitions_stay_on_threads_under_dask():
+    """BCFW partitions run on the client's threads under the dask back-end:
+    the model of a fit without it."""
+    X, y = make_chain_data(30, length=5, n_labels=5, n_features=20, random_state=3)
+    plain = _fit(X, y, solver="bcfw", n_jobs=2, max_iter=10)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster), joblib.parallel_config(backend="dask"):
+        under = _fit(X, y, solver="bcfw", n_jobs=2, max_iter=10)
+    np.testing.assert_array_equal(plain.coef_, under.coef_)
+    np.testing.assert_array_equal(plain.transition_, under.transition_)
+    assert "bytes_sent" not in under.history_[-1]
+
+
 def _fixed_partition_rounds(problem, n_rounds, C, rho, eta, seed):
     """The weights after ``n_rounds`` rounds of the dask path's fixed
     partitions, run here one after the other (the workers' arithmetic)."""
