@@ -400,6 +400,8 @@ class _Search:
         end = now + work / DFBB_OPS_PER_SECOND
         if self.deadline is not None:  # its bound, not the LP's, proves these networks
             end = now + SOFT_ARC_FIRST_SHARE * max(self.deadline - now, 0.0)
+            if self.deadline - end < self.last_eval:  # no LP node would fit after it
+                end = self.deadline
         proved = search.run(deadline=end)
         if search.score > self.score:
             self.score, self.labels = search.score, search.labels
@@ -680,7 +682,8 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
             continue
         tight, richer = _cycle_relaxations(sub, int(tighten), deadline)
         nodes = int(max_nodes) if sub.n_vars <= search_cap else 1
-        milp = _milp_candidate(sub)
+        # (HiGHS gets no slice under MILP_MIN_SECONDS: then no short search either)
+        milp = _milp_candidate(sub) and _milp_slice(share) >= MILP_MIN_SECONDS
         if milp:  # a short search first: a tight root proves it in milliseconds
             first = time.perf_counter() + _milp_slice(share)
             search = _Search(tight, score_graph, bound_method, params, first, tol, nodes, t0,
