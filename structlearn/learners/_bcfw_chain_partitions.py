@@ -22,7 +22,7 @@ import numpy as np
 
 from ._bcfw_chain_kernels import BlockTransitions, bcfw_chain_pass
 from ._chains import TrainingChains
-from ._gdmm_chain_kernels import gather_rows
+from ._gdmm_chain_kernels import gather_rows, rows_to_moves
 from ._partition_kernels import RoundLayout
 from ._partitions import PartitionThreads, n_threads, split_by_weight
 
@@ -77,7 +77,6 @@ class BCFWChainPartitions:
         rows = layout.part_rows(k)
         W = np.empty((rows.shape[0], state.W.shape[1]))
         gather_rows(state.W, rows, W)
-        start = W.copy()
         v = state.v.copy()
         chains = TrainingChains(problem.data, layout.local, problem.indptr, problem.offsets,
                                 problem.y)
@@ -89,8 +88,7 @@ class BCFWChainPartitions:
         sigma = np.ascontiguousarray(layout.sigma[rows])
         bcfw_chain_pass(chains, sequences, self.C, W, v, state.mu, state.loss, transitions,
                         scratch, stats, (sigma, float(self.n_parts)))
-        W -= start
-        W /= sigma[:, None]
+        rows_to_moves(state.W, rows, W, sigma)
         v -= state.v
         v /= self.n_parts
         return rows, W, v, stats

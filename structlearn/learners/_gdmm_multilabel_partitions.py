@@ -21,7 +21,7 @@ import numpy as np
 
 from ._gdmm_multilabel_kernels import (LabelEdges, MultilabelDuals, gdmm_multilabel_multipliers,
                                        gdmm_multilabel_pass)
-from ._gdmm_chain_kernels import gather_rows
+from ._gdmm_chain_kernels import gather_rows, rows_to_moves
 from ._gdmm_multilabel_storage import _positive_edges, compacted_pool, sub_pool
 from ._multilabel_kernels import SampleFeatures
 from ._partitions import feature_sigmas, local_features, split_by_weight
@@ -39,7 +39,7 @@ class _Partition:
         self.step_data = data * sigma[problem.indices[p0:p1]]
         self.samples = SampleFeatures(data, local, indptr, problem.Y[s0:s1],
                                       xnorm_sigma[s0:s1])
-        self.row_sigma = sigma[self.rows][:, None]
+        self.row_sigma = sigma[self.rows]
         self.W = np.zeros((self.rows.shape[0], problem.Y.shape[1]))
         self.stats = np.zeros(2, dtype=np.int64)
 
@@ -73,8 +73,7 @@ class _Partition:
             if deadline is not None and time.perf_counter() >= deadline:
                 break
         res2 = gdmm_multilabel_multipliers(self.samples.Y, A, C, eta, tmask, self.pool)
-        self.W -= W[rows]  # the moves, undamped, read against the start
-        self.W /= self.row_sigma
+        rows_to_moves(W, rows, self.W, self.row_sigma)  # undamped, against the start
         self.Pw -= Pw
         self.Pw /= P
         return res2, pos >= n

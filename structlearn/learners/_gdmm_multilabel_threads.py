@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from ._gdmm_chain_kernels import gather_rows
+from ._gdmm_chain_kernels import gather_rows, rows_to_moves
 from ._gdmm_multilabel_kernels import (LabelEdges, MultilabelDuals, gdmm_multilabel_multipliers,
                                        gdmm_multilabel_pass)
 from ._gdmm_multilabel_storage import _positive_edges, close_regions, region_views
@@ -53,7 +53,7 @@ class _RoundPartition:
     def __init__(self, ids, rows, row_sigma, W, Pw, n_blocks):
         self.ids = ids
         self.rows = rows
-        self.row_sigma = row_sigma[:, None]
+        self.row_sigma = row_sigma
         self.W = np.empty((rows.shape[0], W.shape[1]))
         gather_rows(W, rows, self.W)
         self.Pw = Pw.copy()
@@ -139,11 +139,7 @@ class ThreadMultilabelPartitions:
             part.block += 1
             if deadline is not None and time.perf_counter() >= deadline:
                 break
-        W = state.W
-        moved = np.empty_like(part.W)
-        gather_rows(W, part.rows, moved)
-        part.W -= moved  # the moves, undamped, read against the start
-        part.W /= part.row_sigma
+        rows_to_moves(state.W, part.rows, part.W, part.row_sigma)
         part.Pw -= state.Pw
         part.Pw /= self.n_parts
 

@@ -50,20 +50,18 @@ def attractive_potts_weights(graph):
     if graph.n_factors == 0 or np.any(graph.factor_orders != 2):
         return None
     starts = graph.scope_indptr[:-1]
-    p, q = graph.scope_vars[starts], graph.scope_vars[starts + 1]
-    table_w = {}
-    w = np.empty(graph.n_factors)
-    for f, (t, kp, kq) in enumerate(zip(graph.table_ids, graph.n_states[p],
-                                        graph.n_states[q])):
-        key = (int(t), int(kp), int(kq))
-        if key not in table_w:
-            table_w[key] = _potts_weight(graph.table_data[graph.table_offsets[t]:
-                                                          graph.table_offsets[t + 1]]
-                                         .reshape(kp, kq))
-        if table_w[key] is None:
+    shapes = np.stack([graph.table_ids, graph.n_states[graph.scope_vars[starts]],
+                       graph.n_states[graph.scope_vars[starts + 1]]], axis=1)
+    # one test per distinct (table, shape): factors usually share a few tables
+    keys, which = np.unique(shapes, axis=0, return_inverse=True)
+    weights = np.empty(keys.shape[0])
+    for u, (t, kp, kq) in enumerate(keys):
+        weight = _potts_weight(graph.table_data[graph.table_offsets[t]:
+                                                graph.table_offsets[t + 1]].reshape(kp, kq))
+        if weight is None:
             return None
-        w[f] = table_w[key]
-    return w
+        weights[u] = weight
+    return weights[which.reshape(-1)]
 
 
 def _potts_weight(table):
