@@ -19,6 +19,7 @@ ESTIMATOR_CONSTRUCTORS = {
 # learners' entry points: keyword-only parameters mirroring an estimator's
 LEARNER_ENTRY_POINTS = {
     "learners.chain_crf.fit_chain_crf_lbfgs",
+    "learners.chain_crf_cluster.fit_chain_crf_cluster",
     "learners.convex_bp_learning.fit_convex_bp_crf",
     "learners.gdmm_chain.fit_gdmm_chain",
     "learners.gdmm_chain_cluster.fit_gdmm_chain_cluster",

@@ -12,7 +12,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._sparse import csr_around, split_csr_rows
 
-__all__ = ["SequenceVectorizer", "is_dict_sequences"]
+__all__ = ["SequenceVectorizer", "columns_in", "is_dict_sequences", "merged_vocabulary",
+           "remap_columns", "vocabulary_part"]
 
 
 def is_dict_sequences(X):
@@ -150,12 +151,24 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
         Xall, offsets, names = _encode(X, columns, None, grow=True)
         if Xall.shape[0] == 0 or not names:
             raise ValueError("X holds no tokens: cannot build a vocabulary")
+        counts = (np.bincount(Xall.indices, minlength=len(names)) if self.min_freq > 1
+                  else None)
+        column = self._set_vocabulary(columns, names, counts)
+        del names  # the names are rebuilt from the maps when asked for
+        return _remap_columns(Xall, column, self.n_features_out_), offsets
+
+    def _set_vocabulary(self, columns, names, counts):
+        """Keep the vocabulary of ``columns`` (a :class:`_Columns` whose
+        column ``c`` is named ``names[c]`` and occurs in ``counts[c]``
+        tokens; ``counts`` may be None when ``min_freq`` is 1), renumbered
+        in sorted name order (as DictVectorizer) without the features of
+        fewer than ``min_freq`` tokens; returns the renumbering (int64
+        (len(names),), -1 for a dropped column)."""
         keep = np.ones(len(names), dtype=bool)
         if self.min_freq > 1:
-            keep = np.bincount(Xall.indices, minlength=len(names)) >= self.min_freq
+            keep = counts >= self.min_freq
             if not keep.any():
                 raise ValueError(f"no feature occurs in min_freq={self.min_freq} tokens")
-        # columns in sorted name order (as DictVectorizer), dropped ones -> -1
         kept = np.flatnonzero(keep)
         order = kept[np.argsort(np.array(names, dtype=object)[kept], kind="stable")]
         column = np.full(len(names), -1, dtype=np.int64)
@@ -163,8 +176,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
         columns.renumber(column)
         self._columns = columns
         self.n_features_out_ = int(order.shape[0])
-        del names, order  # the names are rebuilt from the maps when asked for
-        return _remap_columns(Xall, column, self.n_features_out_), offsets
+        return column
 
     @property
     def feature_names_(self):
@@ -200,6 +212,84 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator):
         tags.input_tags.dict = True
         tags.requires_fit = True
         return tags
+
+
+def vocabulary_part(X):
+    """The vocabulary of sentences ``X`` before it is sorted and cut by
+    ``min_freq``, for :func:`merged_vocabulary` (e.g. one part of data held
+    elsewhere): ``(names, counts, numeric, indicator)``, the feature names
+    by column, the tokens each occurs in (int64), and the feature -> column
+    maps of numeric and indicator features (as in :class:`_Columns`).  Also
+    the sentences encoded: ``(Xall, offsets)`` (errors as in
+    :meth:`SequenceVectorizer.transform`)."""
+    columns = _Columns()
+    Xall, offsets, names = _encode(X, columns, None, grow=True)
+    counts = np.bincount(Xall.indices, minlength=len(names)).astype(np.int64)
+    return (names, counts, columns.numeric, columns.indicator), (Xall, offsets)
+
+
+def merged_vocabulary(parts, min_freq=1):
+    """A :class:`SequenceVectorizer` fitted on several parts of the training
+    sentences at once, from their :func:`vocabulary_part` summaries (an
+    iterable, read one at a time): the vocabulary one ``fit`` on all the
+    sentences would build (the same columns; ``min_freq`` over the summed
+    counts).
+
+    Returns
+    -------
+    vectorizer : SequenceVectorizer
+    columns : list of ndarray of int64
+        Per part, the column of each of its features (by its own column
+        numbers) in ``vectorizer``'s vocabulary, -1 where ``min_freq``
+        dropped it (see :func:`remap_columns`).
+
+    Raises
+    ------
+    ValueError
+        No parts or no features, or none in ``min_freq`` tokens.
+    """
+    vectorizer = SequenceVectorizer(min_freq=min_freq)
+    vectorizer._check_params()
+    columns = _Columns()
+    column_of = {}  # name -> merged column, in order of first appearance
+    counts = np.zeros(0, dtype=np.int64)
+    part_columns = []
+    for names, part_counts, numeric, indicator in parts:
+        merged = np.fromiter((column_of.setdefault(name, len(column_of)) for name in names),
+                             dtype=np.int64, count=len(names))
+        if len(column_of) > counts.shape[0]:
+            counts = np.concatenate([counts, np.zeros(len(column_of) - counts.shape[0],
+                                                      dtype=np.int64)])
+        np.add.at(counts, merged, part_counts)
+        part_columns.append(merged)
+        for key, c in numeric.items():
+            columns.numeric[key] = int(merged[c])
+        for key, sub in indicator.items():
+            into = columns.indicator.setdefault(key, {})
+            for value, c in sub.items():
+                into[value] = int(merged[c])
+    if not column_of:
+        raise ValueError("X holds no tokens: cannot build a vocabulary")
+    column = vectorizer._set_vocabulary(columns, list(column_of), counts)
+    return vectorizer, [column[merged] for merged in part_columns]
+
+
+def columns_in(vectorizer, part):
+    """The column of each feature of a :func:`vocabulary_part` summary in a
+    fitted ``vectorizer``'s vocabulary (int64, -1 for a feature it lacks):
+    what :func:`merged_vocabulary` gives when the vocabulary is already
+    fixed (a warm start)."""
+    named = vectorizer._columns.named
+    cols = (named(name) for name in part[0])
+    return np.fromiter((-1 if c is None else c for c in cols), dtype=np.int64,
+                       count=len(part[0]))
+
+
+def remap_columns(Xall, column, n_columns):
+    """``Xall`` (CSR) with column ``c`` moved to ``column[c]`` (dropped where
+    -1): canonical CSR (n_tokens, n_columns) with int64 indices; the index
+    array is renumbered in place when nothing is dropped."""
+    return _remap_columns(Xall, np.asarray(column, dtype=np.int64), int(n_columns))
 
 
 def _validated(X):

@@ -163,12 +163,19 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
 
     @verbose_fit
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, X_dev=None, y_dev=None):
+    def fit(self, X, y=None, X_dev=None, y_dev=None):
         """Train on labeled sequences.
 
         Parameters
         ----------
         X : list of {ndarray, sparse matrix}, each of shape (n_tokens_i, n_features)
+            Or sentences of per-token feature dicts.  Or a ``dask.bag.Bag``
+            of ``(X_i, y_i)`` pairs (``y`` None; ``X_i`` a matrix or a list
+            of feature dicts): each bag partition is validated and encoded
+            on the worker that computes it and stays there; the client
+            merges the partitions' labels and vocabularies and holds the
+            weights (see :meth:`_fit_on_cluster`; a ``distributed.Client``
+            must be the default client).
         y : list of array-like, each of shape (n_tokens_i,)
         X_dev, y_dev : lists like ``X`` and ``y``, optional
             Held-out sequences scored after every iteration (CRFsuite's
@@ -181,6 +188,15 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         -------
         self : SequenceCRF
         """
+        from ._dask_input import is_dask_bag
+
+        if is_dask_bag(X):
+            if y is not None:
+                raise ValueError("with a dask bag of (X_i, y_i) pairs, y must be None")
+            return self._fit_on_cluster(X, X_dev, y_dev)
+        if y is None:
+            raise ValueError("y is required: the label sequences of X (or give a dask bag of "
+                             "(X_i, y_i) pairs)")
         return self._fit(X, y, X_dev, y_dev)
 
     def _fit(self, X, y, X_dev=None, y_dev=None, *, trainer=None, min_freq=1,
@@ -194,48 +210,90 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         :func:`~structlearn.learners.chain_crf.fit_chain_crf_lbfgs`."""
         from ..learners.chain_crf import compact_features, fit_chain_crf_lbfgs
 
-        if (X_dev is None) != (y_dev is None):
-            raise ValueError("X_dev and y_dev go together: give both or neither "
-                             f"(got X_dev={'None' if X_dev is None else 'data'}, "
-                             f"y_dev={'None' if y_dev is None else 'data'})")
-
-        c1, c2 = float(self.c1), float(self.c2)
-        deprecated_alpha = not (isinstance(self.alpha, str) and self.alpha == "deprecated")
-        if deprecated_alpha:
-            warn_user("alpha is deprecated and will be removed; use c2 (CRFsuite's L2 "
-                      "penalty of the summed log-likelihood: c2 = alpha * n_sequences / 2)",
-                      FutureWarning)
+        _check_dev_pair(X_dev, y_dev)
         Xcat, offsets, ycat = self._check_fit_input(X, y, min_freq)
         Xcat = compact_features(Xcat)  # the stacked copy, in less memory
         n_seq = offsets.shape[0] - 1
-        alpha = float(self.alpha) if deprecated_alpha else 2.0 * c2 / n_seq
+        alpha, l1 = self._penalties(n_seq)
         classes, codes = encode_sequence_labels(ycat)
         del ycat  # the codes replace it
         check_n_classes(classes, minimum=2)
-        W0 = T0 = None
-        if (
-            self.warm_start
-            and hasattr(self, "coef_")
-            and self.coef_.shape == (classes.shape[0], Xcat.shape[1])
-            and np.array_equal(self.classes_, classes)
-        ):
-            W0, T0 = self.coef_, self.transition_
+        W0, T0 = self._warm_start_weights(classes, Xcat.shape[1])
         monitor = (None if X_dev is None else
                    _dev_monitor(self, X_dev, y_dev, classes, Xcat.shape[1]))
         if trainer is not None:
             return self._fit_trainer(trainer, Xcat, offsets, codes, classes, monitor)
         W, T, history, converged, n_iter = fit_chain_crf_lbfgs(
-            Xcat, offsets, codes, classes.shape[0], alpha=alpha, l1=c1 / n_seq,
+            Xcat, offsets, codes, classes.shape[0], alpha=alpha, l1=l1,
             all_states=bool(self.all_possible_states),
             all_transitions=bool(self.all_possible_transitions),
             max_iter=int(self.max_iter), tol=float(self.tol), W_init=W0, T_init=T0,
             n_jobs=self.n_jobs,
             verbose=self.verbose, monitor=monitor, **(lbfgs_options or {}),
         )  # fmt: skip
+        return self._fitted(W, T, classes, Xcat.shape[1], history, converged, n_iter)
+
+    def _fit_on_cluster(self, bag, X_dev=None, y_dev=None):
+        """Fit on a ``dask.bag.Bag`` of ``(X_i, y_i)`` pairs whose partitions
+        stay on the workers
+        (:func:`structlearn.estimators._dask_input.crf_parts_on_workers`,
+        :func:`structlearn.learners.chain_crf_cluster.fit_chain_crf_cluster`):
+        every L-BFGS evaluation sums the partitions' likelihoods there.  The
+        same problem as a fit on the bag's sequences in one list (the same
+        vocabulary, classes and weight pattern), summed in another order;
+        a warm start keeps the vocabulary and starts from the weights."""
+        from ..learners._chain_crf_lbfgs import LbfgsOptions
+        from ..learners.chain_crf_cluster import fit_chain_crf_cluster
+        from ._dask_input import bag_client, crf_parts_on_workers
+
+        _check_dev_pair(X_dev, y_dev)
+        client = bag_client()
+        previous = getattr(self, "vectorizer_", None) if self.warm_start else None
+        parts, classes, vectorizer, d, n_seq = crf_parts_on_workers(client, bag,
+                                                                    vectorizer=previous)
+        check_n_classes(classes, minimum=2)
+        alpha, l1 = self._penalties(n_seq)
+        W0, T0 = self._warm_start_weights(classes, d)
+        self.vectorizer_ = vectorizer
+        monitor = None if X_dev is None else _dev_monitor(self, X_dev, y_dev, classes, d)
+        options = LbfgsOptions(l1=l1, max_iter=int(self.max_iter), tol=float(self.tol),
+                               grad_tol=float(self.tol))
+        W, T, history, converged, n_iter = fit_chain_crf_cluster(
+            client, parts, n_features=d, n_classes=classes.shape[0], n_sequences=n_seq,
+            alpha=alpha, options=options, all_states=bool(self.all_possible_states),
+            all_transitions=bool(self.all_possible_transitions), W_init=W0, T_init=T0,
+            verbose=self.verbose, monitor=monitor)
+        return self._fitted(W, T, classes, d, history, converged, n_iter)
+
+    def _penalties(self, n_seq):
+        """``(alpha, l1)`` of the mean log-likelihood over ``n_seq`` sequences
+        (CRFsuite's ``c2`` and ``c1`` of the summed one; the deprecated
+        ``alpha``, when given, replaces ``c2``)."""
+        deprecated_alpha = not (isinstance(self.alpha, str) and self.alpha == "deprecated")
+        if deprecated_alpha:
+            warn_user("alpha is deprecated and will be removed; use c2 (CRFsuite's L2 "
+                      "penalty of the summed log-likelihood: c2 = alpha * n_sequences / 2)",
+                      FutureWarning)
+            return float(self.alpha), float(self.c1) / n_seq
+        return 2.0 * float(self.c2) / n_seq, float(self.c1) / n_seq
+
+    def _warm_start_weights(self, classes, n_features):
+        """``(coef_, transition_)`` to start from under ``warm_start`` with the
+        same classes and features, else ``(None, None)``."""
+        if (
+            self.warm_start
+            and hasattr(self, "coef_")
+            and self.coef_.shape == (classes.shape[0], n_features)
+            and np.array_equal(self.classes_, classes)
+        ):
+            return self.coef_, self.transition_
+        return None, None
+
+    def _fitted(self, W, T, classes, n_features, history, converged, n_iter):
         self.coef_ = W
         self.transition_ = T
         self.classes_ = classes
-        self.n_features_in_ = Xcat.shape[1]
+        self.n_features_in_ = n_features
         self.n_iter_ = n_iter
         self.history_ = history
         self.converged_ = converged
@@ -313,6 +371,13 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         _, codes = encode_sequence_labels(ycat, self.classes_)
         f, _, _ = chain_crf_objective(self.coef_, self.transition_, Xcat, offsets, codes)
         return -f
+
+
+def _check_dev_pair(X_dev, y_dev):
+    if (X_dev is None) != (y_dev is None):
+        raise ValueError("X_dev and y_dev go together: give both or neither "
+                         f"(got X_dev={'None' if X_dev is None else 'data'}, "
+                         f"y_dev={'None' if y_dev is None else 'data'})")
 
 
 def _dev_monitor(estimator, X_dev, y_dev, classes, n_features):

@@ -463,7 +463,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         from ..learners.gdmm_chain import (FLOAT32_PASSES_MAX_FEATURE,
                                            FLOAT32_PASSES_MIN_LABELS, SEARCH_BACKOFF_MAX)
         from ..learners._gdmm_chain_kernels import PassSettings
-        from ._dask_input import bag_summaries, partitions_on_workers
+        from ._dask_input import bag_client, bag_summaries, partitions_on_workers
 
         C, rho, eta, tol, max_iter, nu, solver, oracle = self._common_params()
         if solver != "gdmm":
@@ -471,13 +471,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         if self.warm_start:
             raise ValueError("warm_start is not available for a dask bag (the duals stay on "
                              "the workers)")
-        try:
-            from distributed import get_client
-
-            client = get_client()
-        except (ImportError, ValueError) as exc:
-            raise RuntimeError("fitting on a dask bag needs a distributed.Client (create one "
-                               "before fit)") from exc
+        client = bag_client()
         summaries = bag_summaries(client, bag)
         classes = np.unique(np.concatenate([s["labels"] for s in summaries]))
         check_n_classes(classes, minimum=2)

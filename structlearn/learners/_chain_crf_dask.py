@@ -35,16 +35,26 @@ def sub_problem(prob, s0, s1):
     """``prob`` restricted to sequences ``s0:s1``: the same parameter layout,
     the run's tokens, one part, no features kept beyond the split tokens."""
     t0, t1 = int(prob.offsets[s0]), int(prob.offsets[s1])
-    tokens = _token_run(prob.tokens, t0, t1)
+    return _run_of(prob, _token_run(prob.tokens, t0, t1), prob.offsets[s0:s1 + 1] - t0,
+                   prob.codes[t0:t1].copy(), s1 - s0)
+
+
+def whole_run(prob):
+    """``prob`` as one run (:func:`sub_problem` of all its sequences) that
+    shares its arrays: for a problem built where its data are."""
+    return _run_of(prob, prob.tokens, prob.offsets, prob.codes, prob.n_seq)
+
+
+def _run_of(prob, tokens, offsets, codes, n_seq):
     sub = copy.copy(prob)
     sub.data = sub.indices = sub.indptr = None
     sub.row_of = sub.fixed = sub.remote = sub._T = None
     sub._tokens = tokens
-    sub.offsets = prob.offsets[s0:s1 + 1] - t0
-    sub.codes = prob.codes[t0:t1].copy()
-    sub.n_seq = s1 - s0
+    sub.offsets = offsets
+    sub.codes = codes
+    sub.n_seq = n_seq
     sub.n_jobs = None
-    sub.parts = np.array([0, s1 - s0], dtype=np.int64)
+    sub.parts = np.array([0, n_seq], dtype=np.int64)
     sub._part_grads = []
     sub._scratch = []
     return sub
@@ -65,33 +75,44 @@ class RemoteLikelihood:
 
     Parameters
     ----------
-    prob : _ChainProblem
-        The training problem (its layout and tokens are read once).
     client : distributed.Client
+    parts : list of Future
+        The runs (problems of :func:`sub_problem`'s kind), one per future.
+    resend : callable or None
+        ``resend() -> parts`` after an evaluation lost a worker: runs that
+        were scattered are sent anew; None for runs that dask computed on
+        the workers (it computes a lost one again).
     """
 
-    def __init__(self, prob, client):
+    def __init__(self, client, parts, resend=None):
+        self.client = client
+        self.parts = parts
+        self._resend = resend
+        self.bytes_sent = self.bytes_received = 0
+
+    @classmethod
+    def from_problem(cls, prob, client):
+        """The likelihood of ``prob`` (its layout and tokens read once) cut
+        into one run per worker, of about equal tokens, scattered."""
         workers = sorted(client.scheduler_info()["workers"])
         if not workers:
             raise RuntimeError("the dask cluster has no workers to hold the likelihood's parts")
-        self.client = client
-        self.prob = prob
-        self.bounds = chunk_bounds(np.diff(prob.offsets), len(workers))
-        self.bytes_sent = self.bytes_received = 0
-        self._send_parts(timeout=None)
+        bounds = chunk_bounds(np.diff(prob.offsets), len(workers))
 
-    def _send_parts(self, timeout=True):
-        """Send each run to a worker (again after a worker was lost: the runs
-        are data, so a lost one is sent anew and the evaluation repeated;
-        then within :func:`scatter_timeout`)."""
-        from ._dask_partitions import scatter_timeout
+        def send(timeout=True):
+            """Send each run to a worker (again after a worker was lost: the
+            runs are data, so a lost one is sent anew and the evaluation
+            repeated; then within :func:`scatter_timeout`)."""
+            from ._dask_partitions import scatter_timeout
 
-        b = self.bounds
-        runs = [sub_problem(self.prob, int(b[i]), int(b[i + 1])) for i in range(len(b) - 1)]
-        if timeout:
-            timeout = scatter_timeout(sum(run_nbytes(run) for run in runs))
-        # a list is spread over the workers alive now
-        self.parts = self.client.scatter(runs, hash=False, timeout=timeout)
+            runs = [sub_problem(prob, int(bounds[i]), int(bounds[i + 1]))
+                    for i in range(len(bounds) - 1)]
+            if timeout:
+                timeout = scatter_timeout(sum(run_nbytes(run) for run in runs))
+            # a list is spread over the workers alive now
+            return client.scatter(runs, hash=False, timeout=timeout)
+
+        return cls(client, send(timeout=None), send)
 
     def nll_grad(self, w, g):
         """Summed negative log-likelihood; its gradient into ``g``."""
@@ -116,7 +137,8 @@ class RemoteLikelihood:
             except lost_errors():
                 if attempt == MAX_FAILED_ROUNDS:
                     raise
-                self._send_parts()
+                if self._resend is not None:
+                    self.parts = self._resend()
         self.bytes_sent += w.nbytes * len(self.parts)
         self.bytes_received += sum(out[1].nbytes for out in outs)
         g[:] = outs[0][1]

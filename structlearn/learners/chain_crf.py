@@ -14,21 +14,16 @@ observed) feature counts, accumulated over the nonzero features only
 ``alpha = 2 * c2 / N``.
 """
 
-import logging
-import time
-
 import numpy as np
 import scipy.sparse as sp
 
 from .._memory import check_memory
 from .._parallel import chunk_bounds, map_chunks, single_threaded_blas
+from ._chain_crf_lbfgs import LbfgsOptions, minimize_chain_crf
 from ._partitions import active_dask_client
-from .._progress_bar import progress_tick
 from ..datasets._sparse import csr_around
 
 __all__ = ["fit_chain_crf_lbfgs", "chain_crf_objective", "compact_features"]
-
-logger = logging.getLogger(__name__)
 
 
 _FEWER_FEATURES = "reduce the feature space (SequenceVectorizer's min_freq or n_features)"
@@ -522,21 +517,51 @@ def _training_problem(Xcat, offsets, codes, K, alpha, all_states, all_transition
     trans = None if all_transitions else observed_transitions(
         np.asarray(offsets, dtype=np.int64), np.asarray(codes, dtype=np.int64), K)
     prob = _ChainProblem(Xcat, offsets, codes, K, alpha, transitions=trans)
-    if not all_states:
-        ptr, lab = observed_pairs(prob)
-        fill = lab.shape[0] / max(prob.d * K, 1)
-        if storage == "pairs" or (storage == "auto" and fill <= PAIR_STORAGE_MAX_FILL):
+    return _restricted(prob, None if all_states else observed_pairs(prob), trans, storage)
+
+
+def uses_pair_storage(pair_label, d, K, storage):
+    """Whether the observed (feature, label) pairs (``pair_label`` (P,)) are
+    stored as pairs (``storage`` 'pairs', or 'auto' and at most
+    ``PAIR_STORAGE_MAX_FILL`` of the ``d K`` pairs), not in dense rows."""
+    fill = pair_label.shape[0] / max(d * K, 1)
+    return storage == "pairs" or (storage == "auto" and fill <= PAIR_STORAGE_MAX_FILL)
+
+
+def _restricted(prob, observed, trans, storage):
+    """``prob`` (dense rows) with weights on the ``observed`` pairs only
+    (``(pair_ptr, pair_label)``; None: all pairs): a problem of the same
+    data stored on the pairs, or ``prob`` with the others held at 0."""
+    if observed is not None:
+        ptr, lab = observed
+        if uses_pair_storage(lab, prob.d, prob.K, storage):
             tokens = csr_around(prob.data, prob.indices, prob.indptr,
                                 (prob.codes.shape[0], prob.d), canonical=True)
-            prob = _ChainProblem(tokens, offsets, codes, K, alpha, ptr, lab, trans)
-        else:
-            prob.check_dense_memory()
-            seen = np.zeros((K, prob.d), dtype=bool)
-            seen[lab, np.repeat(np.arange(prob.d), np.diff(ptr))] = True
-            prob.hold_at_zero(~seen)
-    else:
+            pairs = _ChainProblem(tokens, prob.offsets, prob.codes, prob.K, prob.alpha, ptr,
+                                  lab, trans)
+            pairs.n_seq = prob.n_seq
+            return pairs
         prob.check_dense_memory()
+        seen = np.zeros((prob.K, prob.d), dtype=bool)
+        seen[lab, np.repeat(np.arange(prob.d), np.diff(ptr))] = True
+        prob.hold_at_zero(~seen)
+        return prob
+    prob.check_dense_memory()
     return prob
+
+
+def layout_problem(d, K, n_seq, alpha, observed, trans, storage):
+    """The problem of a fit whose training data are elsewhere: the layout of
+    the parameter vector (as :func:`_training_problem` builds it from the
+    data's ``observed`` pairs, ``(pair_ptr, pair_label)`` or None for all,
+    and bigram pattern ``trans``, bool (K, K) or None), the penalty and the
+    number of sequences; no tokens.  Its likelihood is a ``remote`` one."""
+    empty = csr_around(np.empty(0), np.empty(0, dtype=np.int64), np.zeros(1, dtype=np.int64),
+                       (0, int(d)), canonical=True)
+    prob = _ChainProblem(empty, np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64),
+                         K, alpha, transitions=trans)
+    prob.n_seq = int(n_seq)
+    return _restricted(prob, observed, trans, storage)
 
 
 def fit_chain_crf_lbfgs(
@@ -637,17 +662,6 @@ def fit_chain_crf_lbfgs(
     converged : bool
     n_iter : int
     """
-    from ._chain_crf_kernels import (
-        abs_sum,
-        axpy_to,
-        lbfgs_direction,
-        owlqn_direction,
-        owlqn_pseudo_gradient,
-        owlqn_step_to,
-        secant_products,
-        vdot,
-    )
-
     if storage not in ("auto", "dense", "pairs"):
         raise ValueError(f"storage must be 'auto', 'dense' or 'pairs'; got {storage!r}")
     K = int(n_classes)
@@ -658,96 +672,15 @@ def fit_chain_crf_lbfgs(
     if client is not None:  # the likelihood's parts on the workers, for the whole fit
         from ._chain_crf_dask import RemoteLikelihood
 
-        prob.remote = RemoteLikelihood(prob, client)
-    w = prob.pack(W_init, T_init)
-    n = w.shape[0]
-    m = int(memory)
-    # correction pairs in rows of S, Y (a pair is tested before it is stored)
-    S = np.empty((m, n))
-    Y = np.empty((m, n))
-    rho = np.empty(m)
-    coef = np.empty(m)
-    order = []  # rows in use, oldest first
-    g = np.empty(n)
-    w_new = np.empty(n)
-    g_new = np.empty(n)
-    p = np.empty(n)
-    history = []
-    start = time.perf_counter()
-    grad_tol = tol if grad_tol is None else float(grad_tol)
-    l1 = float(l1)
-    f = prob(w, g) + (l1 * abs_sum(w) if l1 else 0.0)
-    pg = np.empty(n) if l1 else g  # the (pseudo-)gradient of the whole objective
-    converged = False
-    n_iter = 0
-    for it in range(int(max_iter)):
-        if l1:
-            owlqn_pseudo_gradient(w, g, l1, pg)
-        else:
-            pg = g
-        gnorm = np.sqrt(vdot(pg, pg))
-        if gnorm <= grad_tol * max(1.0, np.sqrt(vdot(w, w))):
-            converged = True
-            break
-        lbfgs_direction(pg, S, Y, rho, np.asarray(order, dtype=np.int64), coef, p)
-        if l1:  # OWL-QN: the direction and the step stay in pg's descent orthant
-            owlqn_direction(pg, p)
-        slope = vdot(pg, p)
-        if slope >= 0:  # not a descent direction: restart from the gradient
-            order = []
-            np.negative(pg, out=p)
-            slope = -gnorm * gnorm
-        step = 1.0 if order else 1.0 / gnorm
-        trials = 0
-        while True:
-            if l1:
-                owlqn_step_to(w_new, w, step, p, pg)
-                f_new = prob(w_new, g_new) + l1 * abs_sum(w_new)
-                decrease = vdot(pg, w_new) - vdot(pg, w)
-            else:
-                axpy_to(w_new, w, step, p)
-                f_new = prob(w_new, g_new)
-                decrease = step * slope
-            trials += 1
-            if (f_new <= f + 1e-4 * decrease or step < 1e-20
-                    or (max_linesearch is not None and trials >= max_linesearch)):
-                break
-            step *= 0.5
-        sy, yy = secant_products(w_new, w, g_new, g)
-        if sy > 1e-10 * yy and m > 0:  # curvature: keep the pair, over the oldest
-            row = order.pop(0) if len(order) == m else next(r for r in range(m) if r not in order)
-            axpy_to(S[row], w_new, -1.0, w)
-            axpy_to(Y[row], g_new, -1.0, g)
-            rho[row] = 1.0 / sy
-            order.append(row)
-        w, w_new = w_new, w
-        g, g_new = g_new, g
-        f = f_new
-        n_iter += 1
-        rec = {
-            "iter": n_iter,
-            "time": time.perf_counter() - start,
-            "objective": float(f),
-            "gap": np.nan,
-            "step_norm": float(step * np.sqrt(vdot(p, p))),
-            "n_eval": prob.n_eval,
-        }
-        if monitor is not None:
-            rec.update(monitor(*prob.weights(w)))
-        history.append(rec)
-        progress_tick(rec)
-        if verbose:
-            extra = "".join(f" {k} {v:.4f}" for k, v in rec.items() if k.startswith("dev_"))
-            logger.info("lbfgs iter %d: objective %.6f time %.2fs%s", n_iter, f, rec["time"],
-                        extra)
-        if len(history) > period:
-            old = history[-1 - period]["objective"]
-            if abs(old - f) <= tol * max(abs(f), 1e-300):
-                converged = True
-                break
-        if step < 1e-20:
-            break
-    S = Y = w_new = g_new = p = pg = None  # released before the weights are built
-    prob.remote = None  # the workers' parts are released
+        prob.remote = RemoteLikelihood.from_problem(prob, client)
+    options = LbfgsOptions(l1=float(l1), max_iter=int(max_iter), tol=float(tol),
+                           period=int(period), memory=int(memory),
+                           grad_tol=tol if grad_tol is None else float(grad_tol),
+                           max_linesearch=max_linesearch)
+    try:
+        w, history, converged, n_iter = minimize_chain_crf(
+            prob, prob.pack(W_init, T_init), options, verbose=verbose, monitor=monitor)
+    finally:
+        prob.remote = None  # the workers' parts are released
     W, T = prob.weights(w)
     return W, T, history, converged, n_iter

@@ -161,3 +161,59 @@ def test_bad_input():
         SequenceCRF().fit([[{"a": 1.0}], []], [["x"], []])
     with pytest.raises(ValueError, match=r"y\[0\] has 1 labels but X\[0\] has 2 tokens"):
         SequenceCRF().fit([[{"a": 1.0}, {"a": 2.0}]], [["x"]])
+
+
+# ------------------------------------------------- a vocabulary built in parts
+_KEYS = ["w", "w=a", "suffix", "n"]
+
+
+def _random_sentences(rng, n):
+    """Sentences with indicator and numeric features, some spelled both ways
+    (``"w=a"`` numeric beside ``w="a"``), zeros and repeated keys."""
+    out = []
+    for _ in range(n):
+        sentence = []
+        for _ in range(rng.randint(1, 4)):
+            token = {}
+            for key in rng.choice(_KEYS, size=rng.randint(0, 4), replace=False):
+                token[key] = (str(rng.choice(["a", "b", "c"])) if rng.rand() < 0.6
+                              else float(rng.randint(0, 3)))
+            sentence.append(token)
+        out.append(sentence)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("min_freq", [1, 3])
+def test_merged_vocabulary_is_one_fit_over_all_parts(seed, min_freq):
+    """The vocabulary merged from the parts' summaries is the one a fit on
+    all sentences builds, and each part remapped equals its transform."""
+    from structlearn.datasets.sequence_vectorizer import (columns_in, merged_vocabulary,
+                                                          remap_columns, vocabulary_part)
+
+    rng = np.random.RandomState(seed)
+    X = _random_sentences(rng, 30)
+    cuts = np.sort(rng.choice(np.arange(1, 30), size=rng.randint(1, 4), replace=False))
+    parts = np.split(np.arange(30), cuts)
+    summaries = [vocabulary_part([X[i] for i in idx]) for idx in parts]
+    one = SequenceVectorizer(min_freq=min_freq).fit(X)
+    merged, columns = merged_vocabulary((s for s, _ in summaries), min_freq)
+    assert merged.feature_names_ == one.feature_names_
+    for idx, (summary, (Xall, _)), column in zip(parts, summaries, columns):
+        np.testing.assert_array_equal(column, columns_in(one, summary))
+        got = remap_columns(Xall.copy(), column, merged.n_features_out_)
+        want, _ = one.transform_stacked([X[i] for i in idx])
+        np.testing.assert_array_equal(got.toarray(), want.toarray())
+    more = [[{"w": "zzz", "n": 2.0}]]  # transforms as the one fit does
+    np.testing.assert_array_equal(merged.transform_stacked(more)[0].toarray(),
+                                  one.transform_stacked(more)[0].toarray())
+
+
+def test_merged_vocabulary_bad_parts():
+    from structlearn.datasets.sequence_vectorizer import merged_vocabulary, vocabulary_part
+
+    with pytest.raises(ValueError, match="no tokens"):
+        merged_vocabulary([])
+    part = vocabulary_part([[{"a": "x"}], [{"a": "y"}]])[0]
+    with pytest.raises(ValueError, match="min_freq=2"):
+        merged_vocabulary([part], min_freq=2)

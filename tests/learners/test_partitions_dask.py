@@ -214,7 +214,7 @@ def test_dask_crf_likelihood_survives_a_lost_worker():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
-        remote = RemoteLikelihood(prob, client)
+        remote = RemoteLikelihood.from_problem(prob, client)
         g = np.empty_like(w)
         first = remote.nll_grad(w, g)
         try:
@@ -306,3 +306,151 @@ def test_fit_on_a_dask_bag_bad_settings(in_process_cluster):
         SequenceSSVM(solver="bcfw").fit(bag)
     with pytest.raises(ValueError, match="y must be None"):
         SequenceSSVM().fit(bag, y)
+
+
+# ------------------------------------------------------- the CRF on a dask bag
+def _token_dicts(x):
+    """A sequence's feature matrix as CRFsuite's per-token dicts: odd columns
+    numeric, even ones indicators."""
+    x = x.toarray() if hasattr(x, "toarray") else np.asarray(x)
+    return [{(f"n{j}" if j % 2 else "w"): (float(v) if j % 2 else f"v{j}")
+             for j, v in enumerate(row) if v} for row in x]
+
+
+@pytest.mark.parametrize("params", [{}, {"c1": 0.05, "c2": 0.01},
+                                    {"all_possible_states": True}])
+@pytest.mark.parametrize("dicts", [False, True])
+def test_crf_on_a_dask_bag_equals_the_one_list_fit(in_process_cluster, params, dicts):
+    """The bag's partitions, encoded on the workers, make the problem of the
+    same sequences in one list: the same vocabulary, classes, iterations and
+    weights, to rounding."""
+    from structlearn.estimators import SequenceCRF
+
+    db = pytest.importorskip("dask.bag")
+    X, y = make_chain_data(60, length=6, n_labels=5, n_features=40, random_state=2)
+    y = [np.array([f"tag{k}" for k in t]) for t in y]
+    if dicts:
+        X = [_token_dicts(x) for x in X]
+    one = SequenceCRF(max_iter=40, **params).fit(X, y)
+    bagged = SequenceCRF(max_iter=40, **params).fit(db.from_sequence(list(zip(X, y)),
+                                                                     npartitions=3))
+    np.testing.assert_array_equal(bagged.classes_, one.classes_)
+    if dicts:
+        assert bagged.vectorizer_.feature_names_ == one.vectorizer_.feature_names_
+    else:
+        assert bagged.vectorizer_ is None
+    assert len(bagged.history_) == len(one.history_)
+    assert bagged.history_[-1]["objective"] == pytest.approx(one.history_[-1]["objective"],
+                                                             rel=1e-9)
+    assert bagged.history_[-1]["bytes_sent"] > 0
+    dense = [c.toarray() if hasattr(c, "toarray") else c for c in (one.coef_, bagged.coef_)]
+    np.testing.assert_allclose(*dense, atol=1e-8)
+    assert [p.tolist() for p in bagged.predict(X[:5])] == [p.tolist() for p in
+                                                           one.predict(X[:5])]
+
+
+def test_crf_on_a_dask_bag_warm_start(in_process_cluster):
+    """A warm start on a bag keeps the vocabulary (unseen features dropped)
+    and starts from the weights: it ends at once."""
+    from structlearn.estimators import SequenceCRF
+
+    db = pytest.importorskip("dask.bag")
+    X, y = make_chain_data(40, length=5, n_labels=4, n_features=20, random_state=6)
+    X = [_token_dicts(x) for x in X]
+    bag = db.from_sequence(list(zip(X, y)), npartitions=2)
+    model = SequenceCRF(max_iter=60, warm_start=True).fit(bag)
+    names = model.vectorizer_.feature_names_
+    first = len(model.history_)
+    extra = [[dict(t, new_feature="x") for t in s] for s in X]
+    model.fit(db.from_sequence(list(zip(extra, y)), npartitions=2))
+    assert model.vectorizer_.feature_names_ == names
+    assert len(model.history_) < first / 2
+
+
+@pytest.mark.parametrize("items, npartitions, message", [
+    ([([{"w": "a"}], ["x"]), "not a pair"], 2, r"partition 1, element 0: .*pair"),
+    ([([{"w": "a"}], ["x"])] * 3 + [([], [])], 2,
+     r"partition 1 .*X\[1\] is an empty sequence"),
+    ([([{"w": "a"}], ["x"]), ([{"w": float("nan")}], ["y"])], 2, r"partition 1 .*NaN"),
+    ([([{"w": "a"}], ["x"]), ([{"w": "a"}], ["x", "y"])], 1,
+     r"partition 0 .*y\[1\] has 2 labels but X\[1\] has 1 tokens"),
+    ([([{"w": "a"}], ["x"]), (np.ones((1, 3)), ["y"])], 2,
+     r"partition 1 holds feature matrices but partition 0 holds per-token feature dicts"),
+    ([(np.ones((1, 3)), ["x"]), (np.ones((1, 4)), ["y"])], 2,
+     r"partition 1 has sequences of 4 features but partition 0 has 3"),
+    ([([{"w": "a"}], ["x"]), ([{"w": "b"}], [1])], 2, r"labels across its partitions"),
+])
+def test_crf_on_a_dask_bag_names_the_bad_element(in_process_cluster, items, npartitions,
+                                                 message):
+    from structlearn.estimators import SequenceCRF
+
+    db = pytest.importorskip("dask.bag")
+    bag = db.from_sequence(items, npartitions=npartitions)
+    with pytest.raises((ValueError, TypeError), match=message):
+        SequenceCRF().fit(bag)
+
+
+def test_crf_on_a_dask_bag_bad_settings(in_process_cluster):
+    from structlearn.estimators import SequenceCRF
+
+    db = pytest.importorskip("dask.bag")
+    X, y = make_chain_data(6, length=4, n_labels=3, n_features=5, random_state=0)
+    bag = db.from_sequence(list(zip(X, y)), npartitions=2)
+    with pytest.raises(ValueError, match="y must be None"):
+        SequenceCRF().fit(bag, y)
+    with pytest.raises(ValueError, match="X_dev and y_dev go together"):
+        SequenceCRF().fit(bag, X_dev=X)
+    with pytest.raises(ValueError, match="y is required"):
+        SequenceCRF().fit(X)
+    one_label = db.from_sequence([(x, np.zeros(len(t), dtype=int)) for x, t in zip(X, y)],
+                                 npartitions=2)
+    with pytest.raises(ValueError, match="class"):
+        SequenceCRF().fit(one_label)
+
+
+def test_crf_on_a_dask_bag_needs_a_client():
+    from structlearn.estimators import SequenceCRF
+
+    db = pytest.importorskip("dask.bag")
+    X, y = make_chain_data(6, length=4, n_labels=3, n_features=5, random_state=0)
+    with pytest.raises(RuntimeError, match="needs a distributed.Client"):
+        SequenceCRF().fit(db.from_sequence(list(zip(X, y)), npartitions=2))
+
+
+@pytest.mark.slow
+def test_crf_on_a_dask_bag_survives_a_lost_worker():
+    """A worker killed between two iterations: dask computes its runs again
+    from the bag, and the fit ends where the undisturbed one does."""
+    from structlearn.estimators import SequenceCRF
+
+    db = pytest.importorskip("dask.bag")
+    X, y = make_chain_data(40, length=5, n_labels=4, n_features=20, random_state=3)
+    one = SequenceCRF(max_iter=30).fit(X, y)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        iterations = []
+
+        def kill_at_iteration_three(W, T):
+            iterations.append(1)
+            if len(iterations) == 3:
+                victim = sorted(client.scheduler_info()["workers"])[0]
+                try:
+                    client.run(_kill_worker, workers=[victim])
+                except Exception:  # the worker's connection closes under the call
+                    pass
+            return {}
+
+        from structlearn.estimators import crf
+
+        real = crf._dev_monitor
+        crf._dev_monitor = lambda *args: kill_at_iteration_three
+        try:
+            bagged = SequenceCRF(max_iter=30).fit(db.from_sequence(list(zip(X, y)),
+                                                                   npartitions=2),
+                                                  X_dev=X[:2], y_dev=y[:2])
+        finally:
+            crf._dev_monitor = real
+    assert len(iterations) > 3
+    assert bagged.history_[-1]["objective"] == pytest.approx(one.history_[-1]["objective"],
+                                                             rel=1e-9)
