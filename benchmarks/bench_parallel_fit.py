@@ -38,6 +38,11 @@ Sections:
   ``dask.bag.Bag`` whose partitions are generated on the workers: fit time,
   passes, gap and the client's peak RSS against its RSS before the fit plus
   the model.
+* ``cluster-crf-bag`` (not run by default): ``SequenceCRF(max_iter=100)``
+  fitted on a ``dask.bag.Bag`` of feature-dict sentences generated on the
+  workers (the client's peak RSS against its RSS before the fit plus the
+  model), then on the same sentences in one list in this process: time,
+  iterations, the final objectives' relative difference.
 * ``cluster-crf`` (not run by default): ``SequenceCRF(max_iter=100)`` on
   Porttinari UPOS+FEATS in one process and with its likelihood on the
   workers: time, iterations, final objective and their relative difference.
@@ -49,6 +54,7 @@ Usage::
 """
 
 import argparse
+import contextlib
 import time
 import warnings
 
@@ -210,26 +216,20 @@ def _bag_partition_data(seed, n_sequences, n_labels, n_features):
     return list(zip(X, y))
 
 
-def _run_bag(n_parts=2, per_part=5000, n_labels=50, n_features=20000):
+def _run_bag(n_parts=2, per_part=5000, n_labels=50, n_features=20000, external=False):
     """SequenceSSVM on a dask bag whose partitions are generated on the
     workers: the client's peak RSS (sampled every 10 ms) against its RSS
     before the fit plus the model (after a first small fit, so that the
     modules a fit imports are already there; the LocalCluster's scheduler
     runs in the client's process and counts in its RSS)."""
-    import threading
-
     import dask.bag as db
-    import psutil
-    from distributed import Client, LocalCluster
 
     from structlearn.estimators import SequenceSSVM
 
     print(f"\n## SequenceSSVM on a dask bag: {n_parts} partitions of {per_part} sequences x 19 "
           f"tokens ({n_labels} labels, {n_features} features) generated on 2 worker "
-          "processes\n")
-    proc = psutil.Process()
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=":0") as cluster, Client(cluster):
+          f"processes{' (scheduler in its own process)' if external else ''}\n")
+    with _two_workers(external):
         def bag_of(n):
             return db.from_sequence(range(n_parts), npartitions=n_parts).map_partitions(
                 lambda seeds: [pair for s in seeds
@@ -239,25 +239,8 @@ def _run_bag(n_parts=2, per_part=5000, n_labels=50, n_features=20000):
             warnings.simplefilter("ignore")
             SequenceSSVM(max_iter=2).fit(bag_of(20))
         bag = bag_of(per_part)
-        before = proc.memory_info().rss
-        peak = [before]
-        done = threading.Event()
-
-        def sample():
-            while not done.is_set():
-                peak[0] = max(peak[0], proc.memory_info().rss)
-                done.wait(0.01)
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
         model = SequenceSSVM(C=0.1, tol=0.01, max_iter=300, random_state=0)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            t0 = time.perf_counter()
-            model.fit(bag)
-            t = time.perf_counter() - t0
-        done.set()
-        sampler.join()
+        t, before, peak = _timed_peak_rss(lambda: model.fit(bag))
     h = model.history_
     data_mb = n_parts * per_part * 19 * 20 * 12 / 1e6
     model_mb = (model.coef_.nbytes + model.transition_.nbytes) / 1e6
@@ -265,8 +248,144 @@ def _run_bag(n_parts=2, per_part=5000, n_labels=50, n_features=20000):
           "| peak / (before + model) | training data on the workers, MB (CSR) |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     print(f"| {t:.2f} | {len(h)} | {h[-1]['relative_gap']:.4f} | {before / 1e6:.0f} | "
-          f"{peak[0] / 1e6:.0f} | {model_mb:.0f} | {peak[0] / (before + model_mb * 1e6):.2f}x "
+          f"{peak / 1e6:.0f} | {model_mb:.0f} | {peak / (before + model_mb * 1e6):.2f}x "
           f"| {data_mb:.0f} |")
+
+
+@contextlib.contextmanager
+def _two_workers(external):
+    """A Client of 2 single-threaded worker processes: a ``LocalCluster``
+    (its scheduler in this process), or, ``external``, a scheduler and
+    workers started apart with the ``dask`` command line, so that this
+    process is the client alone (as on a real cluster)."""
+    from distributed import Client, LocalCluster
+
+    if not external:
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                          dashboard_address=":0") as cluster, Client(cluster) as client:
+            yield client
+        return
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    dask = os.path.join(os.path.dirname(sys.executable), "dask")
+    with tempfile.TemporaryDirectory() as tmp:
+        file = os.path.join(tmp, "scheduler.json")
+        procs = [subprocess.Popen([dask, "scheduler", "--scheduler-file", file, "--port", "0",
+                                   "--no-dashboard"], stderr=subprocess.DEVNULL)]
+        try:
+            while not os.path.exists(file):
+                time.sleep(0.1)
+            procs.append(subprocess.Popen(
+                [dask, "worker", "--scheduler-file", file, "--nthreads", "1", "--nworkers",
+                 "2", "--no-dashboard", "--memory-limit", "0"], stderr=subprocess.DEVNULL))
+            with Client(scheduler_file=file) as client:
+                client.wait_for_workers(2)
+                yield client
+        finally:
+            for proc in procs[::-1]:
+                proc.terminate()
+                proc.wait()
+
+
+def _timed_peak_rss(fit):
+    """``(seconds, RSS before, peak RSS)`` of ``fit()`` in this process (RSS
+    sampled every 10 ms; warnings ignored)."""
+    import threading
+
+    import psutil
+
+    proc = psutil.Process()
+    before = proc.memory_info().rss
+    peak = [before]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], proc.memory_info().rss)
+            done.wait(0.01)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        fit()
+        t = time.perf_counter() - t0
+    done.set()
+    sampler.join()
+    return t, before, peak[0]
+
+
+def _crf_bag_sentences(seed, n_sequences, n_labels, n_features):
+    """One bag partition's (sentence, tags) pairs, generated on the worker:
+    ``make_chain_data`` tokens as CRFsuite-style dicts (each non-zero
+    feature ``j`` an indicator ``"f<j // 8>=<j % 8>"``)."""
+    from structlearn.datasets import make_chain_data
+
+    X, y = make_chain_data(n_sequences, length=19, n_labels=n_labels, n_features=n_features,
+                           density=12 / n_features, random_state=seed)
+    out = []
+    for x, t in zip(X, y):
+        sentence = [{f"f{j // 8}": str(j % 8) for j in x.indices[x.indptr[i]:x.indptr[i + 1]]}
+                    for i in range(x.shape[0])]
+        out.append((sentence, [f"T{k}" for k in t]))
+    return out
+
+
+def _run_crf_bag(n_parts=2, per_part=5000, n_labels=20, n_features=40000, max_iter=100,
+                 external=False):
+    """SequenceCRF on a dask bag of feature-dict sentences generated on the
+    workers: the client's peak RSS against its RSS before the fit plus the
+    model; then the same sentences in one list, fitted in this process:
+    time and the relative difference of the final objectives."""
+    import dask.bag as db
+
+    from structlearn.estimators import SequenceCRF
+
+    print(f"\n## SequenceCRF(max_iter={max_iter}) on a dask bag: {n_parts} partitions of "
+          f"{per_part} sentences x 19 tokens of feature dicts ({n_labels} labels, "
+          f"{n_features} features) generated on 2 worker processes"
+          f"{' (scheduler in its own process)' if external else ''}, against one process\n")
+
+    def bag_of(n):
+        return db.from_sequence(range(n_parts), npartitions=n_parts).map_partitions(
+            lambda seeds: [pair for s in seeds
+                           for pair in _crf_bag_sentences(s, n, n_labels, n_features)])
+
+    with _two_workers(external):
+        with warnings.catch_warnings():  # the modules a fit imports, imported before
+            warnings.simplefilter("ignore")
+            SequenceCRF(max_iter=2).fit(bag_of(20))
+        bag = bag_of(per_part)
+        model = SequenceCRF(max_iter=max_iter)
+        t, before, peak = _timed_peak_rss(lambda: model.fit(bag))
+    h = model.history_
+    coef = model.coef_
+    model_mb = (coef.data.nbytes + coef.indices.nbytes + coef.indptr.nbytes
+                if hasattr(coef, "indptr") else coef.nbytes) / 1e6
+    model_mb += model.transition_.nbytes / 1e6
+    print("| where | fit s | iterations | final objective | client RSS before MB | peak MB "
+          "| model MB | peak / (before + model) | MB sent / received |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"| bag on 2 workers | {t:.2f} | {len(h)} | {h[-1]['objective']:.8f} | "
+          f"{before / 1e6:.0f} | {peak / 1e6:.0f} | {model_mb:.1f} | "
+          f"{peak / (before + model_mb * 1e6):.2f}x | {h[-1]['bytes_sent'] / 1e6:.0f} / "
+          f"{h[-1]['bytes_received'] / 1e6:.0f} |", flush=True)
+    pairs = [pair for s in range(n_parts)
+             for pair in _crf_bag_sentences(s, per_part, n_labels, n_features)]
+    X, y = [p[0] for p in pairs], [p[1] for p in pairs]
+    del pairs
+    one = SequenceCRF(max_iter=max_iter)
+    t1, before1, peak1 = _timed_peak_rss(lambda: one.fit(X, y))
+    h1 = one.history_
+    print(f"| one process, a list | {t1:.2f} | {len(h1)} | {h1[-1]['objective']:.8f} | "
+          f"{before1 / 1e6:.0f} | {peak1 / 1e6:.0f} | | | |")
+    print(f"\nrelative objective difference: "
+          f"{abs(h[-1]['objective'] - h1[-1]['objective']) / abs(h1[-1]['objective']):.2e}; "
+          f"same vocabulary: {model.vectorizer_.feature_names_ == one.vectorizer_.feature_names_}")
 
 
 def main():
@@ -276,7 +395,10 @@ def main():
     ap.add_argument("--jobs", type=int, nargs="+", default=[2])
     ap.add_argument("--sentences", type=int, default=1000)
     ap.add_argument("--bag-sequences", type=int, default=5000,
-                    help="sequences per bag partition (cluster-bag)")
+                    help="sequences per bag partition (cluster-bag, cluster-crf-bag)")
+    ap.add_argument("--external-scheduler", action="store_true",
+                    help="cluster-bag, cluster-crf-bag: the scheduler and the workers in "
+                         "processes of their own (the dask command line)")
     ap.add_argument("--porttinari", default="../shared/data/porttinari_pos.conllu.gz")
     ap.add_argument("--bibtex", default="../shared/data/multilabel/bibtex.npz")
     ap.add_argument("--corel5k", default="../shared/data/multilabel/corel5k.npz")
@@ -331,10 +453,12 @@ def main():
         _run_cluster("Look-alike chains (1,000 x 19 tokens, 200 labels, 16,000 features)",
                      chain, _lookalike())
     if "cluster-bag" in sections:
-        _run_bag(per_part=args.bag_sequences)
+        _run_bag(per_part=args.bag_sequences, external=args.external_scheduler)
     if "cluster-bibtex" in sections:
         _run_cluster("bibtex, MultiLabelSSVM(C=0.1, tol=0.01)", multilabel,
                      _bibtex(args.bibtex))
+    if "cluster-crf-bag" in sections:
+        _run_crf_bag(per_part=args.bag_sequences, external=args.external_scheduler)
     if "cluster-crf" in sections:
         _run_crf_cluster(_porttinari(args.porttinari, args.sentences))
     if "cluster-porttinari" in sections:

@@ -115,7 +115,9 @@ class RemoteLikelihood:
         return cls(client, send(timeout=None), send)
 
     def nll_grad(self, w, g):
-        """Summed negative log-likelihood; its gradient into ``g``."""
+        """Summed negative log-likelihood; its gradient into ``g``.  The runs'
+        gradients are fetched and added in run order, one at a time: the
+        client holds one besides ``g``, however many runs there are."""
         from ._dask_partitions import MAX_FAILED_ROUNDS, lost_errors, scatter_timeout
 
         client = self.client
@@ -130,9 +132,21 @@ class RemoteLikelihood:
                 workers = sorted({a for where in holders.values() for a in where})
                 w_remote = client.scatter(w, workers=workers or None, broadcast=True,
                                           hash=False, timeout=scatter_timeout(w.nbytes))
-                outs = client.gather([client.submit(_remote_nll_grad, part, w_remote,
-                                                    pure=False)
-                                      for part in self.parts])
+                futures = [client.submit(_remote_nll_grad, part, w_remote, pure=False)
+                           for part in self.parts]
+                nll = 0.0
+                received = 0
+                for i, future in enumerate(futures):
+                    part_nll, part_g = future.result()
+                    future.release()
+                    if i == 0:
+                        g[:] = part_g
+                        nll = part_nll
+                    else:
+                        g += part_g
+                        nll += part_nll
+                    received += part_g.nbytes
+                    del part_g
                 break
             except lost_errors():
                 if attempt == MAX_FAILED_ROUNDS:
@@ -140,10 +154,5 @@ class RemoteLikelihood:
                 if self._resend is not None:
                     self.parts = self._resend()
         self.bytes_sent += w.nbytes * len(self.parts)
-        self.bytes_received += sum(out[1].nbytes for out in outs)
-        g[:] = outs[0][1]
-        nll = outs[0][0]
-        for part_nll, part_g in outs[1:]:
-            g += part_g
-            nll += part_nll
+        self.bytes_received += received
         return float(nll)
