@@ -4,15 +4,14 @@ The training sequences are parts already encoded on the workers (futures of
 ``(Xcat, offsets, codes)``, e.g. built from the partitions of a
 ``dask.bag.Bag`` by :mod:`structlearn.estimators._dask_input`).
 :func:`fit_chain_crf_cluster` asks each part for the (feature, label) pairs
-and label bigrams it observes, lays the parameter vector out on the client
-from their union (as a fit on all the data at once would), turns every part
-into a likelihood run where it is (:func:`part_run`), and minimizes with
-L-BFGS (OWL-QN for an L1 penalty), each evaluation summing the runs' values
-and gradients (:class:`._chain_crf_dask.RemoteLikelihood`).  The client
-holds the parameters, the optimizer's vectors and the pairs' pattern,
-never the tokens.  A run lost with its worker is computed again by dask
-from its part (which is computed again from the bag if it went too).
-"""
+and label bigrams it observes (:func:`part_pattern`), lays the parameter
+vector out from their union (:func:`part_layout`, as a fit on all the data
+at once would), turns every part into a likelihood run where it is
+(:func:`part_run`), and runs L-BFGS (OWL-QN for an L1 penalty) as one task
+on a worker, whose every evaluation sums the runs' values and gradients
+(:class:`._chain_crf_dask.RemoteLikelihood`).  All of these are tasks: the
+client holds neither the tokens nor anything of the parameter vector's size
+but the weights it receives at the end."""
 
 import numpy as np
 
@@ -21,7 +20,7 @@ from ._chain_crf_lbfgs import minimize_chain_crf
 from .chain_crf import (_ChainProblem, layout_problem, observed_pairs, observed_transitions,
                         uses_pair_storage)
 
-__all__ = ["fit_chain_crf_cluster", "part_pattern", "part_run"]
+__all__ = ["fit_chain_crf_cluster", "part_layout", "part_pattern", "part_run"]
 
 
 def part_pattern(part, n_classes, pairs, bigrams):
@@ -57,27 +56,73 @@ def part_run(part, n_classes, layout):
     return whole_run(prob)
 
 
-def _observed_union(client, parts, K, pairs, bigrams):
-    """``(keys, seen)`` of :func:`part_pattern` over all ``parts``, merged one
-    part at a time on the client."""
-    futures = [client.submit(part_pattern, part, K, pairs, bigrams, pure=False)
-               for part in parts]
-    keys = np.empty(0, dtype=np.int64) if pairs else None
-    seen = np.zeros((K, K), dtype=bool) if bigrams else None
-    for future in futures:
-        part_keys, part_seen = future.result()
-        future.release()
-        if pairs:
-            keys = np.union1d(keys, part_keys)
-        if bigrams:
-            seen |= part_seen
-    return keys, seen
+def part_layout(n_features, n_classes, storage, *patterns):
+    """The layout of the whole problem from every part's
+    :func:`part_pattern`, on a worker: ``(observed, trans, stored)``, the
+    observed pairs ``(pair_ptr, pair_label)`` (None: all pairs get
+    weights), the bigram pattern (None: all bigrams), and ``observed`` again
+    when the weights are stored on the pairs, else None (what
+    :func:`part_run` needs)."""
+    K, d = int(n_classes), int(n_features)
+    keys = seen = None
+    for part_keys, part_seen in patterns:
+        if part_keys is not None:
+            keys = part_keys if keys is None else np.union1d(keys, part_keys)
+        if part_seen is not None:
+            seen = part_seen if seen is None else seen | part_seen
+    observed = stored = None
+    if keys is not None:
+        ptr = np.zeros(d + 1, dtype=np.int64)
+        np.cumsum(np.bincount(keys // K, minlength=d), out=ptr[1:])
+        observed = (ptr, keys % K)
+        if uses_pair_storage(observed[1], d, K, storage):
+            stored = observed
+    return observed, seen, stored
+
+
+class _Runs:
+    """The runs' futures, carried into the optimizer's task as they are
+    (dask would fetch the values of futures passed in a list)."""
+
+    def __init__(self, futures):
+        self.futures = list(futures)
+
+
+def _minimize_on_a_worker(layout, runs, problem, start, options, verbose, monitor):
+    """:func:`._chain_crf_lbfgs.minimize_chain_crf` as a task: the parameter
+    vectors and the optimizer's state stay on this worker, the runs'
+    evaluations are tasks of their own, and the weights come back."""
+    from distributed import worker_client
+
+    observed, seen, _ = layout
+    d, K, n_seq, alpha, storage = problem
+    prob = layout_problem(d, K, n_seq, alpha, observed, seen, storage)
+    del layout, observed
+    with worker_client() as client:
+        for future in runs.futures:  # unpickled here without a client
+            future.bind_client(client)
+        prob.remote = RemoteLikelihood(client, runs.futures)
+        w, history, converged, n_iter = minimize_chain_crf(
+            prob, prob.pack(*start), options, verbose=verbose, monitor=monitor)
+        prob.remote = None
+    W, T = prob.weights(w)
+    return W, T, history, converged, n_iter
 
 
 def fit_chain_crf_cluster(client, parts, *, n_features, n_classes, n_sequences, alpha,
                           options, all_states=True, all_transitions=True, W_init=None,
                           T_init=None, storage="auto", verbose=0, monitor=None):
     """L-BFGS (or OWL-QN) over parts of the data that stay on the workers.
+
+    Everything of the size of the parameter vector is built and kept on
+    the workers too: the union of the parts' patterns and the layout
+    (:func:`part_layout`), and the optimizer, which runs as one task
+    (its vectors and correction pairs on that task's worker) that submits
+    the runs' evaluations.  The client sends the settings and receives the
+    weights.  A worker lost mid-fit: its runs are computed again from their
+    parts (dask keeps how); if it ran the optimizer, dask starts that task
+    again elsewhere and the fit starts over from ``W_init``.  Under
+    ``verbose`` the iterations are logged on that worker.
 
     Parameters
     ----------
@@ -93,7 +138,8 @@ def fit_chain_crf_cluster(client, parts, *, n_features, n_classes, n_sequences, 
         The L2 penalty (as :func:`.chain_crf.fit_chain_crf_lbfgs`).
     options : ._chain_crf_lbfgs.LbfgsOptions
     all_states, all_transitions, W_init, T_init, storage, verbose, monitor :
-        As :func:`.chain_crf.fit_chain_crf_lbfgs`.
+        As :func:`.chain_crf.fit_chain_crf_lbfgs` (``monitor`` runs on the
+        optimizer's worker).
 
     Returns
     -------
@@ -101,33 +147,35 @@ def fit_chain_crf_cluster(client, parts, *, n_features, n_classes, n_sequences, 
     T : ndarray (K, K)
     history : list of dict
         As :func:`.chain_crf.fit_chain_crf_lbfgs`, plus ``bytes_sent`` and
-        ``bytes_received`` (to and from the workers, so far).
+        ``bytes_received`` (between the optimizer and the runs, so far).
     converged : bool
     n_iter : int
     """
     from distributed import wait
 
+    if storage not in ("auto", "dense", "pairs"):
+        raise ValueError(f"storage must be 'auto', 'dense' or 'pairs'; got {storage!r}")
     K, d = int(n_classes), int(n_features)
-    keys, seen = _observed_union(client, parts, K, not all_states, not all_transitions)
-    observed = None
-    if keys is not None:
-        ptr = np.zeros(d + 1, dtype=np.int64)
-        np.cumsum(np.bincount(keys // K, minlength=d), out=ptr[1:])
-        observed = (ptr, keys % K)
-        del keys
-    prob = layout_problem(d, K, n_sequences, alpha, observed, seen, storage)
-    stored = observed if observed is not None and uses_pair_storage(observed[1], d, K,
-                                                                     storage) else None
-    # the layout once to every worker, then one run per part where it is
-    layout = client.scatter((stored, seen), broadcast=True, hash=False)
-    runs = [client.submit(part_run, part, K, layout, pure=False) for part in parts]
+    patterns = [client.submit(part_pattern, part, K, not all_states, not all_transitions,
+                              pure=False) for part in parts]
+    layout = client.submit(part_layout, d, K, storage, *patterns, pure=False)
+    stored = client.submit(_stored, layout, pure=False)
+    runs = [client.submit(part_run, part, K, stored, pure=False) for part in parts]
     wait(runs)
+    del patterns, stored
     parts.clear()  # the workers keep the runs only (dask recomputes a lost one)
-    prob.remote = RemoteLikelihood(client, runs)
+    start = (W_init, T_init)
+    if W_init is not None:  # a warm start's weights go to the workers as data
+        start = client.scatter(start, hash=False)
+    optimizer = client.submit(_minimize_on_a_worker, layout, _Runs(runs),
+                              (d, K, int(n_sequences), float(alpha), storage), start,
+                              options, verbose, monitor, pure=False)
     try:
-        w, history, converged, n_iter = minimize_chain_crf(
-            prob, prob.pack(W_init, T_init), options, verbose=verbose, monitor=monitor)
+        return optimizer.result()
     finally:
-        prob.remote = None  # the workers' runs are released
-    W, T = prob.weights(w)
-    return W, T, history, converged, n_iter
+        optimizer.release()
+
+
+def _stored(layout):
+    """``(stored, trans)`` of a :func:`part_layout`: what a run needs."""
+    return layout[2], layout[1]

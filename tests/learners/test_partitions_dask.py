@@ -417,40 +417,54 @@ def test_crf_on_a_dask_bag_needs_a_client():
         SequenceCRF().fit(db.from_sequence(list(zip(X, y)), npartitions=2))
 
 
+class _KillAnotherWorkerAt:
+    """A monitor of the CRF's optimizer (which runs on a worker): at the
+    given iteration it kills another worker, the holder of a run."""
+
+    def __init__(self, iteration):
+        self.iteration = iteration
+        self.calls = 0
+
+    def __call__(self, W, T):
+        from distributed import get_client, get_worker
+
+        self.calls += 1
+        if self.calls == self.iteration:
+            me = get_worker().address
+            client = get_client()
+            others = sorted(a for a in client.scheduler_info()["workers"] if a != me)
+            try:
+                client.run(_kill_worker, workers=others[:1])
+            except Exception:  # the worker's connection closes under the call
+                pass
+        return {"killed": self.calls >= self.iteration}
+
+
 @pytest.mark.slow
-def test_crf_on_a_dask_bag_survives_a_lost_worker():
-    """A worker killed between two iterations: dask computes its runs again
-    from the bag, and the fit ends where the undisturbed one does."""
-    from structlearn.estimators import SequenceCRF
+def test_crf_on_a_dask_bag_survives_a_lost_worker(monkeypatch):
+    """A worker holding a run killed between two iterations: dask computes
+    its run again from the bag, and the fit ends where the undisturbed one
+    does."""
+    import sys
+
+    import cloudpickle
+
+    from structlearn.estimators import SequenceCRF, crf
 
     db = pytest.importorskip("dask.bag")
     X, y = make_chain_data(40, length=5, n_labels=4, n_features=20, random_state=3)
     one = SequenceCRF(max_iter=30).fit(X, y)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as client:
-        iterations = []
-
-        def kill_at_iteration_three(W, T):
-            iterations.append(1)
-            if len(iterations) == 3:
-                victim = sorted(client.scheduler_info()["workers"])[0]
-                try:
-                    client.run(_kill_worker, workers=[victim])
-                except Exception:  # the worker's connection closes under the call
-                    pass
-            return {}
-
-        from structlearn.estimators import crf
-
-        real = crf._dev_monitor
-        crf._dev_monitor = lambda *args: kill_at_iteration_three
-        try:
-            bagged = SequenceCRF(max_iter=30).fit(db.from_sequence(list(zip(X, y)),
-                                                                   npartitions=2),
-                                                  X_dev=X[:2], y_dev=y[:2])
-        finally:
-            crf._dev_monitor = real
-    assert len(iterations) > 3
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # for the worker processes
+    monkeypatch.setattr(crf, "_dev_monitor", lambda *args: _KillAnotherWorkerAt(3))
+    try:
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=":0") as cluster, \
+                distributed.Client(cluster):
+            bag = db.from_sequence(list(zip(X, y)), npartitions=2)
+            bagged = SequenceCRF(max_iter=30).fit(bag, X_dev=X[:2], y_dev=y[:2])
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    assert bagged.history_[-1]["killed"] and not bagged.history_[1]["killed"]
+    assert len(bagged.history_) == len(one.history_)
     assert bagged.history_[-1]["objective"] == pytest.approx(one.history_[-1]["objective"],
                                                              rel=1e-9)
