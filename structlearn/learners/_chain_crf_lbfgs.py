@@ -53,8 +53,9 @@ def minimize_chain_crf(prob, w, options, *, verbose=0, monitor=None):
     history : list of dict
         Per iteration: ``iter``, ``time``, ``objective``, ``gap`` (NaN),
         ``step_norm``, ``n_eval`` (objective evaluations so far); for a
-        likelihood on dask workers also ``bytes_sent`` and ``bytes_received``
-        (so far); then the monitor's items.
+        likelihood on dask workers also ``partitions`` (its runs),
+        ``bytes_sent`` and ``bytes_received`` (so far); then the monitor's
+        items.
     converged : bool
     n_iter : int
     """
@@ -143,7 +144,7 @@ def minimize_chain_crf(prob, w, options, *, verbose=0, monitor=None):
             "n_eval": prob.n_eval,
         }
         if prob.remote is not None:  # a likelihood summed on dask workers
-            rec.update(bytes_sent=prob.remote.bytes_sent,
+            rec.update(partitions=len(prob.remote.parts), bytes_sent=prob.remote.bytes_sent,
                        bytes_received=prob.remote.bytes_received)
         if monitor is not None:
             rec.update(monitor(*prob.weights(w)))
