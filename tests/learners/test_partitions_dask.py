@@ -279,7 +279,7 @@ def test_fit_on_a_dask_bag_equals_the_partitioned_fit(in_process_cluster):
                                                            listed.predict(X[:3])]
 
 
-@pytest.mark.parametrize("items, npartitions, message", [
+_BAD_SSVM_BAGS = [
     ([(np.ones((2, 3)), np.array([0, 1])), "not a pair"], 2, r"partition 1, element 0: .*pair"),
     ([(np.ones((2, 3)), np.array([0, 1])), (np.ones((3, 3)), np.array([0, 1]))], 1,
      r"partition 0 .*y\[1\] has 2 labels but X\[1\] has 3 tokens"),
@@ -287,13 +287,7 @@ def test_fit_on_a_dask_bag_equals_the_partitioned_fit(in_process_cluster):
      r"partition 1 has sequences of 4 features but partition 0 has 3"),
     ([(np.ones((2, 3)), np.array([0, 1])), (np.full((2, 3), np.nan), np.array([0, 1]))], 2,
      r"partition 1 .*NaN"),
-])
-def test_fit_on_a_dask_bag_names_the_bad_element(in_process_cluster, items, npartitions,
-                                                 message):
-    db = pytest.importorskip("dask.bag")
-    bag = db.from_sequence(items, npartitions=npartitions)
-    with pytest.raises((ValueError, TypeError), match=message):
-        SequenceSSVM().fit(bag)
+]
 
 
 def test_fit_on_a_dask_bag_bad_settings(in_process_cluster):
@@ -367,7 +361,7 @@ def test_crf_on_a_dask_bag_warm_start(in_process_cluster):
     assert len(model.history_) < first / 2
 
 
-@pytest.mark.parametrize("items, npartitions, message", [
+_BAD_CRF_BAGS = [
     ([([{"w": "a"}], ["x"]), "not a pair"], 2, r"partition 1, element 0: .*pair"),
     ([([{"w": "a"}], ["x"])] * 3 + [([], [])], 2,
      r"partition 1 .*X\[1\] is an empty sequence"),
@@ -379,15 +373,20 @@ def test_crf_on_a_dask_bag_warm_start(in_process_cluster):
     ([(np.ones((1, 3)), ["x"]), (np.ones((1, 4)), ["y"])], 2,
      r"partition 1 has sequences of 4 features but partition 0 has 3"),
     ([([{"w": "a"}], ["x"]), ([{"w": "b"}], [1])], 2, r"labels across its partitions"),
-])
-def test_crf_on_a_dask_bag_names_the_bad_element(in_process_cluster, items, npartitions,
-                                                 message):
-    from structlearn.estimators import SequenceCRF
+]
+
+
+@pytest.mark.parametrize("estimator, items, npartitions, message",
+                         [("SequenceSSVM", *case) for case in _BAD_SSVM_BAGS]
+                         + [("SequenceCRF", *case) for case in _BAD_CRF_BAGS])
+def test_fit_on_a_dask_bag_names_the_bad_element(in_process_cluster, estimator, items,
+                                                 npartitions, message):
+    from structlearn import estimators
 
     db = pytest.importorskip("dask.bag")
     bag = db.from_sequence(items, npartitions=npartitions)
     with pytest.raises((ValueError, TypeError), match=message):
-        SequenceCRF().fit(bag)
+        getattr(estimators, estimator)().fit(bag)
 
 
 def test_crf_on_a_dask_bag_bad_settings(in_process_cluster):
