@@ -153,6 +153,8 @@ def fit_chain_crf_cluster(client, parts, *, n_features, n_classes, n_sequences, 
     """
     from distributed import wait
 
+    from ._dask_partitions import lost_errors
+
     if storage not in ("auto", "dense", "pairs"):
         raise ValueError(f"storage must be 'auto', 'dense' or 'pairs'; got {storage!r}")
     K, d = int(n_classes), int(n_features)
@@ -172,6 +174,12 @@ def fit_chain_crf_cluster(client, parts, *, n_features, n_classes, n_sequences, 
                               options, verbose, monitor, pure=False)
     try:
         return optimizer.result()
+    except lost_errors():
+        if client.status in ("closing", "closed"):
+            raise RuntimeError("the dask client was closed during the fit: the optimizer and "
+                               "the likelihood's runs lived on its workers; fit again with an "
+                               "open client") from None
+        raise
     finally:
         optimizer.release()
 

@@ -1,6 +1,7 @@
 """Partitioned SSVM training with the partitions on dask.distributed workers."""
 
 import os
+import threading
 import warnings
 
 import joblib
@@ -405,6 +406,40 @@ def test_crf_on_a_dask_bag_bad_settings(in_process_cluster):
                                  npartitions=2)
     with pytest.raises(ValueError, match="class"):
         SequenceCRF().fit(one_label)
+
+
+_OPTIMIZER_STARTED = threading.Event()
+
+
+def _signal_started(W, T):
+    """A monitor of the CRF's optimizer (on an in-process worker)."""
+    _OPTIMIZER_STARTED.set()
+    return {}
+
+
+def test_crf_on_a_dask_bag_with_a_client_that_goes_away(monkeypatch):
+    """The client closed while the optimizer runs on a worker: a RuntimeError
+    that says so, and the estimator keeps no half-fitted model."""
+    from structlearn.estimators import SequenceCRF, crf
+
+    db = pytest.importorskip("dask.bag")
+    X, y = make_chain_data(200, length=8, n_labels=8, n_features=200, random_state=3)
+    monkeypatch.setattr(crf, "_dev_monitor", lambda *args: _signal_started)
+    _OPTIMIZER_STARTED.clear()
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                       dashboard_address=":0")
+    client = distributed.Client(cluster)
+    model = SequenceCRF(max_iter=100_000, tol=0.0)
+    closer = threading.Thread(target=lambda: _OPTIMIZER_STARTED.wait(60) and client.close())
+    try:
+        bag = db.from_sequence(list(zip(X, y)), npartitions=2)
+        closer.start()
+        with pytest.raises(RuntimeError, match="client was closed during the fit"):
+            model.fit(bag, X_dev=X[:2], y_dev=y[:2])
+        closer.join()
+    finally:
+        cluster.close()
+    assert not hasattr(model, "coef_")
 
 
 def test_crf_on_a_dask_bag_needs_a_client():
