@@ -159,6 +159,11 @@ class SoftArcSearch:
         return -np.inf if upper == np.inf else float(self.graph.score(self.state.labels))
 
     @property
+    def cost(self):
+        """The incumbent's cost in :attr:`net` (``inf``: none found)."""
+        return float(self.state.scalars[UPPER])
+
+    @property
     def proved(self):
         return bool(self.state.counters[PHASE] == DONE)
 

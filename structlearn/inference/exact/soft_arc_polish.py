@@ -1,17 +1,24 @@
-"""The soft arc search with an iterated local search between its slices.
+"""The soft arc search with local searches between its slices.
 
 A depth-first search proves an optimum sooner the sooner it holds it: on
 generated weighted CSPs the optimum is often found late (after half to four
 fifths of the nodes), and given from the start it cuts them 1.5-4.9x.  So after
-``POLISH_FIRST_NODES`` nodes, and each time the nodes double, an iterated
-local search (iterated conditional modes from random relabelled balls of
-variables, the LP back-ends' :class:`~..lp._lp_common.Problem` moves) runs
-from the best labeling known for ``POLISH_ITERS_PER_NODE`` iterations per node
-searched so far, and a better labeling is offered to the search as its
-incumbent.  The local search's work is a fixed fraction of the search's
-(about a tenth of its time) and is counted in nodes, not seconds, so a run
-without a deadline gives the same result on any machine.
-"""
+``POLISH_FIRST_NODES`` nodes, and each time the nodes double, two local
+searches run from the best labeling known and offer a better one to the
+search as its incumbent:
+
+* the tabu search of :mod:`.tabu`, for ``TABU_STEPS_PER_NODE`` steps per node
+  searched since its last slice, a rate that grows after a slice that
+  bettered the incumbent and decays after one that did not (it finds, within
+  a fraction of a second, labelings the tree reaches only after seconds on
+  some networks, and gives way on the others);
+* an iterated local search (iterated conditional modes from random
+  relabelled balls of variables, the LP back-ends'
+  :class:`~..lp._lp_common.Problem` moves) for ``POLISH_ITERS_PER_NODE``
+  iterations per node searched so far.
+
+Their work is counted in nodes and steps, not seconds, so a run without a
+deadline gives the same result on any machine."""
 
 import time
 
@@ -19,11 +26,20 @@ import numpy as np
 
 from ..lp._lp_common import Problem
 from .soft_arc import SoftArcSearch
+from .tabu import TabuSearch
 
 __all__ = ["POLISH_FIRST_NODES", "POLISH_ITERS_PER_NODE", "PolishedSoftArcSearch"]
 
 POLISH_FIRST_NODES = 1000
 POLISH_ITERS_PER_NODE = 0.5
+# tabu steps per node searched since the last slice: TABU_STEPS_PER_NODE at
+# first; times TABU_GROWTH (up to TABU_MAX_STEPS_PER_NODE) after a slice that
+# bettered the incumbent, times TABU_DECAY after one that did not (the tabu
+# search gives way where the tree finds the good labelings itself)
+TABU_STEPS_PER_NODE = 50
+TABU_MAX_STEPS_PER_NODE = 200
+TABU_GROWTH = 2.0
+TABU_DECAY = 0.25
 POLISH_BALL = 8        # variables relabelled at most per perturbation
 _DEADLINE_EVERY = 64   # local search iterations between looks at the clock
 
@@ -38,6 +54,29 @@ class _Polisher:
         self.current = None
         self.current_score = -np.inf
         self.next_nodes = POLISH_FIRST_NODES
+        self.tabu = None
+        self.tabu_nodes = 0  # nodes searched when the tabu search last ran
+        self.tabu_rate = TABU_STEPS_PER_NODE
+
+    def tabu_slice(self, search, deadline):
+        """Tabu search for ``tabu_rate`` steps per node searched since its
+        last slice, from the search's incumbent when that is cheaper than
+        its own best; offers its best to ``search`` and adapts the rate."""
+        steps = int(self.tabu_rate * (search.n_nodes - self.tabu_nodes))
+        self.tabu_nodes = search.n_nodes
+        if steps <= 0:
+            return
+        if self.tabu is None:
+            self.tabu = TabuSearch(search.net)
+        tabu = self.tabu
+        if search.cost < tabu.best_cost:
+            tabu.restart(search.labels)
+        tabu.run(steps, deadline)
+        if tabu.best_cost < search.cost:
+            search.offer(tabu.best_labels)
+            self.tabu_rate = min(TABU_GROWTH * self.tabu_rate, TABU_MAX_STEPS_PER_NODE)
+        else:
+            self.tabu_rate *= TABU_DECAY
 
     def polish(self, search, deadline):
         """Local search from the better of its own labeling and the search's
@@ -88,6 +127,7 @@ class PolishedSoftArcSearch(SoftArcSearch):
             if self.proved or self.n_nodes < polisher.next_nodes:
                 continue
             if self.score > -np.inf:
+                polisher.tabu_slice(self, deadline)
                 polisher.polish(self, deadline)
             else:  # no incumbent yet: look again later
                 polisher.next_nodes = 2 * self.n_nodes

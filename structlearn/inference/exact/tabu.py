@@ -1,0 +1,108 @@
+"""Tabu search for good labelings of a pairwise cost function network.
+
+The weighted constraint networks that the soft arc search proves are often
+solved late: the optimum turns up after half or more of the nodes, and once
+known it prunes most of them.  :class:`TabuSearch` (the kernel is in
+:mod:`._tabu_kernels`) looks for it apart from the tree: from a labeling
+(the search's incumbent), relabel one variable a step, always the cheapest
+move that was not recently undone, forbidden pairs counted as a penalty;
+restart from the search's incumbent whenever that is better.  Work is
+counted in steps, so a run without a deadline gives the same labelings on
+any machine.
+"""
+
+import time
+
+import numpy as np
+
+from ._tabu_kernels import (BEST, PenalizedPairs, TabuSettings, TabuState, tabu_init,
+                            tabu_steps)
+
+__all__ = ["TabuSearch"]
+
+TENURE_MIN = 30        # the shortest tabu time: this, or one variable in
+TENURE_VARS = 3        # this many, whichever is more
+STALL_STEPS = 5000     # steps without a better labeling before a perturbation
+KICK_SHARE = 0.05      # of the variables relabelled by a perturbation (at least 2)
+PENALTY_SCALE = 4.0    # a forbidden pair costs this times the largest finite
+                       # pair plus unary cost, plus 1
+_CHUNK_STEPS = 4096    # steps between looks at the clock
+
+
+class TabuSearch:
+    """Tabu search over ``net``, a :class:`._soft_arc_kernels.CostNetwork`.
+
+    Parameters
+    ----------
+    net : CostNetwork
+    seed : int, default=0
+        The first run's random stream (each run takes the next).
+
+    Attributes
+    ----------
+    best_labels : ndarray of int64 (n_vars,)
+        The cheapest feasible labeling found (undefined while ``best_cost``
+        is ``inf``).
+    best_cost : float
+        Its cost in ``net`` (``inf``: none found).
+    """
+
+    def __init__(self, net, *, seed=0):
+        n = net.n_states.shape[0]
+        K = net.K
+        self.net = net
+        pair, unary = net.pair[np.isfinite(net.pair)], net.unary[np.isfinite(net.unary)]
+        largest = (pair.max(initial=0.0) + unary.max(initial=0.0))
+        penalty = PENALTY_SCALE * largest + 1.0
+        self.settings = TabuSettings(penalty, max(TENURE_MIN, n // TENURE_VARS), STALL_STEPS,
+                                     max(2, int(KICK_SHARE * n)))
+        forbidden = net.pair == np.inf
+        self.pairs = PenalizedPairs(np.where(forbidden, penalty, net.pair),
+                                    forbidden.astype(np.int64))
+        self.state = TabuState(np.zeros(n, dtype=np.int64), np.zeros(n * K),
+                               np.zeros(n * K, dtype=np.int64), np.zeros(n * K, dtype=np.int64),
+                               np.zeros(n, dtype=np.int64), np.full(2, np.inf),
+                               np.zeros(3, dtype=np.int64))
+        self.seed = int(seed)
+        self.started = False
+
+    @property
+    def best_labels(self):
+        return self.state.best_labels.copy()
+
+    @property
+    def best_cost(self):
+        return float(self.state.scalars[BEST])
+
+    def restart(self, labels):
+        """Go on from ``labels`` (n_vars,), every label allowed by the
+        unary costs; the best labeling so far is kept when cheaper."""
+        state = self.state
+        labels = np.asarray(labels, dtype=np.int64)
+        keep_best = self.started and state.scalars[BEST] < np.inf
+        best_labels, best_cost = state.best_labels.copy(), state.scalars[BEST]
+        state.labels[:] = labels
+        tabu_init(self.net, self.pairs, state)
+        if keep_best and best_cost <= state.scalars[BEST]:
+            state.best_labels[:] = best_labels
+            state.scalars[BEST] = best_cost
+        self.started = True
+
+    def run(self, n_steps, deadline=None):
+        """``n_steps`` more steps (fewer if ``deadline``, a
+        ``time.perf_counter()`` value, passes first); returns whether the
+        best labeling improved.  Starts from each variable's cheapest label
+        when :meth:`restart` was not called."""
+        if not self.started:
+            self.restart(np.argmin(self.net.unary.reshape(-1, self.net.K), axis=1))
+        improved = False
+        left = int(n_steps)
+        while left > 0:
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+            chunk = min(left, _CHUNK_STEPS)
+            improved |= bool(tabu_steps(self.net, self.pairs, self.state, self.settings, chunk,
+                                            self.seed))
+            self.seed += 1
+            left -= chunk
+        return improved

@@ -1,0 +1,104 @@
+"""The tabu search over a cost function network: its incremental state
+against a recount, its labelings against enumeration."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from structlearn.inference.exact._soft_arc_kernels import labeling_cost
+from structlearn.inference.exact._tabu_kernels import (BEST, CURRENT, VIOLATIONS, TabuState,
+                                                        tabu_init)
+from structlearn.inference.exact.soft_arc import _cost_network
+from structlearn.inference.exact.tabu import TabuSearch
+
+from _graphgen import all_labelings, random_weighted_csp
+
+
+def _recount(search):
+    """A fresh state of ``search``'s current labeling (gains, clashes, cost)."""
+    s = search.state
+    fresh = TabuState(s.labels.copy(), np.zeros_like(s.gain), np.zeros_like(s.clash),
+                      np.zeros_like(s.tabu_until), np.zeros_like(s.best_labels),
+                      np.full(2, np.inf), np.zeros(3, dtype=np.int64))
+    tabu_init(search.net, search.pairs, fresh)
+    return fresh
+
+
+def _allowed(net):
+    return np.isfinite(net.unary.reshape(-1, net.K))
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 10**6), p_inf=st.sampled_from([0.0, 0.3, 0.6]),
+       steps=st.integers(1, 400), ties=st.booleans())
+def test_the_incremental_state_equals_a_recount(seed, p_inf, steps, ties):
+    """After any number of steps (moves and perturbations) the gains,
+    clashes, current cost and violations are those of the current labeling;
+    labels stay allowed; the best labeling is feasible at its cost."""
+    graph = random_weighted_csp(seed, p_inf=p_inf, ties=ties)
+    if graph.n_factors == 0 or not _allowed(_cost_network(graph)[0]).any(axis=1).all():
+        return
+    net, _ = _cost_network(graph)
+    search = TabuSearch(net, seed=seed)
+    search.settings = search.settings._replace(stall=7)  # perturbations too
+    search.run(steps)
+    fresh = _recount(search)
+    s = search.state
+    K = net.K
+    n = net.n_states.shape[0]
+    allowed = _allowed(net)
+    valid = allowed.ravel()  # rows of labels a variable may take
+    assert allowed[np.arange(n), s.labels].all()
+    np.testing.assert_allclose(s.gain[valid], fresh.gain[valid], atol=1e-9)
+    np.testing.assert_array_equal(s.clash.reshape(n, K)[allowed], fresh.clash.reshape(n, K)[allowed])
+    assert s.scalars[CURRENT] == pytest.approx(fresh.scalars[CURRENT], abs=1e-9)
+    assert s.counters[VIOLATIONS] == fresh.counters[VIOLATIONS]
+    if search.best_cost < np.inf:
+        assert labeling_cost(net, search.best_labels) == pytest.approx(search.best_cost,
+                                                                       abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_tabu_search_finds_the_enumerated_optimum_of_small_networks(seed):
+    graph = random_weighted_csp(seed, p_inf=0.4, ties=bool(seed % 2))
+    net, offset = _cost_network(graph)
+    scores = graph.score_many(all_labelings(graph))
+    search = TabuSearch(net)
+    if not _allowed(net).any(axis=1).all():  # a variable without a label
+        return
+    search.run(3000)
+    best = scores.max()
+    if best == -np.inf:  # no feasible labeling: none found
+        assert search.best_cost == np.inf
+        return
+    assert offset - search.best_cost == pytest.approx(best, abs=1e-9)
+    assert graph.score(search.best_labels) == pytest.approx(best, abs=1e-9)
+
+
+def test_restart_keeps_the_better_best_and_runs_are_deterministic():
+    graph = random_weighted_csp(3, p_inf=0.3, ties=False)
+    net, _ = _cost_network(graph)
+    one, two = TabuSearch(net, seed=5), TabuSearch(net, seed=5)
+    one.run(500)
+    two.run(200)
+    two.run(300)
+    np.testing.assert_array_equal(one.best_labels, two.best_labels)
+    assert one.best_cost == two.best_cost
+    best = one.best_cost
+    worst = np.argmax(_allowed(net), axis=1)  # some allowed labeling
+    one.restart(worst)
+    assert one.best_cost <= best
+    np.testing.assert_array_equal(one.state.labels, worst)
+
+
+def test_a_deadline_ends_a_run():
+    import time
+
+    graph = random_weighted_csp(11, p_inf=0.3)
+    net, _ = _cost_network(graph)
+    search = TabuSearch(net)
+    start = time.perf_counter()
+    search.run(10**12, deadline=start + 0.05)
+    assert time.perf_counter() - start < 1.0
+    assert search.state.counters[0] > 0 and search.state.scalars[BEST] <= np.inf
