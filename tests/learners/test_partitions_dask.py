@@ -474,6 +474,54 @@ class _KillAnotherWorkerAt:
         return {"killed": self.calls >= self.iteration}
 
 
+class _KillOwnWorkerOnce:
+    """A monitor of the CRF's optimizer that kills its own worker at the
+    given iteration, once (a marker file says it did)."""
+
+    def __init__(self, iteration, marker):
+        self.iteration = iteration
+        self.marker = marker
+        self.calls = 0
+
+    def __call__(self, W, T):
+        self.calls += 1
+        if self.calls == self.iteration and not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            _kill_worker()
+        return {}
+
+
+@pytest.mark.slow
+def test_crf_on_a_dask_bag_survives_losing_the_optimizer(monkeypatch, tmp_path):
+    """The worker running the optimizer dies: dask runs the task again on
+    another worker, the fit starts over and ends where the undisturbed one
+    does."""
+    import sys
+
+    import cloudpickle
+
+    from structlearn.estimators import SequenceCRF, crf
+
+    db = pytest.importorskip("dask.bag")
+    X, y = make_chain_data(40, length=5, n_labels=4, n_features=20, random_state=3)
+    one = SequenceCRF(max_iter=30).fit(X, y)
+    marker = str(tmp_path / "killed")
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    monkeypatch.setattr(crf, "_dev_monitor", lambda *args: _KillOwnWorkerOnce(3, marker))
+    try:
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=":0") as cluster, \
+                distributed.Client(cluster):
+            bag = db.from_sequence(list(zip(X, y)), npartitions=2)
+            bagged = SequenceCRF(max_iter=30).fit(bag, X_dev=X[:2], y_dev=y[:2])
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    assert os.path.exists(marker)
+    assert len(bagged.history_) == len(one.history_)
+    assert bagged.history_[-1]["objective"] == pytest.approx(one.history_[-1]["objective"],
+                                                             rel=1e-9)
+
+
 @pytest.mark.slow
 def test_crf_on_a_dask_bag_survives_a_lost_worker(monkeypatch):
     """A worker holding a run killed between two iterations: dask computes
