@@ -12,6 +12,7 @@ state, so the fit is unchanged).
 """
 
 import copy
+import time
 
 import numpy as np
 
@@ -89,6 +90,8 @@ class RemoteLikelihood:
         self.parts = parts
         self._resend = resend
         self.bytes_sent = self.bytes_received = 0
+        # seconds so far waiting on the runs, and adding their gradients
+        self.local_time = self.merge_time = 0.0
 
     @classmethod
     def from_problem(cls, prob, client):
@@ -136,9 +139,12 @@ class RemoteLikelihood:
                            for part in self.parts]
                 nll = 0.0
                 received = 0
+                waited = added = 0.0
                 for i, future in enumerate(futures):
+                    t0 = time.perf_counter()
                     part_nll, part_g = future.result()
                     future.release()
+                    t1 = time.perf_counter()
                     if i == 0:
                         g[:] = part_g
                         nll = part_nll
@@ -147,6 +153,8 @@ class RemoteLikelihood:
                         nll += part_nll
                     received += part_g.nbytes
                     del part_g
+                    waited += t1 - t0
+                    added += time.perf_counter() - t1
                 break
             except lost_errors():
                 if attempt == MAX_FAILED_ROUNDS:
@@ -155,4 +163,6 @@ class RemoteLikelihood:
                     self.parts = self._resend()
         self.bytes_sent += w.nbytes * len(self.parts)
         self.bytes_received += received
+        self.local_time += waited
+        self.merge_time += added
         return float(nll)

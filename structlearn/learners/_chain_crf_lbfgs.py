@@ -54,8 +54,9 @@ def minimize_chain_crf(prob, w, options, *, verbose=0, monitor=None):
         Per iteration: ``iter``, ``time``, ``objective``, ``gap`` (NaN),
         ``step_norm``, ``n_eval`` (objective evaluations so far); for a
         likelihood on dask workers also ``partitions`` (its runs),
-        ``bytes_sent`` and ``bytes_received`` (so far); then the monitor's
-        items.
+        ``local_time`` (seconds waiting on the runs in this iteration),
+        ``merge_time`` (adding their gradients), ``bytes_sent`` and
+        ``bytes_received`` (so far); then the monitor's items.
     converged : bool
     n_iter : int
     """
@@ -91,6 +92,9 @@ def minimize_chain_crf(prob, w, options, *, verbose=0, monitor=None):
     pg = np.empty(n) if l1 else g  # the (pseudo-)gradient of the whole objective
     converged = False
     n_iter = 0
+    waited = (0.0, 0.0)  # a remote likelihood's local and merge seconds so far
+    if prob.remote is not None:
+        waited = (prob.remote.local_time, prob.remote.merge_time)
     for it in range(options.max_iter):
         if l1:
             owlqn_pseudo_gradient(w, g, l1, pg)
@@ -144,8 +148,11 @@ def minimize_chain_crf(prob, w, options, *, verbose=0, monitor=None):
             "n_eval": prob.n_eval,
         }
         if prob.remote is not None:  # a likelihood summed on dask workers
-            rec.update(partitions=len(prob.remote.parts), bytes_sent=prob.remote.bytes_sent,
-                       bytes_received=prob.remote.bytes_received)
+            remote = prob.remote
+            rec.update(partitions=len(remote.parts), local_time=remote.local_time - waited[0],
+                       merge_time=remote.merge_time - waited[1], bytes_sent=remote.bytes_sent,
+                       bytes_received=remote.bytes_received)
+            waited = (remote.local_time, remote.merge_time)
         if monitor is not None:
             rec.update(monitor(*prob.weights(w)))
         history.append(rec)

@@ -337,7 +337,9 @@ def test_crf_on_a_dask_bag_equals_the_one_list_fit(in_process_cluster, params, d
     assert len(bagged.history_) == len(one.history_)
     assert bagged.history_[-1]["objective"] == pytest.approx(one.history_[-1]["objective"],
                                                              rel=1e-9)
-    assert bagged.history_[-1]["bytes_sent"] > 0 and bagged.history_[-1]["partitions"] == 3
+    last = bagged.history_[-1]
+    assert last["bytes_sent"] > 0 and last["partitions"] == 3
+    assert last["local_time"] > 0 and last["merge_time"] >= 0
     dense = [c.toarray() if hasattr(c, "toarray") else c for c in (one.coef_, bagged.coef_)]
     np.testing.assert_allclose(*dense, atol=1e-8)
     assert [p.tolist() for p in bagged.predict(X[:5])] == [p.tolist() for p in
