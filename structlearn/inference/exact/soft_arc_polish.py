@@ -36,7 +36,7 @@ POLISH_ITERS_PER_NODE = 0.5
 # first; times TABU_GROWTH (up to TABU_MAX_STEPS_PER_NODE) after a slice that
 # bettered the incumbent, times TABU_DECAY after one that did not (the tabu
 # search gives way where the tree finds the good labelings itself)
-TABU_STEPS_PER_NODE = 50
+TABU_STEPS_PER_NODE = 25
 TABU_MAX_STEPS_PER_NODE = 200
 TABU_GROWTH = 2.0
 TABU_DECAY = 0.25
