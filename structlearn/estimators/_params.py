@@ -7,7 +7,8 @@ else: a bad value raises ``InvalidParameterError`` (a ``ValueError`` and a
 ``TypeError``) naming the parameter, the estimator and what it accepts,
 exactly as scikit-learn's own estimators do.  What a constraint cannot say
 (``n_partitions`` at most the number of classes, a registered inference
-back-end, ``n_jobs`` not 0) is checked where it is used.
+back-end) is checked where it is used; ``n_jobs`` set after ``fit`` is
+checked again where it is used.
 """
 
 from numbers import Integral, Real
@@ -29,7 +30,9 @@ POSITIVE_INT = Interval(Integral, 1, None, closed="left")
 COMMON = {
     "random_state": ["random_state"],
     "verbose": ["verbose"],
-    "n_jobs": [None, Integral],
+    # None, or a nonzero count (negative counts back from the CPUs: -1 = all)
+    "n_jobs": [None, Interval(Integral, None, -1, closed="right"),
+               Interval(Integral, 1, None, closed="left")],
 }
 
 

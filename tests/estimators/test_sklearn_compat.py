@@ -144,3 +144,14 @@ def _multilabel():
     from structlearn.datasets import make_multilabel_pairwise
 
     return make_multilabel_pairwise(20, n_labels=5, n_features=10, random_state=0)[:2]
+
+
+@pytest.mark.parametrize("make, data", [
+    (SequenceSSVM, _chain), (SequenceCRF, _chain), (SequencePerceptron, _chain),
+    (MultiLabelSSVM, _multilabel),
+])
+def test_fit_refuses_n_jobs_zero_even_where_it_would_not_be_used(make, data):
+    """n_jobs=0 is refused by fit's parameter validation, also on data too
+    small to be split into jobs."""
+    with pytest.raises(ValueError, match="'n_jobs' parameter of .* Got 0 instead"):
+        make(n_jobs=0).fit(*data())
