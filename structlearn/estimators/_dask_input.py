@@ -14,8 +14,8 @@ import scipy.sparse as sp
 from ._validation import (check_sequence_labels, check_sequences, csr_arrays,
                           encode_sequence_labels)
 
-__all__ = ["bag_client", "bag_summaries", "crf_parts_on_workers", "is_dask_bag",
-           "partitions_on_workers"]
+__all__ = ["bag_client", "chain_part_summaries", "chain_partitions_on_workers", "is_dask_bag",
+           "sequence_parts_on_workers"]
 
 
 def is_dask_bag(X):
@@ -55,76 +55,8 @@ def _named(exc, part):
     return type(exc)(f"dask bag partition {part} (X[j] is its element j): {exc}")
 
 
-def _checked_items(items, part):
-    """``(Xcat CSR, offsets, ycat)`` of one bag partition's ``(X_i, y_i)`` pairs."""
-    X, y = _split_pairs(items, part)
-    try:
-        Xcat, offsets, ycat = check_sequences(X, y)
-    except (TypeError, ValueError) as exc:
-        raise _named(exc, part) from exc
-    return sp.csr_matrix(Xcat), offsets, ycat
-
-
-def _summary(items, part):
-    Xcat, offsets, ycat = _checked_items(items, part)
-    lengths = np.diff(offsets)
-    return {"labels": np.unique(ycat), "n_features": Xcat.shape[1],
-            "n_tokens": int(offsets[-1]), "n_edges": int(np.maximum(lengths - 1, 0).sum()),
-            "features": np.unique(Xcat.indices).astype(np.int64),
-            "sq_norm_sum": float(Xcat.multiply(Xcat).sum()),
-            "max_abs": float(np.abs(Xcat.data).max(initial=0.0))}
-
-
-def bag_summaries(client, bag):
-    """Validate every partition of ``bag`` on the workers; returns one summary
-    dict per partition (``labels``, ``n_features``, ``n_tokens``, ``n_edges``,
-    ``features`` used, ``sq_norm_sum``, ``max_abs``).
-
-    Raises
-    ------
-    ValueError, TypeError
-        A bad element (named by partition and index), or partitions whose
-        sequences have different numbers of features.
-    """
-    from dask import delayed
-
-    parts = bag.to_delayed()
-    summaries = client.compute([delayed(_summary)(p, i) for i, p in enumerate(parts)],
-                               sync=True)
-    widths = {s["n_features"] for s in summaries}
-    if len(widths) > 1:
-        first = summaries[0]["n_features"]
-        bad = next(i for i, s in enumerate(summaries) if s["n_features"] != first)
-        raise ValueError(f"dask bag partition {bad} has sequences of "
-                         f"{summaries[bad]['n_features']} features but partition 0 has "
-                         f"{first}: all sequences must have the same number of features")
-    return summaries
-
-
-def _partition(items, part, classes, sigma, settings, float32, sublinear):
-    from ..learners.gdmm_chain_cluster import remote_chain_partition
-    from ..learners._ssvm_common import ChainProblem
-
-    Xcat, offsets, ycat = _checked_items(items, part)
-    codes = np.searchsorted(classes, ycat)
-    data, indices, indptr = csr_arrays(Xcat)
-    problem = ChainProblem(data, indices, indptr, offsets, codes.astype(np.int64),
-                           Xcat.shape[1], classes.shape[0])
-    return remote_chain_partition(problem, sigma, settings, float32, sublinear)
-
-
-def partitions_on_workers(client, bag, classes, sigma, settings, float32, sublinear):
-    """One training partition per bag partition, built where the bag's data
-    are (futures of :class:`structlearn.learners._gdmm_chain_dask.RemotePartition`)."""
-    from dask import delayed
-
-    return client.compute([delayed(_partition)(p, i, classes, sigma, settings, float32,
-                                               sublinear)
-                           for i, p in enumerate(bag.to_delayed())])
-
-
-# ------------------------------------------------------------------ the CRF
-def _crf_local(items, part):
+# ------------------------------------------------------- the partitions' sequences
+def _local_sequences(items, part):
     """One bag partition validated and encoded on its worker: feature
     matrices stacked (CSR), or per-token feature dicts encoded in the
     partition's own vocabulary (``vocabulary``: its
@@ -150,13 +82,13 @@ def _crf_local(items, part):
             "vocabulary": vocabulary}
 
 
-def _crf_summary(local):
+def _local_summary(local):
     return {"labels": local["labels"], "dicts": local["vocabulary"] is not None,
             "n_features": local["X"].shape[1], "n_seq": local["offsets"].shape[0] - 1,
             "vocabulary": local["vocabulary"]}
 
 
-def _crf_part(local, column, n_features, classes):
+def _encoded_part(local, column, n_features, classes, compact):
     """``(Xcat, offsets, codes)`` of a partition in the merged vocabulary
     (``column``: its features' columns there, None for feature matrices)
     and the classes of all partitions."""
@@ -167,7 +99,7 @@ def _crf_part(local, column, n_features, classes):
     if column is not None:
         Xcat = remap_columns(Xcat, column, n_features)
     codes = encode_sequence_labels(local["y"], classes)[1]
-    return compact_features(Xcat), local["offsets"], codes
+    return (compact_features(Xcat) if compact else Xcat), local["offsets"], codes
 
 
 def _merged_classes(summaries):
@@ -183,20 +115,22 @@ def _merged_classes(summaries):
         raise type(exc)(f"the dask bag's labels across its partitions: {exc}") from exc
 
 
-def crf_parts_on_workers(client, bag, min_freq=1, vectorizer=None):
-    """The partitions of ``bag`` as CRF training parts on the workers.
+def sequence_parts_on_workers(client, bag, *, min_freq=1, vectorizer=None, compact=False):
+    """The partitions of ``bag`` as encoded training parts on the workers.
 
     Every partition is validated and encoded where it is computed; the
     client reads the partitions' summaries one at a time and merges their
     labels and, for per-token feature dicts, their vocabularies (as one
     :class:`~structlearn.datasets.SequenceVectorizer` ``fit`` with
     ``min_freq`` would; ``vectorizer``: a fitted one to keep instead).
+    ``compact``: the parts' features in the CRF's compact form
+    (:func:`~structlearn.learners.chain_crf.compact_features`).
 
     Returns
     -------
     parts : list of Future
-        ``(Xcat, offsets, codes)`` per partition (see
-        :func:`structlearn.learners.chain_crf_cluster.fit_chain_crf_cluster`).
+        ``(Xcat, offsets, codes)`` per partition: CSR features in the
+        merged vocabulary, sequence offsets, label codes into ``classes``.
     classes : ndarray (n_classes,)
     vectorizer : SequenceVectorizer or None
         None for feature matrices.
@@ -214,9 +148,9 @@ def crf_parts_on_workers(client, bag, min_freq=1, vectorizer=None):
 
     from ..datasets.sequence_vectorizer import columns_in, merged_vocabulary
 
-    local = client.compute([delayed(_crf_local)(p, i)
+    local = client.compute([delayed(_local_sequences)(p, i)
                             for i, p in enumerate(bag.to_delayed())])
-    pending = [client.submit(_crf_summary, f, pure=False) for f in local]
+    pending = [client.submit(_local_summary, f, pure=False) for f in local]
     summaries = []
 
     def vocabularies():
@@ -251,7 +185,7 @@ def crf_parts_on_workers(client, bag, min_freq=1, vectorizer=None):
     if vectorizer is not None:
         d = vectorizer.n_features_out_
     classes = _merged_classes(summaries)
-    parts = [client.submit(_crf_part, f, column, d, classes, pure=False)
+    parts = [client.submit(_encoded_part, f, column, d, classes, compact, pure=False)
              for f, column in zip(local, columns)]
     wait(parts)
     del local  # the parts replace them on the workers
@@ -261,3 +195,48 @@ def crf_parts_on_workers(client, bag, min_freq=1, vectorizer=None):
 def _chained(first, rest):
     yield first
     yield from rest
+
+
+# ------------------------------------------------------------ the SSVM's partitions
+def _chain_part_summary(part):
+    """What the client needs of a part to set a GDMM fit up: the features it
+    uses, its tokens and bigrams, its features' summed squares and largest
+    magnitude."""
+    Xcat, offsets, _ = part
+    lengths = np.diff(offsets)
+    return {"features": np.unique(Xcat.indices).astype(np.int64),
+            "n_tokens": int(offsets[-1]), "n_edges": int(np.maximum(lengths - 1, 0).sum()),
+            "sq_norm_sum": float(Xcat.multiply(Xcat).sum()),
+            "max_abs": float(np.abs(Xcat.data).max(initial=0.0))}
+
+
+def _chain_partition(part, n_classes, sigma, settings, float32, sublinear):
+    from ..learners._ssvm_common import ChainProblem
+    from ..learners.gdmm_chain_cluster import remote_chain_partition
+
+    Xcat, offsets, codes = part
+    data, indices, indptr = csr_arrays(Xcat)
+    problem = ChainProblem(data, indices, indptr, offsets, codes.astype(np.int64),
+                           Xcat.shape[1], int(n_classes))
+    return remote_chain_partition(problem, sigma, settings, float32, sublinear)
+
+
+def chain_part_summaries(client, parts):
+    """:func:`_chain_part_summary` of every part (from
+    :func:`sequence_parts_on_workers`), computed where the parts are."""
+    return client.gather([client.submit(_chain_part_summary, part, pure=False)
+                          for part in parts])
+
+
+def chain_partitions_on_workers(client, parts, n_classes, sigma, settings, float32, sublinear):
+    """One GDMM training partition per part, built where the part is
+    (futures of :class:`structlearn.learners._gdmm_chain_dask.RemotePartition`);
+    the list ``parts`` is emptied once they are, so that the workers keep
+    the partitions only."""
+    from distributed import wait
+
+    futures = [client.submit(_chain_partition, part, n_classes, sigma, settings, float32,
+                             sublinear, pure=False) for part in parts]
+    wait(futures)
+    parts.clear()
+    return futures

@@ -236,7 +236,7 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
     def _fit_on_cluster(self, bag, X_dev=None, y_dev=None):
         """Fit on a ``dask.bag.Bag`` of ``(X_i, y_i)`` pairs whose partitions
         stay on the workers
-        (:func:`structlearn.estimators._dask_input.crf_parts_on_workers`,
+        (:func:`structlearn.estimators._dask_input.sequence_parts_on_workers`,
         :func:`structlearn.learners.chain_crf_cluster.fit_chain_crf_cluster`):
         every L-BFGS evaluation sums the partitions' likelihoods there.  The
         same problem as a fit on the bag's sequences in one list (the same
@@ -244,13 +244,13 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         a warm start keeps the vocabulary and starts from the weights."""
         from ..learners._chain_crf_lbfgs import LbfgsOptions
         from ..learners.chain_crf_cluster import fit_chain_crf_cluster
-        from ._dask_input import bag_client, crf_parts_on_workers
+        from ._dask_input import bag_client, sequence_parts_on_workers
 
         _check_dev_pair(X_dev, y_dev)
         client = bag_client()
         previous = getattr(self, "vectorizer_", None) if self.warm_start else None
-        parts, classes, vectorizer, d, n_seq = crf_parts_on_workers(client, bag,
-                                                                    vectorizer=previous)
+        parts, classes, vectorizer, d, n_seq = sequence_parts_on_workers(
+            client, bag, vectorizer=previous, compact=True)
         check_n_classes(classes, minimum=2)
         alpha, l1 = self._penalties(n_seq)
         W0, T0 = self._warm_start_weights(classes, d)

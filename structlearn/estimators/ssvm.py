@@ -334,11 +334,12 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         Parameters
         ----------
         X : list of {ndarray, sparse matrix}, each of shape (n_tokens_i, n_features)
-            Or a ``dask.bag.Bag`` of ``(X_i, y_i)`` pairs (``y`` None): each
-            bag partition becomes a training partition on the worker that
-            holds it, and the data never pass through the client (gdmm; a
-            ``distributed.Client`` must be the default client; see
-            :meth:`_fit_on_cluster`).
+            Or sentences of per-token feature dicts.  Or a ``dask.bag.Bag`` of
+            ``(X_i, y_i)`` pairs (``y`` None; ``X_i`` a matrix or a list of
+            feature dicts): each bag partition becomes a training partition
+            on the worker that holds it, and the data never pass through the
+            client (gdmm; a ``distributed.Client`` must be the default
+            client; see :meth:`_fit_on_cluster`).
         y : list of array-like, each of shape (n_tokens_i,)
             Any hashable, mutually comparable labels.
 
@@ -452,8 +453,13 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         return self
 
     def _fit_on_cluster(self, bag):
-        """Fit on a ``dask.bag.Bag`` of ``(X_i, y_i)`` pairs: GDMM with one
-        training partition per bag partition, built and kept on the workers
+        """Fit on a ``dask.bag.Bag`` of ``(X_i, y_i)`` pairs (``X_i`` a
+        feature matrix or a sentence of per-token feature dicts): GDMM with
+        one training partition per bag partition, encoded and built on the
+        worker that computes it
+        (:func:`._dask_input.sequence_parts_on_workers`; the partitions'
+        vocabularies merged into ``vectorizer_`` as one fit on all the
+        sentences builds it) and kept there
         (:func:`structlearn.learners.gdmm_chain_cluster.fit_gdmm_chain_cluster`).
         The client holds the weights and the partitions' summaries only;
         ``training_partitions`` is the bag's ``npartitions``; a warm start and
@@ -463,7 +469,8 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         from ..learners.gdmm_chain import (FLOAT32_PASSES_MAX_FEATURE,
                                            FLOAT32_PASSES_MIN_LABELS, SEARCH_BACKOFF_MAX)
         from ..learners._gdmm_chain_kernels import PassSettings
-        from ._dask_input import bag_client, bag_summaries, partitions_on_workers
+        from ._dask_input import (bag_client, chain_part_summaries,
+                                  chain_partitions_on_workers, sequence_parts_on_workers)
 
         C, rho, eta, tol, max_iter, nu, solver, oracle = self._common_params()
         if solver != "gdmm":
@@ -472,11 +479,9 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
             raise ValueError("warm_start is not available for a dask bag (the duals stay on "
                              "the workers)")
         client = bag_client()
-        summaries = bag_summaries(client, bag)
-        classes = np.unique(np.concatenate([s["labels"] for s in summaries]))
+        parts, classes, vectorizer, d, _ = sequence_parts_on_workers(client, bag)
         check_n_classes(classes, minimum=2)
         K = classes.shape[0]
-        d = summaries[0]["n_features"]
         _check_weight_size(d, K)
         check_memory(8 * 2 * d * K, f"SequenceSSVM weights over {d} features and {K} classes "
                      "on the client", "reduce the feature space")
@@ -484,6 +489,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
             raise ValueError(f"n_partitions must be <= the number of classes ({K}); got {nu}")
         if oracle == "auto":
             oracle = "sublinear" if K >= SORTED_ORACLE_MIN_LABELS or nu > 1 else "dense"
+        summaries = chain_part_summaries(client, parts)
         P = len(summaries)
         used = np.bincount(np.concatenate([s["features"] for s in summaries]), minlength=d)
         sigma = np.maximum(used, 1).astype(np.float64)
@@ -493,8 +499,8 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         float32 = (nu == 1 and K >= FLOAT32_PASSES_MIN_LABELS
                    and max(s["max_abs"] for s in summaries) <= FLOAT32_PASSES_MAX_FEATURE)
         settings = PassSettings(float(C), float(rho), nu, int(SEARCH_BACKOFF_MAX), float(P))
-        futures = partitions_on_workers(client, bag, classes, sigma, settings, float32,
-                                        oracle == "sublinear")
+        futures = chain_partitions_on_workers(client, parts, K, sigma, settings, float32,
+                                              oracle == "sublinear")
         check_every = (CheckSchedule(max(1, K // 100), adaptive=True, tol=tol)
                        if self.check_every == "auto" else int(self.check_every))
         W, v, history, converged = fit_gdmm_chain_cluster(
@@ -507,7 +513,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         self.transition_ = v
         self.classes_ = classes
         self.n_features_in_ = d
-        self.vectorizer_ = None
+        self.vectorizer_ = vectorizer
         self.history_ = history
         self.n_iter_ = len(history)
         self.converged_ = bool(converged)

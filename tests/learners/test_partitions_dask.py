@@ -280,6 +280,28 @@ def test_fit_on_a_dask_bag_equals_the_partitioned_fit(in_process_cluster):
                                                            listed.predict(X[:3])]
 
 
+def test_ssvm_on_a_dask_bag_of_feature_dicts(in_process_cluster):
+    """Sentences of per-token feature dicts in a bag: the vocabulary of one
+    fit on all of them, and the model of the same sentences as matrices."""
+    db = pytest.importorskip("dask.bag")
+    X, y = make_chain_data(40, length=6, n_labels=6, n_features=40, random_state=5)
+    D = [_token_dicts(x) for x in X]
+    bagged = _fit(db.from_sequence(list(zip(D, y)), npartitions=2), None,
+                  training_partitions=None)
+    from structlearn.datasets import SequenceVectorizer
+
+    vectorizer = SequenceVectorizer().fit(D)
+    assert bagged.vectorizer_.feature_names_ == vectorizer.feature_names_
+    # the same sentences as matrices in the vocabulary's column order
+    Xv = vectorizer.transform(D)
+    matrices = _fit(db.from_sequence(list(zip(Xv, y)), npartitions=2), None,
+                    training_partitions=None)
+    assert matrices.vectorizer_ is None
+    np.testing.assert_allclose(bagged.coef_, matrices.coef_, atol=1e-12)
+    assert [p.tolist() for p in bagged.predict(D[:3])] == [p.tolist() for p in
+                                                           matrices.predict(Xv[:3])]
+
+
 _BAD_SSVM_BAGS = [
     ([(np.ones((2, 3)), np.array([0, 1])), "not a pair"], 2, r"partition 1, element 0: .*pair"),
     ([(np.ones((2, 3)), np.array([0, 1])), (np.ones((3, 3)), np.array([0, 1]))], 1,
