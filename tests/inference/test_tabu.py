@@ -102,3 +102,18 @@ def test_a_deadline_ends_a_run():
     search.run(10**12, deadline=start + 0.05)
     assert time.perf_counter() - start < 1.0
     assert search.state.counters[0] > 0 and search.state.scalars[BEST] <= np.inf
+
+
+def test_restart_refuses_labels_outside_the_domains():
+    from structlearn.graphs import FactorGraph
+
+    graph = FactorGraph([2, 3], unary=[[0.0, -np.inf], [0.0, -1.0, -2.0]], scopes=[(0, 1)],
+                        tables=[np.zeros(6)])
+    search = TabuSearch(_cost_network(graph)[0])
+    with pytest.raises(ValueError, match="variable 0 is given label 1"):
+        search.restart([1, 0])
+    with pytest.raises(ValueError, match="within the variables' domains"):
+        search.restart([0, 3])
+    search.restart([0, 2])
+    search.run(50)
+    assert graph.score(search.best_labels) == 0.0  # labels (0, 0)

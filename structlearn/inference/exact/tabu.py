@@ -79,6 +79,14 @@ class TabuSearch:
         unary costs; the best labeling so far is kept when cheaper."""
         state = self.state
         labels = np.asarray(labels, dtype=np.int64)
+        K = self.net.K
+        n = self.net.n_states.shape[0]
+        if labels.shape != (n,) or np.any(labels < 0) or np.any(labels >= self.net.n_states):
+            raise ValueError(f"labels must be {n} labels within the variables' domains")
+        barred = np.flatnonzero(self.net.unary[np.arange(n) * K + labels] == np.inf)
+        if barred.size:
+            raise ValueError(f"variable {barred[0]} is given label {labels[barred[0]]}, which "
+                             "its unary cost forbids")
         keep_best = self.started and state.scalars[BEST] < np.inf
         best_labels, best_cost = state.best_labels.copy(), state.scalars[BEST]
         state.labels[:] = labels
