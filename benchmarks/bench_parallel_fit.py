@@ -43,6 +43,10 @@ Sections:
   workers (the client's peak RSS against its RSS before the fit plus the
   model), then on the same sentences in one list in this process: time,
   iterations, the final objectives' relative difference.
+* ``cluster-crf-bag-porttinari`` (not run by default): the same on
+  Porttinari UPOS+FEATS as feature-dict sentences, in one process from the
+  list and from a bag of 2 partitions: time, iterations, objective,
+  vocabulary size and held-out score.
 * ``cluster-crf`` (not run by default): ``SequenceCRF(max_iter=100)`` on
   Porttinari UPOS+FEATS in one process and with its likelihood on the
   workers: time, iterations, final objective and their relative difference.
@@ -319,6 +323,49 @@ def _timed_peak_rss(fit):
     return t, before, peak[0]
 
 
+def _run_crf_bag_real(path, n_train, max_iter=100, external=False):
+    """SequenceCRF on Porttinari UPOS+FEATS as feature-dict sentences
+    (``token_features``): in one process from the list, then from a dask
+    bag of 2 partitions of the same sentences (vocabularies merged from the
+    workers): time, iterations, objective, vocabulary and held-out score."""
+    import dask.bag as db
+
+    from structlearn.datasets import read_conllu, token_features
+    from structlearn.estimators import SequenceCRF
+
+    sents = read_conllu(path, columns=("form", "upos+feats"))
+    test = sents[n_train:n_train + n_train // 2]
+    sents = sents[:n_train]
+    X = [token_features(s["form"]) for s in sents]
+    y = [list(s["upos+feats"]) for s in sents]
+    Xte = [token_features(s["form"]) for s in test]
+    yte = [list(s["upos+feats"]) for s in test]
+    print(f"\n## SequenceCRF(max_iter={max_iter}) on Porttinari UPOS+FEATS, {n_train} sentences "
+          "of feature dicts: one process against a dask bag of 2 partitions on 2 worker "
+          f"processes{' (scheduler in its own process)' if external else ''}\n")
+    print("| where | fit s | iterations | final objective | features | held-out score |")
+    print("|---|---:|---:|---:|---:|---:|")
+    one = SequenceCRF(max_iter=max_iter)
+    t1, _, _ = _timed_peak_rss(lambda: one.fit(X, y))
+    h1 = one.history_
+    print(f"| one process, a list | {t1:.2f} | {len(h1)} | {h1[-1]['objective']:.8f} | "
+          f"{one.n_features_in_} | {one.score(Xte, yte):.4f} |", flush=True)
+    with _two_workers(external):
+        with warnings.catch_warnings():  # the modules a fit imports, imported before
+            warnings.simplefilter("ignore")
+            SequenceCRF(max_iter=2).fit(db.from_sequence(list(zip(X[:20], y[:20])),
+                                                         npartitions=2))
+        bag = db.from_sequence(list(zip(X, y)), npartitions=2)
+        model = SequenceCRF(max_iter=max_iter)
+        t, _, _ = _timed_peak_rss(lambda: model.fit(bag))
+    h = model.history_
+    print(f"| dask bag, 2 workers | {t:.2f} | {len(h)} | {h[-1]['objective']:.8f} | "
+          f"{model.n_features_in_} | {model.score(Xte, yte):.4f} |")
+    print(f"\nrelative objective difference: "
+          f"{abs(h[-1]['objective'] - h1[-1]['objective']) / abs(h1[-1]['objective']):.2e}; "
+          f"same vocabulary: {model.vectorizer_.feature_names_ == one.vectorizer_.feature_names_}")
+
+
 def _crf_bag_sentences(seed, n_sequences, n_labels, n_features):
     """One bag partition's (sentence, tags) pairs, generated on the worker:
     ``make_chain_data`` tokens as CRFsuite-style dicts (each non-zero
@@ -457,6 +504,8 @@ def main():
     if "cluster-bibtex" in sections:
         _run_cluster("bibtex, MultiLabelSSVM(C=0.1, tol=0.01)", multilabel,
                      _bibtex(args.bibtex))
+    if "cluster-crf-bag-porttinari" in sections:
+        _run_crf_bag_real(args.porttinari, args.sentences, external=args.external_scheduler)
     if "cluster-crf-bag" in sections:
         _run_crf_bag(per_part=args.bag_sequences, external=args.external_scheduler)
     if "cluster-crf" in sections:
