@@ -8,7 +8,9 @@ offsets).  Every evaluation then sends the parameter vector to the workers
 and sums, in run order, the negative log-likelihoods and gradients they
 return; the penalty and the optimizer stay on the client.  An evaluation
 that loses a worker sends the runs anew and is repeated (the runs hold no
-state, so the fit is unchanged).
+state, so the fit is unchanged).  :class:`RemoteLikelihood` also sums runs
+that dask built on the workers from data already there
+(:mod:`.chain_crf_cluster`): a lost one is computed again by dask.
 """
 
 import copy
