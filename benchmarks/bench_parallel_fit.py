@@ -54,7 +54,7 @@ Sections:
 Usage::
 
     .venv/bin/python benchmarks/bench_parallel_fit.py [--sections porttinari,bibtex,lookalike,lookalike2]
-        [--rounds 1] [--jobs 2]
+        [--rounds 1] [--jobs 2] [--bag-sequences 5000] [--external-scheduler]
 """
 
 import argparse
