@@ -85,12 +85,19 @@ class RemoteLikelihood:
         ``resend() -> parts`` after an evaluation lost a worker: runs that
         were scattered are sent anew; None for runs that dask computed on
         the workers (it computes a lost one again).
+    broadcast : bool, default=True
+        Send the parameters to the runs' holders at once (from the client,
+        within :func:`scatter_timeout`); False: leave them where this
+        process is (a task on a worker: a broadcast from there has no time
+        limit and waited forever on a worker that had died), and the
+        evaluations fetch them.
     """
 
-    def __init__(self, client, parts, resend=None):
+    def __init__(self, client, parts, resend=None, broadcast=True):
         self.client = client
         self.parts = parts
         self._resend = resend
+        self._broadcast = broadcast
         self.bytes_sent = self.bytes_received = 0
         # seconds so far waiting on the runs, and adding their gradients
         self.local_time = self.merge_time = 0.0
@@ -133,10 +140,13 @@ class RemoteLikelihood:
             try:
                 # to the workers holding the runs only, within a time limit: a
                 # broadcast to every worker waited forever on one that had died
-                holders = client.who_has(self.parts)
-                workers = sorted({a for where in holders.values() for a in where})
-                w_remote = client.scatter(w, workers=workers or None, broadcast=True,
-                                          hash=False, timeout=scatter_timeout(w.nbytes))
+                if self._broadcast:
+                    holders = client.who_has(self.parts)
+                    workers = sorted({a for where in holders.values() for a in where})
+                    w_remote = client.scatter(w, workers=workers or None, broadcast=True,
+                                              hash=False, timeout=scatter_timeout(w.nbytes))
+                else:
+                    w_remote = client.scatter(w, hash=False)
                 futures = [client.submit(_remote_nll_grad, part, w_remote, pure=False)
                            for part in self.parts]
                 nll = 0.0

@@ -101,7 +101,7 @@ def _minimize_on_a_worker(layout, runs, problem, start, options, verbose, monito
     with worker_client() as client:
         for future in runs.futures:  # unpickled here without a client
             future.bind_client(client)
-        prob.remote = RemoteLikelihood(client, runs.futures)
+        prob.remote = RemoteLikelihood(client, runs.futures, broadcast=False)
         w, history, converged, n_iter = minimize_chain_crf(
             prob, prob.pack(*start), options, verbose=verbose, monitor=monitor)
         prob.remote = None
