@@ -148,8 +148,11 @@ def sequence_parts_on_workers(client, bag, *, min_freq=1, vectorizer=None, compa
 
     from ..datasets.sequence_vectorizer import columns_in, merged_vocabulary
 
+    delayed_parts = bag.to_delayed()
+    if not delayed_parts:
+        raise ValueError("the dask bag has no partitions: no sequence to train on")
     local = client.compute([delayed(_local_sequences)(p, i)
-                            for i, p in enumerate(bag.to_delayed())])
+                            for i, p in enumerate(delayed_parts)])
     pending = [client.submit(_local_summary, f, pure=False) for f in local]
     summaries = []
 

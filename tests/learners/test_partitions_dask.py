@@ -414,6 +414,16 @@ def test_fit_on_a_dask_bag_names_the_bad_element(in_process_cluster, estimator, 
         getattr(estimators, estimator)().fit(bag)
 
 
+@pytest.mark.parametrize("estimator", ["SequenceSSVM", "SequenceCRF"])
+def test_a_dask_bag_without_partitions(in_process_cluster, estimator):
+    from dask.bag import Bag
+
+    from structlearn import estimators
+
+    with pytest.raises(ValueError, match="the dask bag has no partitions"):
+        getattr(estimators, estimator)().fit(Bag({}, "empty-bag", 0))
+
+
 def test_crf_on_a_dask_bag_bad_settings(in_process_cluster):
     from structlearn.estimators import SequenceCRF
 
