@@ -24,6 +24,7 @@ LEARNER_ENTRY_POINTS = {
     "learners.gdmm_chain.fit_gdmm_chain",
     "learners.gdmm_chain_cluster.fit_gdmm_chain_cluster",
     "learners.gdmm_multilabel.fit_gdmm_multilabel",
+    "learners.gdmm_multilabel_cluster.fit_gdmm_multilabel_cluster",
     "learners.multilabel.fit_multilabel",
     "learners.online_chain.fit_online_chain",
     "learners.sgd_chain.fit_chain_crf_sgd",

@@ -23,6 +23,7 @@ import scipy.sparse as sp
 from sklearn.utils import check_array
 
 __all__ = [
+    "append_constant",
     "check_sequences",
     "encode_sequence_labels",
     "check_n_classes",
@@ -428,6 +429,14 @@ def split_sequences(stacked, offsets):
     """
     bounds = offsets.tolist()
     return [stacked[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def append_constant(X, value):
+    """``X`` (dense or CSR) with a column of ``value`` appended, shape (n, d + 1)."""
+    column = np.full((X.shape[0], 1), float(value))
+    if sp.issparse(X):
+        return sp.hstack([X, sp.csr_matrix(column)], format="csr")
+    return np.hstack([X, column])
 
 
 def csr_arrays(Xcat):

@@ -12,6 +12,7 @@ from .._parallel import chunk_bounds, map_chunks, progress_chunk_count
 from .._verbose import verbose_fit
 from ._base import SequenceEstimatorMixin
 from ._params import COMMON, NONNEGATIVE, POSITIVE, POSITIVE_INT
+from ._validation import append_constant as _append_constant
 from ._validation import check_n_classes, csr_arrays, encode_sequence_labels
 
 __all__ = ["SequenceSSVM", "MultiLabelSSVM"]
@@ -603,14 +604,6 @@ def _edge_mask(pairwise, L):
     return E
 
 
-def _append_constant(X, value):
-    """``X`` (dense or CSR) with a column of ``value`` appended, shape (n, d + 1)."""
-    column = np.full((X.shape[0], 1), float(value))
-    if sp.issparse(X):
-        return sp.hstack([X, sp.csr_matrix(column)], format="csr")
-    return np.hstack([X, column])
-
-
 class MultiLabelSSVM(_SSVMParamsMixin, BaseEstimator):
     """Multilabel structural SVM with pairwise label interactions and Hamming loss.
 
@@ -722,10 +715,10 @@ default="auto"
         543 rounds to the gap on bibtex, against 41 drawn anew and 21
         passes of one process.  The result depends on ``random_state`` and
         ``P``, not on ``n_jobs``.  Inside
-        ``joblib.parallel_config(backend="dask")`` the partitions live on the
-        ``dask.distributed`` workers, as in :class:`SequenceSSVM`, and so
-        stay fixed (the exact unrelaxed objective ``primal_exact`` of loopy
-        edge sets is then not computed).  Where the samples share most
+        ``joblib.parallel_config(backend="dask")`` the samples live on the
+        ``dask.distributed`` workers in ``2 P`` blocks: each partition keeps
+        a home block and takes a visiting block drawn anew each round, so
+        only half the samples move.  Where the samples share most
         features the damping costs passes (BENCHMARKS.md).
     check_every : int or "auto", default="auto"
         gdmm evaluates its certificate (primal, dual, and so the stopping
@@ -832,18 +825,34 @@ default="auto"
 
     @verbose_fit
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, Y):
+    def fit(self, X, Y=None):
         """Train on ``X`` (n_samples, n_features) and a 0/1 matrix ``Y`` (n_samples, n_labels).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features) or dask.bag.Bag
+            The samples' features.  Or a ``dask.bag.Bag`` of ``(x_i, y_i)``
+            pairs (``x_i`` a 1-D feature vector or a one-row sparse matrix,
+            ``y_i`` a 1-D 0/1 vector), with ``Y`` None: the samples are
+            validated and kept on the ``dask.distributed`` workers, and the
+            client holds the weights only (gdmm; see ``training_partitions``).
+        Y : array-like or sparse matrix of shape (n_samples, n_labels)
+            0/1 indicator matrix; None with a dask bag.
 
         Returns
         -------
         self : MultiLabelSSVM
         """
         from ..learners.multilabel import MAX_ENUM_LABELS, MultilabelProblem, fit_multilabel
+        from ._dask_input import is_dask_bag
         from ._validation import check_multilabel
 
         C, rho, eta, tol, max_iter, nu, solver, oracle = self._common_params()
         self._check_inference()
+        if is_dask_bag(X):
+            if Y is not None:
+                raise ValueError("with a dask bag of (x_i, y_i) pairs, Y must be None")
+            return self._fit_on_cluster(X)
         if Y is None:
             raise ValueError("MultiLabelSSVM requires y to be passed, but the target y is None "
                              "(give a 0/1 indicator matrix of shape (n_samples, n_labels))")
@@ -907,6 +916,74 @@ default="auto"
         self._edges = E
         self._forest = _rooted_edges(E)
         self._solver_state = state if self.warm_start else None
+        return self
+
+    def _fit_on_cluster(self, bag):
+        """Fit on a ``dask.bag.Bag`` of ``(x_i, y_i)`` pairs: GDMM over sample
+        blocks built and kept on the workers (two per bag partition, so
+        ``training_partitions`` is the bag's ``npartitions``; each round
+        pairs every partition's home block with a visiting one drawn anew,
+        :mod:`structlearn.learners._gdmm_multilabel_blocks`).  The client
+        receives the partitions' sizes and label counts, and holds the
+        weights; a warm start is not available here."""
+        from ..learners._gdmm_multilabel_storage import INITIAL_PAIRS
+        from ..learners.gdmm_multilabel_cluster import fit_gdmm_multilabel_cluster
+        from ._dask_input import bag_client
+        from ._dask_multilabel_input import (multilabel_blocks_on_workers,
+                                             multilabel_parts_on_workers)
+
+        C, rho, eta, tol, max_iter, nu, solver, oracle = self._common_params()
+        if solver != "gdmm":
+            raise ValueError(f"a dask bag trains with solver='gdmm' only, got {solver!r}")
+        if self.warm_start:
+            raise ValueError("warm_start is not available for a dask bag (the duals stay on "
+                             "the workers)")
+        client = bag_client()
+        bias = float(self.intercept_scaling) if self.fit_intercept else None
+        parts, summary = multilabel_parts_on_workers(client, bag, bias)
+        n, d, L = summary["n_samples"], summary["n_features"], summary["n_labels"]
+        _check_weight_size(d, L)
+        check_memory(8 * 2 * d * L, f"MultiLabelSSVM weights over {d} features and {L} labels "
+                     "on the client", "reduce the feature space")
+        pairwise = self.pairwise
+        if isinstance(pairwise, str) and pairwise in ("auto", "tree"):
+            from ..graphs.label_graphs import chow_liu_edges_from_counts
+            from ..learners.multilabel import MAX_ENUM_LABELS
+
+            if pairwise == "tree" or L > MAX_ENUM_LABELS:
+                pairwise = chow_liu_edges_from_counts(n, summary["counts"], summary["co"])
+            else:
+                pairwise = "full"
+        E = _edge_mask(pairwise, L)
+        if isinstance(rho, str):
+            rho = _multilabel_auto_rho(summary["sq_norm_sum"] / max(n, 1), C)
+        blocks = multilabel_blocks_on_workers(client, parts,
+                                              min(INITIAL_PAIRS, max(int(E.sum()), 1)))
+        if self.check_every == "auto":
+            from ..learners._ssvm_common import CheckSchedule
+
+            check_every = CheckSchedule(1, adaptive=True, tol=tol)
+        else:
+            check_every = int(self.check_every)
+        W, P, history, converged = fit_gdmm_multilabel_cluster(
+            client, blocks, n_samples=n, n_features=d, E=E, C=C, rho=rho, eta=eta,
+            max_iter=max_iter, tol=tol, rng=check_random_state(self.random_state),
+            verbose=self.verbose, callback=self.callback, check_every=check_every,
+            max_time=self.max_time)
+        n_features = d - (bias is not None)
+        Pu = np.triu(P, 1) * E
+        self.coef_ = np.ascontiguousarray(W[:n_features].T)
+        self.intercept_ = (W[n_features] * float(self.intercept_scaling) if self.fit_intercept
+                           else np.zeros(L))
+        self.pairwise_coef_ = Pu + Pu.T
+        self.classes_ = np.arange(L)
+        self.n_features_in_ = n_features
+        self.history_ = history
+        self.n_iter_ = len(history)
+        self.converged_ = bool(converged)
+        self._edges = E
+        self._forest = _rooted_edges(E)
+        self._solver_state = None
         return self
 
     def decision_function(self, X):

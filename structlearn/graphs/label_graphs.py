@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import minimum_spanning_tree
 
-__all__ = ["chow_liu_edges", "label_mutual_information"]
+__all__ = ["chow_liu_edges", "chow_liu_edges_from_counts", "label_mutual_information"]
 
 
 def label_mutual_information(Y):
@@ -29,9 +29,17 @@ def label_mutual_information(Y):
         Their mutual information (nats), from the empirical frequencies.
     """
     Ys = sp.csr_matrix(Y, dtype=np.float64)
-    n = max(Ys.shape[0], 1)
-    counts = np.asarray(Ys.sum(axis=0)).ravel()
-    co = sp.triu(Ys.T @ Ys, k=1).tocoo()
+    return _mutual_information(Ys.shape[0], np.asarray(Ys.sum(axis=0)).ravel(),
+                               sp.triu(Ys.T @ Ys, k=1))
+
+
+def _mutual_information(n_samples, counts, co):
+    """:func:`label_mutual_information` from the label counts (L,) and the
+    upper triangle ``co`` (sparse (L, L)) of the co-occurrence counts."""
+    n = max(n_samples, 1)
+    co = sp.coo_matrix(co)
+    co = sp.coo_matrix((co.data[co.data > 0], (co.row[co.data > 0], co.col[co.data > 0])),
+                       shape=co.shape)
     a = co.row.astype(np.int64)
     b = co.col.astype(np.int64)
     p11 = co.data / n
@@ -58,8 +66,30 @@ def chow_liu_edges(Y):
     edges : ndarray of int64, shape (n_edges, 2)
         ``a < b`` per row; at most ``n_labels - 1`` edges, sorted.
     """
-    L = Y.shape[1]
-    a, b, mi = label_mutual_information(Y)
+    return _spanning_forest(Y.shape[1], *label_mutual_information(Y))
+
+
+def chow_liu_edges_from_counts(n_samples, counts, co):
+    """:func:`chow_liu_edges` from counts summed over parts of the samples.
+
+    Parameters
+    ----------
+    n_samples : int
+    counts : ndarray of shape (n_labels,)
+        Samples carrying each label.
+    co : sparse matrix of shape (n_labels, n_labels)
+        Upper triangle of the co-occurrence counts (``triu(Y.T @ Y, 1)``).
+
+    Returns
+    -------
+    edges : ndarray of int64, shape (n_edges, 2)
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    return _spanning_forest(counts.shape[0],
+                            *_mutual_information(n_samples, counts, sp.triu(co, k=1)))
+
+
+def _spanning_forest(L, a, b, mi):
     if a.size == 0:
         return np.zeros((0, 2), dtype=np.int64)
     # shift so that every co-occurring pair keeps a strictly positive weight

@@ -101,24 +101,30 @@ class DaskPartitions:
                 "training partitions lived on its workers, so the fit cannot go on; fit again "
                 "with an open client")
 
-    def submit(self, func, future, arrays, *args):
-        """``func(partition, *arrays, *args)`` next to the partition, the
-        arrays sent to its worker first (counted in ``bytes_sent``; None
-        passes as it is)."""
+    def submit(self, func, futures, arrays, *args):
+        """``func(*partitions, *arrays, *args)`` next to the first of
+        ``futures`` (a future or a list of them), the arrays sent to its
+        worker first (counted in ``bytes_sent``; None passes as it is)."""
         client = self.client
-        where = client.who_has([future]).get(future.key) or None
+        futures = futures if isinstance(futures, list) else [futures]
+        where = client.who_has([futures[0]]).get(futures[0].key) or None
         sent = [None if a is None else
                 client.scatter(a, workers=list(where) if where else None, hash=False,
                                timeout=scatter_timeout(a.nbytes))
                 for a in arrays]
         self.bytes_sent += sum(0 if a is None else a.nbytes for a in arrays)
-        return client.submit(func, future, *sent, *args, pure=False)
+        return client.submit(func, *futures, *sent, *args, pure=False)
 
-    def run_round(self, func, arrays, args, counts=True, consume=None):
+    def run_round(self, func, arrays, args, counts=True, consume=None, groups=None):
         """One task per partition: ``func(partition, *arrays[p], *args[p])``
         returning ``(partition, result)`` (``arrays`` may be a generator: each
-        partition's arrays are then made as its task is sent).  Returns the
-        results in partition order, or None when the round lost a partition
+        partition's arrays are then made as its task is sent).  ``groups``:
+        one task per group of partitions instead, ``func(*partitions of
+        groups[g], *arrays[g], *args[g])`` returning ``(*partitions, result)``
+        (every partition in exactly one group; the task runs where dask
+        chooses, the arrays sent to the group's first partition's worker).
+        Returns the results in partition (group) order, or None when the
+        round lost a partition
         (the lost ones are then back at their copies and the weights
         rebuilt).  ``counts`` False: a call that updates the partitions
         without being a round (no round counted, no copies made).
@@ -129,11 +135,17 @@ class DaskPartitions:
         client = self.client
         self._check_client()
         self.ensure()
+        groups = groups or [(p,) for p in range(self.n_parts)]
         new = []
         try:
-            calls = [self.submit(func, f, a, *x) for f, a, x in zip(self.futures, arrays, args)]
-            new = [client.submit(operator.getitem, c, 0, pure=False) for c in calls]
-            outs = [client.submit(operator.getitem, c, 1, pure=False) for c in calls]
+            calls = [self.submit(func, [self.futures[p] for p in g], a, *x)
+                     for g, a, x in zip(groups, arrays, args)]
+            new = [None] * self.n_parts
+            for g, c in zip(groups, calls):
+                for j, p in enumerate(g):
+                    new[p] = client.submit(operator.getitem, c, j, pure=False)
+            outs = [client.submit(operator.getitem, c, len(g), pure=False)
+                    for g, c in zip(groups, calls)]
             if consume is None:
                 results = client.gather(outs)
             else:
@@ -147,7 +159,8 @@ class DaskPartitions:
             if self.failed_rounds > MAX_FAILED_ROUNDS:
                 raise RuntimeError(f"a training partition was lost in {self.failed_rounds} "
                                    f"rounds in a row: {exc!r}") from exc
-            if len(new) == self.n_parts:  # the partitions whose round went through go on
+            if len(new) == self.n_parts and all(n is not None for n in new):
+                # the partitions whose round went through go on
                 self.futures = [n if n.status == "finished" else f
                                 for n, f in zip(new, self.futures)]
             self.ensure(force_rebuild=True)

@@ -1,15 +1,15 @@
 """Partitioned multilabel GDMM training on a ``dask.distributed`` cluster.
 
-The partitions of :mod:`._gdmm_multilabel_partitions` live on the workers
-for the whole fit, each with its own unigram duals, active flags, pair pool
-and weight copies (:class:`RemoteMultilabelPartition`).  Per round the
-client sends each partition the rows of ``W`` its features use and the pair
-weights, and adds the undamped moves it gets back.  The certificate is
+The sample blocks of :mod:`._gdmm_multilabel_blocks` live on the workers
+for the whole fit, each with its unigram duals, active flags and pair pool;
+each round pairs every partition's home block with a visiting block drawn
+anew.  Per round the client sends each pair the rows of ``W`` its features
+use and the pair weights, and adds the undamped moves it gets back.  The certificate is
 assembled from per-partition parts computed on the workers (the hinge
 losses of its samples: exact on a forest of label edges, else the
-Lagrangian bound; the repaired pair duals' correction of the pair weights
-and the duals' linear term); the exact unrelaxed objective of small loopy
-problems (``primal_exact``) is not computed.  Faults: see
+Lagrangian bound; the exact unrelaxed objective of small loopy problems
+where one process enumerates it; the repaired pair duals' correction of the
+pair weights and the duals' linear term).  Faults: see
 :mod:`._dask_partitions` (``W`` and the pair weights are rebuilt from
 every partition's duals after a partition goes back to its copy).
 """
@@ -21,82 +21,53 @@ import scipy.sparse as sp
 
 from ._dask_partitions import DaskPartitions
 from ._gdmm_multilabel_kernels import gdmm_multilabel_dual, lp_hinge_bound
-from ._gdmm_multilabel_partitions import build_partitions
+from ._gdmm_multilabel_blocks import blocks_of, draw_pairing, paired_pass, pairing_rows
 from ._gdmm_multilabel_storage import _positive_edges, _ranks, joined_pools
 from ._ssvm_common import sq_norm
 
-__all__ = ["DaskMultilabelPartitions", "RemoteMultilabelPartition"]
+__all__ = ["DaskMultilabelPartitions", "MultilabelBlockRounds"]
 
 
-class RemoteMultilabelPartition:
-    """What a worker keeps of one multilabel partition.
+def _remote_certificate(block, W_rows, Pw, node_weight, C, edges, rho, forest, enumerate_P):
+    """``(hinge_sum, exact_hinge_sum, correction, lin)`` of the block's
+    samples: their hinge losses at the weights (``W_rows``: the block's
+    rows), exact on the label forest ``forest`` (``(order, parent)``) or else
+    the Lagrangian bound; the exact ones by enumeration at the pair weights
+    ``enumerate_P`` ((L, L), None: NaN); the repaired pair duals' correction
+    of ``Pw`` and the duals' linear term."""
+    from ._multilabel_kernels import forest_hinges, multilabel_hinge_sum
 
-    Parameters
-    ----------
-    part : _Partition
-        Its samples, pool and weight copies.
-    A, tmask : ndarray (n_p, L)
-        Its rows of the unigram duals and active flags (copies).
-    settings : tuple
-        ``(edges, C, rho, rounds, P)``.
-    forest : tuple or None
-        ``(order, parent, edge)`` of the label edges' rooted forest, or None
-        when the edges have a cycle.
-    """
-
-    def __init__(self, part, A, tmask, settings, forest):
-        self.part = part
-        self.A = A
-        self.tmask = tmask
-        self.settings = settings
-        self.forest = forest
-        self.local_rows = np.arange(part.rows.shape[0], dtype=np.int64)
-
-
-def _remote_round(rp, W_rows, Pw, seed, eta, remaining, n_blocks):
-    """One local pass (stopping after ``remaining`` seconds, None: never);
-    returns ``(rp, (W moves, Pw moves, res2, finished, stats, active))``."""
-    deadline = None if remaining is None else time.perf_counter() + remaining
-    part = rp.part
-    res2, finished = part.local_pass(W_rows, rp.local_rows, Pw, rp.A, rp.tmask, rp.settings,
-                                     seed, eta, deadline, n_blocks)
-    active = int(rp.tmask.sum() + part.pool.count.sum())
-    return rp, (part.W.copy(), part.Pw.copy(), float(res2), bool(finished), part.stats.copy(),
-                active)
-
-
-def _remote_certificate(rp, W_rows, Pw, node_weight, C):
-    """``(hinge_sum, correction, lin)`` of the partition's samples."""
-    from ._multilabel_kernels import forest_hinges
-
-    edges, _, rho, _, _ = rp.settings
     E, _, _, _, edge_list, pids = edges
-    samples = rp.part.samples
-    hinge = np.empty(samples.Y.shape[0])
-    if rp.forest is not None:
-        order, parent, _ = rp.forest
+    samples = block.features()
+    hinge = np.empty(block.n_samples)
+    if forest is not None:
+        order, parent = forest
         forest_hinges(W_rows, samples.data, samples.indices, samples.indptr, samples.Y, order,
                       parent, node_weight, hinge)
     else:
         up_a, up_b, _ = _positive_edges(edge_list, pids, Pw)
         lp_hinge_bound(W_rows, Pw, E, samples.data, samples.indices, samples.indptr, samples.Y,
-                       rho, rp.part.pool, up_a, up_b, hinge)
+                       rho, block.pool, up_a, up_b, hinge)
     correction = np.empty_like(Pw)
     L = samples.Y.shape[1]
-    value = gdmm_multilabel_dual(np.zeros((0, L)), np.zeros_like(Pw), samples.Y, rp.A, float(C),
-                                 rp.part.pool, correction)
+    value = gdmm_multilabel_dual(np.zeros((0, L)), np.zeros_like(Pw), samples.Y, block.A,
+                                 float(C), block.pool, correction)
     lin = -value - 0.5 * float(correction @ correction)
-    return float(hinge.sum()), correction, lin
+    exact = np.nan
+    if enumerate_P is not None:
+        exact = float(multilabel_hinge_sum(W_rows, enumerate_P, E, int(E.sum()), 1.0,
+                                           samples.data, samples.indices, samples.indptr,
+                                           samples.Y))
+    return float(hinge.sum()), exact, correction, lin
 
 
-def _remote_weights(rp):
-    """The partition's share of ``W`` (its rows) and of the pair weights."""
-    s = rp.part.samples
-    X = sp.csr_matrix((s.data, s.indices, s.indptr),
-                      shape=(s.Y.shape[0], rp.part.rows.shape[0]))
-    W = np.asarray(X.T @ rp.A)
-    pool = rp.part.pool
-    L = s.Y.shape[1]
+def _remote_weights(block):
+    """The block's share of ``W`` (its rows) and of the pair weights."""
+    X = sp.csr_matrix((block.data, block.local, block.indptr),
+                      shape=(block.n_samples, block.rows.shape[0]))
+    W = np.asarray(X.T @ block.A)
+    pool = block.pool
+    L = block.Y.shape[1]
     slots = np.repeat(pool.base, pool.count) + _ranks(pool.count)
     a, b = pool.left[slots], pool.right[slots]
     Pw = np.zeros(L * (L - 1) // 2)
@@ -104,46 +75,60 @@ def _remote_weights(rp):
     return W, Pw
 
 
-def _remote_duals(rp):
-    return rp.A, rp.tmask, rp.part.pool
+def _remote_duals(block):
+    return block.A, block.tmask, block.pool
 
 
-class DaskMultilabelPartitions(DaskPartitions):
-    """Rounds of partitioned multilabel GDMM passes with the partitions on dask
+def _rows_of(block):
+    return block.rows
+
+
+class MultilabelBlockRounds(DaskPartitions):
+    """Rounds of partitioned multilabel GDMM passes over sample blocks on dask
     workers (the interface of :class:`._gdmm_multilabel_threads.ThreadMultilabelPartitions`).
 
     Parameters
     ----------
-    problem, state, n_parts, edges, C, rho, rounds :
-        As :class:`._gdmm_multilabel_threads.ThreadMultilabelPartitions`.
+    client : distributed.Client
+    blocks : list of Future
+        :class:`._gdmm_multilabel_blocks.SampleBlock` futures on the workers
+        (at least one; ``P = max(1, len(blocks) // 2)`` partitions).
+    state : object
+        Holds the merged weights ``W`` (d, L) and ``Pw`` (L (L - 1) / 2,),
+        updated in place.
+    edges : tuple
+        ``(E, n_edges, nbr_ptr, nbr, edge_list, pids)``: the label edges.
+    C, rho, rounds : float, float, int
+        As in the one-process pass.
     forest : RootedForest or None
         The label edges' rooted forest (the certificate's), or None.
-    client : distributed.Client
     """
 
-    def __init__(self, problem, state, n_parts, edges, C, rho, rounds, forest, client):
-        parts, settings = build_partitions(problem, state, n_parts, edges, C, rho, rounds)
+    def __init__(self, client, blocks, state, edges, C, rho, rounds, forest):
+        DaskPartitions.__init__(self, client, [])
+        self.futures = list(blocks)
+        self.block_rows = client.gather([client.submit(_rows_of, f, pure=False)
+                                         for f in self.futures])
         self.state = state
-        self.rows = [part.rows for part in parts]
-        self.bounds = [(part.s0, part.s1) for part in parts]
+        self.edges = edges
+        self.rho = float(rho)
         self.forest = forest
-        shape = None if forest is None else (forest.order, forest.parent, forest.edge)
-        super().__init__(client, [
-            RemoteMultilabelPartition(part, state.A[part.s0:part.s1].copy(),
-                                      state.tmask[part.s0:part.s1].copy(), settings, shape)
-            for part in parts])
+        self.n_groups = max(1, len(blocks) // 2)
+        self.settings = (edges, float(C), float(rho), int(rounds), self.n_groups)
+        self.active = 0
 
     def round(self, rng, eta, stats, deadline, n_blocks):
         """One round; returns ``(res2, finished, local_time, merge_time)`` and
         sets ``self.active`` (NaN for a round that lost a partition)."""
-        seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_parts)
+        groups, seeds = draw_pairing(rng, self.n_parts)
         state = self.state
+        rows, sigma = pairing_rows(self.block_rows, groups, state.W.shape[0])
         remaining = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
         t0 = time.perf_counter()
-        results = self.run_round(_remote_round,
-                                 [(state.W[rows], state.Pw) for rows in self.rows],
-                                 [(int(seed), float(eta), remaining, int(n_blocks))
-                                  for seed in seeds])
+        results = self.run_round(
+            paired_pass, [(state.W[r], state.Pw, r, sigma[r]) for r in rows],
+            [(self.settings, int(seed), float(eta), remaining, int(n_blocks)) for seed in seeds],
+            groups=groups)
         t1 = time.perf_counter()
         if results is None:
             self.active = np.nan
@@ -151,9 +136,9 @@ class DaskMultilabelPartitions(DaskPartitions):
         res2 = 0.0
         active = 0
         finished = True
-        for rows, (W_move, Pw_move, r2, done, st, act) in zip(self.rows, results):
+        for r, (W_move, Pw_move, r2, done, st, act) in zip(rows, results):
             self.bytes_received += W_move.nbytes + Pw_move.nbytes
-            state.W[rows] += W_move
+            state.W[r] += W_move
             state.Pw += Pw_move
             res2 += r2
             finished &= done
@@ -163,52 +148,90 @@ class DaskMultilabelPartitions(DaskPartitions):
         return res2, finished, t1 - t0, time.perf_counter() - t1
 
     def rebuild(self):
-        shares = self.map(_remote_weights)
         state = self.state
         state.W[...] = 0.0
         state.Pw[...] = 0.0
-        for rows, (W, Pw) in zip(self.rows, shares):
+        for rows, (W, Pw) in zip(self.block_rows, self.map_in_turn(_remote_weights)):
             self.bytes_received += W.nbytes + Pw.nbytes
             state.W[rows] += W
             state.Pw += Pw
 
     def certificate(self, cert):
-        """``(primal, dual, primal_exact)`` from the partitions' parts at the
-        current weights (``cert``: the fit's :class:`._Certificate`, whose
-        best dual value it updates)."""
+        """``(primal, dual, primal_exact)`` from the blocks' parts at the
+        current weights (``cert``: the fit's certificate, with ``C``,
+        ``pids``, ``enum_ok`` (whether the exact objective of loopy edges is
+        cheap enough to enumerate) and ``best_dual``, which it updates)."""
         state = self.state
-        node_weight = np.zeros(state.A.shape[1])
+        node_weight = np.zeros(state.W.shape[1])
+        forest = None
         if self.forest is not None:
             f = self.forest
             has = f.edge >= 0
             node_weight[has] = state.Pw[cert.pids[f.edge[has]]]
-        parts = self.map(_remote_certificate, [(state.W[rows], state.Pw, node_weight)
-                                               for rows in self.rows],
-                         [(cert.C,)] * self.n_parts)
+            forest = (f.order, f.parent)
+        L = state.W.shape[1]
+        P = None
+        if self.forest is None and cert.enum_ok:
+            P = np.zeros((L, L))
+            P[np.triu_indices(L, 1)] = state.Pw
+        parts = self.map(_remote_certificate,
+                         [(state.W[rows], state.Pw, node_weight) for rows in self.block_rows],
+                         [(cert.C, self.edges, self.rho, forest, P)] * self.n_parts)
         wsq = float(np.einsum("ij,ij->", state.W, state.W))
         Pfeas = state.Pw.copy()
-        hinge = lin = 0.0
-        for h, correction, part_lin in parts:
+        hinge = exact_hinge = lin = 0.0
+        for h, h_exact, correction, part_lin in parts:
             hinge += h
+            exact_hinge += h_exact
             Pfeas += correction
             lin += part_lin
-        primal = 0.5 * sq_norm(state.W, state.Pw) + cert.C * hinge
+        reg = 0.5 * sq_norm(state.W, state.Pw)
+        primal = reg + cert.C * hinge
         dual = -(0.5 * (wsq + float(Pfeas @ Pfeas)) + lin)
         cert.best_dual = max(cert.best_dual, dual)
-        exact = primal if self.forest is not None else np.nan
+        exact = primal if self.forest is not None else reg + cert.C * exact_hinge
         return primal, cert.best_dual, exact
 
     def sync_pool(self):
-        """(The pools stay on the workers until :meth:`close`.)"""
+        """(The pools stay on the workers.)"""
 
     def close(self):
-        """Bring the partitions' duals, flags and pools into the state."""
+        self.release()
+
+
+class DaskMultilabelPartitions(MultilabelBlockRounds):
+    """:class:`MultilabelBlockRounds` over a problem held on the client: its
+    blocks are sent to the workers, and :meth:`close` brings their duals,
+    flags and pools back into ``state`` (so a warm start goes on from them).
+
+    Parameters
+    ----------
+    problem, state, n_parts, edges, C, rho, rounds :
+        As :class:`._gdmm_multilabel_threads.ThreadMultilabelPartitions`.
+    forest : RootedForest or None
+    client : distributed.Client
+    """
+
+    def __init__(self, problem, state, n_parts, edges, C, rho, rounds, forest, client):
+        workers = sorted(client.scheduler_info()["workers"])
+        if not workers:
+            raise RuntimeError("the dask cluster has no workers to hold the training partitions")
+        blocks, self.bounds = blocks_of(problem, state, n_parts)
+        P = max(1, len(blocks) // 2)
+        # home block p and the visitor that starts with it share a worker
+        futures = [client.scatter(b, workers=[workers[(i % P) % len(workers)]], hash=False)
+                   for i, b in enumerate(blocks)]
+        super().__init__(client, futures, state, edges, C, rho, rounds, forest)
+
+    def close(self):
+        """Bring the blocks' duals, flags and pools into the state."""
         state = self.state
         if self.client_gone:  # a fit that raised for it: nothing to bring back
             self.release()
             return
         duals = self.map(_remote_duals)
-        for (s0, s1), (A, tmask, _) in zip(self.bounds, duals):
+        bounds = self.bounds
+        for s0, s1, (A, tmask, _) in zip(bounds[:-1], bounds[1:], duals):
             state.A[s0:s1] = A
             state.tmask[s0:s1] = tmask
         state.pool = joined_pools([pool for _, _, pool in duals])

@@ -8,15 +8,15 @@ feature's steps damped by the partitions that use it this round, the pair
 weights' by ``P``: :mod:`._partitions`), then the moves are merged and the
 multiplier step runs on the whole problem, as after a pass of one process.
 
-Why not keep each partition's samples for the whole fit (as the dask
-workers must, :mod:`._gdmm_multilabel_partitions`)?  Dual coordinate
+Why not keep each partition's samples for the whole fit?  Dual coordinate
 ascent on bag-of-words data is very sensitive to a fixed order: on bibtex,
 one process visiting the first half of the samples (in a random order)
 and then the second half, every pass, stalls near a 5 % gap after 40
 passes where a fresh permutation of all the samples reaches 1 % in 20; a
 plain SDCA kernel does the same (identity order: 23 %).  Fixed partitions
 inherit that stall: two of them took 543 rounds to the 1 % gap on bibtex.
-Redrawn partitions took 42.
+Redrawn partitions took 41 (on dask workers half of each partition is
+drawn anew: :mod:`._gdmm_multilabel_blocks`).
 
 The passes share the problem's arrays and the state's (sample ids are
 global; each partition writes only its samples' rows of ``A``, ``tmask``

@@ -129,14 +129,22 @@ def _loss_augmented(W, P, E, n_edges, scale, samples, i, scratch):
 
 
 @nb.njit(cache=True)
-def multilabel_primal(W, P, E, n_edges, scale, data, indices, indptr, Y, C):
-    """Primal objective of ``(scale * W, scale * P)`` with the exact oracle."""
+def multilabel_hinge_sum(W, P, E, n_edges, scale, data, indices, indptr, Y):
+    """Summed structured hinge losses of ``(scale * W, scale * P)``, exact oracle."""
     n, L = Y.shape
     samples = (data, indices, indptr, Y)
     scratch = (np.empty(L), np.empty(L), np.empty(L, dtype=np.int64), np.empty(L))
     total = 0.0
     for i in range(n):
         total += _loss_augmented(W, P, E, n_edges, scale, samples, i, scratch)
+    return total
+
+
+@nb.njit(cache=True)
+def multilabel_primal(W, P, E, n_edges, scale, data, indices, indptr, Y, C):
+    """Primal objective of ``(scale * W, scale * P)`` with the exact oracle."""
+    L = Y.shape[1]
+    total = multilabel_hinge_sum(W, P, E, n_edges, scale, data, indices, indptr, Y)
     reg = 0.0
     for f in range(W.shape[0]):
         for l in range(L):

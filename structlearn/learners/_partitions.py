@@ -76,8 +76,9 @@ def round_record(partitions, local_time, merge_time):
     """The history items of a partitioned round: ``partitions``, ``local_time``,
     ``merge_time`` and, for partitions on dask workers, the bytes sent to and
     received from them and the partitions that went back to their copies, so
-    far."""
-    record = dict(partitions=partitions.n_parts, local_time=local_time, merge_time=merge_time)
+    far (``partitions``: the partitions of a round, ``n_groups`` where the
+    remote units are sample blocks grouped anew each round)."""
+    record = dict(partitions=getattr(partitions, "n_groups", partitions.n_parts), local_time=local_time, merge_time=merge_time)
     if partitions.remote:
         record.update(bytes_sent=partitions.bytes_sent, bytes_received=partitions.bytes_received,
                       partitions_recovered=partitions.recovered)

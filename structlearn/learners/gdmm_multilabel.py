@@ -247,6 +247,48 @@ def _serial_pass(state, samples, edges, order, block_ends, params, stats, monito
     return False, False
 
 
+def run_rounds(step, certify, active, state, monitor, stats, *, schedule, max_iter, tol,
+               deadline):
+    """The passes (or partitioned rounds) of a multilabel GDMM fit, each
+    recorded, certified on ``schedule``, until the gap reaches ``tol``, the
+    callback or ``deadline`` stops them, or ``max_iter``; returns whether
+    the gap was reached (and warns when ``max_iter`` ran out without it).
+
+    ``step(it)`` runs one and returns ``(res2, partial, asked_to_stop,
+    record items)``; ``certify()`` returns ``(primal, dual, primal_exact)``
+    at the current weights; ``active()`` the mean active-set size per
+    sample; ``state.n_iter`` counts the passes; ``stats`` (int64 (2,)) is
+    zeroed before each and holds its visits and overflows after it.
+    """
+    rel_gap = np.inf
+    for it in range(max_iter):
+        t0 = time.perf_counter()
+        stats[:] = 0
+        res2, partial, asked_to_stop, extra = step(it)
+        pass_time = time.perf_counter() - t0
+        state.n_iter += 1
+        timed_out = (deadline is not None and time.perf_counter() >= deadline
+                     or asked_to_stop)
+        checking = schedule.due(it + 1, max_iter) or timed_out
+        primal = dual = exact = np.nan
+        if checking:
+            primal, dual, exact = certify()
+        stop = monitor.record(state.n_iter, primal, dual, float(np.sqrt(res2)),
+                              float(active()), stats[0], pass_time, primal_exact=exact,
+                              overflow=int(stats[1]), checked=bool(checking),
+                              partial=bool(partial), **extra)
+        rel_gap = monitor.history[-1]["relative_gap"]
+        if checking:
+            schedule.checked(it + 1, rel_gap)
+            if rel_gap <= tol:
+                return True
+        if stop or timed_out:
+            break
+    if len(monitor.history) == max_iter:
+        warn_not_converged("GDMM", max_iter, rel_gap)
+    return False
+
+
 def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, state=None,
                         verbose=0, callback=None, rounds=None, check_every=1, max_time=None,
                         n_jobs=None, training_partitions=1):
@@ -289,8 +331,9 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         1: the passes described above.  More: each round splits the samples
         into that many partitions, drawn anew, whose passes run on
         ``n_jobs`` threads and merge after the round
-        (:mod:`._gdmm_multilabel_threads`; on dask workers the partitions
-        stay fixed, :mod:`._gdmm_multilabel_dask`).  The iterates depend on
+        (:mod:`._gdmm_multilabel_threads`; on dask workers each partition
+        keeps a home block of samples and takes a visiting block drawn anew,
+        :mod:`._gdmm_multilabel_dask`).  The iterates depend on
         ``rng`` and the partitions, not on ``n_jobs``.
 
     Returns
@@ -328,58 +371,37 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
             partitions = DaskMultilabelPartitions(problem, state, n_parts, edge_data, C, rho,
                                                   rounds, cert.forest, client)
     deadline = None if max_time is None else monitor.start + max_time
-    converged = False
-    rel_gap = np.inf
+
+    def step(it):
+        if partitions is None:
+            order = rng.permutation(n).astype(np.int64)
+            out_of_time, asked_to_stop = _serial_pass(
+                state, samples, (E, ne, nbr_ptr, nbr, edges, pids), order, block_ends,
+                (float(C), float(rho), int(rounds)), stats, monitor, deadline)
+            res2 = gdmm_multilabel_multipliers(Y, state.A, float(C), float(eta), state.tmask,
+                                               state.pool)
+            return res2, out_of_time or asked_to_stop, asked_to_stop, {}
+        res2, finished, local_time, merge_time = partitions.round(rng, eta, stats, deadline,
+                                                                  _BLOCKS_PER_PASS)
+        return res2, not finished, False, round_record(partitions, local_time, merge_time)
+
+    def certify():
+        if partitions is not None and partitions.remote:
+            return partitions.certificate(cert)
+        if partitions is not None:
+            partitions.sync_pool()
+        return cert.evaluate(state)
+
+    def active():
+        if partitions is not None and partitions.remote:
+            return partitions.active / max(n, 1)
+        return (state.tmask.sum() + state.pool.count.sum()) / max(n, 1)
+
     try:
-        for it in range(max_iter):
-            t0 = time.perf_counter()
-            stats[:] = 0
-            extra = {}
-            if partitions is None:
-                order = rng.permutation(n).astype(np.int64)
-                out_of_time, asked_to_stop = _serial_pass(
-                    state, samples, (E, ne, nbr_ptr, nbr, edges, pids), order, block_ends,
-                    (float(C), float(rho), int(rounds)), stats, monitor, deadline)
-                res2 = gdmm_multilabel_multipliers(Y, state.A, float(C), float(eta),
-                                                   state.tmask, state.pool)
-            else:
-                res2, finished, local_time, merge_time = partitions.round(
-                    rng, eta, stats, deadline, _BLOCKS_PER_PASS)
-                out_of_time, asked_to_stop = not finished, False
-                extra = round_record(partitions, local_time, merge_time)
-            pass_time = time.perf_counter() - t0
-            state.n_iter += 1
-            timed_out = (deadline is not None and time.perf_counter() >= deadline
-                         or asked_to_stop)
-            checking = schedule.due(it + 1, max_iter) or timed_out
-            primal = dual = exact = np.nan
-            if checking:
-                if partitions is not None and partitions.remote:
-                    primal, dual, exact = partitions.certificate(cert)
-                else:
-                    if partitions is not None:
-                        partitions.sync_pool()
-                    primal, dual, exact = cert.evaluate(state)
-            if partitions is not None and partitions.remote:
-                active = partitions.active / max(n, 1)
-            else:
-                active = (state.tmask.sum() + state.pool.count.sum()) / max(n, 1)
-            stop = monitor.record(state.n_iter, primal, dual, float(np.sqrt(res2)),
-                                  float(active), stats[0], pass_time, primal_exact=exact,
-                                  overflow=int(stats[1]), checked=bool(checking),
-                                  partial=bool(out_of_time or asked_to_stop), **extra)
-            rel_gap = monitor.history[-1]["relative_gap"]
-            if checking:
-                schedule.checked(it + 1, rel_gap)
-                if rel_gap <= tol:
-                    converged = True
-                    break
-            if stop or timed_out:
-                break
+        converged = run_rounds(step, certify, active, state, monitor, stats,
+                               schedule=schedule, max_iter=max_iter, tol=tol, deadline=deadline)
     finally:
         if partitions is not None:
             partitions.close()
-    if not converged and len(monitor.history) == max_iter:
-        warn_not_converged("GDMM", max_iter, rel_gap)
     W, P = state.weights()
     return W, P, monitor.history, state, converged

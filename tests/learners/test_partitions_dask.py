@@ -121,37 +121,49 @@ def test_bcfw_partitions_stay_on_threads_under_dask():
     assert "bytes_sent" not in under.history_[-1]
 
 
-def _fixed_partition_rounds(problem, n_rounds, C, rho, eta, seed):
-    """The weights after ``n_rounds`` rounds of the dask path's fixed
-    partitions, run here one after the other (the workers' arithmetic)."""
-    from structlearn.learners._gdmm_multilabel_partitions import build_partitions
-    from structlearn.learners._gdmm_multilabel_storage import edge_pair_ids
+def _block_rounds(problem, n_rounds, C, rho, eta, seed):
+    """The state after ``n_rounds`` rounds of the dask path's paired blocks,
+    run here one after the other (the workers' arithmetic)."""
+    from structlearn.learners._gdmm_multilabel_blocks import (blocks_of, draw_pairing,
+                                                              paired_pass, pairing_rows)
+    from structlearn.learners._gdmm_multilabel_storage import edge_pair_ids, joined_pools
     from structlearn.learners.gdmm_multilabel import (_BLOCKS_PER_PASS, _SAMPLE_ROUNDS,
                                                       GDMMMultilabelState, _label_adjacency)
 
     state = GDMMMultilabelState(problem, True)
     edges, pids = edge_pair_ids(problem.E)
     edge_data = (problem.E, problem.n_edges, *_label_adjacency(problem.E), edges, pids)
-    parts, settings = build_partitions(problem, state, 2, edge_data, C, rho, _SAMPLE_ROUNDS)
+    blocks, bounds = blocks_of(problem, state, 2)
+    settings = (edge_data, C, rho, _SAMPLE_ROUNDS, len(blocks) // 2)
     rng = np.random.RandomState(seed)
+    drawn = set()
     for _ in range(n_rounds):
-        seeds = rng.randint(np.iinfo(np.int32).max, size=len(parts))
-        for part, part_seed in zip(parts, seeds):
-            part.local_pass(state.W, part.rows, state.Pw, state.A[part.s0:part.s1],
-                            state.tmask[part.s0:part.s1], settings, part_seed, eta, None,
-                            _BLOCKS_PER_PASS)
-        for part in parts:
-            state.W[part.rows] += part.W
-            state.Pw += part.Pw
+        groups, seeds = draw_pairing(rng, len(blocks))
+        drawn.add(tuple(groups))
+        rows, sigma = pairing_rows([b.rows for b in blocks], groups, problem.n_features)
+        moves = []
+        for g, r, part_seed in zip(groups, rows, seeds):
+            *new, out = paired_pass(*[blocks[b] for b in g], state.W[r], state.Pw, r, sigma[r],
+                                    settings, part_seed, eta, None, _BLOCKS_PER_PASS)
+            for b, block in zip(g, new):
+                blocks[b] = block
+            moves.append((r, out))
+        for r, out in moves:
+            state.W[r] += out[0]
+            state.Pw += out[1]
+    state.A = np.concatenate([b.A for b in blocks])
+    state.pool = joined_pools([b.pool for b in blocks])
+    assert len(drawn) == 2  # both pairings of four blocks came up
     return state
 
 
 @pytest.mark.parametrize("pairwise", ["full", "tree"])  # the LP bound / exact forest hinges
-def test_dask_multilabel_partitions_keep_their_samples(pairwise):
-    """On the workers the partitions are fixed (contiguous runs): the rounds
-    are those of the same partitions run one after the other in one process
-    (to rounding); the fit reaches the certified gap and brings the duals
-    and pools back to the client's state."""
+def test_dask_multilabel_partitions_pair_blocks_anew(pairwise):
+    """On the workers each partition keeps a home block and takes a visiting
+    block drawn each round: the rounds are those of the same pairings run one
+    after the other in one process (to rounding); the fit reaches the
+    certified gap and brings the duals and pools back to the client's
+    state."""
     import scipy.sparse as sp
 
     from structlearn.estimators import MultiLabelSSVM
@@ -166,7 +178,7 @@ def test_dask_multilabel_partitions_keep_their_samples(pairwise):
     problem = MultilabelProblem(Xc.data, Xc.indices.astype(np.int64),
                                 Xc.indptr.astype(np.int64), Y,
                                 _edge_mask(_resolve_pairwise(pairwise, Y), 5), 10)
-    expected = _fixed_partition_rounds(problem, 6, 0.1, 1.0, 1.0, 0)
+    expected = _block_rounds(problem, 6, 0.1, 1.0, 1.0, 0)
     params = dict(C=0.1, tol=0.01, max_iter=300, random_state=0, training_partitions=2,
                   pairwise=pairwise)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
@@ -193,6 +205,42 @@ def test_dask_multilabel_partitions_keep_their_samples(pairwise):
     threads = MultiLabelSSVM(**params).fit(X, Y)
     p1, p2 = threads.history_[-1]["primal"], h[-1]["primal"]
     assert threads.converged_ and abs(p1 - p2) <= 2e-2 * max(p1, p2)
+
+
+@pytest.mark.slow
+def test_dask_multilabel_fit_survives_a_lost_worker():
+    """A worker killed mid-fit: the blocks it held go back to their last
+    copies, the weights are rebuilt from every block's duals, and the paired
+    rounds go on to a certified gap."""
+    from structlearn.datasets import make_multilabel_pairwise
+    from structlearn.estimators import MultiLabelSSVM
+
+    X, Y = make_multilabel_pairwise(120, n_labels=6, n_features=12, random_state=5)[:2]
+    params = dict(C=0.1, tol=1e-3, max_iter=2000, random_state=0, training_partitions=2)
+    reference = MultiLabelSSVM(**params).fit(X, Y)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client, joblib.parallel_config(backend="dask"):
+        killed = []
+
+        def kill_at_round_seven(record):
+            if record["iter"] == 7 and not killed:
+                held = client.has_what()
+                victim = max(sorted(held), key=lambda w: sum(
+                    str(k).startswith("getitem") for k in held[w]))
+                killed.append(victim)
+                try:
+                    client.run(_kill_worker, workers=[victim])
+                except Exception:  # the worker's connection closes under the call
+                    pass
+            return False
+
+        model = MultiLabelSSVM(callback=kill_at_round_seven, **params).fit(X, Y)
+    h = model.history_
+    assert killed and model.converged_ and h[-1]["partitions_recovered"] >= 1
+    assert h[-1]["dual"] <= h[-1]["primal"] and h[-1]["relative_gap"] <= 1e-3
+    p_ref = reference.history_[-1]["primal"]
+    assert abs(h[-1]["primal"] - p_ref) <= 2e-3 * p_ref
 
 
 @pytest.mark.slow
@@ -323,6 +371,110 @@ def test_fit_on_a_dask_bag_bad_settings(in_process_cluster):
         SequenceSSVM(solver="bcfw").fit(bag)
     with pytest.raises(ValueError, match="y must be None"):
         SequenceSSVM().fit(bag, y)
+
+
+# ------------------------------------------------ MultiLabelSSVM on a dask bag
+def _multilabel_data():
+    rng = np.random.RandomState(0)
+    X = rng.randn(80, 10)
+    Y = (X @ rng.randn(10, 5) + 0.5 * rng.randn(80, 5) > 0.3).astype(int)
+    return X, Y
+
+
+@pytest.mark.parametrize("pairwise, fit_intercept, sparse_rows",
+                         [("full", True, False), ("tree", True, True), ("none", False, False)])
+def test_multilabel_fit_on_a_dask_bag_equals_the_partitioned_fit(
+        in_process_cluster, pairwise, fit_intercept, sparse_rows):
+    """A bag whose partitions split into the blocks the partitioned fit of the
+    whole matrix cuts (four runs of 20 samples): the same edges, rounds and
+    model, the samples validated and kept on the workers."""
+    import scipy.sparse as sp
+
+    from structlearn.estimators import MultiLabelSSVM
+
+    db = pytest.importorskip("dask.bag")
+    X, Y = _multilabel_data()
+    params = dict(C=0.1, tol=0.01, max_iter=300, random_state=0, pairwise=pairwise,
+                  fit_intercept=fit_intercept)
+    with joblib.parallel_config(backend="dask"):
+        listed = MultiLabelSSVM(training_partitions=2, **params).fit(X, Y)
+    order = np.r_[0:20, 40:60, 20:40, 60:80]  # partition p: blocks p and 2 + p
+    rows = [sp.csr_matrix(X[i:i + 1]) if sparse_rows else X[i] for i in order]
+    bag = db.from_sequence([(x, Y[i]) for x, i in zip(rows, order)], npartitions=2)
+    bagged = MultiLabelSSVM(**params).fit(bag)
+    h = bagged.history_
+    assert bagged.converged_ and len(h) == len(listed.history_)
+    assert h[-1]["partitions"] == 2 and h[-1]["bytes_sent"] > 0
+    np.testing.assert_array_equal(bagged._edges, listed._edges)
+    assert h[-1]["primal"] == pytest.approx(listed.history_[-1]["primal"], rel=1e-12)
+    np.testing.assert_allclose(bagged.coef_, listed.coef_, atol=1e-10)
+    np.testing.assert_allclose(bagged.intercept_, listed.intercept_, atol=1e-10)
+    np.testing.assert_allclose(bagged.pairwise_coef_, listed.pairwise_coef_, atol=1e-10)
+    np.testing.assert_array_equal(bagged.predict(X), listed.predict(X))
+
+
+def test_multilabel_on_a_dask_bag_of_uneven_partitions(in_process_cluster):
+    """Three partitions of 1, 7 and 72 samples (five blocks: a group of
+    three each round): a certified fit near the one-process optimum (label
+    tree: an exact certificate)."""
+    from structlearn.estimators import MultiLabelSSVM
+
+    db = pytest.importorskip("dask.bag")
+    from dask import delayed
+
+    X, Y = _multilabel_data()
+    bag = db.from_delayed([delayed([(X[i], Y[i]) for i in range(a, b)])
+                           for a, b in ((0, 1), (1, 8), (8, 80))])
+    assert bag.npartitions == 3
+    params = dict(C=0.1, tol=1e-3, max_iter=2000, random_state=0, pairwise="tree")
+    bagged = MultiLabelSSVM(**params).fit(bag)
+    one = MultiLabelSSVM(**params).fit(X, Y)
+    h = bagged.history_
+    assert bagged.converged_ and h[-1]["dual"] <= h[-1]["primal"]
+    assert h[-1]["partitions"] == 2
+    p1, p2 = one.history_[-1]["primal"], h[-1]["primal"]
+    assert abs(p1 - p2) <= 2e-3 * max(p1, p2)
+
+
+_BAD_MULTILABEL_BAGS = [
+    ([(np.ones(3), [0, 1]), "not a pair"], 2, r"partition 1, element 0: .*pair"),
+    ([(np.ones(3), [0, 1]), (np.ones(4), [1, 0])], 1, r"partition 0 .*x\[1\] has 4 features"),
+    ([(np.ones(3), [0, 1]), ([1.0, np.nan, 0.0], [1, 0])], 2, r"partition 1 .*NaN"),
+    ([(np.ones(3), [0, 1]), (np.ones(3), [2, 0])], 2, r"partition 1 .*only 0 and 1"),
+    ([(np.ones(3), [0, 1]), (np.ones(3), [1, 0, 1])], 1, r"partition 0 .*y\[1\] has 3 labels"),
+    ([(np.ones(3), [0, 1]), (np.ones(3), [1, 0, 1])], 2,
+     r"partition 1 has samples of 3 labels, partition 0 of 2"),
+    ([(np.ones((2, 3)), [0, 1])], 1, r"partition 0 .*x\[0\] has shape \(2, 3\)"),
+    ([(np.ones(3), [[0, 1], [1, 0]])], 1, r"partition 0 .*y\[0\] has shape \(2, 2\)"),
+]
+
+
+@pytest.mark.parametrize("items, npartitions, message", _BAD_MULTILABEL_BAGS)
+def test_multilabel_on_a_dask_bag_names_the_bad_element(in_process_cluster, items, npartitions,
+                                                        message):
+    from structlearn.estimators import MultiLabelSSVM
+
+    db = pytest.importorskip("dask.bag")
+    with pytest.raises((ValueError, TypeError), match=message):
+        MultiLabelSSVM().fit(db.from_sequence(items, npartitions=npartitions))
+
+
+def test_multilabel_on_a_dask_bag_bad_settings(in_process_cluster):
+    from dask.bag import Bag
+
+    from structlearn.estimators import MultiLabelSSVM
+
+    db = pytest.importorskip("dask.bag")
+    X, Y = _multilabel_data()
+    bag = db.from_sequence(list(zip(X[:10], Y[:10])), npartitions=2)
+    with pytest.raises(ValueError, match="warm_start"):
+        MultiLabelSSVM(warm_start=True).fit(bag)
+    with pytest.raises(ValueError, match="solver='gdmm'"):
+        MultiLabelSSVM(solver="bcfw").fit(bag)
+    with pytest.raises(ValueError, match="Y must be None"):
+        MultiLabelSSVM().fit(bag, Y[:10])
+    with pytest.raises(ValueError, match="the dask bag has no partitions"):
+        MultiLabelSSVM().fit(Bag({}, "empty-bag", 0))
 
 
 # ------------------------------------------------------- the CRF on a dask bag
