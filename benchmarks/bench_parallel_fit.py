@@ -38,6 +38,12 @@ Sections:
   ``dask.bag.Bag`` whose partitions are generated on the workers: fit time,
   passes, gap and the client's peak RSS against its RSS before the fit plus
   the model.
+* ``cluster-bibtex-lookalike`` (not run by default): as ``cluster-bibtex``
+  on the bibtex look-alike.
+* ``cluster-multilabel-bag``, ``cluster-multilabel-bag-corel5k`` (not run by
+  default): ``MultiLabelSSVM`` on bibtex / corel5k read by the workers into
+  a ``dask.bag.Bag`` of 2 partitions, against one process on the matrices:
+  time, rounds, gap, primal value, held-out score, the client's RSS.
 * ``cluster-crf-bag`` (not run by default): ``SequenceCRF(max_iter=100)``
   fitted on a ``dask.bag.Bag`` of feature-dict sentences generated on the
   workers (the client's peak RSS against its RSS before the fit plus the
@@ -366,6 +372,60 @@ def _run_crf_bag_real(path, n_train, max_iter=100, external=False):
           f"same vocabulary: {model.vectorizer_.feature_names_ == one.vectorizer_.feature_names_}")
 
 
+def _multilabel_bag_part(path, part, n_parts):
+    """Bag partition ``part`` of ``n_parts`` of a multilabel set's training
+    samples, read from its file on the worker: ``(x_i, y_i)`` pairs of
+    one-row CSR matrices and 0/1 vectors (contiguous runs of samples)."""
+    X, Y = _bibtex(path)[:2]
+    a, b = np.linspace(0, X.shape[0], n_parts + 1).astype(int)[part:part + 2]
+    return [(X[i], Y[i]) for i in range(a, b)]
+
+
+def _run_multilabel_bag(name, path, n_parts=2, external=False):
+    """MultiLabelSSVM(C=0.1, tol=0.01) on a multilabel set read by the
+    workers into a dask bag of ``n_parts`` partitions, against the same fit
+    in one process from the matrices: time, rounds, gap, primal value,
+    held-out score and the client's RSS."""
+    import dask.bag as db
+    from dask import delayed
+
+    import os
+
+    from structlearn.estimators import MultiLabelSSVM
+
+    path = os.path.abspath(path)
+    X, Y, Xte, Yte = _bibtex(path)
+    params = dict(C=0.1, tol=0.01, max_iter=1000, random_state=0)
+    print(f"\n## {name}, MultiLabelSSVM(C=0.1, tol=0.01): one process against a dask bag of "
+          f"{n_parts} partitions read by 2 worker processes"
+          f"{' (scheduler in its own process)' if external else ''}\n")
+    print("| where | fit s | passes / rounds | final rel. gap | final primal | held-out score "
+          "| client RSS before / peak MB | MB sent / received |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    one = MultiLabelSSVM(**params)
+    t1, _, _ = _timed_peak_rss(lambda: one.fit(X, Y))
+    h1 = one.history_
+    print(f"| one process, matrices | {t1:.2f} | {len(h1)} | {h1[-1]['relative_gap']:.4f} | "
+          f"{h1[-1]['primal']:.4f} | {one.score(Xte, Yte):.4f} | | |", flush=True)
+    with _two_workers(external):
+        with warnings.catch_warnings():  # the modules a fit imports, imported before
+            warnings.simplefilter("ignore")
+            MultiLabelSSVM(max_iter=2).fit(db.from_sequence(
+                [(X[i], Y[i]) for i in range(20)], npartitions=2))
+        bag = db.from_delayed([delayed(_multilabel_bag_part)(path, p, n_parts)
+                               for p in range(n_parts)])
+        model = MultiLabelSSVM(**params)
+        t, before, peak = _timed_peak_rss(lambda: model.fit(bag))
+    h = model.history_
+    model_mb = (model.coef_.nbytes + model.pairwise_coef_.nbytes) / 1e6
+    print(f"| dask bag, {n_parts} partitions | {t:.2f} | {len(h)} | {h[-1]['relative_gap']:.4f} "
+          f"| {h[-1]['primal']:.4f} | {model.score(Xte, Yte):.4f} | {before / 1e6:.0f} / "
+          f"{peak / 1e6:.0f} | {h[-1]['bytes_sent'] / 1e6:.0f} / "
+          f"{h[-1]['bytes_received'] / 1e6:.0f} |")
+    print(f"\nclient peak / (before + model {model_mb:.1f} MB): "
+          f"{peak / (before + model_mb * 1e6):.2f}x")
+
+
 def _crf_bag_sentences(seed, n_sequences, n_labels, n_features):
     """One bag partition's (sentence, tags) pairs, generated on the worker:
     ``make_chain_data`` tokens as CRFsuite-style dicts (each non-zero
@@ -504,6 +564,13 @@ def main():
     if "cluster-bibtex" in sections:
         _run_cluster("bibtex, MultiLabelSSVM(C=0.1, tol=0.01)", multilabel,
                      _bibtex(args.bibtex))
+    if "cluster-bibtex-lookalike" in sections:
+        _run_cluster("bibtex look-alike (4,880 samples, 159 labels, 1,836 words), "
+                     "MultiLabelSSVM(C=0.1, tol=0.01)", multilabel, _bibtex_lookalike())
+    if "cluster-multilabel-bag" in sections:
+        _run_multilabel_bag("bibtex", args.bibtex, external=args.external_scheduler)
+    if "cluster-multilabel-bag-corel5k" in sections:
+        _run_multilabel_bag("corel5k", args.corel5k, external=args.external_scheduler)
     if "cluster-crf-bag-porttinari" in sections:
         _run_crf_bag_real(args.porttinari, args.sentences, external=args.external_scheduler)
     if "cluster-crf-bag" in sections:
