@@ -108,6 +108,28 @@ class _SSVMParamsMixin:
         return (float(self.C), rho, float(self.eta), float(tol), int(self.max_iter),
                 int(self.n_partitions), self.solver, self.oracle)
 
+    def _check_schedule(self, first, tol):
+        """``check_every`` as the learners take it: ``"auto"`` becomes an
+        adaptive schedule whose first check comes after ``first`` passes."""
+        if self.check_every != "auto":
+            return int(self.check_every)
+        from ..learners._ssvm_common import CheckSchedule
+
+        return CheckSchedule(first, adaptive=True, tol=tol)
+
+    def _bag_fit_params(self):
+        """:meth:`_common_params` of a fit on a dask bag, and the client it
+        needs (gdmm only, no warm start: the duals stay on the workers)."""
+        from ._dask_input import bag_client
+
+        params = self._common_params()
+        if params[6] != "gdmm":
+            raise ValueError(f"a dask bag trains with solver='gdmm' only, got {params[6]!r}")
+        if self.warm_start:
+            raise ValueError("warm_start is not available for a dask bag (the duals stay on "
+                             "the workers)")
+        return params, bag_client()
+
 
 class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
     """Linear-chain structural SVM with Hamming loss.
@@ -404,12 +426,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
 
         common = dict(C=C, max_iter=max_iter, tol=tol, rng=rng, state=state,
                       verbose=self.verbose, callback=self.callback, n_jobs=self.n_jobs)
-        if self.check_every == "auto":
-            from ..learners._ssvm_common import CheckSchedule
-
-            check_every = CheckSchedule(max(1, K // 100), adaptive=True, tol=tol)
-        else:
-            check_every = int(self.check_every)
+        check_every = self._check_schedule(max(1, K // 100), tol)
         if solver != "ssg":
             common["check_every"] = check_every
         if solver == "gdmm":
@@ -466,20 +483,13 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         ``training_partitions`` is the bag's ``npartitions``; a warm start and
         sparse weight rows are not available here."""
         from ..learners.gdmm_chain_cluster import fit_gdmm_chain_cluster
-        from ..learners._ssvm_common import CheckSchedule
         from ..learners.gdmm_chain import (FLOAT32_PASSES_MAX_FEATURE,
                                            FLOAT32_PASSES_MIN_LABELS, SEARCH_BACKOFF_MAX)
         from ..learners._gdmm_chain_kernels import PassSettings
-        from ._dask_input import (bag_client, chain_part_summaries,
-                                  chain_partitions_on_workers, sequence_parts_on_workers)
+        from ._dask_input import (chain_part_summaries, chain_partitions_on_workers,
+                                  sequence_parts_on_workers)
 
-        C, rho, eta, tol, max_iter, nu, solver, oracle = self._common_params()
-        if solver != "gdmm":
-            raise ValueError(f"a dask bag trains with solver='gdmm' only, got {solver!r}")
-        if self.warm_start:
-            raise ValueError("warm_start is not available for a dask bag (the duals stay on "
-                             "the workers)")
-        client = bag_client()
+        (C, rho, eta, tol, max_iter, nu, solver, oracle), client = self._bag_fit_params()
         parts, classes, vectorizer, d, _ = sequence_parts_on_workers(client, bag)
         check_n_classes(classes, minimum=2)
         K = classes.shape[0]
@@ -502,8 +512,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         settings = PassSettings(float(C), float(rho), nu, int(SEARCH_BACKOFF_MAX), float(P))
         futures = chain_partitions_on_workers(client, parts, K, sigma, settings, float32,
                                               oracle == "sublinear")
-        check_every = (CheckSchedule(max(1, K // 100), adaptive=True, tol=tol)
-                       if self.check_every == "auto" else int(self.check_every))
+        check_every = self._check_schedule(max(1, K // 100), tol)
         W, v, history, converged = fit_gdmm_chain_cluster(
             client, futures, n_features=d, n_labels=K,
             n_factors=n_tokens + sum(s["n_edges"] for s in summaries), C=C, eta=eta,
@@ -892,17 +901,21 @@ default="auto"
         ):
             state = None
         prev_history = list(self.history_) if state is not None else []
-        if self.check_every == "auto":
-            from ..learners._ssvm_common import CheckSchedule
-
-            check_every = CheckSchedule(1, adaptive=True, tol=tol)
-        else:
-            check_every = int(self.check_every)
+        check_every = self._check_schedule(1, tol)
         W, P, history, state, converged = fit_multilabel(
             problem, solver=solver, C=C, max_iter=max_iter, tol=tol, rng=rng, state=state,
             verbose=self.verbose, callback=self.callback, rho=rho, eta=eta,
             sublinear=oracle == "sublinear", check_every=check_every, max_time=self.max_time,
             n_jobs=self.n_jobs, training_partitions=self.training_partitions or 1)
+        self._set_model(W, P, E, n_features, prev_history + history, converged)
+        self._solver_state = state if self.warm_start else None
+        return self
+
+    def _set_model(self, W, P, E, n_features, history, converged):
+        """The fitted attributes from the weights ``W`` ((n_features + 1, L)
+        with the intercept column's row, else (n_features, L)) and the pair
+        weights ``P`` (upper triangle (L, L)) on the edge mask ``E``."""
+        L = E.shape[0]
         Pu = np.triu(P, 1) * E
         self.coef_ = np.ascontiguousarray(W[:n_features].T)
         self.intercept_ = (W[n_features] * float(self.intercept_scaling) if self.fit_intercept
@@ -910,13 +923,11 @@ default="auto"
         self.pairwise_coef_ = Pu + Pu.T
         self.classes_ = np.arange(L)
         self.n_features_in_ = n_features
-        self.history_ = prev_history + history
-        self.n_iter_ = len(self.history_)
+        self.history_ = history
+        self.n_iter_ = len(history)
         self.converged_ = bool(converged)
         self._edges = E
         self._forest = _rooted_edges(E)
-        self._solver_state = state if self.warm_start else None
-        return self
 
     def _fit_on_cluster(self, bag):
         """Fit on a ``dask.bag.Bag`` of ``(x_i, y_i)`` pairs: GDMM over sample
@@ -928,17 +939,10 @@ default="auto"
         weights; a warm start is not available here."""
         from ..learners._gdmm_multilabel_storage import INITIAL_PAIRS
         from ..learners.gdmm_multilabel_cluster import fit_gdmm_multilabel_cluster
-        from ._dask_input import bag_client
         from ._dask_multilabel_input import (multilabel_blocks_on_workers,
                                              multilabel_parts_on_workers)
 
-        C, rho, eta, tol, max_iter, nu, solver, oracle = self._common_params()
-        if solver != "gdmm":
-            raise ValueError(f"a dask bag trains with solver='gdmm' only, got {solver!r}")
-        if self.warm_start:
-            raise ValueError("warm_start is not available for a dask bag (the duals stay on "
-                             "the workers)")
-        client = bag_client()
+        (C, rho, eta, tol, max_iter, nu, solver, oracle), client = self._bag_fit_params()
         bias = float(self.intercept_scaling) if self.fit_intercept else None
         parts, summary = multilabel_parts_on_workers(client, bag, bias)
         n, d, L = summary["n_samples"], summary["n_features"], summary["n_labels"]
@@ -959,30 +963,13 @@ default="auto"
             rho = _multilabel_auto_rho(summary["sq_norm_sum"] / max(n, 1), C)
         blocks = multilabel_blocks_on_workers(client, parts,
                                               min(INITIAL_PAIRS, max(int(E.sum()), 1)))
-        if self.check_every == "auto":
-            from ..learners._ssvm_common import CheckSchedule
-
-            check_every = CheckSchedule(1, adaptive=True, tol=tol)
-        else:
-            check_every = int(self.check_every)
+        check_every = self._check_schedule(1, tol)
         W, P, history, converged = fit_gdmm_multilabel_cluster(
             client, blocks, n_samples=n, n_features=d, E=E, C=C, rho=rho, eta=eta,
             max_iter=max_iter, tol=tol, rng=check_random_state(self.random_state),
             verbose=self.verbose, callback=self.callback, check_every=check_every,
             max_time=self.max_time)
-        n_features = d - (bias is not None)
-        Pu = np.triu(P, 1) * E
-        self.coef_ = np.ascontiguousarray(W[:n_features].T)
-        self.intercept_ = (W[n_features] * float(self.intercept_scaling) if self.fit_intercept
-                           else np.zeros(L))
-        self.pairwise_coef_ = Pu + Pu.T
-        self.classes_ = np.arange(L)
-        self.n_features_in_ = n_features
-        self.history_ = history
-        self.n_iter_ = len(history)
-        self.converged_ = bool(converged)
-        self._edges = E
-        self._forest = _rooted_edges(E)
+        self._set_model(W, P, E, d - (bias is not None), history, converged)
         self._solver_state = None
         return self
 

@@ -27,6 +27,27 @@ def _kill_worker():
     os._exit(1)
 
 
+def _worker_killer(client, at_round):
+    """``(killed, callback)``: the callback kills, once, at round ``at_round``,
+    a worker holding the most partitions (the rounds' getitem results; work
+    stealing may have put them all on one worker) and lists it in ``killed``."""
+    killed = []
+
+    def callback(record):
+        if record["iter"] == at_round and not killed:
+            held = client.has_what()
+            victim = max(sorted(held), key=lambda w: sum(
+                str(k).startswith("getitem") for k in held[w]))
+            killed.append(victim)
+            try:
+                client.run(_kill_worker, workers=[victim])
+            except Exception:  # the worker's connection closes under the call
+                pass
+        return False
+
+    return killed, callback
+
+
 @pytest.mark.parametrize("n_labels", [6, 70])  # dense scans / sorted search, float32 copies
 def test_dask_partitions_give_the_threads_model(n_labels):
     """The same partitions, seeds and merges as on threads: the same rounds,
@@ -62,22 +83,7 @@ def test_dask_partitioned_fit_survives_a_lost_worker():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client, joblib.parallel_config(backend="dask"):
-        killed = []
-
-        def kill_at_round_seven(record):
-            if record["iter"] == 7 and not killed:
-                # a worker holding a partition (the partitions are the rounds'
-                # getitem results; work stealing may have put both on one worker)
-                held = client.has_what()
-                victim = max(sorted(held), key=lambda w: sum(
-                    str(k).startswith("getitem") for k in held[w]))
-                killed.append(victim)
-                try:
-                    client.run(_kill_worker, workers=[victim])
-                except Exception:  # the worker's connection closes under the call
-                    pass
-            return False
-
+        killed, kill_at_round_seven = _worker_killer(client, 7)
         model = _fit(X, y, tol=1e-3, max_iter=2000, callback=kill_at_round_seven)
     assert killed and model.converged_
     assert model.history_[-1]["partitions_recovered"] >= 1
@@ -221,20 +227,7 @@ def test_dask_multilabel_fit_survives_a_lost_worker():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client, joblib.parallel_config(backend="dask"):
-        killed = []
-
-        def kill_at_round_seven(record):
-            if record["iter"] == 7 and not killed:
-                held = client.has_what()
-                victim = max(sorted(held), key=lambda w: sum(
-                    str(k).startswith("getitem") for k in held[w]))
-                killed.append(victim)
-                try:
-                    client.run(_kill_worker, workers=[victim])
-                except Exception:  # the worker's connection closes under the call
-                    pass
-            return False
-
+        killed, kill_at_round_seven = _worker_killer(client, 7)
         model = MultiLabelSSVM(callback=kill_at_round_seven, **params).fit(X, Y)
     h = model.history_
     assert killed and model.converged_ and h[-1]["partitions_recovered"] >= 1
