@@ -102,7 +102,8 @@ def multilabel_parts_on_workers(client, bag, bias):
     summary : dict
         ``n_samples``, ``n_features`` (with the intercept column),
         ``n_labels``, ``sq_norm_sum``, ``counts`` (L,) and ``co`` (the label
-        co-occurrence counts' upper triangle, sparse (L, L)), over the bag.
+        co-occurrence counts' upper triangle, sparse (L, L)), over the bag,
+        and ``part_sizes`` (the samples of each partition).
 
     Raises
     ------
@@ -121,8 +122,9 @@ def multilabel_parts_on_workers(client, bag, bias):
     for i, f in enumerate([client.submit(_local_summary, p, pure=False) for p in parts]):
         s = f.result()
         if total is None:
-            total = s
+            total = dict(s, part_sizes=[s["n_samples"]])
             continue
+        total["part_sizes"].append(s["n_samples"])
         for key, what in (("n_features", "features"), ("n_labels", "labels")):
             if s[key] != total[key]:
                 raise ValueError(f"dask bag partition {i} has samples of {s[key]} {what}, "
@@ -134,41 +136,43 @@ def multilabel_parts_on_workers(client, bag, bias):
 
 def _two_blocks(local, pair_capacity):
     """A partition's samples as two blocks of about equal non-zeros (one
-    when it holds one sample), their duals at zero."""
+    when it holds one sample), their duals at zero: a list."""
     from ..learners._gdmm_multilabel_blocks import SampleBlock
     from ..learners._gdmm_multilabel_storage import new_pair_pool
     from ..learners._partitions import split_by_weight
 
     indptr = local["indptr"]
     Y = local["Y"]
+    n_samples = Y.shape[0]
     bounds = split_by_weight(np.diff(indptr) + 1, 2)
+    if bounds.shape[0] < 3 and n_samples > 1:  # one sample outweighs the rest
+        bounds = np.array([0, n_samples // 2, n_samples])
     blocks = []
     for s0, s1 in zip(bounds[:-1], bounds[1:]):
         n = int(s1 - s0)
-        p0, p1 = indptr[s0], indptr[s1]
         pool = new_pair_pool(np.full(n, pair_capacity, dtype=np.int64),
                              max(n * pair_capacity // 2, 64))
-        blocks.append(SampleBlock(local["data"][p0:p1], local["indices"][p0:p1],
-                                  indptr[s0:s1 + 1], Y[s0:s1], np.zeros((n, Y.shape[1])),
-                                  np.zeros((n, Y.shape[1]), dtype=np.uint8), pool))
-    return blocks + [None] * (2 - len(blocks))
+        blocks.append(SampleBlock.of_rows(
+            local["data"], local["indices"], indptr, Y, s0, s1,
+            (np.zeros((n, Y.shape[1])), np.zeros((n, Y.shape[1]), dtype=np.uint8), pool)))
+    return blocks
 
 
-def multilabel_blocks_on_workers(client, parts, pair_capacity):
+def multilabel_blocks_on_workers(client, parts, part_sizes, pair_capacity):
     """Every partition of :func:`multilabel_parts_on_workers` split into two
-    sample blocks where it is; returns the block futures, the partitions'
-    first halves (the home blocks) before their second halves (the
-    visitors).  ``pair_capacity``: the pair slots each sample starts with."""
+    sample blocks where it is (one where it holds one sample: ``part_sizes``
+    are the partitions' samples); returns the block futures, the
+    partitions' first halves (the home blocks) before their second halves
+    (the visitors).  ``pair_capacity``: the pair slots each sample starts
+    with."""
     import operator
 
     from distributed import wait
 
     halves = [client.submit(_two_blocks, p, int(pair_capacity), pure=False) for p in parts]
-    wait(halves)
     firsts = [client.submit(operator.getitem, h, 0, pure=False) for h in halves]
-    seconds = [client.submit(operator.getitem, h, 1, pure=False) for h in halves]
-    has_second = client.gather([client.submit(operator.is_not, s, None, pure=False)
-                                for s in seconds])
-    blocks = firsts + [s for s, ok in zip(seconds, has_second) if ok]
+    seconds = [client.submit(operator.getitem, h, 1, pure=False)
+               for h, n in zip(halves, part_sizes) if n > 1]
+    blocks = firsts + seconds
     wait(blocks)
     return blocks

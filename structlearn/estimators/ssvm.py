@@ -961,7 +961,7 @@ default="auto"
         E = _edge_mask(pairwise, L)
         if isinstance(rho, str):
             rho = _multilabel_auto_rho(summary["sq_norm_sum"] / max(n, 1), C)
-        blocks = multilabel_blocks_on_workers(client, parts,
+        blocks = multilabel_blocks_on_workers(client, parts, summary["part_sizes"],
                                               min(INITIAL_PAIRS, max(int(E.sum()), 1)))
         check_every = self._check_schedule(1, tol)
         W, P, history, converged = fit_gdmm_multilabel_cluster(

@@ -34,6 +34,7 @@ from ._gdmm_multilabel_kernels import (LabelEdges, MultilabelDuals, gdmm_multila
 from ._gdmm_multilabel_storage import _positive_edges, compacted_pool, joined_pools, sub_pool
 from ._multilabel_kernels import SampleFeatures
 from ._partitions import local_features, split_by_weight
+from ._ssvm_chain_kernels import token_sq_norms
 
 __all__ = ["SampleBlock", "blocks_of", "draw_pairing", "paired_pass", "pairing_rows"]
 
@@ -62,6 +63,14 @@ class SampleBlock:
         self.tmask = tmask
         self.pool = pool
 
+    @classmethod
+    def of_rows(cls, data, indices, indptr, Y, s0, s1, duals):
+        """The block of samples ``s0:s1`` of the CSR rows ``data, indices,
+        indptr`` and labels ``Y``, with ``duals`` ``(A, tmask, pool)`` (the
+        block's own)."""
+        p0, p1 = indptr[s0], indptr[s1]
+        return cls(data[p0:p1], indices[p0:p1], indptr[s0:s1 + 1], Y[s0:s1], *duals)
+
     @property
     def n_samples(self):
         return self.Y.shape[0]
@@ -75,10 +84,8 @@ class SampleBlock:
 
     def features(self):
         """``SampleFeatures`` over the block's own rows (squared norms unscaled)."""
-        x = self.data
-        sample_of = np.repeat(np.arange(self.n_samples), np.diff(self.indptr))
-        xnorm2 = np.bincount(sample_of, weights=x * x, minlength=self.n_samples)
-        return SampleFeatures(x, self.local, self.indptr, self.Y, xnorm2)
+        return SampleFeatures(self.data, self.local, self.indptr, self.Y,
+                              token_sq_norms(self.data, self.indptr))
 
 
 def blocks_of(problem, state, n_parts):
@@ -89,11 +96,9 @@ def blocks_of(problem, state, n_parts):
     bounds = split_by_weight(np.diff(problem.indptr) + 1, 2 * n_parts)
     blocks = []
     for s0, s1 in zip(bounds[:-1], bounds[1:]):
-        p0, p1 = problem.indptr[s0], problem.indptr[s1]
-        blocks.append(SampleBlock(problem.data[p0:p1], problem.indices[p0:p1],
-                                  problem.indptr[s0:s1 + 1], problem.Y[s0:s1],
-                                  state.A[s0:s1].copy(), state.tmask[s0:s1].copy(),
-                                  sub_pool(state.pool, s0, s1)))
+        blocks.append(SampleBlock.of_rows(
+            problem.data, problem.indices, problem.indptr, problem.Y, s0, s1,
+            (state.A[s0:s1].copy(), state.tmask[s0:s1].copy(), sub_pool(state.pool, s0, s1))))
     return blocks, bounds
 
 

@@ -429,6 +429,24 @@ def test_multilabel_on_a_dask_bag_of_uneven_partitions(in_process_cluster):
     assert abs(p1 - p2) <= 2e-3 * max(p1, p2)
 
 
+def test_multilabel_bag_partition_whose_first_sample_outweighs_the_rest(in_process_cluster):
+    """A partition of two samples, one dense and one nearly empty: still two
+    blocks (four in all, two partitions a round)."""
+    from dask import delayed
+
+    from structlearn.estimators import MultiLabelSSVM
+
+    db = pytest.importorskip("dask.bag")
+    rng = np.random.RandomState(0)
+    X = rng.randn(40, 50) * (rng.rand(40, 50) < 0.05)
+    X[0] = rng.randn(50)
+    Y = (rng.rand(40, 4) < 0.4).astype(int)
+    bag = db.from_delayed([delayed([(X[i], Y[i]) for i in range(a, b)])
+                           for a, b in ((0, 2), (2, 40))])
+    model = MultiLabelSSVM(C=0.1, pairwise="tree", random_state=0).fit(bag)
+    assert model.converged_ and model.history_[-1]["partitions"] == 2
+
+
 _BAD_MULTILABEL_BAGS = [
     ([(np.ones(3), [0, 1]), "not a pair"], 2, r"partition 1, element 0: .*pair"),
     ([(np.ones(3), [0, 1]), (np.ones(4), [1, 0])], 1, r"partition 0 .*x\[1\] has 4 features"),
