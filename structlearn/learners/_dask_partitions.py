@@ -6,8 +6,8 @@ A partition is a Python object that lives on a worker for the whole fit.  A
 round submits one task per partition that updates it and returns ``(the
 partition, its result)``; the partition's next state is the task's first
 item (a new key, wherever dask keeps it).  After the first round and every
-``CHECKPOINT_EVERY`` rounds each partition is deep-copied and the copy
-replicated to two workers.  A partition lost with its worker (or whose task
+``CHECKPOINT_EVERY`` rounds each partition is deep-copied twice, the
+copies asked for on two workers.  A partition lost with its worker (or whose task
 was lost) goes back to its copy; the learner then rebuilds its weights from
 every partition's duals (:meth:`DaskPartitions.rebuild`), which keeps its
 certificate valid.  A partition whose copies are gone too, or rounds that
@@ -193,13 +193,22 @@ class DaskPartitions:
             yield call.result()
 
     def _checkpoint(self):
+        """Two copies of every partition, each a key of its own, asked for on
+        two workers (a replica made by ``client.replicate`` would not last:
+        the scheduler's active memory manager drops extra replicas)."""
         from distributed import wait
 
         client = self.client
-        copies = [client.submit(copy.deepcopy, f, pure=False) for f in self.futures]
-        wait(copies)
-        if len(client.scheduler_info()["workers"]) > 1:
-            client.replicate(copies, n=2)
+        workers = sorted(client.scheduler_info()["workers"])
+        holders = client.who_has(self.futures)
+        copies = []
+        for p, f in enumerate(self.futures):
+            where = list(holders.get(f.key) or ()) or [workers[p % len(workers)]]
+            others = [w for w in workers if w not in where] or workers
+            copies.append([client.submit(copy.deepcopy, f, pure=False, workers=[w],
+                                         allow_other_workers=True)
+                           for w in (where[0], others[p % len(others)])])
+        wait([c for pair in copies for c in pair])
         self.checkpoints = copies
 
     def ensure(self, force_rebuild=False):
@@ -211,8 +220,11 @@ class DaskPartitions:
             if self.checkpoints is None:
                 raise RuntimeError(f"training partition {lost[0]} was lost before its first "
                                    "copy was made")
+            _settle([c for p in lost for c in self.checkpoints[p]])
             for p in lost:
-                self.futures[p] = self.client.submit(copy.deepcopy, self.checkpoints[p],
+                kept = [c for c in self.checkpoints[p] if c.status == "finished"]
+                self.futures[p] = self.client.submit(copy.deepcopy, (kept or
+                                                                     self.checkpoints[p])[0],
                                                      pure=False)
             _settle(self.futures)
             for p in lost:

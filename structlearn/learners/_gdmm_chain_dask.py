@@ -211,7 +211,10 @@ class DaskChainPartitions(DaskPartitions):
         residual and the active sets of a round that lost a partition)."""
         seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_parts)
         state = self.state
-        v = np.ascontiguousarray(state.v).ravel().copy()
+        v = np.ascontiguousarray(state.v).ravel().copy()  # sent to every partition
+        # the moves are added to another array: with workers in this process a
+        # sent array is shared, and a later partition's task may still read it
+        v_merged = v.copy()
         totals = np.zeros(3)  # squared residual, active slots and pairs, merge seconds
         round_stats = np.zeros_like(stats)
 
@@ -232,7 +235,7 @@ class DaskChainPartitions(DaskPartitions):
                 r, k = np.divmod(moved, self.K)
                 state.W[rows[r], k] += moves  # distinct entries: no repeated index
                 self.changed[rows[r], k] = True
-            v[...] += dv
+            v_merged[...] += dv
             totals[0] += r2
             totals[1] += act
             round_stats[...] += st
@@ -247,7 +250,7 @@ class DaskChainPartitions(DaskPartitions):
         elapsed = time.perf_counter() - t0
         if ok is None:
             return np.nan, elapsed - totals[2], totals[2], np.nan
-        state.v[...] = v.reshape(state.v.shape)
+        state.v[...] = v_merged.reshape(state.v.shape)
         stats += round_stats
         return float(totals[0]), elapsed - totals[2], float(totals[2]), int(totals[1])
 
