@@ -10,11 +10,12 @@ depend on ``n_jobs`` (each sample is computed by the same code either way).
 
 import contextlib
 import functools
+import itertools
 import numbers
 
 import numpy as np
 
-__all__ = ["check_n_jobs", "chunk_bounds", "map_chunks", "single_threaded_blas"]
+__all__ = ["check_n_jobs", "chunk_bounds", "iter_chunks", "map_chunks", "single_threaded_blas"]
 
 
 def check_n_jobs(n_jobs):
@@ -86,36 +87,44 @@ def map_chunks(func, chunks, n_jobs, progress=None, *, sharedmem=False):
     results : list
         In the order of ``chunks``.
     """
+    return list(iter_chunks(func, chunks, n_jobs, progress, sharedmem=sharedmem))
+
+
+def iter_chunks(func, chunks, n_jobs, progress=None, *, sharedmem=False):
+    """:func:`map_chunks` as a generator: each chunk's result in the order of
+    ``chunks``, as soon as it is done, while later chunks still run; what
+    the caller does with one result (under the GIL) overlaps their compiled
+    kernels.  Same parameters; the caller must exhaust or close it (the
+    BLAS stays single-threaded until then)."""
     n_jobs = check_n_jobs(n_jobs)
     bar = None
+    sizes = itertools.repeat(0)
     if progress is not None:
         from ._progress_bar import make_bar
 
         desc, sizes = progress
         bar = make_bar(int(sum(sizes)), desc)
     serial = len(chunks) <= 1 or n_jobs in (None, 1)
-    # several jobs, each with a multi-threaded BLAS, would oversubscribe the
-    # cores (2 jobs on 2 cores predicted slower than 1 job)
-    with contextlib.nullcontext() if serial else single_threaded_blas():
-        if serial:
-            results = (func(*args) for args in chunks)
-        else:
-            from joblib import Parallel, delayed
+    try:
+        # several jobs, each with a multi-threaded BLAS, would oversubscribe
+        # the cores (2 jobs on 2 cores predicted slower than 1 job)
+        with contextlib.nullcontext() if serial else single_threaded_blas():
+            if serial:
+                results = (func(*args) for args in chunks)
+            else:
+                from joblib import Parallel, delayed
 
-            results = Parallel(n_jobs=n_jobs, prefer="threads",
-                               require="sharedmem" if sharedmem else None,
-                               return_as="list" if bar is None else "generator")(
-                delayed(func)(*args) for args in chunks)
-        if bar is None:
-            return list(results)
-        out = []
-        try:
+                results = Parallel(n_jobs=n_jobs, prefer="threads",
+                                   require="sharedmem" if sharedmem else None,
+                                   return_as="generator")(
+                    delayed(func)(*args) for args in chunks)
             for size, result in zip(sizes, results):
-                out.append(result)
-                bar.update(int(size))
-        finally:
+                if bar is not None:
+                    bar.update(int(size))
+                yield result
+    finally:
+        if bar is not None:
             bar.close()
-        return out
 
 
 def progress_chunk_count(n_jobs, n_items):

@@ -17,8 +17,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted
 
-from .._parallel import (CHUNKS_PER_JOB, chunk_bounds, map_chunks, memory_chunk_count,
-                         n_chunks_for, progress_chunk_count)
+from .._parallel import (CHUNKS_PER_JOB, chunk_bounds, iter_chunks, map_chunks,
+                         memory_chunk_count, n_chunks_for, progress_chunk_count)
 from ._validation import (check_sequence_items, check_sequence_labels, check_sequences,
                           split_sequences, stack_sequences)
 
@@ -134,6 +134,12 @@ class SequenceEstimatorMixin:
     def _decode(self, Xcat, offsets):
         """Viterbi codes (int64, (n_tokens,)) for stacked sequences; over the
         non-zeros of a mostly-zero ``transition_`` where that is faster."""
+        parts = [codes for _, _, codes in self._decoded_chunks(Xcat, offsets)]
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+    def _decoded_chunks(self, Xcat, offsets):
+        """:meth:`_decode` chunk by chunk, as each is done: ``(a, b, codes)``
+        for sequences ``a:b`` (codes int64 of their tokens), in order."""
         from ..inference.chains.viterbi import sparse_transition_table
 
         n_seq = offsets.shape[0] - 1
@@ -146,9 +152,10 @@ class SequenceEstimatorMixin:
         trans = chunks[0][3] if chunks else None  # one table, shared by the chunks
         table = None if trans is None else sparse_transition_table(trans)
         progress = (f"{type(self).__name__} sequences", np.diff(bounds))
-        parts = map_chunks(_viterbi_chunk, [c + (table,) for c in chunks], self.n_jobs,
-                           progress)
-        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+        results = iter_chunks(_viterbi_chunk, [c + (table,) for c in chunks], self.n_jobs,
+                              progress)
+        for a, b, codes in zip(bounds[:-1], bounds[1:], results):
+            yield int(a), int(b), codes
 
     def decision_function(self, X):
         """Per-token class scores (the unary part of the chain score).
@@ -179,8 +186,11 @@ class SequenceEstimatorMixin:
             Labels taken from ``classes_``.
         """
         Xcat, offsets, _ = self._check_X(X, stack=False)
-        labels = self.classes_[self._decode(Xcat, offsets)]
-        return split_sequences(labels, offsets)
+        y_pred = []
+        # each chunk's labels are split while later chunks are decoded
+        for a, b, codes in self._decoded_chunks(Xcat, offsets):
+            y_pred += split_sequences(self.classes_[codes], offsets[a:b + 1] - offsets[a])
+        return y_pred
 
     def predict_topk(self, X, k=5):
         """The ``k`` highest-scoring label sequences of each input sequence.

@@ -530,10 +530,11 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         self._solver_state = None
         return self
 
-    def _decode(self, Xcat, offsets):
+    def _decoded_chunks(self, Xcat, offsets):
         params = self._check_inference()
         if self.inference == "viterbi":  # exact, one batched pass: nothing to limit
-            return super()._decode(Xcat, offsets)
+            yield from super()._decoded_chunks(Xcat, offsets)
+            return
         from ..graphs import chain_graph
         from ..inference import solve_map
 
@@ -544,7 +545,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
             res = solve_map(chain_graph(unary[a:b], self.transition_), method=self.inference,
                             **params)
             out[a:b] = res.labels
-        return out
+        yield 0, offsets.shape[0] - 1, out
 
 
 def _unary_scores(X, coef, intercept, buf):

@@ -31,14 +31,16 @@ def models():
 
 
 def _spy_chunks(monkeypatch):
+    """Chunk counts handed to the parallel helpers (list or streamed)."""
     seen = []
-    real = _base.map_chunks
+    for name in ("map_chunks", "iter_chunks"):
+        real = getattr(_base, name)
 
-    def spy(func, chunks, *args, **kwargs):
-        seen.append(len(chunks))
-        return real(func, chunks, *args, **kwargs)
+        def spy(func, chunks, *args, _real=real, **kwargs):
+            seen.append(len(chunks))
+            return _real(func, chunks, *args, **kwargs)
 
-    monkeypatch.setattr(_base, "map_chunks", spy)
+        monkeypatch.setattr(_base, name, spy)
     return seen
 
 

@@ -83,6 +83,8 @@ def test_check_sequences_accepts_object_array_and_int_data():
         ([np.ones((2, 2)), np.ones((2, 3))], None, ValueError, r"X\[1\] has 3 features but X\[0\] has 2"),
         ([np.ones((2, 2)), sp.csr_matrix(np.ones((1, 3)))], None, ValueError, r"X\[1\] has 3 features"),
         ([np.ones((2, 2)), np.ones((0, 2))], None, ValueError, r"X\[1\] is an empty sequence"),
+        ([np.ones((2, 2)), np.ones((3, 0))], None, ValueError, r"X\[1\] has 0 features but X\[0\] has 2"),
+        ([np.ones((2, 2)), np.ones((2, 2), dtype=complex)], None, TypeError, r"X\[1\] must hold real"),
         ([np.ones(3)], None, ValueError, r"X\[0\] must be 2-D"),
         ([np.ones((2, 2, 2))], None, ValueError, r"X\[0\] must be 2-D"),
         ([np.ones((2, 0))], None, ValueError, "0 features"),
