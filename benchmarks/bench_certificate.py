@@ -19,7 +19,7 @@ whether ``sparse_transition_table`` picks the sparse kernel.
 Usage::
 
     .venv/bin/python benchmarks/bench_certificate.py [--Ks 100,300,1000] [--density 0.02]
-    .venv/bin/python benchmarks/bench_certificate.py --sweep
+    .venv/bin/python benchmarks/bench_certificate.py --sweep [--sweep-labels 64,100,212]
     .venv/bin/python benchmarks/bench_certificate.py --sweep-topk
 """
 
@@ -38,7 +38,10 @@ def best_of(f, repeat):
     return best, out
 
 
-def sweep(repeat, spreads=(0.3, 1.0, 3.0)):
+SWEEP_LABELS = (16, 32, 50, 64, 100, 150, 212, 300, 600, 1000)
+
+
+def sweep(repeat, spreads=(0.3, 1.0, 3.0), labels=SWEEP_LABELS):
     """The Viterbi's two kernels as ``predict`` and the certificate call them
     (``viterbi`` with and without the sparse table), K = 16-1,000, fills
     1-50 %, 10-token sequences with N(0, spread^2) scores."""
@@ -48,7 +51,7 @@ def sweep(repeat, spreads=(0.3, 1.0, 3.0)):
     print("| K | fill | score spread | sparse kernel ns/position | dense ns/position | "
           "sparse / dense | rule picks sparse |")
     print("|---|---:|---:|---:|---:|---:|---|")
-    for K in (16, 32, 50, 64, 100, 150, 212, 300, 600, 1000):
+    for K in labels:
         n_pos = max(4000, 800000 // K)
         offsets = np.arange(0, n_pos + 1, 10).astype(np.int64)
         N = int(offsets[-1])
@@ -106,11 +109,13 @@ def main():
     ap.add_argument("--density", type=float, default=0.02)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--sweep", action="store_true", help="the kernels alone on random tables")
+    ap.add_argument("--sweep-labels", default=",".join(map(str, SWEEP_LABELS)),
+                    help="--sweep: the label counts")
     ap.add_argument("--sweep-topk", action="store_true",
                     help="the list-Viterbi kernels alone on random tables")
     args = ap.parse_args()
     if args.sweep:
-        sweep(args.repeat)
+        sweep(args.repeat, labels=[int(k) for k in args.sweep_labels.split(",")])
         return
     if args.sweep_topk:
         sweep_topk(args.repeat)

@@ -140,8 +140,6 @@ class SequenceEstimatorMixin:
     def _decoded_chunks(self, Xcat, offsets):
         """:meth:`_decode` chunk by chunk, as each is done: ``(a, b, codes)``
         for sequences ``a:b`` (codes int64 of their tokens), in order."""
-        from ..inference.chains.viterbi import sparse_transition_table
-
         n_seq = offsets.shape[0] - 1
         # while progress bars are drawn, enough chunks for the bar to move
         n_chunks = max(n_chunks_for(self.n_jobs, CHUNKS_PER_JOB),
@@ -149,8 +147,7 @@ class SequenceEstimatorMixin:
                        self._memory_chunk_count(Xcat, offsets))
         bounds = chunk_bounds(np.diff(offsets), n_chunks)
         chunks = self._chunks(Xcat, offsets, bounds)
-        trans = chunks[0][3] if chunks else None  # one table, shared by the chunks
-        table = None if trans is None else sparse_transition_table(trans)
+        table = _viterbi_table(chunks[0], int(offsets[-1])) if chunks else None
         progress = (f"{type(self).__name__} sequences", np.diff(bounds))
         results = iter_chunks(_viterbi_chunk, [c + (table,) for c in chunks], self.n_jobs,
                               progress)
@@ -285,14 +282,15 @@ class UnstackedSequences(NamedTuple):
 
 def _rows(X, offsets, a, b):
     """The rows of sequences ``a:b``: of a dense array (a view), of a
-    validated CSR matrix (a :class:`CsrRows`; scipy's slicing would copy the
-    arrays in the calling thread) or of :class:`UnstackedSequences` (a
-    :class:`UnstackedSequences` of those sequences)."""
+    validated CSR matrix or :class:`CsrRows` (a :class:`CsrRows`; scipy's
+    slicing would copy the arrays in the calling thread) or of
+    :class:`UnstackedSequences` (a :class:`UnstackedSequences` of those
+    sequences)."""
     if isinstance(X, UnstackedSequences):
         return UnstackedSequences(X.parts[a:b], offsets[a:b + 1] - offsets[a], X.n_features,
                                   X.first + a, X.sparse)
     lo, hi = offsets[a], offsets[b]
-    if not sp.issparse(X):
+    if not (sp.issparse(X) or isinstance(X, CsrRows)):
         return X[lo:hi]
     first, stop = X.indptr[lo], X.indptr[hi]  # their stored entries
     return CsrRows(X.data[first:stop], X.indices[first:stop], X.indptr[lo:hi + 1] - first)
@@ -345,6 +343,22 @@ def chunk_scores(rows, coef):
     out = np.empty((n, coef.shape[0]))
     unary_scores(coef.T, data, indices, indptr, 0, n, out)
     return out
+
+
+def _viterbi_table(chunk, n_positions):
+    """The transition table (one for all the chunks) of the Viterbi kernel
+    the fastest on ``n_positions`` positions, timed on the first sequences
+    of ``chunk`` where the batch is large
+    (:func:`~structlearn.inference.chains.viterbi.timed_transition_table`)."""
+    from ..inference.chains.viterbi import timed_transition_table
+
+    rows, coef, offsets, trans = chunk
+
+    def probe(table, n):
+        m = min(max(1, int(np.searchsorted(offsets, n))), offsets.shape[0] - 1)
+        _viterbi_chunk(_rows(rows, offsets, 0, m), coef, offsets[:m + 1], trans, table)
+
+    return timed_transition_table(trans, n_positions, probe)
 
 
 def _viterbi_chunk(rows, coef, offsets, trans, table):

@@ -119,16 +119,16 @@ def _remote_certificate(rp, W_rows, v, C):
     lin))`` (see :func:`._gdmm_chain_kernels.gdmm_chain_dual`); the weight
     rows, just rebuilt from the duals, also become the partition's copy."""
     rp.rows_copy[...] = W_rows  # cast as the copy's dtype
-    from ..inference.chains.viterbi import sparse_transition_table
-    from ._ssvm_chain_kernels import chain_hinges, scaled_transitions
+    from ._ssvm_chain_kernels import chain_hinges, hinge_table, scaled_transitions
 
     K = rp.n_labels
     vs = scaled_transitions(v.reshape(K, K), 1.0)
     chains = rp.chains()
     n_seq = rp.offsets.shape[0] - 1
     hinge = np.empty(n_seq)
-    chain_hinges(W_rows, None, vs, sparse_transition_table(vs), chains, 1.0, 0, n_seq,
-                 np.empty(chains.labels.shape[0], dtype=np.int64), hinge)
+    zbuf = np.empty(chains.labels.shape[0], dtype=np.int64)
+    chain_hinges(W_rows, None, vs, hinge_table(W_rows, None, vs, chains, 1.0, zbuf, hinge),
+                 chains, 1.0, 0, n_seq, zbuf, hinge)
     correction = np.empty(K * K)
     zeros = np.zeros(K * K)
     value = gdmm_chain_dual(ChainWeights(np.zeros((0, K)), zeros, zeros), None, rp.part.chain,

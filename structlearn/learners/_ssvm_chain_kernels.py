@@ -23,7 +23,7 @@ import numba as nb
 import numpy as np
 
 from ..inference.chains._chain_kernels import viterbi_batch, viterbi_batch_sparse_rows
-from ..inference.chains.viterbi import sparse_transition_table
+from ..inference.chains.viterbi import timed_transition_table
 from ..oracles._sparse_rows_kernels import sparse_rows_sq_sum, sparse_rows_unary_scores
 
 # token scores held at once by the certificate's loss-augmented Viterbi
@@ -191,9 +191,24 @@ def chain_primal(W, Wsp, v, chains, C, scale, zbuf, hinge):
     primal : float
     """
     vs = scaled_transitions(v, scale)
-    chain_hinges(W, Wsp, vs, sparse_transition_table(vs), chains, scale, 0,
-                 chains.offsets.shape[0] - 1, zbuf, hinge)
+    chain_hinges(W, Wsp, vs, hinge_table(W, Wsp, vs, chains, scale, zbuf, hinge), chains,
+                 scale, 0, chains.offsets.shape[0] - 1, zbuf, hinge)
     return float(primal_from_hinges(W, Wsp, v, scale, C, hinge))
+
+
+def hinge_table(W, Wsp, vs, chains, scale, zbuf, hinge):
+    """The transition table :func:`chain_hinges` is the fastest with on all
+    of ``chains`` (:func:`~structlearn.inference.chains.viterbi.timed_transition_table`,
+    timed on the first sequences, whose ``zbuf`` and ``hinge`` entries it
+    writes as the whole call will); None: the dense Viterbi."""
+    offsets = chains.offsets
+    n_seq = offsets.shape[0] - 1
+
+    def probe(table, n_positions):
+        s_hi = min(max(1, int(np.searchsorted(offsets, n_positions))), n_seq)
+        chain_hinges(W, Wsp, vs, table, chains, scale, 0, s_hi, zbuf, hinge)
+
+    return timed_transition_table(vs, int(offsets[-1]), probe)
 
 
 @nb.njit(cache=True)

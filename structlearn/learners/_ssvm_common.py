@@ -11,9 +11,8 @@ from sklearn.exceptions import ConvergenceWarning
 from .._progress_bar import progress_tick
 from .._warnings import warn_user
 from .._parallel import CHUNKS_PER_JOB, chunk_bounds, map_chunks, n_chunks_for
-from ..inference.chains.viterbi import sparse_transition_table
-from ._ssvm_chain_kernels import (_sq_sum, chain_hinges, chain_primal, primal_from_hinges,
-                                  scaled_transitions, token_sq_norms)
+from ._ssvm_chain_kernels import (_sq_sum, chain_hinges, chain_primal, hinge_table,
+                                  primal_from_hinges, scaled_transitions, token_sq_norms)
 
 __all__ = ["ChainProblem", "ChainMonitor", "CheckSchedule", "HistoryMonitor", "chain_edges",
            "content_digest", "sq_norm", "warn_not_converged"]
@@ -210,8 +209,8 @@ class ChainMonitor(HistoryMonitor):
                                       self._hinge))
         vs = scaled_transitions(v, float(scale))
         bounds = chunk_bounds(np.diff(p.offsets), n_chunks)
-        cols = sparse_transition_table(vs)
         chains = p.chains()
+        cols = hinge_table(W, Wsp, vs, chains, float(scale), self._z, self._hinge)
         map_chunks(chain_hinges, [(W, Wsp, vs, cols, chains, float(scale), a, b, self._z,
                                    self._hinge)
                                   for a, b in zip(bounds[:-1], bounds[1:])], self.n_jobs,

@@ -2,13 +2,15 @@
 kernels, or the sparse-table kernels where the transition table is mostly
 zero (a structural SVM's table keeps only the transitions its duals touched)."""
 
+import time
+
 import numpy as np
 
 from ._chain_kernels import (column_bits, transition_columns, transition_rows, viterbi_batch,
                              viterbi_batch_sparse_rows)
 
 __all__ = ["SPARSE_VITERBI_MIN_LABELS", "sparse_kernel_is_faster", "sparse_table",
-           "sparse_transition_table", "viterbi", "viterbi_topk"]
+           "sparse_transition_table", "timed_transition_table", "viterbi", "viterbi_topk"]
 
 # the sparse-table kernels are considered from this many labels (the list
 # Viterbi's; the Viterbi's own cost model starts at about 90: see
@@ -45,6 +47,53 @@ def sparse_transition_table(trans, decoder="viterbi", k=1):
     if K < SPARSE_VITERBI_MIN_LABELS or not faster:
         return None
     return sparse_table(trans)
+
+
+# batches of at least this many positions x K^2 entries time the two
+# Viterbi kernels on a slice of their own data (the dense kernel's cost per
+# entry differs 4x between machines: 0.15-0.25 ns on one 2-core VM, 0.6-0.9
+# ns on another, while the sparse kernel's cost stayed close to its model)
+TIMED_CHOICE_MIN_WORK = 5e7
+TIMED_CHOICE_MIN_LABELS = 32
+TIMED_CHOICE_MAX_FILL = 0.6   # above it the dense kernel is taken unasked
+TIMED_CHOICE_POSITIONS = 300  # the slice each kernel is timed on
+
+
+def timed_transition_table(trans, n_positions, probe):
+    """:func:`sparse_transition_table`'s choice for the Viterbi, except for
+    batches large enough that timing both kernels on a slice of the batch
+    costs little (at most about ``2 * TIMED_CHOICE_POSITIONS`` of its
+    ``n_positions``): the kernel faster on that slice.  Both kernels give
+    the same labels, so only the time depends on the choice.
+
+    Parameters
+    ----------
+    trans : float64 (K, K)
+    n_positions : int
+        Positions (tokens) of the batch to decode.
+    probe : callable
+        ``probe(table, n)`` decodes about the first ``n`` positions of the
+        batch with ``table`` (None: the dense kernel), as the batch will be.
+
+    Returns
+    -------
+    tuple or None
+        As :func:`sparse_transition_table`.
+    """
+    K = trans.shape[0]
+    rule = sparse_transition_table(trans)
+    if (K < TIMED_CHOICE_MIN_LABELS or n_positions * K * K < TIMED_CHOICE_MIN_WORK
+            or np.count_nonzero(trans) > TIMED_CHOICE_MAX_FILL * K * K):
+        return rule
+    table = rule if rule is not None else sparse_table(trans)
+    probe(None, 1)  # compiled or loaded outside the timing
+    probe(table, 1)
+    times = []
+    for candidate in (None, table):
+        t0 = time.perf_counter()
+        probe(candidate, TIMED_CHOICE_POSITIONS)
+        times.append(time.perf_counter() - t0)
+    return table if times[1] < times[0] else None
 
 
 def sparse_table(trans):
