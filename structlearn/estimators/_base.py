@@ -212,13 +212,12 @@ class SequenceEstimatorMixin:
             Their chain scores (unary plus transition scores).
         """
         from ..inference.mbest import check_m
-        from ..inference.chains.viterbi import sparse_transition_table
 
         k = check_m(k)
         Xcat, offsets, _ = self._check_X(X, stack=False)
         _check_topk_memory(offsets, self.classes_.shape[0], k, self.n_jobs)
         chunks = self._chunks(Xcat, offsets)
-        table = sparse_transition_table(chunks[0][3], "topk", k) if chunks else None
+        table = _viterbi_table(chunks[0], int(offsets[-1]), k) if chunks else None
         parts = map_chunks(_kbest_chunk, [c + (k, table) for c in chunks], self.n_jobs)
         codes = np.concatenate([p[0] for p in parts])
         scores = np.concatenate([p[1] for p in parts])
@@ -345,10 +344,11 @@ def chunk_scores(rows, coef):
     return out
 
 
-def _viterbi_table(chunk, n_positions):
-    """The transition table (one for all the chunks) of the Viterbi kernel
-    the fastest on ``n_positions`` positions, timed on the first sequences
-    of ``chunk`` where the batch is large
+def _viterbi_table(chunk, n_positions, k=None):
+    """The transition table (one for all the chunks) of the kernel the
+    fastest on ``n_positions`` positions: of the Viterbi, or of the list
+    Viterbi for ``k`` sequences per chain; timed on the first sequences of
+    ``chunk`` where the batch is large
     (:func:`~structlearn.inference.chains.viterbi.timed_transition_table`)."""
     from ..inference.chains.viterbi import timed_transition_table
 
@@ -356,9 +356,15 @@ def _viterbi_table(chunk, n_positions):
 
     def probe(table, n):
         m = min(max(1, int(np.searchsorted(offsets, n))), offsets.shape[0] - 1)
-        _viterbi_chunk(_rows(rows, offsets, 0, m), coef, offsets[:m + 1], trans, table)
+        args = (_rows(rows, offsets, 0, m), coef, offsets[:m + 1], trans)
+        if k is None:
+            _viterbi_chunk(*args, table)
+        else:
+            _kbest_chunk(*args, k, table)
 
-    return timed_transition_table(trans, n_positions, probe)
+    if k is None:
+        return timed_transition_table(trans, n_positions, probe)
+    return timed_transition_table(trans, n_positions, probe, "topk", k)
 
 
 def _viterbi_chunk(rows, coef, offsets, trans, table):

@@ -49,22 +49,35 @@ def sparse_transition_table(trans, decoder="viterbi", k=1):
     return sparse_table(trans)
 
 
-# batches of at least this many positions x K^2 entries time the two
-# Viterbi kernels on a slice of their own data (the dense kernel's cost per
-# entry differs 4x between machines: 0.15-0.25 ns on one 2-core VM, 0.6-0.9
-# ns on another, while the sparse kernel's cost stayed close to its model)
+# batches of at least this many positions x K^2 entries (x k for the list
+# Viterbi) time the two kernels of their decoder on a slice of their own data:
+# the dense kernels' cost per entry differs 4x between machines (the
+# Viterbi's: 0.15-0.25 ns on one 2-core VM, 0.6-1.0 ns on another, while the
+# sparse kernel's stayed close to its model), which the cost models of
+# sparse_kernel_is_faster cannot know
 TIMED_CHOICE_MIN_WORK = 5e7
-TIMED_CHOICE_MIN_LABELS = 32
-TIMED_CHOICE_MAX_FILL = 0.6   # above it the dense kernel is taken unasked
-TIMED_CHOICE_POSITIONS = 300  # the slice each kernel is timed on
+TIMED_CHOICE_MIN_LABELS = {"viterbi": 32, "topk": SPARSE_VITERBI_MIN_LABELS}
+# above this fill the dense Viterbi is taken unasked (the sparse list
+# Viterbi still won at 90 % fill on some tables)
+TIMED_CHOICE_MAX_FILL = {"viterbi": 0.6, "topk": 1.0}
+# a dense entry's cost, relative to the Viterbi's (the list Viterbi's, per
+# rank, is 10-30 ns against 0.15-1 ns: its dense kernel is not timed on more
+# than a slice of TIMED_CHOICE_PROBE_WORK weighted entries)
+TIMED_CHOICE_ENTRY_COST = {"viterbi": 1, "topk": 20}
+TIMED_CHOICE_PROBE_WORK = 1e8
+TIMED_CHOICE_POSITIONS = 300  # the slice each kernel is timed on, at most
+TIMED_CHOICE_SHARE = 20       # of the batch's positions, at most
+TIMED_CHOICE_MIN_PROBE = 50   # positions: a shorter slice keeps the cost model
 
 
-def timed_transition_table(trans, n_positions, probe):
-    """:func:`sparse_transition_table`'s choice for the Viterbi, except for
-    batches large enough that timing both kernels on a slice of the batch
-    costs little (at most about ``2 * TIMED_CHOICE_POSITIONS`` of its
-    ``n_positions``): the kernel faster on that slice.  Both kernels give
-    the same labels, so only the time depends on the choice.
+def timed_transition_table(trans, n_positions, probe, decoder="viterbi", k=1):
+    """:func:`sparse_transition_table`'s choice, except for batches large
+    enough that timing both kernels of ``decoder`` on a slice of the batch
+    costs little (two slices of at most ``TIMED_CHOICE_POSITIONS``, of a
+    ``TIMED_CHOICE_SHARE``-th of its ``n_positions`` and of
+    ``TIMED_CHOICE_PROBE_WORK`` weighted dense entries): the kernel faster on
+    that slice.  Both kernels give the same labels (and, for ``"topk"``,
+    scores), so only the time depends on the choice.
 
     Parameters
     ----------
@@ -74,16 +87,23 @@ def timed_transition_table(trans, n_positions, probe):
     probe : callable
         ``probe(table, n)`` decodes about the first ``n`` positions of the
         batch with ``table`` (None: the dense kernel), as the batch will be.
+    decoder, k :
+        As :func:`sparse_transition_table`.
 
     Returns
     -------
     tuple or None
         As :func:`sparse_transition_table`.
     """
+    rule = sparse_transition_table(trans, decoder, k)  # also checks decoder
     K = trans.shape[0]
-    rule = sparse_transition_table(trans)
-    if (K < TIMED_CHOICE_MIN_LABELS or n_positions * K * K < TIMED_CHOICE_MIN_WORK
-            or np.count_nonzero(trans) > TIMED_CHOICE_MAX_FILL * K * K):
+    per_position = K * K * TIMED_CHOICE_ENTRY_COST[decoder] * (k if decoder == "topk" else 1)
+    n_probe = min(TIMED_CHOICE_POSITIONS, int(n_positions) // TIMED_CHOICE_SHARE,
+                  int(TIMED_CHOICE_PROBE_WORK // max(per_position, 1)))
+    work = float(n_positions) * per_position
+    if (K < TIMED_CHOICE_MIN_LABELS[decoder] or n_probe < TIMED_CHOICE_MIN_PROBE
+            or work < TIMED_CHOICE_MIN_WORK
+            or np.count_nonzero(trans) > TIMED_CHOICE_MAX_FILL[decoder] * K * K):
         return rule
     table = rule if rule is not None else sparse_table(trans)
     probe(None, 1)  # compiled or loaded outside the timing
@@ -91,7 +111,7 @@ def timed_transition_table(trans, n_positions, probe):
     times = []
     for candidate in (None, table):
         t0 = time.perf_counter()
-        probe(candidate, TIMED_CHOICE_POSITIONS)
+        probe(candidate, n_probe)
         times.append(time.perf_counter() - t0)
     return table if times[1] < times[0] else None
 
