@@ -15,20 +15,10 @@ Usage::
 """
 
 import argparse
-import sys
-import time
 import warnings
 
 import numpy as np
-
-
-def best_of(f, repeat):
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = f()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
+from bench_certificate import best_of
 
 
 def training_problem(model, X, y):
@@ -84,7 +74,6 @@ def compare(name, model, X, y, repeat):
 
 
 def main():
-    sys.path.insert(0, __file__.rsplit("/", 1)[0])
     from bench_parallel_fit import _porttinari
     from sklearn.exceptions import ConvergenceWarning
 
