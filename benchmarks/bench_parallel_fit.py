@@ -357,10 +357,7 @@ def _run_crf_bag_real(path, n_train, max_iter=100, external=False):
     print(f"| one process, a list | {t1:.2f} | {len(h1)} | {h1[-1]['objective']:.8f} | "
           f"{one.n_features_in_} | {one.score(Xte, yte):.4f} |", flush=True)
     with _two_workers(external):
-        with warnings.catch_warnings():  # the modules a fit imports, imported before
-            warnings.simplefilter("ignore")
-            SequenceCRF(max_iter=2).fit(db.from_sequence(list(zip(X[:20], y[:20])),
-                                                         npartitions=2))
+        _warm_bag_fit(SequenceCRF, list(zip(X[:20], y[:20])))
         bag = db.from_sequence(list(zip(X, y)), npartitions=2)
         model = SequenceCRF(max_iter=max_iter)
         t, _, _ = _timed_peak_rss(lambda: model.fit(bag))
@@ -370,6 +367,16 @@ def _run_crf_bag_real(path, n_train, max_iter=100, external=False):
     print(f"\nrelative objective difference: "
           f"{abs(h[-1]['objective'] - h1[-1]['objective']) / abs(h1[-1]['objective']):.2e}; "
           f"same vocabulary: {model.vectorizer_.feature_names_ == one.vectorizer_.feature_names_}")
+
+
+def _warm_bag_fit(estimator, pairs):
+    """A two-iteration fit of ``estimator`` on a 2-partition bag of ``pairs``,
+    so that the modules a bag fit imports are imported before the timing."""
+    import dask.bag as db
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator(max_iter=2).fit(db.from_sequence(pairs, npartitions=2))
 
 
 def _multilabel_bag_part(path, part, n_parts):
@@ -408,10 +415,7 @@ def _run_multilabel_bag(name, path, n_parts=2, external=False):
     print(f"| one process, matrices | {t1:.2f} | {len(h1)} | {h1[-1]['relative_gap']:.4f} | "
           f"{h1[-1]['primal']:.4f} | {one.score(Xte, Yte):.4f} | | |", flush=True)
     with _two_workers(external):
-        with warnings.catch_warnings():  # the modules a fit imports, imported before
-            warnings.simplefilter("ignore")
-            MultiLabelSSVM(max_iter=2).fit(db.from_sequence(
-                [(X[i], Y[i]) for i in range(20)], npartitions=2))
+        _warm_bag_fit(MultiLabelSSVM, [(X[i], Y[i]) for i in range(20)])
         bag = db.from_delayed([delayed(_multilabel_bag_part)(path, p, n_parts)
                                for p in range(n_parts)])
         model = MultiLabelSSVM(**params)
