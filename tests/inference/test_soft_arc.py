@@ -65,6 +65,16 @@ def test_the_root_reparameterization_keeps_every_cost_and_is_arc_consistent(seed
         sub = pair[f][np.ix_(rows, cols)]
         assert np.all(sub[np.isfinite(sub)] >= -1e-9)
         assert np.all(sub.min(axis=1) <= 1e-9) and np.all(sub.min(axis=0) <= 1e-9)
+    if parallel:  # an extension into one of two parallel edges can undo the other's
+        return
+    # existential arc consistency: each variable's recorded full support has
+    # unary cost 0 and, on every edge, a support at edge plus unary cost 0
+    support = search.state.full_support
+    assert np.all(unary[np.arange(n), support] <= 1e-9)
+    for f in range(graph.n_factors):
+        star_p = (pair[f] + unary[q[f]][None, :]).min(axis=1)
+        star_q = (pair[f] + unary[p[f]][:, None]).min(axis=0)
+        assert star_p[support[p[f]]] <= 1e-9 and star_q[support[q[f]]] <= 1e-9
 
 
 @settings(max_examples=40, deadline=None)

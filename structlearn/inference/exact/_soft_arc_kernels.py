@@ -197,6 +197,8 @@ def _support(pair, shift, unary, residue, n_states, ends, K, e, s, eps):
                 c = _edge_cost(pair, shift, K, e, s, x, y)
                 if c < m:
                     m, r = c, y
+                    if m <= eps:  # a support: nothing to project
+                        break
         residue[(2 * e + s) * K + x] = r
         if m == np.inf:
             unary[i * K + x] = np.inf
@@ -237,6 +239,8 @@ def _full_support(pair, shift, unary, residue, n_states, ends, K, e, s, eps, bes
                 c = _edge_cost(pair, shift, K, e, s, x, y) + uy
                 if c < m:
                     m, r = c, y
+                    if m <= eps:  # a full support: the label gains nothing
+                        break
         residue[(2 * e + s) * K + x] = r
         if m == np.inf:
             unary[i * K + x] = np.inf
@@ -282,6 +286,30 @@ def _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, v):
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
+def _fully_supported(pair, shift, unary, residue, n_states, adj_ptr, adjacency, K, i, x, eps):
+    """Whether label ``x`` of ``i`` has, on every edge, a label of the other
+    end at edge plus unary cost 0 (its star cost is then its unary cost);
+    stops at the first edge without one.  ``residue``: row 1 of
+    ``SearchState.residue``, updated with the supports found."""
+    for k in range(adj_ptr[i], adj_ptr[i + 1]):
+        e, si, j = adjacency[k, 0], adjacency[k, 1], adjacency[k, 2]
+        r = residue[(2 * e + si) * K + x]
+        ur = unary[j * K + r]
+        if ur != np.inf and _edge_cost(pair, shift, K, e, si, x, r) + ur <= eps:
+            continue
+        found = False
+        for y in range(n_states[j]):
+            uy = unary[j * K + y]
+            if uy != np.inf and _edge_cost(pair, shift, K, e, si, x, y) + uy <= eps:
+                residue[(2 * e + si) * K + x] = y
+                found = True
+                break
+        if not found:
+            return False
+    return True
+
+
+@nb.njit(cache=True, no_cpython_wrapper=True)
 def _existential_pass(net, state, work, eps):
     """Existential arc consistency of each flagged variable ``i``: a label's
     star cost is its unary cost plus, per edge, the least edge plus unary
@@ -298,37 +326,19 @@ def _existential_pass(net, state, work, eps):
         if not star_dirty[i]:
             continue
         star_dirty[i] = 0
-        # star costs, the last full support first: it usually still is one
-        least, least_label = np.inf, -1
+        # a label of star cost 0 has unary cost 0: only those are tried, the
+        # last full support first (it usually still is one)
         k_i, hint = n_states[i], full_support[i]
+        supported = False
         for step in range(k_i):
             x = (hint + step) % k_i
-            total = unary[i * K + x]
-            for k in range(adj_ptr[i], adj_ptr[i + 1]):
-                if total >= least:
-                    break
-                e, si, j = adjacency[k, 0], adjacency[k, 1], adjacency[k, 2]
-                r = residue[(2 * e + si) * K + x]
-                ur = unary[j * K + r]
-                if ur != np.inf and _edge_cost(pair, shift, K, e, si, x, r) + ur <= eps:
-                    continue
-                m = np.inf
-                for y in range(n_states[j]):
-                    uy = unary[j * K + y]
-                    if uy != np.inf:
-                        c = _edge_cost(pair, shift, K, e, si, x, y) + uy
-                        if c < m:
-                            m, r = c, y
-                residue[(2 * e + si) * K + x] = r
-                total += m
-            if total < least:
-                least, least_label = total, x
-                if least <= eps:
-                    break
-        if least_label < 0:
-            return False
-        full_support[i] = least_label
-        if least <= eps:
+            if unary[i * K + x] <= eps and _fully_supported(pair, shift, unary, residue,
+                                                            n_states, adj_ptr, adjacency, K,
+                                                            i, x, eps):
+                full_support[i] = x
+                supported = True
+                break
+        if supported:
             continue
         for k in range(adj_ptr[i], adj_ptr[i + 1]):
             e, si = adjacency[k, 0], adjacency[k, 1]
@@ -342,6 +352,15 @@ def _existential_pass(net, state, work, eps):
             if flags & EXTENDED:
                 work.edge_dirty[e] = 1
                 star_dirty[adjacency[k, 2]] = 1
+        # the unary costs are now the star costs: the least is the support
+        least, least_label = np.inf, -1
+        for step in range(k_i):
+            x = (hint + step) % k_i
+            if unary[i * K + x] < least:
+                least, least_label = unary[i * K + x], x
+        if least_label < 0:
+            return False
+        full_support[i] = least_label
         _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, i)
     return True
 
