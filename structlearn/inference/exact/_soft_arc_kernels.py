@@ -49,6 +49,7 @@ NOT_STARTED, CONSISTENT, BACKTRACK, DONE = 0, 1, 2, 3
 # flags returned by the support kernels
 RAISED, REMOVED, EXTENDED = 1, 2, 4
 WIPED = -1
+BOTH_ENDS = 3  # work.edge_dirty: both ends' arc consistency
 
 
 class CostNetwork(NamedTuple):
@@ -141,7 +142,8 @@ class SearchState(NamedTuple):
 
 class Workspace(NamedTuple):
     """Scratch arrays: the flags of what the propagation has left to do,
-    ``edge_dirty`` uint8 (E,) (arc consistency of both ends), ``shrunk``,
+    ``edge_dirty`` uint8 (E,) (bit ``s``: arc consistency of end ``s``; a
+    shrunk domain can only leave the other end's labels unsupported), ``shrunk``,
     ``raised``, ``star_dirty``, ``dee_dirty`` and ``touched`` uint8 (n,) (a
     domain lost labels; unary costs rose; a star changed: existential arc
     consistency, then dead-end elimination; unary costs rose this round), ``best``
@@ -350,7 +352,7 @@ def _existential_pass(net, state, work, eps):
             if flags & REMOVED:
                 work.shrunk[i] = 1
             if flags & EXTENDED:
-                work.edge_dirty[e] = 1
+                work.edge_dirty[e] = BOTH_ENDS
                 star_dirty[adjacency[k, 2]] = 1
         # the unary costs are now the star costs: the least is the support
         least, least_label = np.inf, -1
@@ -441,12 +443,15 @@ def _propagate(net, state, work, cut, eps):
                 shrunk[i] = 0
                 _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, i)
                 for k in range(adj_ptr[i], adj_ptr[i + 1]):
-                    edge_dirty[adjacency[k, 0]] = 1
+                    edge_dirty[adjacency[k, 0]] |= 1 << (1 - adjacency[k, 1])
         for e in range(ends.shape[0]):
-            if not edge_dirty[e]:
+            ends_dirty = edge_dirty[e]
+            if not ends_dirty:
                 continue
             edge_dirty[e] = 0
             for s in range(2):
+                if not (ends_dirty >> s) & 1:
+                    continue
                 flags = _support(pair, shift, unary, arc_residue, n_states, ends, K, e, s, eps)
                 if flags == WIPED:
                     edge_weight[e] += 1.0
@@ -475,7 +480,7 @@ def _propagate(net, state, work, cut, eps):
                 shrunk[i] |= (flags & REMOVED) >> 1
                 touched[i] |= flags & RAISED
                 if flags & EXTENDED:
-                    edge_dirty[e] = 1
+                    edge_dirty[e] = BOTH_ENDS
                     star_dirty[i] = star_dirty[j] = 1
         for i in range(n):  # raised unary costs change the stars around them
             if touched[i]:
@@ -653,7 +658,7 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps):
             state.scalars[LOWER] = 0.0
             state.shift[:] = 0.0
             state.unary[:] = net.unary
-            work.edge_dirty[:] = 1
+            work.edge_dirty[:] = BOTH_ENDS
             work.raised[:] = 1
             work.star_dirty[:] = 1
             work.dee_dirty[:] = 1

@@ -49,6 +49,8 @@ def attractive_potts_weights(graph):
     """
     if graph.n_factors == 0 or np.any(graph.factor_orders != 2):
         return None
+    if not np.isfinite(graph.table_data).all():  # a quick no for networks with hard constraints
+        return None
     starts = graph.scope_indptr[:-1]
     shapes = np.stack([graph.table_ids, graph.n_states[graph.scope_vars[starts]],
                        graph.n_states[graph.scope_vars[starts + 1]]], axis=1)

@@ -49,7 +49,8 @@ class _Polisher:
     the best one, its random stream and the next node count to run at."""
 
     def __init__(self, graph):
-        self.problem = Problem(graph)
+        self.graph = graph
+        self._problem = None  # built at the first slice: most short proofs end before it
         self.rng = np.random.default_rng(0)
         self.current = None
         self.current_score = -np.inf
@@ -57,6 +58,12 @@ class _Polisher:
         self.tabu = None
         self.tabu_nodes = 0  # nodes searched when the tabu search last ran
         self.tabu_rate = TABU_STEPS_PER_NODE
+
+    @property
+    def problem(self):
+        if self._problem is None:
+            self._problem = Problem(self.graph)
+        return self._problem
 
     def tabu_slice(self, search, deadline):
         """Tabu search for ``tabu_rate`` steps per node searched since its
