@@ -14,7 +14,7 @@ Preprocessing (each step keeps a maximum-score labeling):
 5. the graph is split into connected components, each solved on its own
    (isolated variables by their unary argmax, forests by exact max-product,
    pairwise components with forbidden pairs first by a depth-first branch
-   and bound kept soft arc consistent (:mod:`.soft_arc`, four fifths of their time),
+   and bound kept soft arc consistent (:mod:`.soft_arc`, half their time),
    other pairwise components of at most :data:`DFBB_MAX_VARS` variables of
    fewer than 100 states first by a few milliseconds of depth-first branch
    and bound without LP (:mod:`.dfbb`),
@@ -104,11 +104,9 @@ MILP_FIRST_MAX_COLUMNS = 200_000
 # On weighted constraint networks its bound prunes whole subtrees where each
 # LP-bounded node costs milliseconds; on real-valued tables (the UAI sets: no
 # forbidden pair, or labels forbidden only by dominance) the LP root proves
-# more in less time.  Four fifths, not half: on generated weighted CSPs neither
-# the LP-bounded search nor HiGHS' slice proved what the soft arc search had
-# not, and wcsp100_d10_f30_s2 needs 6 s of it (a 10 s limit left it 5).
+# more in less time.
 SOFT_ARC_MAX_BYTES = 64 << 20
-SOFT_ARC_FIRST_SHARE = 0.8
+SOFT_ARC_FIRST_SHARE = 0.5
 SOFT_ARC_FIRST_NODES = 20_000
 MILP_FIRST_SHARE = 0.1
 MILP_FIRST_SECONDS = 1.0
@@ -562,7 +560,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         enumeration, less than the search costs on small dense graphs).
     depth_first : bool, default=True
         Pairwise components with forbidden pairs (``-inf`` entries) first
-        get four fifths of their time of depth-first branch and bound kept soft arc
+        get half their time of depth-first branch and bound kept soft arc
         consistent (:mod:`.soft_arc`), other pairwise components of at most
         64 variables with fewer than 100 states each a few milliseconds of
         depth-first branch and bound with a cheaper bound (:mod:`.dfbb`);
