@@ -636,7 +636,10 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         unary_max = work.unary_matrix()[isolated]
         labels[variables_left[isolated]] = np.argmax(unary_max, axis=1)
     total_gap, n_nodes, history, statuses = 0.0, 0, [], []
-    scorer_parts, _ = component_subgraphs(merged) if parts else ([], None)
+    if work is merged or not parts:  # nothing pruned: the components score as they are
+        scorer_parts = parts
+    else:
+        scorer_parts, _ = component_subgraphs(merged)
     # small components first: they finish fast and leave the rest the time
     sizes = [p[1].n_vars for p in parts]
     for rank, idx in enumerate(np.argsort(sizes, kind="stable")):
