@@ -350,21 +350,20 @@ def _viterbi_table(chunk, n_positions, k=None):
     Viterbi for ``k`` sequences per chain; timed on the first sequences of
     ``chunk`` where the batch is large
     (:func:`~structlearn.inference.chains.viterbi.timed_transition_table`)."""
-    from ..inference.chains.viterbi import timed_transition_table
+    from ..inference.chains.viterbi import leading_sequences, timed_transition_table
 
     rows, coef, offsets, trans = chunk
 
     def probe(table, n):
-        m = min(max(1, int(np.searchsorted(offsets, n))), offsets.shape[0] - 1)
+        m = leading_sequences(offsets, n)
         args = (_rows(rows, offsets, 0, m), coef, offsets[:m + 1], trans)
         if k is None:
             _viterbi_chunk(*args, table)
         else:
             _kbest_chunk(*args, k, table)
 
-    if k is None:
-        return timed_transition_table(trans, n_positions, probe)
-    return timed_transition_table(trans, n_positions, probe, "topk", k)
+    decoder = "viterbi" if k is None else "topk"
+    return timed_transition_table(trans, n_positions, probe, decoder, k or 1)
 
 
 def _viterbi_chunk(rows, coef, offsets, trans, table):

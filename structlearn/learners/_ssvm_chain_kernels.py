@@ -23,7 +23,7 @@ import numba as nb
 import numpy as np
 
 from ..inference.chains._chain_kernels import viterbi_batch, viterbi_batch_sparse_rows
-from ..inference.chains.viterbi import timed_transition_table
+from ..inference.chains.viterbi import leading_sequences, timed_transition_table
 from ..oracles._sparse_rows_kernels import sparse_rows_sq_sum, sparse_rows_unary_scores
 
 # token scores held at once by the certificate's loss-augmented Viterbi
@@ -201,14 +201,11 @@ def hinge_table(W, Wsp, vs, chains, scale, zbuf, hinge):
     of ``chains`` (:func:`~structlearn.inference.chains.viterbi.timed_transition_table`,
     timed on the first sequences, whose ``zbuf`` and ``hinge`` entries it
     writes as the whole call will); None: the dense Viterbi."""
-    offsets = chains.offsets
-    n_seq = offsets.shape[0] - 1
-
     def probe(table, n_positions):
-        s_hi = min(max(1, int(np.searchsorted(offsets, n_positions))), n_seq)
-        chain_hinges(W, Wsp, vs, table, chains, scale, 0, s_hi, zbuf, hinge)
+        chain_hinges(W, Wsp, vs, table, chains, scale, 0,
+                     leading_sequences(chains.offsets, n_positions), zbuf, hinge)
 
-    return timed_transition_table(vs, int(offsets[-1]), probe)
+    return timed_transition_table(vs, int(chains.offsets[-1]), probe)
 
 
 @nb.njit(cache=True)

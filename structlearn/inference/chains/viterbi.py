@@ -9,8 +9,9 @@ import numpy as np
 from ._chain_kernels import (column_bits, transition_columns, transition_rows, viterbi_batch,
                              viterbi_batch_sparse_rows)
 
-__all__ = ["SPARSE_VITERBI_MIN_LABELS", "sparse_kernel_is_faster", "sparse_table",
-           "sparse_transition_table", "timed_transition_table", "viterbi", "viterbi_topk"]
+__all__ = ["SPARSE_VITERBI_MIN_LABELS", "leading_sequences", "sparse_kernel_is_faster",
+           "sparse_table", "sparse_transition_table", "timed_transition_table", "viterbi",
+           "viterbi_topk"]
 
 # the sparse-table kernels are considered from this many labels (the list
 # Viterbi's; the Viterbi's own cost model starts at about 90: see
@@ -114,6 +115,14 @@ def timed_transition_table(trans, n_positions, probe, decoder="viterbi", k=1):
         probe(candidate, n_probe)
         times.append(time.perf_counter() - t0)
     return table if times[1] < times[0] else None
+
+
+def leading_sequences(offsets, n_positions):
+    """How many of the first sequences (``offsets``: int64 (n_seq + 1,))
+    a probe of :func:`timed_transition_table` decodes to cover about
+    ``n_positions`` positions: at least one, at most all of them."""
+    n_seq = offsets.shape[0] - 1
+    return min(max(1, int(np.searchsorted(offsets, n_positions))), n_seq)
 
 
 def sparse_table(trans):

@@ -355,13 +355,12 @@ def _existential_pass(net, state, work, eps):
                 work.edge_dirty[e] = BOTH_ENDS
                 star_dirty[adjacency[k, 2]] = 1
         # the unary costs are now the star costs: the least is the support
-        least, least_label = np.inf, -1
+        # (a label is left: an emptied domain returned WIPED above)
+        least, least_label = np.inf, hint
         for step in range(k_i):
             x = (hint + step) % k_i
             if unary[i * K + x] < least:
                 least, least_label = unary[i * K + x], x
-        if least_label < 0:
-            return False
         full_support[i] = least_label
         _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, i)
     return True
