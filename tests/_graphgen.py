@@ -150,6 +150,42 @@ def brute_force_reference(graph):
     return labs, scores, log_z, node, factors
 
 
+def _score_draw(rng, ties):
+    """Scores of a given size: small non-positive integers with ``ties``,
+    else standard normal."""
+    if ties:
+        return lambda size: -rng.integers(0, 4, size=size).astype(float)
+    return lambda size: rng.normal(size=size)
+
+
+def _forbidding_tables(rng, draw, k, pairs, p_inf):
+    """A flat table per pair from ``draw``, a share ``p_inf`` of its entries
+    forbidden (-inf)."""
+    tables = []
+    for i, j in pairs:
+        t = draw(int(k[i] * k[j]))
+        t[rng.random(t.shape[0]) < p_inf] = -np.inf
+        tables.append(t)
+    return tables
+
+
+def sparse_weighted_csp(seed, *, p_inf=0.3, ties=True):
+    """A random tree over 2-9 variables of 1-4 labels plus 0-2 more pairs
+    (variables of one free neighbour are common, and cycles too), a share
+    ``p_inf`` of the pair entries forbidden."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 10))
+    k = rng.integers(1, 5, size=n)
+    pairs = [(int(rng.integers(0, i)), i) for i in range(1, n)]
+    for _ in range(int(rng.integers(0, 3))):
+        i, j = sorted(rng.choice(n, size=2, replace=False))
+        if (i, j) not in pairs:
+            pairs.append((int(i), int(j)))
+    draw = _score_draw(rng, ties)
+    tables = _forbidding_tables(rng, draw, k, pairs, p_inf)
+    return FactorGraph(k, unary=[draw(int(kk)) for kk in k], scopes=pairs, tables=tables)
+
+
 def random_weighted_csp(seed, *, p_inf=0.4, ties=True, parallel=False):
     """A small random pairwise graph (1-6 variables of 1-4 labels) with a
     share ``p_inf`` of its table entries forbidden (-inf), a third of that of
@@ -161,13 +197,8 @@ def random_weighted_csp(seed, *, p_inf=0.4, ties=True, parallel=False):
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.7]
     if parallel and pairs:
         pairs.append(pairs[0][::-1])
-    draw = (lambda size: -rng.integers(0, 4, size=size).astype(float)) if ties else \
-        (lambda size: rng.normal(size=size))
-    tables = []
-    for i, j in pairs:
-        t = draw(int(k[i] * k[j]))
-        t[rng.random(t.shape[0]) < p_inf] = -np.inf
-        tables.append(t)
+    draw = _score_draw(rng, ties)
+    tables = _forbidding_tables(rng, draw, k, pairs, p_inf)
     unary = []
     for kk in k:
         u = draw(int(kk))

@@ -9,7 +9,7 @@ from structlearn.graphs import FactorGraph
 from structlearn.inference import solve_map
 from structlearn.inference.exact.soft_arc import SoftArcSearch
 
-from _graphgen import all_labelings, random_weighted_csp
+from _graphgen import all_labelings, random_weighted_csp, sparse_weighted_csp
 
 
 @settings(max_examples=200, deadline=None)
@@ -31,11 +31,73 @@ def test_the_search_proves_the_enumerated_optimum(seed, ties, parallel, p_inf, s
     assert graph.score(search.labels) == search.score
 
 
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 10**6), ties=st.booleans(), p_inf=st.sampled_from([0.0, 0.3, 0.6]),
+       start=st.booleans())
+def test_the_search_with_eliminated_variables_proves_the_enumerated_optimum(seed, ties, p_inf,
+                                                                           start):
+    """Trees and near-trees: most variables are eliminated (one free
+    neighbour or none) and take their labels at the leaves by dynamic
+    programming."""
+    graph = sparse_weighted_csp(seed, p_inf=p_inf, ties=ties)
+    labelings = all_labelings(graph)
+    scores = graph.score_many(labelings)
+    best = scores.max()
+    search = SoftArcSearch(graph, incumbent=labelings[int(np.argmin(scores))] if start else None)
+    assert search.run()
+    if best == -np.inf:
+        assert search.score == -np.inf
+        return
+    assert search.score == pytest.approx(best, abs=1e-6 * max(1.0, abs(best)))
+    assert graph.score(search.labels) == search.score
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_root_bound_comes_close_to_the_local_polytope(seed):
+    """The root's dual ascent takes the bound to within a few percent of
+    the LP relaxation's (soft arc consistency alone stays 4-16 % below on
+    these networks), and never past it."""
+    from scipy.optimize import linprog
+
+    from structlearn.inference.exact.ilp import local_polytope
+
+    rng = np.random.default_rng(seed)
+    n, k = 12, 4
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    pairs = [pairs[i] for i in sorted(rng.choice(len(pairs), size=30, replace=False))]
+    graph = FactorGraph(np.full(n, k), unary=-rng.integers(0, 10, size=(n, k)).astype(float),
+                        scopes=pairs,
+                        tables=[-rng.integers(0, 10, size=(k, k)).astype(float) for _ in pairs])
+    A, b, theta, _ = local_polytope(graph)
+    lp = linprog(-theta, A_eq=A, b_eq=b, bounds=(0, None), method="highs")
+    search = SoftArcSearch(graph)
+    search.run(max_nodes=1)
+    lp_cost = search.offset + lp.fun  # the least cost over the local polytope
+    lower = search.current_costs()[0]
+    assert lp_cost - 0.03 * lp_cost <= lower <= lp_cost + 1e-6
+
+
+def test_a_tree_is_solved_at_the_root():
+    rng = np.random.default_rng(3)
+    n, k = 30, 5
+    pairs = [(int(rng.integers(0, i)), i) for i in range(1, n)]
+    graph = FactorGraph(np.full(n, k), unary=rng.normal(size=(n, k)), scopes=pairs,
+                        tables=list(rng.normal(size=(n - 1, k * k))))
+    search = SoftArcSearch(graph)
+    search.run(max_nodes=1)
+    fixed = np.isfinite(search.current_costs()[1]).sum(axis=1) == 1
+    assert np.all(search.eliminated | fixed) and search.eliminated.sum() > n // 2
+    assert search.run() and search.n_nodes == 1
+    assert search.score == pytest.approx(solve_map(graph, "exact").score, abs=1e-9)
+
+
 @settings(max_examples=100, deadline=None)
-@given(seed=st.integers(0, 10**6), ties=st.booleans(), parallel=st.booleans())
+@given(seed=st.integers(0, 10**6), ties=st.booleans(), parallel=st.booleans(),
+       sparse=st.booleans())
 def test_the_root_reparameterization_keeps_every_cost_and_is_arc_consistent(seed, ties,
-                                                                          parallel):
-    graph = random_weighted_csp(seed, p_inf=0.3, ties=ties, parallel=parallel)
+                                                                          parallel, sparse):
+    graph = (sparse_weighted_csp(seed, ties=ties) if sparse else
+             random_weighted_csp(seed, p_inf=0.3, ties=ties, parallel=parallel))
     search = SoftArcSearch(graph)
     search.run(max_nodes=1)  # the root's propagation only
     lower, unary, pair = search.current_costs()
@@ -60,18 +122,32 @@ def test_the_root_reparameterization_keeps_every_cost_and_is_arc_consistent(seed
     assert np.all(np.nanmin(np.where(np.isfinite(unary), unary, np.nan), axis=1) <= 1e-12)
     assert np.all(unary[np.isfinite(unary)] >= -1e-12)
     # arc consistency: each label has a zero-cost support on each edge
+    # between variables not eliminated
+    eliminated = search.eliminated
+    parent = search.state.elim_parent
     for f in range(graph.n_factors):
         rows, cols = np.isfinite(unary[p[f]]), np.isfinite(unary[q[f]])
         sub = pair[f][np.ix_(rows, cols)]
         assert np.all(sub[np.isfinite(sub)] >= -1e-9)
+        if eliminated[p[f]] or eliminated[q[f]]:
+            continue
         assert np.all(sub.min(axis=1) <= 1e-9) and np.all(sub.min(axis=0) <= 1e-9)
+    # an eliminated variable's costs have least 0 for each label of its parent
+    for f in range(graph.n_factors):
+        for i, j, table in ((p[f], q[f], pair[f]), (q[f], p[f], pair[f].T)):
+            if eliminated[i] and parent[i] == j:
+                star = (table + unary[i][:, None]).min(axis=0)
+                assert np.all(star[np.isfinite(unary[j])] <= 1e-9)
     if parallel:  # an extension into one of two parallel edges can undo the other's
         return
     # existential arc consistency: each variable's recorded full support has
     # unary cost 0 and, on every edge, a support at edge plus unary cost 0
     support = search.state.full_support
-    assert np.all(unary[np.arange(n), support] <= 1e-9)
+    live = ~eliminated
+    assert np.all(unary[np.arange(n), support][live] <= 1e-9)
     for f in range(graph.n_factors):
+        if eliminated[p[f]] or eliminated[q[f]]:
+            continue
         star_p = (pair[f] + unary[q[f]][None, :]).min(axis=1)
         star_q = (pair[f] + unary[p[f]][:, None]).min(axis=0)
         assert star_p[support[p[f]]] <= 1e-9 and star_q[support[q[f]]] <= 1e-9

@@ -7,7 +7,9 @@ forbidden (``inf``) costs.  At every node the search reparameterizes the
 network (equivalence-preserving cost moves: node, arc and directional arc
 consistency, Larrosa and Schiex's FDAC*; see :mod:`._soft_arc_kernels`),
 which gathers a lower bound on the cost in one constant and removes the
-labels that cannot beat the incumbent.  On weighted constraint networks
+labels that cannot beat the incumbent; the root starts from a dual ascent
+near the LP relaxation's bound, and variables left with one free neighbour
+are eliminated instead of branched on.  On weighted constraint networks
 (many forbidden pairs, small integer costs) this bound is far tighter than
 the summed row maxima of :mod:`.dfbb`, and the hard constraints prune whole
 subtrees at once.
@@ -132,18 +134,23 @@ class SoftArcSearch:
         finite = np.concatenate([self.net.unary, self.net.pair])
         finite = finite[np.isfinite(finite)]
         self.eps = EPS_SCALE * (1.0 + (float(finite.max()) if finite.size else 0.0))
+        # integer costs (of a size floats hold exactly): every labeling's
+        # cost is an integer, so a bound above the incumbent's less 1 prunes
+        self.integral = bool(np.all(finite == np.round(finite))
+                             and (finite.size == 0 or finite.max() * max(E + n, 1) < 2.0 ** 52))
         self.state = SearchState(
             np.empty(n * K), np.zeros(E * 2 * K), np.empty((n + 1, n * K)),
-            np.empty((n + 1, E * 2 * K)), np.zeros(n + 1), np.zeros((n + 1, 2), dtype=np.int64),
+            np.empty((n + 1, E * 2 * K)), np.zeros(n + 1), np.zeros((n + 1, 3), dtype=np.int64),
             np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
             np.zeros((2, E * 2 * K), dtype=np.int64), np.ones(E),
-            np.array([0.0, np.inf]),
-            np.array([0, 0, 0, 0, -1], dtype=np.int64))
+            np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.int64),
+            np.full(n, -1, dtype=np.int64), np.array([0.0, np.inf]),
+            np.array([0, 0, 0, 0, -1, 0], dtype=np.int64))
         self.work = Workspace(np.zeros(E, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
                               np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
                               np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
-                              np.zeros(K), np.zeros(K, dtype=np.int64),
-                              np.zeros(n, dtype=np.int64))
+                              np.zeros(K), np.zeros(K), np.zeros(K, dtype=np.int64),
+                              np.zeros(n, dtype=np.int64), np.zeros(n * K))
         if self.offset == -np.inf:  # a table with no finite entry: nothing to search
             self.state.counters[PHASE] = DONE
         if incumbent is not None:
@@ -170,6 +177,12 @@ class SoftArcSearch:
     @property
     def n_nodes(self):
         return int(self.state.counters[NODES])
+
+    @property
+    def eliminated(self):
+        """bool (n_vars,): the variables the current node has eliminated
+        (their costs are frozen and left out of its bound)."""
+        return self.state.eliminated.astype(bool)
 
     def current_costs(self):
         """The current node's reparameterized network.
@@ -228,7 +241,7 @@ class SoftArcSearch:
             step = left if deadline is None else min(left, chunk)
             before = self.n_nodes
             soft_arc_search(self.net, self.state, self.work, step, self.tol, self.offset,
-                            self.eps)
+                            self.eps, self.integral)
             done = self.n_nodes - before
             left -= done
             # the next chunk lasts about CHUNK_SECONDS at the rate just seen
