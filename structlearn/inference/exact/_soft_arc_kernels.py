@@ -65,9 +65,9 @@ import numpy as np
 
 MAX_ROUNDS = 16  # propagation rounds per node at most
 INTEGRAL_MARGIN = 1e-6    # integer costs: prune above the incumbent's less 1 - this
-MAX_ASCENT_SWEEPS = 60    # the root's sweeps of edge block updates at most
+MAX_ASCENT_SWEEPS = 32    # the root's sweeps of edge block updates at most
 ASCENT_CHECK = 4          # ... the bound checked after every this many
-ASCENT_GAIN = 1e-3        # ... on while they raise it by this share
+ASCENT_GAIN = 2e-3        # ... on while they raise it by this share
 
 # state.scalars
 LOWER, UPPER = 0, 1
