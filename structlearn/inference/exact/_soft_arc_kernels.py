@@ -323,6 +323,30 @@ def _full_support(pair, shift, unary, residue, n_states, ends, K, e, s, eps, bes
     return flags | RAISED
 
 
+@nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
+def _least_unary(unary, n_states, K, i):
+    """The least unary cost of variable ``i`` (``inf``: an empty domain)."""
+    m = np.inf
+    for x in range(n_states[i]):
+        m = min(m, unary[i * K + x])
+    return m
+
+
+@nb.njit(cache=True, no_cpython_wrapper=True)
+def _take_least_unary(unary, n_states, K, i):
+    """Node consistency of ``i``: its least unary cost, when positive, is
+    subtracted from its costs and returned, for the bound (0 when not
+    positive; ``inf``: an empty domain, the costs left as they are)."""
+    m = _least_unary(unary, n_states, K, i)
+    if m == np.inf:
+        return m
+    if m <= 0.0:
+        return 0.0
+    for x in range(n_states[i]):
+        unary[i * K + x] -= m
+    return m
+
+
 @nb.njit(cache=True, no_cpython_wrapper=True)
 def _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, v):
     """The stars of ``v`` and its neighbours need an existential check (and
@@ -553,16 +577,11 @@ def _propagate(net, state, work, cut, eps):
         for i in range(n):  # node consistency: unary minima into the bound
             if eliminated[i]:
                 continue
-            m = np.inf
-            for x in range(n_states[i]):
-                m = min(m, unary[i * K + x])
+            m = _take_least_unary(unary, n_states, K, i)
             if m == np.inf:
                 _clear(work)
                 return False
-            if m > 0.0:
-                for x in range(n_states[i]):
-                    unary[i * K + x] -= m
-                lower += m
+            lower += m
         state.scalars[LOWER] = lower
         if lower >= cut:
             _clear(work)
@@ -630,13 +649,9 @@ def _eliminate(net, state, work, i, parent, edge, eps):
         work.shrunk[parent] |= (flags & REMOVED) >> 1
         work.touched[parent] |= flags & RAISED
     else:  # node consistency of i itself: its least cost joins the bound
-        m = np.inf
-        for x in range(net.n_states[i]):
-            m = min(m, unary[i * K + x])
+        m = _take_least_unary(unary, net.n_states, K, i)
         if m == np.inf:
             return False
-        for x in range(net.n_states[i]):
-            unary[i * K + x] -= m
         state.scalars[LOWER] += m
     c = state.counters[ELIMINATED]
     state.elim_order[c] = i
@@ -769,10 +784,7 @@ def _dual_ascent(net, state, work):
             continue
         bound = 0.0
         for i in range(n):
-            m = np.inf
-            for x in range(net.n_states[i]):
-                m = min(m, unary[i * K + x])
-            bound += m
+            bound += _least_unary(unary, net.n_states, K, i)
         if bound == np.inf:
             break
         if bound - before <= ASCENT_GAIN * abs(bound):
@@ -780,14 +792,9 @@ def _dual_ascent(net, state, work):
         before = bound
     lower = state.scalars[LOWER]
     for i in range(n):
-        m = np.inf
-        for x in range(net.n_states[i]):
-            m = min(m, unary[i * K + x])
-        if m == np.inf or m == 0.0:
-            continue
-        for x in range(net.n_states[i]):
-            unary[i * K + x] -= m
-        lower += m
+        m = _take_least_unary(unary, net.n_states, K, i)
+        if m != np.inf:  # an empty domain: the root's propagation reports it
+            lower += m
     state.scalars[LOWER] = lower
 
 
