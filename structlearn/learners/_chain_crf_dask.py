@@ -20,6 +20,7 @@ import numpy as np
 
 from .._parallel import chunk_bounds
 from ._chain_crf_kernels import SplitTokens
+from ._dask_partitions import worker_addresses
 
 __all__ = ["RemoteLikelihood"]
 
@@ -106,7 +107,7 @@ class RemoteLikelihood:
     def from_problem(cls, prob, client):
         """The likelihood of ``prob`` (its layout and tokens read once) cut
         into one run per worker, of about equal tokens, scattered."""
-        workers = sorted(client.scheduler_info()["workers"])
+        workers = worker_addresses(client)
         if not workers:
             raise RuntimeError("the dask cluster has no workers to hold the likelihood's parts")
         bounds = chunk_bounds(np.diff(prob.offsets), len(workers))

@@ -20,7 +20,7 @@ import copy
 import logging
 import operator
 
-__all__ = ["CHECKPOINT_EVERY", "DaskPartitions", "MAX_FAILED_ROUNDS"]
+__all__ = ["CHECKPOINT_EVERY", "DaskPartitions", "MAX_FAILED_ROUNDS", "worker_addresses"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +61,12 @@ def _settle(futures):
         pass  # the statuses say which
 
 
+
+def worker_addresses(client):
+    """The cluster's workers, sorted, asked of the scheduler (the client's
+    cached ``scheduler_info`` can lag behind the workers, even list none)."""
+    return sorted(client.ncores())
+
 class DaskPartitions:
     """Partitions on the workers of ``client``; subclasses define :meth:`rebuild`.
 
@@ -74,7 +80,7 @@ class DaskPartitions:
     remote = True
 
     def __init__(self, client, partitions):
-        workers = sorted(client.scheduler_info()["workers"])
+        workers = worker_addresses(client)
         if not workers:
             raise RuntimeError("the dask cluster has no workers to hold the training partitions")
         self.client = client
@@ -199,8 +205,12 @@ class DaskPartitions:
         from distributed import wait
 
         client = self.client
-        workers = sorted(client.scheduler_info()["workers"])
+        workers = worker_addresses(client)
         holders = client.who_has(self.futures)
+        if not workers:  # only the holders answered
+            workers = sorted({w for ws in holders.values() for w in ws})
+        if not workers:
+            raise RuntimeError("the dask cluster has no workers to hold the partitions' copies")
         copies = []
         for p, f in enumerate(self.futures):
             where = list(holders.get(f.key) or ()) or [workers[p % len(workers)]]

@@ -19,7 +19,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ._dask_partitions import DaskPartitions
+from ._dask_partitions import DaskPartitions, worker_addresses
 from ._gdmm_multilabel_kernels import gdmm_multilabel_dual, lp_hinge_bound
 from ._gdmm_multilabel_blocks import blocks_of, draw_pairing, paired_pass, pairing_rows
 from ._gdmm_multilabel_storage import _positive_edges, _ranks, joined_pools
@@ -213,7 +213,7 @@ class DaskMultilabelPartitions(MultilabelBlockRounds):
     """
 
     def __init__(self, problem, state, n_parts, edges, C, rho, rounds, forest, client):
-        workers = sorted(client.scheduler_info()["workers"])
+        workers = worker_addresses(client)
         if not workers:
             raise RuntimeError("the dask cluster has no workers to hold the training partitions")
         blocks, self.bounds = blocks_of(problem, state, n_parts)
