@@ -74,3 +74,46 @@ def test_a_deadline_ends_the_polished_search():
     assert time.perf_counter() - start < 1.5
     assert not search.proved and np.isfinite(search.score)
     assert graph.score(search.labels) == search.score
+
+
+def test_under_a_deadline_the_first_slice_comes_at_a_share_of_the_time(monkeypatch):
+    """Before ``POLISH_FIRST_NODES`` nodes, once ``POLISH_FIRST_SHARE`` of the
+    time has passed: the tabu search then runs for about as long as the tree."""
+    import time
+
+    monkeypatch.setattr(soft_arc_polish, "POLISH_FIRST_NODES", 10**9)
+    monkeypatch.setattr(soft_arc_polish, "POLISH_FIRST_SHARE", 0.05)
+    graph = _dense_graph(2, n=30, k=8)
+    untimed = PolishedSoftArcSearch(graph)
+    untimed.run(max_nodes=500)
+    assert untimed._polisher.tabu is None  # no deadline: counted in nodes only
+    search = PolishedSoftArcSearch(graph)
+    start = time.perf_counter()
+    search.run(deadline=start + 0.6)
+    polisher = search._polisher
+    assert polisher.first_slice_done and polisher.tabu is not None
+    assert polisher.tabu_nodes < 10**9
+    assert polisher.first_time == pytest.approx(start + 0.03, abs=0.02)
+    assert graph.score(search.labels) == search.score
+    assert search.offset - polisher.tabu.best_cost <= search.score + 1e-9
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10**6), p_inf=st.sampled_from([0.0, 0.3, 0.6]))
+def test_a_timed_first_slice_keeps_the_proof(seed, p_inf):
+    """A first slice before any node (its time share already passed) and the
+    search after it still prove the enumerated optimum."""
+    import time
+
+    graph = random_weighted_csp(seed, p_inf=p_inf)
+    best = graph.score_many(all_labelings(graph)).max()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(soft_arc_polish, "POLISH_FIRST_SHARE", 0.0)
+        search = PolishedSoftArcSearch(graph)
+        open_at_start = not search.proved  # (an infeasible table is proved at once)
+        assert search.run(deadline=time.perf_counter() + 60.0)
+    assert search._polisher.first_slice_done == open_at_start
+    if best == -np.inf:
+        assert search.score == -np.inf
+        return
+    assert search.score == pytest.approx(best, abs=1e-6 * max(1.0, abs(best)))

@@ -398,6 +398,7 @@ def _existential_pass(net, state, work, eps):
     unary, shift, residue = state.unary, state.shift, state.residue[1]
     full_support, edge_weight, eliminated = state.full_support, state.edge_weight, state.eliminated
     star_dirty, dee_dirty, best, gainers = work.star_dirty, work.dee_dirty, work.best, work.gainers
+    shrunk, edge_dirty = work.shrunk, work.edge_dirty
     for i in range(n_states.shape[0]):
         if not star_dirty[i]:
             continue
@@ -428,9 +429,9 @@ def _existential_pass(net, state, work, eps):
                 edge_weight[e] += 1.0
                 return False
             if flags & REMOVED:
-                work.shrunk[i] = 1
+                shrunk[i] = 1
             if flags & EXTENDED:
-                work.edge_dirty[e] = BOTH_ENDS
+                edge_dirty[e] = BOTH_ENDS
                 star_dirty[adjacency[k, 2]] = 1
         # the unary costs are now the star costs: the least is the support
         # (a label is left: an emptied domain returned WIPED above)
@@ -461,45 +462,46 @@ def _eliminate_dead_ends(net, state, work):
     at least ``sum_j max_y (cost_ij(b, y) - cost_ij(a, y))`` over the
     current domains can be swapped for ``b`` in any labeling at no extra
     cost, so it is removed (``b`` never is).  Returns whether any was."""
-    n = net.n_states.shape[0]
+    n_states, pair, adj_ptr, adjacency = net.n_states, net.pair, net.adj_ptr, net.adjacency
     K = net.K
     unary, shift, eliminated = state.unary, state.shift, state.eliminated
+    full_support, dee_dirty, shrunk = state.full_support, work.dee_dirty, work.shrunk
     removed = False
-    for i in range(n):
-        if not work.dee_dirty[i]:
+    for i in range(n_states.shape[0]):
+        if not dee_dirty[i]:
             continue
-        work.dee_dirty[i] = 0
+        dee_dirty[i] = 0
         if eliminated[i]:
             continue
-        b = state.full_support[i]
+        b = full_support[i]
         ub = unary[i * K + b]
         if ub == np.inf:
             continue
-        for a in range(net.n_states[i]):
+        for a in range(n_states[i]):
             slack = unary[i * K + a] - ub
             if a == b or slack == np.inf or slack < 0.0:
                 continue
-            for k in range(net.adj_ptr[i], net.adj_ptr[i + 1]):
-                e, si, j = net.adjacency[k, 0], net.adjacency[k, 1], net.adjacency[k, 2]
+            for k in range(adj_ptr[i], adj_ptr[i + 1]):
+                e, si, j = adjacency[k, 0], adjacency[k, 1], adjacency[k, 2]
                 if eliminated[j]:  # its part has least cost 0 under either label
                     continue
                 worst = -np.inf
-                for y in range(net.n_states[j]):
+                for y in range(n_states[j]):
                     if unary[j * K + y] == np.inf:
                         continue
-                    cb = _edge_cost(net.pair, shift, K, e, si, b, y)
+                    cb = _edge_cost(pair, shift, K, e, si, b, y)
                     if cb == np.inf:
-                        if _edge_cost(net.pair, shift, K, e, si, a, y) != np.inf:
+                        if _edge_cost(pair, shift, K, e, si, a, y) != np.inf:
                             worst = np.inf
                             break
                         continue
-                    worst = max(worst, cb - _edge_cost(net.pair, shift, K, e, si, a, y))
+                    worst = max(worst, cb - _edge_cost(pair, shift, K, e, si, a, y))
                 slack -= worst
                 if slack < 0.0:
                     break
             if slack >= 0.0:
                 unary[i * K + a] = np.inf
-                work.shrunk[i] = 1
+                shrunk[i] = 1
                 removed = True
     return removed
 
@@ -518,8 +520,10 @@ def _propagate(net, state, work, cut, eps):
     arc_residue, full_residue = state.residue[0], state.residue[1]
     edge_dirty, shrunk, raised = work.edge_dirty, work.shrunk, work.raised
     star_dirty, dee_dirty, touched = work.star_dirty, work.dee_dirty, work.touched
+    best, gainers, dac_order, dac_pos = work.best, work.gainers, net.dac_order, net.dac_pos
+    counters, scalars = state.counters, state.scalars
     for _ in range(MAX_ROUNDS):
-        state.counters[ROUNDS] += 1
+        counters[ROUNDS] += 1
         for i in range(n):  # a shrunk domain may leave labels of its neighbours unsupported
             if shrunk[i]:
                 shrunk[i] = 0
@@ -545,17 +549,17 @@ def _propagate(net, state, work, cut, eps):
                 raised[v] |= flags & RAISED
                 shrunk[v] |= (flags & REMOVED) >> 1
         for t in range(n - 1, -1, -1):  # later variables first: raised costs flow to earlier ones
-            j = net.dac_order[t]
+            j = dac_order[t]
             if not raised[j]:
                 continue
             raised[j] = 0
             touched[j] = 1
             for k in range(adj_ptr[j], adj_ptr[j + 1]):
                 e, sj, i = adjacency[k, 0], adjacency[k, 1], adjacency[k, 2]
-                if net.dac_pos[i] > t or eliminated[i]:
+                if dac_pos[i] > t or eliminated[i]:
                     continue
                 flags = _full_support(pair, shift, unary, full_residue, n_states, ends, K, e,
-                                      1 - sj, eps, work.best, work.gainers)
+                                      1 - sj, eps, best, gainers)
                 if flags == WIPED:
                     edge_weight[e] += 1.0
                     _clear(work)
@@ -573,7 +577,7 @@ def _propagate(net, state, work, cut, eps):
         if not _existential_pass(net, state, work, eps):
             _clear(work)
             return False
-        lower = state.scalars[LOWER]
+        lower = scalars[LOWER]
         for i in range(n):  # node consistency: unary minima into the bound
             if eliminated[i]:
                 continue
@@ -582,7 +586,7 @@ def _propagate(net, state, work, cut, eps):
                 _clear(work)
                 return False
             lower += m
-        state.scalars[LOWER] = lower
+        scalars[LOWER] = lower
         if lower >= cut:
             _clear(work)
             return False
@@ -611,12 +615,12 @@ def _propagate(net, state, work, cut, eps):
 def _domain_sizes(net, state, sizes):
     """Each variable's domain size into ``sizes`` (0 for the eliminated:
     like fixed ones, they are nobody's free neighbours)."""
-    K = net.K
-    for v in range(net.n_states.shape[0]):
+    K, n_states, unary, eliminated = net.K, net.n_states, state.unary, state.eliminated
+    for v in range(n_states.shape[0]):
         size = 0
-        if not state.eliminated[v]:
-            for x in range(net.n_states[v]):
-                if state.unary[v * K + x] != np.inf:
+        if not eliminated[v]:
+            for x in range(n_states[v]):
+                if unary[v * K + x] != np.inf:
                     size += 1
         sizes[v] = size
 
@@ -667,7 +671,7 @@ def _eliminate_low_degree(net, state, work, eps):
     """Eliminate every free variable of at most one free neighbour (not
     through parallel edges), repeatedly.  Returns -1 when a domain empties,
     else how many were eliminated."""
-    n = net.n_states.shape[0]
+    n, adj_ptr, adjacency = net.n_states.shape[0], net.adj_ptr, net.adjacency
     sizes = work.sizes
     _domain_sizes(net, state, sizes)
     count, found = 0, True
@@ -677,14 +681,14 @@ def _eliminate_low_degree(net, state, work, eps):
             if sizes[i] < 2:
                 continue
             parent, edge, low = -1, -1, True
-            for k in range(net.adj_ptr[i], net.adj_ptr[i + 1]):
-                j = net.adjacency[k, 2]
+            for k in range(adj_ptr[i], adj_ptr[i + 1]):
+                j = adjacency[k, 2]
                 if sizes[j] < 2:
                     continue
                 if parent >= 0:  # a second free neighbour, or a parallel edge
                     low = False
                     break
-                parent, edge = j, net.adjacency[k, 0]
+                parent, edge = j, adjacency[k, 0]
             if not low:
                 continue
             if not _eliminate(net, state, work, i, parent, edge, eps):
@@ -817,14 +821,15 @@ def _choose_variable(net, state, work):
     state.counters[LAST_CONFLICT] = -1
     sizes = work.sizes
     _domain_sizes(net, state, sizes)
+    adj_ptr, adjacency, edge_weight = net.adj_ptr, net.adjacency, state.edge_weight
     best, best_key = -1, np.inf
     for v in range(n):
         if sizes[v] < 2:
             continue
         wdeg = 1e-3
-        for k in range(net.adj_ptr[v], net.adj_ptr[v + 1]):
-            if sizes[net.adjacency[k, 2]] > 1:
-                wdeg += state.edge_weight[net.adjacency[k, 0]]
+        for k in range(adj_ptr[v], adj_ptr[v + 1]):
+            if sizes[adjacency[k, 2]] > 1:
+                wdeg += edge_weight[adjacency[k, 0]]
         key = sizes[v] / wdeg
         if key < best_key:
             best, best_key = v, key

@@ -3,9 +3,10 @@
 A depth-first search proves an optimum sooner the sooner it holds it: on
 generated weighted CSPs the optimum is often found late (after half to four
 fifths of the nodes), and given from the start it cuts them 1.5-4.9x.  So after
-``POLISH_FIRST_NODES`` nodes, and each time the nodes double, two local
-searches run from the best labeling known and offer a better one to the
-search as its incumbent:
+``POLISH_FIRST_NODES`` nodes (or, under a deadline, once
+``POLISH_FIRST_SHARE`` of the first run's time has passed, if that comes
+first), and each time the nodes double, two local searches run from the best
+labeling known and offer a better one to the search as its incumbent:
 
 * the tabu search of :mod:`.tabu`, for ``TABU_STEPS_PER_NODE`` steps per node
   searched since its last slice, a rate that grows after a slice that
@@ -18,7 +19,9 @@ search as its incumbent:
   iterations per node searched so far.
 
 Their work is counted in nodes and steps, not seconds, so a run without a
-deadline gives the same result on any machine."""
+deadline gives the same result on any machine.  Under a short deadline the
+timed first slice matters: the tree's first dives can hold poorer labelings
+than a tabu search finds in a few milliseconds."""
 
 import time
 
@@ -28,9 +31,12 @@ from ..lp._lp_common import Problem
 from .soft_arc import SoftArcSearch
 from .tabu import TabuSearch
 
-__all__ = ["POLISH_FIRST_NODES", "POLISH_ITERS_PER_NODE", "PolishedSoftArcSearch"]
+__all__ = ["POLISH_FIRST_NODES", "POLISH_FIRST_SHARE", "POLISH_ITERS_PER_NODE",
+           "PolishedSoftArcSearch"]
 
 POLISH_FIRST_NODES = 1000
+POLISH_FIRST_SHARE = 0.1  # of the first run's time to its deadline
+TIMED_SLICE_MAX_STEPS = 10**7  # the timed first slice's tabu steps: its time bounds them
 POLISH_ITERS_PER_NODE = 0.5
 # tabu steps per node searched since the last slice: TABU_STEPS_PER_NODE at
 # first; times TABU_GROWTH (up to TABU_MAX_STEPS_PER_NODE) after a slice that
@@ -46,7 +52,9 @@ _DEADLINE_EVERY = 64   # local search iterations between looks at the clock
 
 class _Polisher:
     """The local search's state across the slices: its current labeling,
-    the best one, its random stream and the next node count to run at."""
+    the best one, its random stream, the next node count to run at and,
+    before the first slice under a deadline, the time to run it at the
+    latest."""
 
     def __init__(self, graph):
         self.graph = graph
@@ -55,6 +63,9 @@ class _Polisher:
         self.current = None
         self.current_score = -np.inf
         self.next_nodes = POLISH_FIRST_NODES
+        self.first_time = None  # set by the first run with a deadline
+        self.first_start = None
+        self.first_slice_done = False
         self.tabu = None
         self.tabu_nodes = 0  # nodes searched when the tabu search last ran
         self.tabu_rate = TABU_STEPS_PER_NODE
@@ -65,11 +76,13 @@ class _Polisher:
             self._problem = Problem(self.graph)
         return self._problem
 
-    def tabu_slice(self, search, deadline):
-        """Tabu search for ``tabu_rate`` steps per node searched since its
-        last slice, from the search's incumbent when that is cheaper than
-        its own best; offers its best to ``search`` and adapts the rate."""
-        steps = int(self.tabu_rate * (search.n_nodes - self.tabu_nodes))
+    def tabu_slice(self, search, deadline, steps=None):
+        """Tabu search for ``steps`` steps (default: ``tabu_rate`` per node
+        searched since its last slice) or until ``deadline``, from the
+        search's incumbent when that is cheaper than its own best; offers its
+        best to ``search`` and adapts the rate."""
+        if steps is None:
+            steps = int(self.tabu_rate * (search.n_nodes - self.tabu_nodes))
         self.tabu_nodes = search.n_nodes
         if steps <= 0:
             return
@@ -124,17 +137,32 @@ class PolishedSoftArcSearch(SoftArcSearch):
         returns :attr:`proved`."""
         polisher = self._polisher
         stop = None if max_nodes is None else self.n_nodes + int(max_nodes)
+        if deadline is not None and not polisher.first_slice_done and polisher.first_time is None:
+            polisher.first_start = time.perf_counter()
+            polisher.first_time = polisher.first_start + POLISH_FIRST_SHARE * max(
+                deadline - polisher.first_start, 0.0)
         while not self.proved:
             if deadline is not None and time.perf_counter() >= deadline:
                 break
             if stop is not None and self.n_nodes >= stop:
                 break
             target = polisher.next_nodes if stop is None else min(polisher.next_nodes, stop)
-            super().run(max_nodes=max(target - self.n_nodes, 1), deadline=deadline)
-            if self.proved or self.n_nodes < polisher.next_nodes:
+            timed = polisher.first_time is not None and not polisher.first_slice_done
+            until = min(deadline, polisher.first_time) if timed else deadline
+            super().run(max_nodes=max(target - self.n_nodes, 1), deadline=until)
+            due = self.n_nodes >= polisher.next_nodes or (
+                timed and time.perf_counter() >= polisher.first_time)
+            if self.proved or not due:
                 continue
+            early = self.n_nodes < polisher.next_nodes  # the timed first slice
+            polisher.first_slice_done = True
             if self.score > -np.inf:
-                polisher.tabu_slice(self, deadline)
+                if early:  # as long as the search has run: a node's share of steps is too few
+                    now = time.perf_counter()
+                    polisher.tabu_slice(self, min(deadline, 2 * now - polisher.first_start),
+                                        steps=TIMED_SLICE_MAX_STEPS)
+                else:
+                    polisher.tabu_slice(self, deadline)
                 polisher.polish(self, deadline)
             else:  # no incumbent yet: look again later
                 polisher.next_nodes = 2 * self.n_nodes
