@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from structlearn.graphs import FactorGraph
 from structlearn.inference import solve_map
+from structlearn.inference.exact._soft_arc_kernels import DEPTH
 from structlearn.inference.exact.soft_arc import SoftArcSearch
 
 from _graphgen import all_labelings, random_weighted_csp, sparse_weighted_csp
@@ -166,6 +167,52 @@ def test_a_search_run_one_node_at_a_time_ends_where_one_run_does(seed):
     assert steps.score == whole.score and np.array_equal(steps.labels, whole.labels)
 
 
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), ties=st.booleans(), p_inf=st.sampled_from([0.0, 0.3, 0.6]),
+       stops=st.lists(st.integers(1, 6), min_size=1, max_size=8))
+def test_the_upper_bound_holds_wherever_the_search_stops(seed, ties, p_inf, stops):
+    """Stopped after any number of nodes, the search's upper bound is at
+    least the enumerated optimum and its incumbent's score, never rises, and
+    equals the score once proved."""
+    graph = random_weighted_csp(seed, p_inf=p_inf, ties=ties, parallel=True)
+    best = graph.score_many(all_labelings(graph)).max()
+    search = SoftArcSearch(graph)
+    bounds = [search.upper_bound]
+    for nodes in stops:
+        search.run(max_nodes=nodes)
+        bounds.append(search.upper_bound)
+        if search.proved:
+            break
+    slack = 1e-6 * max(1.0, abs(best))
+    for bound in bounds:
+        assert bound >= best - slack
+    assert bounds[-1] >= search.score - slack
+    search.run()
+    if best == -np.inf:
+        assert search.upper_bound == -np.inf
+    else:
+        assert search.upper_bound == pytest.approx(best, abs=slack)
+
+
+def test_the_upper_bound_covers_the_open_branches_at_every_node():
+    """The bound is the least over the open right branches and the current
+    node, not the current node's alone (deep in a subtree without the
+    optimum, that one claims too little): checked after every node of a
+    search the root does not prove."""
+    rng = np.random.default_rng(1)
+    n, k = 12, 5
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    graph = FactorGraph(np.full(n, k), unary=rng.normal(size=(n, k)), scopes=pairs,
+                        tables=list(rng.normal(size=(len(pairs), k * k))))
+    search = SoftArcSearch(graph)
+    best = solve_map(graph, "exact", time_limit=30).score
+    seen_deep = False
+    while not search.run(max_nodes=1):
+        assert search.upper_bound >= best - 1e-6 * abs(best)
+        seen_deep |= search.state.counters[DEPTH] > 1
+    assert seen_deep
+
+
 def test_a_node_budget_ends_the_search_with_a_true_score():
     rng = np.random.default_rng(0)
     n, k = 14, 6
@@ -193,9 +240,11 @@ def test_an_infeasible_network_is_proved_so():
     assert res.status == "infeasible"
 
 
-def planted_weighted_csp(seed, n=40, k=6):
-    """``n`` variables of ``k`` labels, 3 n random pairs with half their
-    entries forbidden, integer scores, around a planted allowed labeling."""
+def planted_weighted_csp(seed, n=40, k=6, forbid=0.5, planted_scores=False):
+    """``n`` variables of ``k`` labels, 3 n random pairs with a share
+    ``forbid`` of their entries forbidden, integer scores, around a planted
+    allowed labeling (whose pairs score 0, or at random with
+    ``planted_scores``: then it is feasible but far from optimal)."""
     rng = np.random.default_rng(seed)
     planted = rng.integers(0, k, size=n)
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
@@ -203,8 +252,8 @@ def planted_weighted_csp(seed, n=40, k=6):
     tables = []
     for i, j in pairs:
         t = -rng.integers(0, 10, size=(k, k)).astype(float)
-        t[rng.random((k, k)) < 0.5] = -np.inf
-        t[planted[i], planted[j]] = 0.0
+        t[rng.random((k, k)) < forbid] = -np.inf
+        t[planted[i], planted[j]] = -float(rng.integers(0, 10)) if planted_scores else 0.0
         tables.append(t)
     return FactorGraph(np.full(n, k), unary=-rng.integers(0, 10, size=(n, k)).astype(float),
                        scopes=pairs, tables=tables)
@@ -220,6 +269,28 @@ def test_weighted_csps_in_the_exact_search_are_proved_by_the_soft_arc_search():
     auto = solve_map(graph, "auto", time_limit=30)
     assert auto.method == "exact" and "soft arc" in auto.reason
     assert auto.score == res.score
+
+
+def test_under_a_time_limit_the_exact_search_certifies_by_the_soft_arc_bound():
+    """A weighted CSP the soft arc search does not prove in its time: ``exact``
+    ends on its incumbent with the search's bound, which is never below the
+    local polytope's LP optimum and not far above it (a trivial bound would
+    be near 0)."""
+    from scipy.optimize import linprog
+
+    from structlearn.inference.exact.ilp import local_polytope
+
+    solve_map(planted_weighted_csp(5), "exact", persistency=False, time_limit=30)  # compiled
+    graph = planted_weighted_csp(11, n=80, k=12, forbid=0.3, planted_scores=True)
+    res = solve_map(graph, "exact", enumeration_limit=0, persistency=False, time_limit=0.3)
+    assert res.status == "time_limit" and not res.history  # no LP node was evaluated
+    assert graph.score(res.labels) == res.score > -np.inf
+    A, b, theta, _ = local_polytope(graph)
+    forbidden = np.isneginf(theta)
+    lp = linprog(-np.where(forbidden, 0.0, theta), A_eq=A, b_eq=b, method="highs",
+                 bounds=np.c_[np.zeros(theta.size), np.where(forbidden, 0.0, np.inf)])
+    lp_score = -lp.fun
+    assert lp_score - 1e-6 * abs(lp_score) <= res.upper_bound <= lp_score + 0.1 * abs(lp_score)
 
 
 def test_bad_input():

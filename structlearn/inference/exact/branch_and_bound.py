@@ -13,8 +13,9 @@ Preprocessing (each step keeps a maximum-score labeling):
    (:mod:`.potts_persistency`);
 5. the graph is split into connected components, each solved on its own
    (isolated variables by their unary argmax, forests by exact max-product,
-   pairwise components with forbidden pairs first by a depth-first branch
-   and bound kept soft arc consistent (:mod:`.soft_arc`, half their time),
+   pairwise components with forbidden pairs by a depth-first branch and
+   bound kept soft arc consistent (:mod:`.soft_arc`: under a time limit for
+   all their time, else for its first nodes),
    other pairwise components of at most :data:`DFBB_MAX_VARS` variables of
    fewer than 100 states first by a few milliseconds of depth-first branch
    and bound without LP (:mod:`.dfbb`),
@@ -96,17 +97,18 @@ CYCLE_ENTRIES_PER_SECOND = 10**8  # and of the cycle search's candidate entries
 # search cannot.
 MILP_FIRST_MAX_COLUMNS = 200_000
 # a pairwise component with hard constraints (AUTO_SOFT_ARC_FORBIDDEN of its
-# table entries forbidden or more) first gets the depth-first search kept soft
-# arc consistent (:mod:`.soft_arc`; its state at most SOFT_ARC_MAX_BYTES) for
-# SOFT_ARC_FIRST_SHARE of its time (SOFT_ARC_FIRST_NODES nodes without a time
-# limit); then it stands in for the depth-first search resumed after the root
-# (for that share of the time left).
+# table entries forbidden or more) gets the depth-first search kept soft arc
+# consistent (:mod:`.soft_arc`; its state at most SOFT_ARC_MAX_BYTES): under a
+# time limit for all of the component's time, its root bound (within 1-2 % of
+# the local polytope's) certifying what it leaves open; without one for
+# SOFT_ARC_FIRST_NODES nodes, then it stands in for the depth-first search
+# resumed after the LP root.
 # On weighted constraint networks its bound prunes whole subtrees where each
-# LP-bounded node costs milliseconds; on real-valued tables (the UAI sets: no
-# forbidden pair, or labels forbidden only by dominance) the LP root proves
-# more in less time.
+# LP-bounded node costs milliseconds (the LP root, HiGHS' slices and the
+# LP-bounded nodes, given half the time, made it slower to its proofs and
+# poorer at 1 s); on real-valued tables (the UAI sets: no forbidden pair, or
+# labels forbidden only by dominance) the LP root proves more in less time.
 SOFT_ARC_MAX_BYTES = 64 << 20
-SOFT_ARC_FIRST_SHARE = 0.5
 SOFT_ARC_FIRST_NODES = 20_000
 MILP_FIRST_SHARE = 0.1
 MILP_FIRST_SECONDS = 1.0
@@ -391,18 +393,13 @@ class _Search:
 
     def _resume_soft_arc(self, work):
         """:meth:`_depth_first` by the resumable :class:`.PolishedSoftArcSearch`,
-        pruning against the incumbent: for ``work`` operations' time without a
-        deadline, else for :data:`SOFT_ARC_FIRST_SHARE` of the time left."""
+        pruning against the incumbent, for ``work`` operations' time (only
+        without a deadline: under one, the search has had the component's
+        whole time before the LP search)."""
         search = self.soft_search
         if self.labels is not None:
             search.offer(self.labels)
-        now = time.perf_counter()
-        end = now + work / DFBB_OPS_PER_SECOND
-        if self.deadline is not None:  # its bound, not the LP's, proves these networks
-            end = now + SOFT_ARC_FIRST_SHARE * max(self.deadline - now, 0.0)
-            if self.deadline - end < self.last_eval:  # no LP node would fit after it
-                end = self.deadline
-        proved = search.run(deadline=end)
+        proved = search.run(deadline=time.perf_counter() + work / DFBB_OPS_PER_SECOND)
         if search.score > self.score:
             self.score, self.labels = search.score, search.labels
         return proved and self.score > -np.inf
@@ -653,12 +650,15 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         share = None if deadline is None else time.perf_counter() + \
             (deadline - time.perf_counter()) / left
         soft = None if forest else _soft_arc_first(sub, depth_first, share, tol)
-        if soft is not None and soft.proved:
-            if soft.score == -np.inf:
+        if soft is not None and (soft.proved or share is not None):
+            if soft.proved and soft.score == -np.inf:
                 statuses.append("infeasible")
                 continue
             labels[variables_left[variables]] = soft.labels
             n_nodes += soft.n_nodes
+            if not soft.proved:  # its time is up
+                statuses.append("time_limit")
+                total_gap += soft.upper_bound - soft.score
             continue
         if soft is not None:
             n_nodes += soft.n_nodes
@@ -742,9 +742,9 @@ def _soft_arc_first(sub, depth_first, share_end, tol):
     """On a pairwise component with hard constraints (at least
     ``AUTO_SOFT_ARC_FORBIDDEN`` of its table entries forbidden) whose
     search state fits in :data:`SOFT_ARC_MAX_BYTES`, the soft arc
-    consistent depth-first search (:mod:`.soft_arc`) run for
-    :data:`SOFT_ARC_FIRST_SHARE` of the time left before ``share_end`` (or
-    :data:`SOFT_ARC_FIRST_NODES` nodes without a deadline); None elsewhere."""
+    consistent depth-first search (:mod:`.soft_arc`) run until ``share_end``
+    (or for :data:`SOFT_ARC_FIRST_NODES` nodes without a deadline); None
+    elsewhere."""
     if not (depth_first and sub.n_vars and sub.table_data.size
             and np.all(sub.factor_orders == 2)
             and np.isneginf(sub.table_data).mean() >= AUTO_SOFT_ARC_FORBIDDEN
@@ -754,8 +754,7 @@ def _soft_arc_first(sub, depth_first, share_end, tol):
     if share_end is None:
         search.run(max_nodes=SOFT_ARC_FIRST_NODES)
     else:
-        now = time.perf_counter()
-        search.run(deadline=now + SOFT_ARC_FIRST_SHARE * max(share_end - now, 0.0))
+        search.run(deadline=share_end)
     return search
 
 

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from ...graphs.factor_graph import FactorGraph
-from ._soft_arc_kernels import DONE, LOWER, NODES, PHASE, UPPER
+from ._soft_arc_kernels import CONSISTENT, DEPTH, DONE, LOWER, NODES, NOT_STARTED, PHASE, UPPER
 
 __all__ = ["SoftArcSearch", "soft_arc_bytes"]
 
@@ -173,6 +173,27 @@ class SoftArcSearch:
     @property
     def proved(self):
         return bool(self.state.counters[PHASE] == DONE)
+
+    @property
+    def upper_bound(self):
+        """A certified upper bound of the best score (the score itself once
+        :attr:`proved`; ``-inf`` when no labeling of finite score exists).
+
+        What the search has not yet explored lies under the right branches
+        (the label removed) of the nodes on its current path, and under the
+        current node: the least of their bounds, or the incumbent's cost when
+        that is less, bounds every labeling's cost from below."""
+        counters, scalars = self.state.counters, self.state.scalars
+        if self.proved:
+            return self.score
+        if counters[PHASE] == NOT_STARTED:
+            lower = 0.0  # every cost is non-negative
+        else:
+            depth = int(counters[DEPTH])
+            lower = float(self.state.saved_lower[:depth].min()) if depth else np.inf
+            if counters[PHASE] == CONSISTENT:
+                lower = min(lower, float(scalars[LOWER]))
+        return self.offset - min(lower, float(scalars[UPPER]))
 
     @property
     def n_nodes(self):
