@@ -67,6 +67,7 @@ def worker_addresses(client):
     cached ``scheduler_info`` can lag behind the workers, even list none)."""
     return sorted(client.ncores())
 
+
 class DaskPartitions:
     """Partitions on the workers of ``client``; subclasses define :meth:`rebuild`.
 
