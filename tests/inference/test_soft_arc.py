@@ -293,6 +293,25 @@ def test_under_a_time_limit_the_exact_search_certifies_by_the_soft_arc_bound():
     assert lp_score - 1e-6 * abs(lp_score) <= res.upper_bound <= lp_score + 0.1 * abs(lp_score)
 
 
+def test_past_its_solo_seconds_the_soft_arc_search_shares_the_time_with_the_lp_search(
+        monkeypatch):
+    """A limit longer than twice ``SOFT_ARC_SOLO_SECONDS``: the search gets
+    half, the LP-bounded search the rest, and the bound is the tighter one."""
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    solve_map(planted_weighted_csp(5), "exact", persistency=False, time_limit=30)  # compiled
+    graph = planted_weighted_csp(11, n=80, k=12, forbid=0.3, planted_scores=True)
+    alone = solve_map(graph, "exact", enumeration_limit=0, persistency=False, time_limit=0.4)
+    monkeypatch.setattr(bb, "SOFT_ARC_SOLO_SECONDS", 0.0)
+    shared = solve_map(graph, "exact", enumeration_limit=0, persistency=False, time_limit=0.8)
+    assert not alone.history and shared.history  # LP nodes only in the second
+    assert shared.status == "time_limit" and graph.score(shared.labels) == shared.score
+    assert shared.upper_bound >= shared.score
+    root = SoftArcSearch(graph)
+    root.run(max_nodes=1)  # the loosest bound the search ever reports
+    assert shared.upper_bound <= root.upper_bound + 1e-9
+
+
 def test_bad_input():
     triple = FactorGraph([2, 2, 2], scopes=[(0, 1, 2)], tables=[np.zeros(8)])
     with pytest.raises(ValueError, match="pairwise"):

@@ -97,18 +97,23 @@ CYCLE_ENTRIES_PER_SECOND = 10**8  # and of the cycle search's candidate entries
 # search cannot.
 MILP_FIRST_MAX_COLUMNS = 200_000
 # a pairwise component with hard constraints (AUTO_SOFT_ARC_FORBIDDEN of its
-# table entries forbidden or more) gets the depth-first search kept soft arc
-# consistent (:mod:`.soft_arc`; its state at most SOFT_ARC_MAX_BYTES): under a
-# time limit for all of the component's time, its root bound (within 1-2 % of
-# the local polytope's) certifying what it leaves open; without one for
-# SOFT_ARC_FIRST_NODES nodes, then it stands in for the depth-first search
-# resumed after the LP root.
+# table entries forbidden or more) first gets the depth-first search kept soft
+# arc consistent (:mod:`.soft_arc`; its state at most SOFT_ARC_MAX_BYTES):
+# under a time limit for SOFT_ARC_FIRST_SHARE of the component's time, or all
+# of it up to SOFT_ARC_SOLO_SECONDS, whichever is longer (its own bound, within
+# a few percent of the local polytope's, certifying what it leaves open when
+# the time is up); without one for SOFT_ARC_FIRST_NODES nodes.  Then it stands
+# in for the depth-first search resumed after the LP root (for that share of
+# the time left).
 # On weighted constraint networks its bound prunes whole subtrees where each
-# LP-bounded node costs milliseconds (the LP root, HiGHS' slices and the
-# LP-bounded nodes, given half the time, made it slower to its proofs and
-# poorer at 1 s); on real-valued tables (the UAI sets: no forbidden pair, or
-# labels forbidden only by dominance) the LP root proves more in less time.
+# LP-bounded node costs milliseconds; the LP root, HiGHS' slices and the
+# LP-bounded nodes slowed its proofs at 20 s and its scores at 1 s, but gave
+# better labelings late in minute-long runs.  On real-valued tables (the UAI
+# sets: no forbidden pair, or labels forbidden only by dominance) the LP root
+# proves more in less time.
 SOFT_ARC_MAX_BYTES = 64 << 20
+SOFT_ARC_FIRST_SHARE = 0.5
+SOFT_ARC_SOLO_SECONDS = 20.0
 SOFT_ARC_FIRST_NODES = 20_000
 MILP_FIRST_SHARE = 0.1
 MILP_FIRST_SECONDS = 1.0
@@ -393,13 +398,18 @@ class _Search:
 
     def _resume_soft_arc(self, work):
         """:meth:`_depth_first` by the resumable :class:`.PolishedSoftArcSearch`,
-        pruning against the incumbent, for ``work`` operations' time (only
-        without a deadline: under one, the search has had the component's
-        whole time before the LP search)."""
+        pruning against the incumbent: for ``work`` operations' time without a
+        deadline, else for :data:`SOFT_ARC_FIRST_SHARE` of the time left."""
         search = self.soft_search
         if self.labels is not None:
             search.offer(self.labels)
-        proved = search.run(deadline=time.perf_counter() + work / DFBB_OPS_PER_SECOND)
+        now = time.perf_counter()
+        end = now + work / DFBB_OPS_PER_SECOND
+        if self.deadline is not None:  # its bound, not the LP's, proves these networks
+            end = now + SOFT_ARC_FIRST_SHARE * max(self.deadline - now, 0.0)
+            if self.deadline - end < self.last_eval:  # no LP node would fit after it
+                end = self.deadline
+        proved = search.run(deadline=end)
         if search.score > self.score:
             self.score, self.labels = search.score, search.labels
         return proved and self.score > -np.inf
@@ -650,13 +660,14 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         share = None if deadline is None else time.perf_counter() + \
             (deadline - time.perf_counter()) / left
         soft = None if forest else _soft_arc_first(sub, depth_first, share, tol)
-        if soft is not None and (soft.proved or share is not None):
+        time_up = share is not None and share - time.perf_counter() < MILP_MIN_SECONDS
+        if soft is not None and (soft.proved or time_up):
             if soft.proved and soft.score == -np.inf:
                 statuses.append("infeasible")
                 continue
             labels[variables_left[variables]] = soft.labels
             n_nodes += soft.n_nodes
-            if not soft.proved:  # its time is up
+            if not soft.proved:  # the component's time is up
                 statuses.append("time_limit")
                 total_gap += soft.upper_bound - soft.score
             continue
@@ -713,6 +724,8 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
                     and time.perf_counter() < share - MILP_MIN_SECONDS):
                 lab, score, ub, status = _milp_finish(sub, share, lab, score, ub, tol)
                 n_nodes += 1
+        if soft is not None:  # the soft arc search's bound may be the tighter one
+            ub = max(min(ub, soft.upper_bound), score)
         statuses.append(status)
         labels[variables_left[variables]] = lab
         total_gap += ub - score
@@ -742,9 +755,10 @@ def _soft_arc_first(sub, depth_first, share_end, tol):
     """On a pairwise component with hard constraints (at least
     ``AUTO_SOFT_ARC_FORBIDDEN`` of its table entries forbidden) whose
     search state fits in :data:`SOFT_ARC_MAX_BYTES`, the soft arc
-    consistent depth-first search (:mod:`.soft_arc`) run until ``share_end``
-    (or for :data:`SOFT_ARC_FIRST_NODES` nodes without a deadline); None
-    elsewhere."""
+    consistent depth-first search (:mod:`.soft_arc`) run for
+    :data:`SOFT_ARC_FIRST_SHARE` of the time left before ``share_end`` or up
+    to :data:`SOFT_ARC_SOLO_SECONDS` of it, whichever is longer (or for
+    :data:`SOFT_ARC_FIRST_NODES` nodes without a deadline); None elsewhere."""
     if not (depth_first and sub.n_vars and sub.table_data.size
             and np.all(sub.factor_orders == 2)
             and np.isneginf(sub.table_data).mean() >= AUTO_SOFT_ARC_FORBIDDEN
@@ -754,7 +768,10 @@ def _soft_arc_first(sub, depth_first, share_end, tol):
     if share_end is None:
         search.run(max_nodes=SOFT_ARC_FIRST_NODES)
     else:
-        search.run(deadline=share_end)
+        now = time.perf_counter()
+        left = max(share_end - now, 0.0)
+        search.run(deadline=now + max(SOFT_ARC_FIRST_SHARE * left,
+                                      min(left, SOFT_ARC_SOLO_SECONDS)))
     return search
 
 
