@@ -205,3 +205,13 @@ def random_weighted_csp(seed, *, p_inf=0.4, ties=True, parallel=False):
         u[rng.random(int(kk)) < p_inf / 3] = -np.inf
         unary.append(u)
     return FactorGraph(k, unary=unary, scopes=pairs, tables=tables)
+
+
+def dense_gaussian_network(seed, n=14, k=6):
+    """A complete pairwise graph over ``n`` variables of ``k`` labels with
+    standard normal scores: no forbidden pair, and far from proved at the
+    root of a search."""
+    rng = np.random.default_rng(seed)
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    return FactorGraph(np.full(n, k), unary=rng.normal(size=(n, k)), scopes=pairs,
+                       tables=list(rng.normal(size=(len(pairs), k * k))))

@@ -10,7 +10,8 @@ from structlearn.inference import solve_map
 from structlearn.inference.exact._soft_arc_kernels import DEPTH
 from structlearn.inference.exact.soft_arc import SoftArcSearch
 
-from _graphgen import all_labelings, random_weighted_csp, sparse_weighted_csp
+from _graphgen import (all_labelings, dense_gaussian_network, random_weighted_csp,
+                       sparse_weighted_csp)
 
 
 @settings(max_examples=200, deadline=None)
@@ -199,11 +200,7 @@ def test_the_upper_bound_covers_the_open_branches_at_every_node():
     node, not the current node's alone (deep in a subtree without the
     optimum, that one claims too little): checked after every node of a
     search the root does not prove."""
-    rng = np.random.default_rng(1)
-    n, k = 12, 5
-    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
-    graph = FactorGraph(np.full(n, k), unary=rng.normal(size=(n, k)), scopes=pairs,
-                        tables=list(rng.normal(size=(len(pairs), k * k))))
+    graph = dense_gaussian_network(1, n=12, k=5)
     search = SoftArcSearch(graph)
     best = solve_map(graph, "exact", time_limit=30).score
     seen_deep = False
@@ -214,11 +211,7 @@ def test_the_upper_bound_covers_the_open_branches_at_every_node():
 
 
 def test_a_node_budget_ends_the_search_with_a_true_score():
-    rng = np.random.default_rng(0)
-    n, k = 14, 6
-    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
-    graph = FactorGraph(np.full(n, k), unary=rng.normal(size=(n, k)), scopes=pairs,
-                        tables=list(rng.normal(size=(len(pairs), k * k))))
+    graph = dense_gaussian_network(0)
     search = SoftArcSearch(graph)
     assert not search.run(max_nodes=30)  # past the first dive, far from a proof
     assert search.n_nodes == 30

@@ -5,19 +5,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from structlearn.graphs import FactorGraph
 from structlearn.inference.exact import soft_arc_polish
 from structlearn.inference.exact.soft_arc import SoftArcSearch
 from structlearn.inference.exact.soft_arc_polish import PolishedSoftArcSearch
 
-from _graphgen import all_labelings, random_weighted_csp
-
-
-def _dense_graph(seed=0, n=14, k=6):
-    rng = np.random.default_rng(seed)
-    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
-    return FactorGraph(np.full(n, k), unary=rng.normal(size=(n, k)), scopes=pairs,
-                       tables=list(rng.normal(size=(len(pairs), k * k))))
+from _graphgen import all_labelings, dense_gaussian_network, random_weighted_csp
 
 
 @settings(max_examples=100, deadline=None)
@@ -39,7 +31,7 @@ def test_the_polished_search_proves_the_enumerated_optimum(seed, ties, p_inf):
 
 def test_the_local_search_only_raises_the_incumbent(monkeypatch):
     monkeypatch.setattr(soft_arc_polish, "POLISH_FIRST_NODES", 30)
-    graph = _dense_graph()
+    graph = dense_gaussian_network()
     plain = SoftArcSearch(graph)
     plain.run(max_nodes=30)  # past the first dive: an incumbent
     assert np.isfinite(plain.score)
@@ -54,7 +46,7 @@ def test_the_local_search_only_raises_the_incumbent(monkeypatch):
 
 def test_the_polished_search_is_deterministic_without_a_deadline(monkeypatch):
     monkeypatch.setattr(soft_arc_polish, "POLISH_FIRST_NODES", 8)
-    graph = _dense_graph(1)
+    graph = dense_gaussian_network(1)
     runs = []
     for _ in range(2):
         search = PolishedSoftArcSearch(graph)
@@ -67,7 +59,7 @@ def test_the_polished_search_is_deterministic_without_a_deadline(monkeypatch):
 def test_a_deadline_ends_the_polished_search():
     import time
 
-    graph = _dense_graph(2, n=30, k=8)
+    graph = dense_gaussian_network(2, n=30, k=8)
     search = PolishedSoftArcSearch(graph)
     start = time.perf_counter()
     search.run(deadline=start + 0.3)
@@ -83,7 +75,7 @@ def test_under_a_deadline_the_first_slice_comes_at_a_share_of_the_time(monkeypat
 
     monkeypatch.setattr(soft_arc_polish, "POLISH_FIRST_NODES", 10**9)
     monkeypatch.setattr(soft_arc_polish, "POLISH_FIRST_SHARE", 0.05)
-    graph = _dense_graph(2, n=30, k=8)
+    graph = dense_gaussian_network(2, n=30, k=8)
     untimed = PolishedSoftArcSearch(graph)
     untimed.run(max_nodes=500)
     assert untimed._polisher.tabu is None  # no deadline: counted in nodes only
