@@ -207,7 +207,7 @@ def random_weighted_csp(seed, *, p_inf=0.4, ties=True, parallel=False):
     return FactorGraph(k, unary=unary, scopes=pairs, tables=tables)
 
 
-def dense_gaussian_network(seed, n=14, k=6):
+def dense_gaussian_network(seed=0, n=14, k=6):
     """A complete pairwise graph over ``n`` variables of ``k`` labels with
     standard normal scores: no forbidden pair, and far from proved at the
     root of a search."""
