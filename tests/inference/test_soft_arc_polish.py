@@ -109,3 +109,18 @@ def test_a_timed_first_slice_keeps_the_proof(seed, p_inf):
         assert search.score == -np.inf
         return
     assert search.score == pytest.approx(best, abs=1e-6 * max(1.0, abs(best)))
+
+
+def test_a_run_without_a_deadline_after_one_with_a_deadline_counts_in_nodes(monkeypatch):
+    """A first run under a deadline that its node budget ends before its
+    timed slice, then runs without one: the slices come by node counts."""
+    import time
+
+    monkeypatch.setattr(soft_arc_polish, "POLISH_FIRST_NODES", 40)
+    graph = dense_gaussian_network(3)
+    search = PolishedSoftArcSearch(graph)
+    search.run(max_nodes=5, deadline=time.perf_counter() + 600.0)
+    assert search.n_nodes == 5 and not search._polisher.first_slice_done
+    search.run(max_nodes=100)
+    assert search._polisher.first_slice_done and search._polisher.next_nodes >= 80
+    assert graph.score(search.labels) == search.score

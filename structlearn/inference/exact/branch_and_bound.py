@@ -13,9 +13,10 @@ Preprocessing (each step keeps a maximum-score labeling):
    (:mod:`.potts_persistency`);
 5. the graph is split into connected components, each solved on its own
    (isolated variables by their unary argmax, forests by exact max-product,
-   pairwise components with forbidden pairs by a depth-first branch and
-   bound kept soft arc consistent (:mod:`.soft_arc`: under a time limit for
-   all their time, else for its first nodes),
+   pairwise components with forbidden pairs first by a depth-first branch
+   and bound kept soft arc consistent (:mod:`.soft_arc`: under a time limit
+   for all their time up to :data:`SOFT_ARC_SOLO_SECONDS`, half of longer
+   ones; else for its first nodes),
    other pairwise components of at most :data:`DFBB_MAX_VARS` variables of
    fewer than 100 states first by a few milliseconds of depth-first branch
    and bound without LP (:mod:`.dfbb`),
@@ -660,6 +661,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         share = None if deadline is None else time.perf_counter() + \
             (deadline - time.perf_counter()) / left
         soft = None if forest else _soft_arc_first(sub, depth_first, share, tol)
+        # (less left than HiGHS' shortest slice: nothing of the LP route would fit)
         time_up = share is not None and share - time.perf_counter() < MILP_MIN_SECONDS
         if soft is not None and (soft.proved or time_up):
             if soft.proved and soft.score == -np.inf:

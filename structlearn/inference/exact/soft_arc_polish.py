@@ -147,7 +147,8 @@ class PolishedSoftArcSearch(SoftArcSearch):
             if stop is not None and self.n_nodes >= stop:
                 break
             target = polisher.next_nodes if stop is None else min(polisher.next_nodes, stop)
-            timed = polisher.first_time is not None and not polisher.first_slice_done
+            timed = (deadline is not None and polisher.first_time is not None
+                     and not polisher.first_slice_done)
             until = min(deadline, polisher.first_time) if timed else deadline
             super().run(max_nodes=max(target - self.n_nodes, 1), deadline=until)
             due = self.n_nodes >= polisher.next_nodes or (
