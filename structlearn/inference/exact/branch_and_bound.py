@@ -14,9 +14,8 @@ Preprocessing (each step keeps a maximum-score labeling):
 5. the graph is split into connected components, each solved on its own
    (isolated variables by their unary argmax, forests by exact max-product,
    pairwise components with forbidden pairs first by a depth-first branch
-   and bound kept soft arc consistent (:mod:`.soft_arc`: under a time limit
-   for all their time up to :data:`SOFT_ARC_SOLO_SECONDS`, half of longer
-   ones; else for its first nodes),
+   and bound kept soft arc consistent (:mod:`.soft_arc`, for the share of
+   their time that :func:`_soft_arc_first` sets),
    other pairwise components of at most :data:`DFBB_MAX_VARS` variables of
    fewer than 100 states first by a few milliseconds of depth-first branch
    and bound without LP (:mod:`.dfbb`),
