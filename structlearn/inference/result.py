@@ -56,6 +56,11 @@ class MapResult:
         The back-end's state, to warm-start a later solve of a graph with the
         same variables and factors (``ad3``: an ``AD3State``, passed back as
         ``init_state``).
+    label_bounds : ndarray of float64, shape (n_unary,), or None
+        Per label (flat, the graph's unary layout), a certified upper bound
+        on the score of every labeling that takes it: the last dual with
+        that label held fixed, where the back-end keeps it (``ad3``).  A
+        label whose bound is below a known score can be forbidden.
     """
 
     labels: np.ndarray
@@ -73,6 +78,7 @@ class MapResult:
     n_clusters: int = 0
     beliefs: Optional[np.ndarray] = field(default=None, repr=False)
     state: Optional[object] = field(default=None, repr=False)
+    label_bounds: Optional[np.ndarray] = field(default=None, repr=False)
 
     @property
     def over_time_limit(self):

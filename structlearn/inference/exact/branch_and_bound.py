@@ -68,6 +68,7 @@ from ..registry import (AUTO_CYCLES, AUTO_LARGE_DOMAIN, AUTO_SOFT_ARC_FORBIDDEN,
                        check_method_params, get_method, method_parameters, solve_map)
 from ..result import MapResult
 from .potts_persistency import kovtun_persistency
+from .reduced_cost import drop_forbidden_labels, forbid_by_label_bounds, single_label_fixings
 from .roof_duality import condition_pairwise, roof_dual
 
 __all__ = ["branch_and_bound_map"]
@@ -135,6 +136,11 @@ MILP_MIN_SECONDS = 0.25
 MILP_STALL_MAX_COLUMNS = 500_000
 MILP_STALL_SHARE = 0.5
 MILP_STALL_GAP = 1e-3
+# a root that leaves a gap is followed by the search of the component with
+# the labels its dual rules out forbidden (:mod:`.reduced_cost`; solved as a
+# graph of its own: conditioned, split and searched again), where at most
+# this share of the allowed labels is left
+REDUCED_MAX_SHARE = 0.5
 
 
 def _interaction_strength(graph):
@@ -187,8 +193,11 @@ class _Search:
     """Branch and bound on one connected component."""
 
     def __init__(self, graph, score_graph, method, params, deadline, tol, max_nodes, t0,
-                 history, richer=None, dfbb_graph=None, soft_search=None):
+                 history, richer=None, dfbb_graph=None, soft_search=None, restricted=None):
         self.graph = graph              # tightened, with dominated labels forbidden
+        # solves a restriction of score_graph: (graph, time_limit, max_nodes) -> MapResult
+        self.restricted = restricted
+        self.root_bounds = None         # the root's label_bounds
         self.dfbb_graph = dfbb_graph    # not tightened, for the depth-first search (or None)
         self.soft_search = soft_search  # a PolishedSoftArcSearch to resume instead (or None)
         self.richer = richer            # tightened with larger clusters too (or None)
@@ -233,6 +242,7 @@ class _Search:
         if node.parent is None:
             res, bound = self._solve_root(max_iter, polish)
             unary = self.graph.unary  # the root constrains nothing
+            self.root_bounds = res.label_bounds
         else:
             unary = node.unary(self.graph)
             res = self._solve(unary, max_iter, polish, state, stall)
@@ -337,6 +347,10 @@ class _Search:
         ub, branch, state = self._evaluate(root, self.root_iter, self.root_polish)
         if branch is not None and self._open(ub) and self._depth_first(DFBB_WORK):
             branch = None  # proved optimal by the depth-first search
+        if branch is not None and self._open(ub):
+            done = self._search_restricted()
+            if done is not None:
+                return done
         heap, counter = self.heap, 0
         if branch is not None and self._open(ub):
             self._push(ub, root, branch, state, counter)
@@ -398,6 +412,46 @@ class _Search:
         if score > self.score:
             self.score, self.labels = score, labels
         return proved and score > -np.inf
+
+    def _search_restricted(self):
+        """Solve the component restricted to the labels that the root's
+        dual leaves (reduced-cost fixing, :func:`.forbid_by_label_bounds`
+        against the incumbent) where that keeps at most
+        :data:`REDUCED_MAX_SHARE` of them, as a graph of its own over those
+        labels (:func:`.drop_forbidden_labels`); returns :meth:`run`'s
+        tuple, or None where nothing is restricted.
+
+        Every labeling better than the incumbent (by more than the
+        tolerance) is a labeling of the restriction, so its optimum or the
+        incumbent is the component's, and its bound or the incumbent's score
+        bounds the component.
+        """
+        cut = self._cutoff()
+        if (self.restricted is None or self.root_bounds is None or cut is None
+                or np.any(self.score_graph.factor_orders != 2)):
+            return None
+        now = time.perf_counter()
+        left = None if self.deadline is None else self.deadline - now
+        if left is not None and left <= self.last_eval:
+            return None
+        graph = forbid_by_label_bounds(self.score_graph, self.root_bounds, cut,
+                                       REDUCED_MAX_SHARE)
+        if graph is None:
+            return None
+        compact, original = drop_forbidden_labels(graph)
+        if compact is None:  # a variable without a label: nothing better than the incumbent
+            return self.labels, self.score, self.score, "exact"
+        res = self.restricted(compact, left, max(self.max_nodes - self.n_nodes, 1))
+        self.n_nodes += res.n_iter
+        shift = now - self.t0
+        self.history.extend(dict(h, time=h["time"] + shift) for h in res.history)
+        if res.status == "infeasible":
+            return self.labels, self.score, self.score, "exact"
+        if res.score > self.score:
+            self.score = res.score
+            self.labels = original[compact.unary_offsets[:-1] + res.labels]
+        self._record()
+        return self.labels, self.score, max(res.upper_bound, self.score), res.status
 
     def _resume_soft_arc(self, work):
         """:meth:`_depth_first` by the resumable :class:`.PolishedSoftArcSearch`,
@@ -634,9 +688,16 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
     if dominance:
         work, _ = prune_dominated_labels(work)
 
+    def restricted(sub, limit, nodes):  # a restriction of a component, searched anew
+        return branch_and_bound_map(
+            sub, time_limit=limit, bound_method=bound_method, bound_params=bound_params,
+            tighten=tighten, max_nodes=nodes, dominance=dominance, persistency=persistency,
+            tol=tol, enumeration_limit=enumeration_limit, max_search_vars=max_search_vars,
+            depth_first=depth_first)
+
     labels = np.zeros(graph.n_vars, dtype=np.int64)
     variables_left = np.arange(graph.n_vars)  # variable j of `work` is variables_left[j]
-    fixed = _persistent_labels(work) if persistency else None
+    fixed = _fixed_labels(work, persistency)
     if fixed is not None and np.any(fixed >= 0):
         labels[:] = fixed
         variables_left, work = condition_pairwise(work, fixed)
@@ -717,7 +778,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         if not milp or status != "exact":
             search = _Search(tight, score_graph, bound_method, params, share, tol,
                              nodes, t0, history, richer=richer, dfbb_graph=dfbb_graph,
-                             soft_search=soft)
+                             soft_search=soft, restricted=None if soft is not None else restricted)
             stall = share is not None and _milp_columns(sub) <= MILP_STALL_MAX_COLUMNS
             if stall:
                 now = time.perf_counter()
@@ -743,6 +804,20 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
     return MapResult(labels=labels, score=score, upper_bound=float(ub), n_iter=max(n_nodes, 1),
                      converged=status in ("exact", "infeasible"), time=time.perf_counter() - t0,
                      history=history, method="exact", status=status)
+
+
+def _fixed_labels(graph, persistency):
+    """Labels some maximum-score labeling takes (-1: open) on a pairwise
+    graph: the only allowed label of a variable
+    (:func:`.single_label_fixings`) and, with ``persistency``, those of
+    :func:`_persistent_labels`; None for other graphs."""
+    if np.any(graph.factor_orders != 2):
+        return None
+    fixed = single_label_fixings(graph)
+    persistent = _persistent_labels(graph) if persistency else None
+    if persistent is not None:
+        fixed = np.where(fixed >= 0, fixed, persistent)
+    return fixed
 
 
 def _persistent_labels(graph):

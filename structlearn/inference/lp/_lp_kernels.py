@@ -228,6 +228,44 @@ def clique_dual(prob, delta, theta_hat, lab, labels):
 
 
 @nb.njit(cache=True)
+def label_dual_bounds(prob, delta, theta_hat, maxmarg, lab, out):
+    """Per-label restrictions of the clique dual U(delta).
+
+    ``out[unary_offsets[i] + x]`` receives an upper bound on the score of
+    every labeling with ``x_i = x``: U(delta) less the slack of ``x`` in
+    ``theta_hat_i`` and in the max-marginal of every factor on ``i`` (the
+    terms of U with ``x_i`` held at ``x``).  Reduced-cost fixing: a label
+    whose bound is below a known score is in no better labeling.
+
+    theta_hat : float64 scratch (unary.shape[0],).
+    maxmarg : float64 scratch (edge_offsets[-1],).
+    out : float64 (unary.shape[0],).
+    Returns U(delta).
+    """
+    n_states, unary_offsets, unary, scope_indptr, scope_vars, _, _, _, edge_offsets = prob
+    node_reparam(prob, delta, theta_hat)
+    total = 0.0
+    for i in range(n_states.shape[0]):
+        m, _ = segment_max(theta_hat, unary_offsets, i)
+        total += m
+        u = unary_offsets[i]
+        for x in range(n_states[i]):
+            out[u + x] = theta_hat[u + x] - m
+    for f in range(scope_indptr.shape[0] - 1):
+        m, _ = factor_marginals(prob, delta, f, 1.0, 1, maxmarg, lab)
+        total += m
+        for e in range(scope_indptr[f], scope_indptr[f + 1]):
+            v = scope_vars[e]
+            o = edge_offsets[e]
+            u = unary_offsets[v]
+            for x in range(n_states[v]):
+                out[u + x] += maxmarg[o + x] - m
+    for t in range(out.shape[0]):
+        out[t] += total
+    return total
+
+
+@nb.njit(cache=True)
 def smooth_dual_grad(prob, delta, tau, theta_hat, mu_node, fac_marg, grad, lab, zf):
     """Smoothed dual U_tau(delta) (an upper bound >= U) and its gradient.
 

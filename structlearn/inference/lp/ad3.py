@@ -29,7 +29,7 @@ import numpy as np
 
 from ._ad3_kernels import ad3_node_and_dual_step, ad3_pass
 from ._lp_common import COMMON_DEFAULTS, Problem, Tracker, check_graph, check_params, positive
-from ._lp_kernels import argmax_segments, clique_dual
+from ._lp_kernels import argmax_segments, clique_dual, label_dual_bounds
 
 __all__ = ["AD3State", "ad3_map"]
 
@@ -107,8 +107,9 @@ def ad3_map(graph, **params):
     Returns
     -------
     result : MapResult
-        With ``beliefs`` (the node beliefs) and ``state`` (an
-        :class:`AD3State`) set.
+        With ``beliefs`` (the node beliefs), ``state`` (an
+        :class:`AD3State`) and ``label_bounds`` (the last dual's bound per
+        label) set.
     """
     check_graph(graph)
     p = check_params("ad3", params, DEFAULTS)
@@ -172,6 +173,9 @@ def ad3_map(graph, **params):
                 rho *= 0.5
     res = tr.result()
     res.beliefs = pbel
+    bounds = np.empty(prob.unary.shape[0])
+    label_dual_bounds(prob.prob, delta, theta_hat, tmp, prob.lab, bounds)
+    res.label_bounds = bounds * prob.scale
     used = max(int(act_n.max()), 1)
     res.state = AD3State(multipliers=lam * prob.scale, beliefs=pbel.copy(),
                          active_idx=act_idx[:, :used].copy(), active_val=act_val[:, :used].copy(),
