@@ -194,20 +194,21 @@ def test_no_restriction_above_the_share(monkeypatch):
     assert not seen and res.status == "exact" and res.n_iter > 1
 
 
-def test_a_potts_grid_is_certified_like_the_ilp_through_its_restriction(monkeypatch):
-    """A frustrated 10 x 10 Potts grid with 4 labels: the root's dual rules
-    out most labels; the restriction's optimum is HiGHS' optimum."""
+@pytest.mark.parametrize("n, k, seed", [(10, 4, 1), (12, 5, 3)])
+def test_potts_grids_are_restricted_by_default_and_certified_like_the_ilp(monkeypatch, n, k,
+                                                                        seed):
+    """Frustrated Potts grids under the default rule: the root (tightened,
+    converged) leaves a gap, its dual keeps at most half of the labels, and
+    the restriction proves HiGHS' optimum."""
     seen = _count_restrictions(monkeypatch, 0.5)
-    rng = np.random.default_rng(5)
-    graph = grid_graph(rng.normal(size=(10, 10, 4)),
-                       rng.uniform(-1.0, 1.0, size=(180, 1, 1)) * np.eye(4))
+    graph = potts_grid(n, k, seed)
     res = solve_map(graph, "exact", bound_params={"polish": 0.0})
     ilp = solve_map(graph, "ilp")
+    assert len(seen) == 1
+    assert np.isfinite(seen[0].unary).sum() <= 0.5 * graph.unary.shape[0]
     assert ilp.status == "exact" and res.status == "exact"
     assert res.score == pytest.approx(ilp.score, abs=1e-7)
     assert res.upper_bound <= res.score + 1e-6 * max(1.0, abs(res.score))
-    if seen:  # the restricted graph keeps at most half of the labels
-        assert np.isfinite(seen[0].unary).sum() <= 0.5 * graph.unary.shape[0]
 
 
 def test_the_restricted_search_keeps_the_time_limit(monkeypatch):

@@ -193,10 +193,11 @@ class _Search:
     """Branch and bound on one connected component."""
 
     def __init__(self, graph, score_graph, method, params, deadline, tol, max_nodes, t0,
-                 history, richer=None, dfbb_graph=None, soft_search=None, restricted=None):
+                 history, richer=None, dfbb_graph=None, soft_search=None):
         self.graph = graph              # tightened, with dominated labels forbidden
-        # solves a restriction of score_graph: (graph, time_limit, max_nodes) -> MapResult
-        self.restricted = restricted
+        # solves a restriction of score_graph, (graph, time_limit, max_nodes) -> MapResult,
+        # after a root that leaves a gap (None: no restriction)
+        self.restricted = None
         self.root_bounds = None         # the root's label_bounds
         self.dfbb_graph = dfbb_graph    # not tightened, for the depth-first search (or None)
         self.soft_search = soft_search  # a PolishedSoftArcSearch to resume instead (or None)
@@ -778,7 +779,9 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         if not milp or status != "exact":
             search = _Search(tight, score_graph, bound_method, params, share, tol,
                              nodes, t0, history, richer=richer, dfbb_graph=dfbb_graph,
-                             soft_search=soft, restricted=None if soft is not None else restricted)
+                             soft_search=soft)
+            if soft is None:  # (the soft arc search resumes on the component as it is)
+                search.restricted = restricted
             stall = share is not None and _milp_columns(sub) <= MILP_STALL_MAX_COLUMNS
             if stall:
                 now = time.perf_counter()
