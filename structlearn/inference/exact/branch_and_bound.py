@@ -7,10 +7,11 @@ Preprocessing (each step keeps a maximum-score labeling):
    (:func:`propagate_forbidden_labels`), which may prove the model
    infeasible;
 3. dominated labels are forbidden (:func:`prune_dominated_labels`);
-4. on a binary pairwise graph, the variables that roof duality labels (one
-   minimum cut, :mod:`.roof_duality`) are fixed and conditioned on; on an
-   attractive Potts model, those that Kovtun's one-against-all cuts label
-   (:mod:`.potts_persistency`);
+4. on a pairwise graph, the variables left with one allowed label are
+   conditioned on, and on a binary one the variables that roof duality
+   labels (one minimum cut, :mod:`.roof_duality`) are fixed and conditioned
+   on too; on an attractive Potts model, those that Kovtun's one-against-all
+   cuts label (:mod:`.potts_persistency`);
 5. the graph is split into connected components, each solved on its own
    (isolated variables by their unary argmax, forests by exact max-product,
    pairwise components with forbidden pairs first by a depth-first branch
@@ -26,7 +27,12 @@ On every other component the relaxation is tightened once with its most
 frustrated short cycles (:mod:`.tightening`) whose joint tables have at most
 :data:`CHEAP_CLUSTER_ENTRIES` entries; where the root's gap on that
 relaxation stays wide (:data:`WIDE_GAP`), the root starts again with the
-larger cycle clusters too.  Then a search tree is explored best bound first.
+larger cycle clusters too.  A pairwise root that leaves a gap restricts its
+component to the labels its dual allows against the incumbent (reduced-cost
+fixing, :mod:`.reduced_cost`) where that keeps at most
+:data:`REDUCED_MAX_SHARE` of them, and the restriction, over those labels
+only, is solved by this whole procedure as a graph of its own.  Otherwise a
+search tree is explored best bound first.
 A node is a subspace given by label constraints (``-inf`` unary scores on a
 copy of the unary vector; the tables are shared); its bound
 is the certified upper bound of an LP back-end run on it, and the back-end's
