@@ -227,3 +227,18 @@ def test_the_restricted_search_keeps_the_time_limit(monkeypatch):
     assert res.upper_bound >= ilp.score - 1e-7
     assert res.score <= ilp.score + 1e-7
     assert res.status in ("exact", "time_limit")
+
+
+def test_root_only_components_are_not_restricted(monkeypatch):
+    """``max_search_vars`` leaves a larger component its root solve only:
+    no restriction is searched after it."""
+    seen = _count_restrictions(monkeypatch, 1.0)
+    graph = potts_grid(4, 3, 1)
+    kw = dict(tighten=0, enumeration_limit=0, persistency=False, depth_first=False,
+              bound_params={"polish": 0.0, "local_search": False, "max_iter": 20})
+    capped = solve_map(graph, "exact", max_search_vars=15, **kw)
+    assert not seen
+    assert capped.status == "node_limit" and capped.n_iter == 1
+    full = solve_map(graph, "exact", max_search_vars=16, **kw)
+    assert seen and full.status == "exact"
+    assert capped.score <= full.score + 1e-9 <= capped.upper_bound + 2e-9

@@ -435,6 +435,7 @@ class _Search:
         """
         cut = self._cutoff()
         if (self.restricted is None or self.root_bounds is None or cut is None
+                or self.n_nodes >= self.max_nodes  # (a root-only search stays one)
                 or np.any(self.score_graph.factor_orders != 2)):
             return None
         now = time.perf_counter()
@@ -448,7 +449,7 @@ class _Search:
         compact, original = drop_forbidden_labels(graph)
         if compact is None:  # a variable without a label: nothing better than the incumbent
             return self.labels, self.score, self.score, "exact"
-        res = self.restricted(compact, left, max(self.max_nodes - self.n_nodes, 1))
+        res = self.restricted(compact, left, self.max_nodes - self.n_nodes)
         self.n_nodes += res.n_iter
         shift = now - self.t0
         self.history.extend(dict(h, time=h["time"] + shift) for h in res.history)
