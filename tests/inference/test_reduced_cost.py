@@ -1,6 +1,6 @@
 """Reduced-cost fixing in the exact search: the LP dual's bound per label
 (``MapResult.label_bounds``), the restricted graph over the labels it leaves,
-single-label conditioning, and the search of the restriction, against
+the conditioning on one-state variables, and the search of the restriction, against
 enumeration."""
 
 import time
@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 from structlearn.graphs import FactorGraph, grid_graph
 from structlearn.inference import solve_map
 from structlearn.inference.exact.reduced_cost import (drop_forbidden_labels,
-                                                      forbid_by_label_bounds,
-                                                      single_label_fixings)
+                                                      forbid_by_label_bounds)
 
 from _graphgen import all_labelings, random_scores
 
@@ -93,13 +92,6 @@ def test_drop_forbidden_labels_scores_like_the_graph(seed, shared):
     # every finite labeling of the graph is the image of one compact labeling
     full = graph.score_many(all_labelings(graph))
     assert np.isfinite(full).sum() == np.isfinite(compact.score_many(labelings)).sum()
-
-
-def test_single_label_fixings():
-    graph = FactorGraph([3, 2, 1, 3], unary=[[-np.inf, 1.0, -np.inf], [0.0, 0.0], [2.0],
-                                             [-np.inf, -np.inf, -np.inf]],
-                        scopes=[(0, 1)], tables=[np.zeros((3, 2))])
-    assert single_label_fixings(graph).tolist() == [1, -1, 0, -1]
 
 
 def test_forbid_by_label_bounds_keeps_what_may_beat_the_cutoff():

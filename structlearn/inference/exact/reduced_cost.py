@@ -13,7 +13,7 @@ only (:func:`drop_forbidden_labels`), so that every LP iteration on it costs
 what its allowed table entries cost, and no forbidden label looks like a hard
 constraint.
 
-*Single-label conditioning*: a variable left with one allowed label is a
+*Conditioning*: a variable of the restriction left with one label is a
 constant; conditioning on it (:func:`.roof_duality.condition_pairwise`)
 removes it from the graph and may split the rest into components.
 """
@@ -22,7 +22,7 @@ import numpy as np
 
 from ...graphs.factor_graph import FactorGraph
 
-__all__ = ["drop_forbidden_labels", "forbid_by_label_bounds", "single_label_fixings"]
+__all__ = ["drop_forbidden_labels", "forbid_by_label_bounds"]
 
 
 def forbid_by_label_bounds(graph, label_bounds, cutoff, max_share):
@@ -58,32 +58,6 @@ def forbid_by_label_bounds(graph, label_bounds, cutoff, max_share):
     if n_keep == n_allowed or n_keep > max_share * n_allowed:
         return None
     return graph.with_unary(np.where(keep, unary, -np.inf))
-
-
-def single_label_fixings(graph):
-    """The label of each variable left with one allowed label (a finite
-    unary score), -1 elsewhere.
-
-    Parameters
-    ----------
-    graph : FactorGraph
-
-    Returns
-    -------
-    labels : ndarray of int64, shape (n_vars,)
-    """
-    offsets = graph.unary_offsets
-    allowed = np.isfinite(graph.unary)
-    counts = np.add.reduceat(allowed.astype(np.int64), offsets[:-1]) if graph.n_vars else \
-        np.zeros(0, dtype=np.int64)
-    labels = np.full(graph.n_vars, -1, dtype=np.int64)
-    one = np.flatnonzero(counts == 1)
-    if one.size:
-        # the first allowed entry at or after each such variable's offset is its own
-        first = np.flatnonzero(allowed)
-        pos = first[np.searchsorted(first, offsets[one])]
-        labels[one] = pos - offsets[one]
-    return labels
 
 
 def drop_forbidden_labels(graph):
