@@ -36,7 +36,9 @@ search tree is explored best bound first.
 A node is a subspace given by label constraints (``-inf`` unary scores on a
 copy of the unary vector; the tables are shared); its bound
 is the certified upper bound of an LP back-end run on it, and the back-end's
-decoded labeling (after its local search) is offered as incumbent.  A back-end
+decoded labeling (after its local search) is offered as incumbent; the labels
+that its dual rules out against the incumbent (``ad3``'s ``label_bounds``)
+are forbidden in its subspace.  A back-end
 that returns node beliefs (``ad3``) is branched on its most fractional free
 variable and label, and each child starts from its parent's solver state
 (multipliers, active sets; :attr:`MapResult.state`), so it re-converges in a
@@ -168,9 +170,10 @@ def _interaction_strength(graph):
 
 class _Node:
     """A subspace: its parent's constraints plus ``x[var] == label`` (``fix``)
-    or ``x[var] != label``."""
+    or ``x[var] != label``, less the labels its own solve ruled out
+    (``pruned``: flat unary indices, or None)."""
 
-    __slots__ = ("parent", "var", "label", "fix", "depth")
+    __slots__ = ("parent", "var", "label", "fix", "depth", "pruned")
 
     def __init__(self, parent, var, label, fix):
         self.parent = parent
@@ -178,19 +181,23 @@ class _Node:
         self.label = label
         self.fix = fix
         self.depth = 0 if parent is None else parent.depth + 1
+        self.pruned = None
 
     def unary(self, graph):
         """The unary vector of ``graph`` with this subspace's constraints."""
         u = graph.unary.copy()
         node = self
-        while node.parent is not None:
-            lo = graph.unary_offsets[node.var]
-            if node.fix:
-                keep = u[lo + node.label]
-                u[lo:graph.unary_offsets[node.var + 1]] = -np.inf
-                u[lo + node.label] = keep
-            else:
-                u[lo + node.label] = -np.inf
+        while node is not None:
+            if node.pruned is not None:
+                u[node.pruned] = -np.inf
+            if node.parent is not None:
+                lo = graph.unary_offsets[node.var]
+                if node.fix:
+                    keep = u[lo + node.label]
+                    u[lo:graph.unary_offsets[node.var + 1]] = -np.inf
+                    u[lo + node.label] = keep
+                else:
+                    u[lo + node.label] = -np.inf
             node = node.parent
         return u
 
@@ -260,13 +267,45 @@ class _Search:
         if res.status == "infeasible":
             return -np.inf, None, None
         self._offer(res)
-        allowed = np.add.reduceat(np.isfinite(unary).astype(np.int64), g.unary_offsets[:-1])
-        free = self.order[allowed[self.order] >= 2]
         ub = min(res.upper_bound, bound)
+        unary, pruned = self._prune(node, unary, res.label_bounds)
+        allowed = np.add.reduceat(np.isfinite(unary).astype(np.int64), g.unary_offsets[:-1])
+        if pruned and np.any(allowed == 0):  # nothing in it beats the incumbent
+            return -np.inf, None, None
+        free = self.order[allowed[self.order] >= 2]
         if not free.size:
+            if pruned:  # its one labeling left need not be the decoded one
+                return self._leaf(unary), None, None
             # every variable fixed: the decoded labeling is the subspace's only one
             return (ub if np.isfinite(res.score) else -np.inf), None, None
         return ub, self._branch(res, unary, free), res.state
+
+    def _prune(self, node, unary, label_bounds):
+        """Forbid in ``node``'s subspace the labels whose bound from its solve
+        (``label_bounds``, None: none) is at most the incumbent's cutoff
+        (reduced-cost fixing); returns the node's unary vector with them
+        forbidden and whether any was."""
+        cut = self._cutoff()
+        if label_bounds is None or cut is None:
+            return unary, False
+        dead = np.flatnonzero(np.isfinite(unary) & (label_bounds <= cut))
+        if not dead.size:
+            return unary, False
+        node.pruned = dead
+        unary = unary.copy()
+        unary[dead] = -np.inf
+        return unary, True
+
+    def _leaf(self, unary):
+        """Offer the one labeling that ``unary`` allows (one finite label per
+        variable) and return its score."""
+        offsets = self.graph.unary_offsets
+        labels = np.flatnonzero(np.isfinite(unary)) - offsets[:-1]
+        s = float(self.score_graph.score(labels))
+        if s > self.score:
+            self.score, self.labels = s, labels
+            self._record()
+        return s
 
     def _offer(self, res):
         """Adopt the labeling of a node's solve if it beats the incumbent."""
