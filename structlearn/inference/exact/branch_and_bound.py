@@ -212,6 +212,7 @@ class _Search:
         # after a root that leaves a gap (None: no restriction)
         self.restricted = None
         self.root_bounds = None         # the root's label_bounds
+        self.root_cut = -np.inf         # the cutoff the root's pruned labels were last cut at
         self.dfbb_graph = dfbb_graph    # not tightened, for the depth-first search (or None)
         self.soft_search = soft_search  # a PolishedSoftArcSearch to resume instead (or None)
         self.richer = richer            # tightened with larger clusters too (or None)
@@ -295,6 +296,16 @@ class _Search:
         unary = unary.copy()
         unary[dead] = -np.inf
         return unary, True
+
+    def _reprune_root(self, root):
+        """After a better incumbent, forbid again at the root (so in every
+        subspace evaluated from now on) the labels whose bound from the
+        root's solve is at most its cutoff."""
+        cut = self._cutoff()
+        if self.root_bounds is None or cut is None or cut <= self.root_cut:
+            return
+        self.root_cut = cut
+        root.pruned = np.flatnonzero(np.isfinite(self.graph.unary) & (self.root_bounds <= cut))
 
     def _leaf(self, unary):
         """Offer the one labeling that ``unary`` allows (one finite label per
@@ -427,6 +438,7 @@ class _Search:
                 if cbranch is not None and self._open(cub):
                     self._push(cub, child, cbranch, cstate, counter)
             self._polish()
+            self._reprune_root(root)
             self._record()
         open_bound = max((-e[0] for e in heap if self._open(-e[0])), default=-np.inf)
         if status == "exact" or not np.isfinite(open_bound):
