@@ -76,7 +76,7 @@ from ..registry import (AUTO_CYCLES, AUTO_LARGE_DOMAIN, AUTO_SOFT_ARC_FORBIDDEN,
                        check_method_params, get_method, method_parameters, solve_map)
 from ..result import MapResult
 from .potts_persistency import kovtun_persistency
-from .reduced_cost import drop_forbidden_labels, forbid_by_label_bounds
+from .reduced_cost import drop_forbidden_labels, forbid_by_label_bounds, ruled_out
 from .roof_duality import condition_pairwise, roof_dual
 
 __all__ = ["branch_and_bound_map"]
@@ -289,7 +289,7 @@ class _Search:
         cut = self._cutoff()
         if label_bounds is None or cut is None:
             return unary, False
-        dead = np.flatnonzero(np.isfinite(unary) & (label_bounds <= cut))
+        dead = ruled_out(unary, label_bounds, cut)
         if not dead.size:
             return unary, False
         node.pruned = dead
@@ -305,7 +305,7 @@ class _Search:
         if self.root_bounds is None or cut is None or cut <= self.root_cut:
             return
         self.root_cut = cut
-        root.pruned = np.flatnonzero(np.isfinite(self.graph.unary) & (self.root_bounds <= cut))
+        root.pruned = ruled_out(self.graph.unary, self.root_bounds, cut)
 
     def _leaf(self, unary):
         """Offer the one labeling that ``unary`` allows (one finite label per

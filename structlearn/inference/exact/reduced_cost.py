@@ -22,7 +22,13 @@ import numpy as np
 
 from ...graphs.factor_graph import FactorGraph
 
-__all__ = ["drop_forbidden_labels", "forbid_by_label_bounds"]
+__all__ = ["drop_forbidden_labels", "forbid_by_label_bounds", "ruled_out"]
+
+
+def ruled_out(unary, label_bounds, cutoff):
+    """The allowed labels (finite ``unary`` entries) whose bound is at most
+    ``cutoff``: flat indices, int64."""
+    return np.flatnonzero(np.isfinite(unary) & (label_bounds <= cutoff))
 
 
 def forbid_by_label_bounds(graph, label_bounds, cutoff, max_share):
@@ -51,13 +57,13 @@ def forbid_by_label_bounds(graph, label_bounds, cutoff, max_share):
         ``graph`` is a labeling of ``restricted``, with the same score.
         None also when no label is forbidden.
     """
-    unary = graph.unary
-    allowed = np.isfinite(unary)
-    keep = allowed & (label_bounds > cutoff)
-    n_keep, n_allowed = int(keep.sum()), int(allowed.sum())
-    if n_keep == n_allowed or n_keep > max_share * n_allowed:
+    dead = ruled_out(graph.unary, label_bounds, cutoff)
+    n_allowed = int(np.isfinite(graph.unary).sum())
+    if not dead.size or n_allowed - dead.size > max_share * n_allowed:
         return None
-    return graph.with_unary(np.where(keep, unary, -np.inf))
+    unary = graph.unary.copy()
+    unary[dead] = -np.inf
+    return graph.with_unary(unary)
 
 
 def drop_forbidden_labels(graph):
