@@ -293,6 +293,8 @@ class _Search:
         if not dead.size:
             return unary, False
         node.pruned = dead
+        if node.parent is None:  # cut at this cutoff (see _reprune_root)
+            self.root_cut = cut
         unary = unary.copy()
         unary[dead] = -np.inf
         return unary, True
@@ -311,20 +313,21 @@ class _Search:
         """Offer the one labeling that ``unary`` allows (one finite label per
         variable) and return its score."""
         offsets = self.graph.unary_offsets
-        labels = np.flatnonzero(np.isfinite(unary)) - offsets[:-1]
+        return self._adopt(np.flatnonzero(np.isfinite(unary)) - offsets[:-1])
+
+    def _offer(self, res):
+        """Adopt the labeling of a node's solve if it beats the incumbent."""
+        if np.isfinite(res.score):
+            self._adopt(res.labels.copy())
+
+    def _adopt(self, labels):
+        """Score ``labels`` (the component's scores), keep them if they beat
+        the incumbent, and return their score."""
         s = float(self.score_graph.score(labels))
         if s > self.score:
             self.score, self.labels = s, labels
             self._record()
         return s
-
-    def _offer(self, res):
-        """Adopt the labeling of a node's solve if it beats the incumbent."""
-        if np.isfinite(res.score):
-            s = float(self.score_graph.score(res.labels))
-            if s > self.score:
-                self.score, self.labels = s, res.labels.copy()
-                self._record()
 
     def _solve_root(self, max_iter, polish):
         """The root's solve and a certified bound of an earlier solve of it.
