@@ -51,8 +51,14 @@ def _is_potts(name):
     return re.fullmatch(r"a?potts\d+_k\d+", name) is not None
 SPARSE = ["sparse_k100", "sparse_k300"]
 # small complete graphs with their own N(0, 1) tables: loose relaxations,
-# few labelings (dense like ProteinFolding, small like a CSP)
+# few labelings (dense like ProteinFolding, small like a CSP); any
+# complete{n}_k{k} is generated (these are the listed defaults)
 DENSE = ["complete10_k4", "complete12_k5", "complete30_k4"]
+
+
+def _is_dense(name):
+    """Any ``complete{n}_k{k}``: n variables, k labels, every pair an edge."""
+    return re.fullmatch(r"complete\d+_k\d+", name) is not None
 # random weighted constraint networks: wcsp{n}_d{D}_f{F}_s{seed}, n variables
 # with 2..D labels, 3n random pairs, integer costs 0..9 (scores -cost) and F %
 # of each pair table forbidden (zero potentials), around a planted labeling
@@ -137,7 +143,7 @@ def synthetic(name):
                                 rng.normal(size=(n_edges, k, k))), None
     if _is_wcsp(name):
         return _wcsp(name), None
-    if name in DENSE:
+    if _is_dense(name):
         n, k = (int(t) for t in name[len("complete"):].split("_k"))
         from structlearn.graphs import complete_graph
 
@@ -149,7 +155,7 @@ def synthetic(name):
 def load(name):
     from structlearn.graphs import read_uai, read_uai_solution
 
-    if name in SYNTHETIC + SPARSE + DENSE or _is_potts(name) or _is_wcsp(name):
+    if name in SYNTHETIC + SPARSE or _is_dense(name) or _is_potts(name) or _is_wcsp(name):
         return synthetic(name)
     path = os.path.join(UAI_DIR, name + ".uai")
     g = read_uai(path)
@@ -173,7 +179,7 @@ def toulbar2_worker(name, time_limit):
     g, ref = load(name)
     path = os.path.join(UAI_DIR, name + ".uai")
     tmp = None
-    if name in SYNTHETIC + SPARSE + DENSE or _is_potts(name) or _is_wcsp(name):
+    if name in SYNTHETIC + SPARSE or _is_dense(name) or _is_potts(name) or _is_wcsp(name):
         tmp = tempfile.NamedTemporaryFile(suffix=".uai", delete=False)
         tmp.close()
         write_uai(g, tmp.name)

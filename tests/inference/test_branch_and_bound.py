@@ -532,3 +532,105 @@ def test_highs_is_not_called_for_a_slice_shorter_than_its_floor(monkeypatch):
         graph, "brute_force"))
     assert bb._milp_proof(graph, now + 100.0) is not None
     assert calls and calls[-1]["time_limit"] == pytest.approx(bb.MILP_FIRST_SECONDS, abs=0.01)
+
+
+def dense_normal(seed, n, k):
+    """A complete graph with N(0, 1) tables: a loose local polytope (the
+    protein-like family of the MAP benchmark)."""
+    from structlearn.graphs import complete_graph
+
+    rng = np.random.default_rng(seed)
+    return complete_graph(rng.normal(size=(n, k)), rng.normal(size=(n * (n - 1) // 2, k, k)))
+
+
+def _count_soft_arc_searches(monkeypatch):
+    """Record the soft arc searches that branch and bound starts after a
+    loose root (the first depth-first attempt, which proves small graphs
+    before any LP, is cut to one node)."""
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    started = []
+    monkeypatch.setattr(bb, "DFBB_FIRST_WORK", 1)
+
+    class Counted(bb.SoftArcSearch):
+        def __init__(self, graph, **kw):
+            started.append(graph.n_vars)
+            super().__init__(graph, **kw)
+
+    monkeypatch.setattr(bb, "SoftArcSearch", Counted)
+    return started
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(5, 8), k=st.integers(2, 4))
+def test_a_loose_root_hands_the_component_to_the_soft_arc_search(seed, n, k):
+    """Dense graphs whose root leaves a gap wider than LOOSE_ROOT_GAP: the
+    soft arc search gets the component, and the result is the enumerated
+    optimum, certified."""
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    mp = pytest.MonkeyPatch()
+    loose = []
+    try:
+        started = _count_soft_arc_searches(mp)
+        was_loose = bb._Search._loose
+
+        def spy(self, ub):
+            loose.append(was_loose(self, ub))
+            return loose[-1]
+
+        mp.setattr(bb._Search, "_loose", spy)
+        graph = dense_normal(seed, n, k)
+        # (a root of few iterations and no local search: loose, so handed over)
+        res = solve_map(graph, "exact", enumeration_limit=0, persistency=False, tighten=0,
+                        bound_params={"polish": 0.0, "local_search": False, "max_iter": 3})
+    finally:
+        mp.undo()
+    best = enumerated_optimum(graph)
+    assert res.status == "exact" and res.converged
+    assert res.score == pytest.approx(best, abs=1e-9)
+    assert res.score == graph.score(res.labels)
+    assert best - 1e-9 <= res.upper_bound <= best + 1e-6 * max(1.0, abs(best))
+    # (a loose root whose labels its dual prunes to one labeling is proved
+    # there, without the search)
+    assert started in ([], [n]) and (any(loose) or not started)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_loose_roots_soft_arc_search_out_of_nodes_keeps_a_valid_bound(monkeypatch, seed):
+    """Without a time limit the handed-over search stops after
+    LOOSE_SOFT_ARC_NODES nodes per LP node left: status node_limit, and the
+    bound (the tighter of the root's and the search's) still bounds the
+    enumerated optimum."""
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    started = _count_soft_arc_searches(monkeypatch)
+    monkeypatch.setattr(bb, "LOOSE_SOFT_ARC_NODES", 1)
+    graph = dense_normal(seed, 8, 4)
+    res = solve_map(graph, "exact", enumeration_limit=0, persistency=False, tighten=0,
+                    max_nodes=2,
+                    bound_params={"polish": 0.0, "local_search": False, "max_iter": 3})
+    best = enumerated_optimum(graph)
+    assert started == [8]
+    assert res.score == graph.score(res.labels) <= best + 1e-9
+    assert res.upper_bound >= best - 1e-9
+    if res.status != "exact":
+        assert res.status == "node_limit" and not res.converged
+        assert res.n_iter <= 1 + 2  # the root and the search's one node per LP node left
+    else:  # proved within those nodes
+        assert res.score == pytest.approx(best, abs=1e-9)
+
+
+def test_a_loose_root_under_a_time_limit_is_searched_to_the_deadline():
+    """complete 16 x 6 (a 35 % root gap): the soft arc search takes the rest
+    of the time; under a short limit the bound is the tighter certified one
+    and the limit holds."""
+    graph = dense_normal(5, 16, 6)
+    solve_map(dense_normal(0, 6, 3), "exact", enumeration_limit=0)  # (kernels loaded)
+    t0 = time.perf_counter()
+    res = solve_map(graph, "exact", time_limit=1.0)
+    assert time.perf_counter() - t0 <= 3.0 * (1.0 + 0.75)  # 3x: busy shared machines
+    full = solve_map(graph, "exact")  # proved by the search (without a limit)
+    assert full.status == "exact"
+    assert res.score <= full.score + 1e-9 <= res.upper_bound + 2e-9
+    assert res.status in ("exact", "time_limit")
