@@ -54,7 +54,10 @@ depth-first search runs once more, from the root's incumbent, before any
 branching (dense graphs with loose relaxations: one LP per node costs far more
 than its cheap bounds); on a component with forbidden pairs the soft arc
 consistent search resumes there instead, pruning against the root's
-incumbent.
+incumbent.  A small component whose root leaves a gap wider than
+:data:`LOOSE_ROOT_GAP` is handed to the soft arc consistent search for all
+of its time instead (its root solve stops at the first stall): its bound
+proves what no LP-bounded tree closes.
 """
 
 import heapq
