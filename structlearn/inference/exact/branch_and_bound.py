@@ -351,17 +351,17 @@ class _Search:
         goes on from its state until the bound stalls for
         :data:`WIDE_STALL_ITER` iterations (under a time limit, past
         ``max_iter``): a tree cannot close such a gap, while the LP still
-        tightens it and the root's solve polishes the labeling.
+        tightens it and the root's solve polishes the labeling.  A loose root
+        (:meth:`_loose`) stops at its first solve: the soft arc search takes
+        the component with a bound of its own.
         """
         bound = np.inf
         res = self._solve(self.graph.unary, max_iter, polish, None, None)
-        if res.status != "infeasible":
-            self._offer(res)
-        if self._loose(res.upper_bound):  # for the soft arc search: its own bound
+        self._offer(res)
+        if self._loose(res.upper_bound):
             return res, bound
         if (res.status == "stall" and self.richer is not None
                 and self._wide(res.upper_bound, res.score)):
-            self._offer(res)
             bound = res.upper_bound
             self.graph, self.richer = self.richer, None
             self.order = np.argsort(-_interaction_strength(self.graph), kind="stable")
@@ -470,9 +470,7 @@ class _Search:
             status = "exact"
             open_bound = self.score
         self._record()
-        if self.labels is None:  # no finite labeling found (nor proved absent)
-            self.labels = np.zeros(self.graph.n_vars, dtype=np.int64)
-        return self.labels, self.score, max(open_bound, self.score), status
+        return self._final_labels(), self.score, max(open_bound, self.score), status
 
     def _depth_first(self, work):
         """Run the depth-first branch and bound (:mod:`.dfbb`) from the
@@ -539,13 +537,17 @@ class _Search:
     def _soft_arc_ended(self, ub):
         """:meth:`run`'s tuple after a loose root's soft arc search ran out of
         time (or nodes) unproved: the tighter of its bound and the root's."""
-        search = self.soft_search
-        if self.labels is None:  # no finite labeling found (nor proved absent)
-            self.labels = np.zeros(self.graph.n_vars, dtype=np.int64)
-        bound = max(min(ub, search.upper_bound), self.score)
+        bound = max(min(ub, self.soft_search.upper_bound), self.score)
         self._record()
-        return self.labels, self.score, bound, ("node_limit" if self.deadline is None
-                                                else "time_limit")
+        return self._final_labels(), self.score, bound, ("node_limit" if self.deadline is None
+                                                         else "time_limit")
+
+    def _final_labels(self):
+        """The incumbent, or zeros when no finite labeling was found (nor
+        proved absent)."""
+        if self.labels is None:
+            self.labels = np.zeros(self.graph.n_vars, dtype=np.int64)
+        return self.labels
 
     def _loose(self, ub):
         """Whether the root's bound ``ub`` leaves a gap wider than
