@@ -57,8 +57,10 @@ DENSE = ["complete10_k4", "complete12_k5", "complete30_k4"]
 
 
 def _is_dense(name):
-    """Any ``complete{n}_k{k}``: n variables, k labels, every pair an edge."""
-    return re.fullmatch(r"complete\d+_k\d+", name) is not None
+    """Any ``complete{n}_k{k}``: n variables, k labels, every pair an edge;
+    or ``random{n}_p{P}_k{k}_s{seed}``: each pair an edge with probability
+    P %, N(0, 1) tables of their own."""
+    return re.fullmatch(r"complete\d+_k\d+|random\d+_p\d+_k\d+_s\d+", name) is not None
 # random weighted constraint networks: wcsp{n}_d{D}_f{F}_s{seed}, n variables
 # with 2..D labels, 3n random pairs, integer costs 0..9 (scores -cost) and F %
 # of each pair table forbidden (zero potentials), around a planted labeling
@@ -143,6 +145,13 @@ def synthetic(name):
                                 rng.normal(size=(n_edges, k, k))), None
     if _is_wcsp(name):
         return _wcsp(name), None
+    if name.startswith("random") and _is_dense(name):
+        n, p, k, seed = (int(t) for t in re.findall(r"\d+", name))
+        rng = np.random.default_rng(seed)
+        edges = np.array([(a, b) for a in range(n) for b in range(a + 1, n)
+                          if rng.random() < p / 100])
+        return graph_from_edges(rng.normal(size=(n, k)), edges,
+                                rng.normal(size=(len(edges), k, k))), None
     if _is_dense(name):
         n, k = (int(t) for t in name[len("complete"):].split("_k"))
         from structlearn.graphs import complete_graph

@@ -634,3 +634,31 @@ def test_a_loose_root_under_a_time_limit_is_searched_to_the_deadline():
     assert full.status == "exact"
     assert res.score <= full.score + 1e-9 <= res.upper_bound + 2e-9
     assert res.status in ("exact", "time_limit")
+
+
+@pytest.mark.parametrize("n, p_edge, existential", [(13, 1.0, False), (16, 0.4, True)])
+def test_a_loose_dense_component_is_searched_without_existential_consistency(
+        monkeypatch, n, p_edge, existential):
+    """The handed-over search stops at FDAC* where the variables have
+    DENSE_MEAN_DEGREE neighbours or more on average, and keeps EDAC* below."""
+    import structlearn.inference.exact.branch_and_bound as bb
+    from structlearn.graphs import graph_from_edges
+
+    kinds = []
+
+    class Recorded(bb.SoftArcSearch):
+        def __init__(self, graph, **kw):
+            kinds.append(kw["existential"])
+            super().__init__(graph, **kw)
+
+    monkeypatch.setattr(bb, "DFBB_FIRST_WORK", 1)
+    monkeypatch.setattr(bb, "SoftArcSearch", Recorded)
+    rng = np.random.default_rng(n)
+    edges = np.array([(a, b) for a in range(n) for b in range(a + 1, n)
+                      if rng.random() < p_edge])
+    graph = graph_from_edges(rng.normal(size=(n, 3)), edges, rng.normal(size=(len(edges), 3, 3)))
+    res = solve_map(graph, "exact", enumeration_limit=0, persistency=False, tighten=0,
+                    bound_params={"polish": 0.0, "local_search": False, "max_iter": 3})
+    assert kinds == [existential]
+    assert res.status == "exact"
+    assert res.score == pytest.approx(solve_map(graph, "ilp").score, abs=1e-9)

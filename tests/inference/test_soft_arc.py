@@ -16,14 +16,15 @@ from _graphgen import (all_labelings, dense_gaussian_network, random_weighted_cs
 
 @settings(max_examples=200, deadline=None)
 @given(seed=st.integers(0, 10**6), ties=st.booleans(), parallel=st.booleans(),
-       p_inf=st.sampled_from([0.0, 0.3, 0.6]), start=st.booleans())
-def test_the_search_proves_the_enumerated_optimum(seed, ties, parallel, p_inf, start):
+       p_inf=st.sampled_from([0.0, 0.3, 0.6]), start=st.booleans(), existential=st.booleans())
+def test_the_search_proves_the_enumerated_optimum(seed, ties, parallel, p_inf, start,
+                                                  existential):
     graph = random_weighted_csp(seed, p_inf=p_inf, ties=ties, parallel=parallel)
     labelings = all_labelings(graph)
     scores = graph.score_many(labelings)
     best = scores.max()
     incumbent = labelings[int(np.argmin(scores))] if start else None
-    search = SoftArcSearch(graph, incumbent=incumbent)
+    search = SoftArcSearch(graph, incumbent=incumbent, existential=existential)
     assert search.run()
     assert search.proved
     if best == -np.inf:
@@ -170,14 +171,15 @@ def test_a_search_run_one_node_at_a_time_ends_where_one_run_does(seed):
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10**6), ties=st.booleans(), p_inf=st.sampled_from([0.0, 0.3, 0.6]),
-       stops=st.lists(st.integers(1, 6), min_size=1, max_size=8))
-def test_the_upper_bound_holds_wherever_the_search_stops(seed, ties, p_inf, stops):
+       stops=st.lists(st.integers(1, 6), min_size=1, max_size=8), existential=st.booleans())
+def test_the_upper_bound_holds_wherever_the_search_stops(seed, ties, p_inf, stops, existential):
     """Stopped after any number of nodes, the search's upper bound is at
     least the enumerated optimum and its incumbent's score, never rises, and
-    equals the score once proved."""
+    equals the score once proved (with existential arc consistency or FDAC*
+    alone)."""
     graph = random_weighted_csp(seed, p_inf=p_inf, ties=ties, parallel=True)
     best = graph.score_many(all_labelings(graph)).max()
-    search = SoftArcSearch(graph)
+    search = SoftArcSearch(graph, existential=existential)
     bounds = [search.upper_bound]
     for nodes in stops:
         search.run(max_nodes=nodes)
@@ -330,6 +332,8 @@ def test_bad_input():
     pair = FactorGraph([2, 3], scopes=[(0, 1)], tables=[np.zeros(6)])
     with pytest.raises(ValueError, match="tol"):
         SoftArcSearch(pair, tol=np.nan)
+    with pytest.raises(TypeError, match="existential"):
+        SoftArcSearch(pair, existential="no")
     search = SoftArcSearch(pair)
     with pytest.raises(ValueError, match="shape"):
         search.offer([0])
@@ -355,3 +359,14 @@ def test_the_exact_search_reports_truthful_statuses_through_the_soft_arc_search(
     assert res.upper_bound == pytest.approx(res.score)
     assert graph.score(res.labels) == res.score
 
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fdac_alone_proves_the_same_optimum_on_dense_graphs(seed):
+    """Without existential arc consistency the search ends at the same
+    optimum (complete graphs too large to enumerate)."""
+    graph = dense_gaussian_network(seed)
+    full, fdac = SoftArcSearch(graph), SoftArcSearch(graph, existential=False)
+    assert full.run() and fdac.run()
+    assert fdac.score == pytest.approx(full.score, abs=1e-9)
+    assert fdac.net.existential is False and full.net.existential is True

@@ -25,7 +25,9 @@ Consistency enforced at every node (Larrosa and Schiex's FDAC*):
   with, on every edge, a label of the other end at edge plus unary cost 0;
   where none has, the variable's star (its unary costs, edges and
   neighbours' unary costs) moves its minimum onto the variable
-  (``EDAC*`` together with the above);
+  (``EDAC*`` together with the above; a network built with
+  ``existential=False`` skips it and stays at FDAC*: on dense graphs its
+  checks over every edge of a variable cost more than the nodes they save);
 * dead-end elimination: a label that the existentially supported label of
   its variable dominates in every neighbourhood is removed.
 
@@ -106,6 +108,9 @@ class CostNetwork(NamedTuple):
     dac_pos : int64 (n,)
     K : int
         The padded domain size.
+    existential : bool
+        Whether propagation enforces existential arc consistency (EDAC*)
+        or stops at FDAC*.
     """
 
     n_states: np.ndarray
@@ -117,6 +122,7 @@ class CostNetwork(NamedTuple):
     dac_order: np.ndarray
     dac_pos: np.ndarray
     K: int
+    existential: bool
 
 
 class SearchState(NamedTuple):
@@ -574,7 +580,9 @@ def _propagate(net, state, work, cut, eps):
             if touched[i]:
                 touched[i] = 0
                 _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, i)
-        if not _existential_pass(net, state, work, eps):
+        if not net.existential:
+            star_dirty[:] = 0
+        elif not _existential_pass(net, state, work, eps):
             _clear(work)
             return False
         lower = scalars[LOWER]

@@ -41,10 +41,10 @@ def soft_arc_bytes(graph):
     return 8 * (E * K * K + (n + 2) * (n * K + 2 * E * K))
 
 
-def _cost_network(graph):
-    """The graph as a :class:`~._soft_arc_kernels.CostNetwork`, and the
-    offset (``score = offset - cost``; ``-inf`` when a table has no finite
-    entry)."""
+def _cost_network(graph, existential=True):
+    """The graph as a :class:`~._soft_arc_kernels.CostNetwork` (searched
+    with existential arc consistency or not), and the offset (``score =
+    offset - cost``; ``-inf`` when a table has no finite entry)."""
     from ._dfbb_kernels import static_order
     from ._soft_arc_kernels import CostNetwork
 
@@ -87,7 +87,7 @@ def _cost_network(graph):
     dac_pos[dac_order] = np.arange(n)
     adjacency = np.stack([adj_edge, adj_side, nbr_var], axis=1).astype(np.int64)
     net = CostNetwork(graph.n_states.astype(np.int64), unary, pair, ends.astype(np.int64),
-                      adj_ptr, adjacency, dac_order, dac_pos, K)
+                      adj_ptr, adjacency, dac_order, dac_pos, K, bool(existential))
     return net, offset
 
 
@@ -104,6 +104,12 @@ class SoftArcSearch:
         more than ``tol * max(1, |score|)``.
     incumbent : ndarray of int or None
         A labeling to start from.
+    existential : bool, default=True
+        Enforce existential arc consistency at every node (EDAC*); False
+        stops at FDAC*, whose nodes are several times cheaper on dense
+        graphs (complete graphs of 14-22 variables: 1.2-4x faster proofs,
+        with 1.2-2x the nodes), where on sparse ones (grids, weighted
+        constraint networks) the existential moves save far more nodes.
 
     Attributes
     ----------
@@ -118,7 +124,7 @@ class SoftArcSearch:
         Nodes evaluated so far.
     """
 
-    def __init__(self, graph, *, tol=1e-6, incumbent=None):
+    def __init__(self, graph, *, tol=1e-6, incumbent=None, existential=True):
         from ._soft_arc_kernels import SearchState, Workspace
 
         if not isinstance(graph, FactorGraph):
@@ -128,7 +134,9 @@ class SoftArcSearch:
         if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol >= 0):
             raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
         self.graph, self.tol = graph, float(tol)
-        self.net, self.offset = _cost_network(graph)
+        if not isinstance(existential, (bool, np.bool_)):
+            raise TypeError(f"existential must be True or False, got {existential!r}")
+        self.net, self.offset = _cost_network(graph, existential)
         n, E = graph.n_vars, graph.n_factors
         K = self.net.unary.shape[0] // max(n, 1)
         finite = np.concatenate([self.net.unary, self.net.pair])
