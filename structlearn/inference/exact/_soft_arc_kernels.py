@@ -29,7 +29,8 @@ Consistency enforced at every node (Larrosa and Schiex's FDAC*):
   ``existential=False`` skips it and stays at FDAC*: on dense graphs its
   checks over every edge of a variable cost more than the nodes they save);
 * dead-end elimination: a label that the existentially supported label of
-  its variable dominates in every neighbourhood is removed.
+  its variable (at FDAC*, the label last recorded as such, initially the
+  first) dominates in every neighbourhood is removed.
 
 All moves keep every labeling's cost.  A fixpoint is sought for at most
 :data:`MAX_ROUNDS` rounds; any point on the way is a valid bound.

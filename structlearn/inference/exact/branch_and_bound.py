@@ -57,7 +57,9 @@ consistent search resumes there instead, pruning against the root's
 incumbent.  A small component whose root leaves a gap wider than
 :data:`LOOSE_ROOT_GAP` is handed to the soft arc consistent search for all
 of its time instead (its root solve stops at the first stall): its bound
-proves what no LP-bounded tree closes.
+proves what no LP-bounded tree closes.  Where the component's variables have
+:data:`DENSE_MEAN_DEGREE` neighbours or more on average that search stops at
+FDAC* (no existential arc consistency).
 """
 
 import heapq
@@ -232,7 +234,7 @@ class _Search:
         self.root_bounds = None         # the root's label_bounds
         self.root_cut = -np.inf         # the cutoff the root's pruned labels were last cut at
         self.dfbb_graph = dfbb_graph    # not tightened, for the depth-first search (or None)
-        self.soft_search = soft_search  # a PolishedSoftArcSearch to resume instead (or None)
+        self.soft_search = soft_search  # a (Polished)SoftArcSearch to resume instead (or None)
         self.soft_whole = False         # whether it takes all the time left (a loose root)
         self.richer = richer            # tightened with larger clusters too (or None)
         self.score_graph = score_graph  # the component as given (scores labelings)
@@ -430,8 +432,8 @@ class _Search:
         ub, branch, state = self._evaluate(root, self.root_iter, self.root_polish)
         if branch is not None and self._open(ub) and self._loose(ub):
             g = self.dfbb_graph
-            self.soft_search = SoftArcSearch(
-                g, tol=self.tol, existential=2 * g.n_factors < DENSE_MEAN_DEGREE * g.n_vars)
+            sparse = 2 * g.n_factors < DENSE_MEAN_DEGREE * g.n_vars  # mean neighbours
+            self.soft_search = SoftArcSearch(g, tol=self.tol, existential=sparse)
             self.soft_whole = True
         if branch is not None and self._open(ub) and self._depth_first(DFBB_WORK):
             branch = None  # proved optimal by the depth-first search
@@ -568,7 +570,7 @@ class _Search:
         return not np.isfinite(self.score) or ub - self.score > LOOSE_ROOT_GAP * max(1.0, abs(ub))
 
     def _resume_soft_arc(self, work):
-        """:meth:`_depth_first` by the resumable :class:`.PolishedSoftArcSearch`,
+        """:meth:`_depth_first` by the resumable soft arc search (:mod:`.soft_arc`),
         pruning against the incumbent: for ``work`` operations' time without a
         deadline, else for :data:`SOFT_ARC_FIRST_SHARE` of the time left; after
         a loose root (:attr:`soft_whole`) until the deadline, or without one
