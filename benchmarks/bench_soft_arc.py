@@ -6,7 +6,8 @@ half).  For each network (``bench_map``'s ``wcsp{n}_d{D}_f{F}_s{seed}``
 family) it reports the time :class:`SoftArcSearch` takes to prove the
 optimum (no local search, no LP: the search as it is), its nodes and time per
 node, and toulbar2's time and nodes on the same network in its own process
-(its time includes reading the network).  The totals line sums the times of
+(its time includes reading the network).  ``--depth-first`` runs the
+search without its best-first choice of dives.  The totals line sums the times of
 the networks both prove.  Compare two versions of the search by running the
 script from each checkout (``PYTHONPATH=<checkout>``) in turn.
 """
@@ -50,6 +51,8 @@ def main():
     ap.add_argument("--instances", default=DEFAULT, help="comma-separated network names")
     ap.add_argument("--time-limit", type=float, default=10.0)
     ap.add_argument("--no-toulbar2", action="store_true")
+    ap.add_argument("--depth-first", action="store_true",
+                    help="plain depth-first search (best_first=False)")
     args = ap.parse_args()
 
     warm, _ = load("wcsp30_d5_f50_s0")
@@ -60,7 +63,7 @@ def main():
     times = []
     for name in args.instances.split(","):
         graph, _ = load(name)
-        search = SoftArcSearch(graph)
+        search = SoftArcSearch(graph, best_first=not args.depth_first)
         t0 = time.perf_counter()
         search.run(deadline=t0 + args.time_limit)
         seconds = time.perf_counter() - t0

@@ -212,6 +212,124 @@ def test_the_upper_bound_covers_the_open_branches_at_every_node():
     assert seen_deep
 
 
+def short_dives():
+    """The best-first search with dives of one backtrack: every dive end
+    opens its path, so open nodes and their restores are exercised on
+    small graphs."""
+    from unittest import mock
+
+    import structlearn.inference.exact.soft_arc as soft_arc
+
+    return mock.patch.multiple(soft_arc, DIVE_BACKTRACKS=1, MIN_DIVE_BACKTRACKS=1,
+                               MAX_DIVE_BACKTRACKS=1)
+
+
+def deep_random_network(seed, p_inf, ties):
+    """6-8 variables of 2-4 labels, each pair an edge with probability 0.6
+    (deep enough for many dives; few enough labelings to enumerate)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(6, 9))
+    k = rng.integers(2, 5, size=n)
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.6]
+    draw = (lambda size: -rng.integers(0, 4, size=size).astype(float)) if ties else (
+        lambda size: rng.normal(size=size))
+    tables = []
+    for i, j in pairs:
+        t = draw(int(k[i] * k[j]))
+        t[rng.random(t.shape[0]) < p_inf] = -np.inf
+        tables.append(t)
+    return FactorGraph(k, unary=[draw(int(kk)) for kk in k], scopes=pairs, tables=tables)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), ties=st.booleans(), p_inf=st.sampled_from([0.0, 0.3]),
+       start=st.booleans(), existential=st.booleans())
+def test_best_first_dives_prove_the_enumerated_optimum_with_a_true_bound_at_every_node(
+        seed, ties, p_inf, start, existential):
+    """Dives of one backtrack, one node per call: after every node the bound
+    covers the optimum and never falls below the incumbent; the end is the
+    optimum (or no finite labeling)."""
+    graph = deep_random_network(seed, p_inf, ties)
+    labelings = all_labelings(graph)
+    scores = graph.score_many(labelings)
+    best = scores.max()
+    slack = 1e-6 * max(1.0, abs(best)) if np.isfinite(best) else 0.0
+    with short_dives():
+        search = SoftArcSearch(graph, existential=existential,
+                               incumbent=labelings[int(np.argmin(scores))] if start else None)
+        while not search.run(max_nodes=1):
+            assert search.upper_bound >= best - slack
+            assert search.upper_bound >= search.score - slack
+    if best == -np.inf:
+        assert search.score == -np.inf and search.upper_bound == -np.inf
+        return
+    assert search.score == pytest.approx(best, abs=slack)
+    assert graph.score(search.labels) == search.score
+    assert search.upper_bound == pytest.approx(best, abs=slack)
+
+
+def test_best_first_dives_open_and_restore_nodes_and_match_depth_first_search():
+    """On a network the root does not prove, short dives leave open nodes
+    that are restored later; the proof is the depth-first search's, and one
+    node per call ends where one run does."""
+    graph = dense_gaussian_network(1, n=12, k=5)
+    plain = SoftArcSearch(graph, best_first=False)
+    assert plain.run() and plain.n_open == 0
+    with short_dives():
+        whole = SoftArcSearch(graph)
+        opened = 0
+        while not whole.run(max_nodes=25):
+            opened = max(opened, whole.n_open)
+        steps = SoftArcSearch(graph)
+        while not steps.run(max_nodes=1):
+            pass
+    assert opened > 0 and whole._restore_rounds > 0
+    assert whole.score == pytest.approx(plain.score, abs=1e-9)
+    assert steps.n_nodes == whole.n_nodes and np.array_equal(steps.labels, whole.labels)
+
+
+@pytest.mark.parametrize("seed", [5, 37])  # networks whose search opens nodes
+def test_a_restored_open_node_keeps_every_cost_of_its_labelings(seed):
+    """The node rebuilt from the root's copy and an open node's domains: for
+    every labeling left in those domains ``lower + unary + pair`` is its cost,
+    and none of the domains' labelings costs less than the bound."""
+    graph = deep_random_network(seed, 0.2, ties=True)
+    labelings = all_labelings(graph)
+    scores = graph.score_many(labelings)
+    with short_dives():
+        search = SoftArcSearch(graph)
+        while search.n_open == 0 and not search.run(max_nodes=1):
+            pass
+        assert search.n_open > 0
+        n, K = graph.n_vars, search.net.K
+        mask = np.unpackbits(search._open[0][3], count=n * K).reshape(n, K).astype(bool)
+        search.state.scalars[1] = np.inf  # no incumbent: the node is restored whatever its bound
+        search._restore_best()
+    lower, unary, pair = search.current_costs()
+    inside = np.all(mask[np.arange(n), labelings], axis=1) & np.isfinite(scores)
+    assert inside.any()
+    starts = graph.scope_indptr[:-1]
+    p, q = graph.scope_vars[starts], graph.scope_vars[starts + 1]
+    kept = inside & np.all(np.isfinite(unary[np.arange(n), labelings]), axis=1)
+    costs = (lower + unary[np.arange(n), labelings].sum(1)
+             + pair[np.arange(graph.n_factors), labelings[:, p], labelings[:, q]].sum(1))
+    np.testing.assert_allclose(costs[kept], search.offset - scores[kept], atol=1e-9)
+    assert lower <= search.offset - scores[inside].max() + 1e-9
+
+
+def test_past_the_open_nodes_memory_the_dives_go_on_to_their_end(monkeypatch):
+    import structlearn.inference.exact.soft_arc as soft_arc
+
+    graph = dense_gaussian_network(1, n=12, k=5)
+    best = SoftArcSearch(graph, best_first=False)
+    best.run()
+    monkeypatch.setattr(soft_arc, "OPEN_MAX_BYTES", 0)
+    with short_dives():
+        search = SoftArcSearch(graph)
+        assert search.run()
+    assert search.n_open == 0 and search.score == pytest.approx(best.score, abs=1e-9)
+
+
 def test_a_node_budget_ends_the_search_with_a_true_score():
     graph = dense_gaussian_network(0)
     search = SoftArcSearch(graph)
@@ -334,6 +452,8 @@ def test_bad_input():
         SoftArcSearch(pair, tol=np.nan)
     with pytest.raises(TypeError, match="existential"):
         SoftArcSearch(pair, existential="no")
+    with pytest.raises(TypeError, match="best_first"):
+        SoftArcSearch(pair, best_first=1)
     search = SoftArcSearch(pair)
     with pytest.raises(ValueError, match="shape"):
         search.offer([0])

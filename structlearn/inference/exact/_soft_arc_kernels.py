@@ -75,7 +75,7 @@ ASCENT_GAIN = 2e-3        # ... on while they raise it by this share
 # state.scalars
 LOWER, UPPER = 0, 1
 # state.counters
-DEPTH, NODES, PHASE, ROUNDS, LAST_CONFLICT, ELIMINATED = 0, 1, 2, 3, 4, 5
+DEPTH, NODES, PHASE, ROUNDS, LAST_CONFLICT, ELIMINATED, BACKTRACKS_LEFT = 0, 1, 2, 3, 4, 5, 6
 # phases of the resumable search
 NOT_STARTED, CONSISTENT, BACKTRACK, DONE = 0, 1, 2, 3
 # flags returned by the support kernels
@@ -164,11 +164,13 @@ class SearchState(NamedTuple):
     scalars : float64 (2,)
         ``[LOWER, UPPER]``: the current node's bound, the incumbent's cost
         (``inf``: none).
-    counters : int64 (6,)
-        ``[DEPTH, NODES, PHASE, ROUNDS, LAST_CONFLICT, ELIMINATED]``: ROUNDS
-        counts the propagation rounds run; LAST_CONFLICT is the variable
-        whose fixing last failed (-1: none), branched on first while it is
-        free; ELIMINATED the variables eliminated on the current path.
+    counters : int64 (7,)
+        ``[DEPTH, NODES, PHASE, ROUNDS, LAST_CONFLICT, ELIMINATED,
+        BACKTRACKS_LEFT]``: ROUNDS counts the propagation rounds run;
+        LAST_CONFLICT is the variable whose fixing last failed (-1: none),
+        branched on first while it is free; ELIMINATED the variables
+        eliminated on the current path; BACKTRACKS_LEFT the backtracks the
+        search may still make before it stops (-1: no limit).
     """
 
     unary: np.ndarray
@@ -952,6 +954,18 @@ def _offer_leaf(net, state, work, current):
         state.labels[:] = current
 
 
+@nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
+def _cutoff(upper, tol, offset, integral):
+    """The cost a node's bound must stay below to be searched, given the
+    incumbent's cost ``upper`` (see :func:`soft_arc_search`)."""
+    if upper == np.inf:
+        return np.inf
+    margin = tol * max(1.0, abs(offset - upper))
+    if integral:
+        margin = max(margin, 1.0 - INTEGRAL_MARGIN)
+    return upper - margin
+
+
 @nb.njit(cache=True)
 def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral):
     """Depth-first branch and bound with FDAC* and the elimination of
@@ -970,7 +984,8 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral):
         ``scalars[UPPER]`` the cost of ``state.labels`` (``inf``: none).
     work : Workspace
     max_nodes : int
-        Nodes (propagations) this call evaluates at most.
+        Nodes (propagations) this call evaluates at most; it also stops
+        before a backtrack once ``counters[BACKTRACKS_LEFT]`` reaches 0.
     tol : float
         A node is pruned when its bound is within
         ``tol * max(1, |offset - incumbent cost|)`` of the incumbent's cost
@@ -996,11 +1011,7 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral):
     while counters[PHASE] != DONE:
         if counters[NODES] >= budget:
             return False
-        upper = state.scalars[UPPER]
-        margin = tol * max(1.0, abs(offset - upper))
-        if integral:
-            margin = max(margin, 1.0 - INTEGRAL_MARGIN)
-        cut = upper - margin if upper < np.inf else np.inf
+        cut = _cutoff(state.scalars[UPPER], tol, offset, integral)
         phase = counters[PHASE]
         if phase == NOT_STARTED:
             counters[NODES] += 1
@@ -1047,6 +1058,10 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral):
             if d < 0:
                 counters[PHASE] = DONE
                 break
+            if counters[BACKTRACKS_LEFT] == 0:  # the dive's budget is spent
+                return False
+            if counters[BACKTRACKS_LEFT] > 0:
+                counters[BACKTRACKS_LEFT] -= 1
             counters[DEPTH] = d
             state.unary[:] = state.saved_unary[d]
             state.shift[:] = state.saved_shift[d]
@@ -1062,3 +1077,67 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral):
             ok = _evaluate(net, state, work, cut, eps)
             counters[PHASE] = CONSISTENT if ok else BACKTRACK
     return True
+
+
+class RootNode(NamedTuple):
+    """A copy of the root's propagated node, from which
+    :func:`restore_node` rebuilds open nodes: ``unary`` float64 (n * K,),
+    ``shift`` float64 (E * 2 * K,), ``lower`` float64 (1,) (its bound) and
+    ``eliminated`` int64 (1,) (how many variables it eliminated: the first
+    entries of ``SearchState.elim_order``, eliminated on every path)."""
+
+    unary: np.ndarray
+    shift: np.ndarray
+    lower: np.ndarray
+    eliminated: np.ndarray
+
+
+@nb.njit(cache=True)
+def restore_node(net, state, work, root, mask, tol, offset, eps, integral):
+    """Make an open node the search's current one, at depth 0: the root's
+    node with the labels outside ``mask`` removed, propagated again (a
+    fixpoint of its own, whose bound may differ from the one the node had
+    when it was opened; both are valid).  :func:`soft_arc_search` then
+    searches its subtree, and ends (``DONE``) when that is exhausted.
+
+    Parameters
+    ----------
+    net : CostNetwork
+    state : SearchState
+        In and out: its current path is dropped.
+    work : Workspace
+        Clear flags (as every kernel leaves them).
+    root : RootNode
+    mask : uint8 (n * K,)
+        1 for the labels in the node's domains (ignored for the variables
+        the root eliminated).
+    tol, offset, eps, integral
+        As for :func:`soft_arc_search`.
+
+    Returns
+    -------
+    consistent : bool
+        False when the node fails (nothing under it beats the incumbent).
+    """
+    K = net.K
+    counters = state.counters
+    eliminated, unary = state.eliminated, state.unary
+    kept = root.eliminated[0]
+    for t in range(kept, counters[ELIMINATED]):
+        eliminated[state.elim_order[t]] = 0
+    counters[ELIMINATED] = kept
+    unary[:] = root.unary
+    state.shift[:] = root.shift
+    state.scalars[LOWER] = root.lower[0]
+    for i in range(net.n_states.shape[0]):
+        if eliminated[i]:
+            continue
+        for x in range(net.n_states[i]):
+            if not mask[i * K + x] and unary[i * K + x] != np.inf:
+                unary[i * K + x] = np.inf
+                work.shrunk[i] = 1
+    counters[DEPTH] = 0
+    counters[NODES] += 1
+    ok = _evaluate(net, state, work, _cutoff(state.scalars[UPPER], tol, offset, integral), eps)
+    counters[PHASE] = CONSISTENT if ok else DONE
+    return ok

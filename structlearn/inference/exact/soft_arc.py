@@ -19,17 +19,31 @@ to a deadline, takes better incumbents found elsewhere (:meth:`offer`), and
 goes on from where it stopped.
 """
 
+import heapq
 import time
 
 import numpy as np
 
 from ...graphs.factor_graph import FactorGraph
-from ._soft_arc_kernels import CONSISTENT, DEPTH, DONE, LOWER, NODES, NOT_STARTED, PHASE, UPPER
+from ._soft_arc_kernels import (BACKTRACK, BACKTRACKS_LEFT, CONSISTENT, DEPTH, DONE, ELIMINATED,
+                                INTEGRAL_MARGIN, LOWER, NODES, NOT_STARTED, PHASE, ROUNDS, UPPER)
 
 __all__ = ["SoftArcSearch", "soft_arc_bytes"]
 
 CHUNK_SECONDS = 0.01    # a kernel call's length under a deadline (chunks of nodes)
 EPS_SCALE = 1e-12       # moves below this times the cost scale are skipped
+# hybrid best-first search: depth-first dives from the open node of least
+# bound, each stopped at its DIVE_BACKTRACKS-th backtrack at first; that limit
+# doubles (up to MAX_DIVE_BACKTRACKS) while restoring open nodes takes more
+# than RESTORE_MAX_SHARE of the propagation rounds, and halves (down to
+# MIN_DIVE_BACKTRACKS) while it takes less than RESTORE_MIN_SHARE
+DIVE_BACKTRACKS = 256
+MIN_DIVE_BACKTRACKS = 64
+MAX_DIVE_BACKTRACKS = 1 << 16
+RESTORE_MIN_SHARE = 0.02
+RESTORE_MAX_SHARE = 0.05
+OPEN_MAX_BYTES = 32 << 20   # open nodes kept at most; past it the dives go on to their end
+OPEN_ENTRY_BYTES = 200      # an open node's bookkeeping beside its packed domains
 
 
 def soft_arc_bytes(graph):
@@ -110,6 +124,15 @@ class SoftArcSearch:
         graphs (complete graphs of 14-22 variables: 1.2-4x faster proofs,
         with 1.2-2x the nodes), where on sparse ones (grids, weighted
         constraint networks) the existential moves save far more nodes.
+    best_first : bool, default=True
+        Hybrid best-first search (Allouche et al.'s HBFS): depth-first
+        dives of a bounded number of nodes, each from the open node of least
+        bound, which is rebuilt from the root's node by propagation; the
+        open nodes left when a dive stops are kept (their domains packed to
+        bits, at most :data:`OPEN_MAX_BYTES`).  A tree that goes deep into
+        a poor first choice is left for better-bounded ones: the incumbent
+        improves sooner and the certified bound rises with the least open
+        bound.  False: plain depth-first search.
 
     Attributes
     ----------
@@ -124,7 +147,7 @@ class SoftArcSearch:
         Nodes evaluated so far.
     """
 
-    def __init__(self, graph, *, tol=1e-6, incumbent=None, existential=True):
+    def __init__(self, graph, *, tol=1e-6, incumbent=None, existential=True, best_first=True):
         from ._soft_arc_kernels import SearchState, Workspace
 
         if not isinstance(graph, FactorGraph):
@@ -136,6 +159,9 @@ class SoftArcSearch:
         self.graph, self.tol = graph, float(tol)
         if not isinstance(existential, (bool, np.bool_)):
             raise TypeError(f"existential must be True or False, got {existential!r}")
+        if not isinstance(best_first, (bool, np.bool_)):
+            raise TypeError(f"best_first must be True or False, got {best_first!r}")
+        self.best_first = bool(best_first)
         self.net, self.offset = _cost_network(graph, existential)
         n, E = graph.n_vars, graph.n_factors
         K = self.net.unary.shape[0] // max(n, 1)
@@ -153,12 +179,19 @@ class SoftArcSearch:
             np.zeros((2, E * 2 * K), dtype=np.int64), np.ones(E),
             np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.int64),
             np.full(n, -1, dtype=np.int64), np.array([0.0, np.inf]),
-            np.array([0, 0, 0, 0, -1, 0], dtype=np.int64))
+            np.array([0, 0, 0, 0, -1, 0, -1], dtype=np.int64))
         self.work = Workspace(np.zeros(E, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
                               np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
                               np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
                               np.zeros(K), np.zeros(K), np.zeros(K, dtype=np.int64),
                               np.zeros(n, dtype=np.int64), np.zeros(n * K))
+        self._root = None        # the root's node (RootNode), once evaluated
+        self._open = []          # heap of (bound, -depth, count, packed domains)
+        self._opened = 0         # open nodes pushed so far (the heap's tie-break)
+        self._open_bytes = 0
+        self._dive = DIVE_BACKTRACKS  # backtracks per dive
+        self._depth = 0          # the current dive's first node's depth in the tree
+        self._restore_rounds = 0
         if self.offset == -np.inf:  # a table with no finite entry: nothing to search
             self.state.counters[PHASE] = DONE
         if incumbent is not None:
@@ -180,7 +213,24 @@ class SoftArcSearch:
 
     @property
     def proved(self):
-        return bool(self.state.counters[PHASE] == DONE)
+        if self.state.counters[PHASE] != DONE:
+            return False
+        return not self._open or self._open[0][0] >= self._cutoff()
+
+    @property
+    def n_open(self):
+        """Open nodes kept for the best-first choice (0 for depth-first search)."""
+        return len(self._open)
+
+    def _cutoff(self):
+        """The cost below which a node is searched (the kernels' ``_cutoff``)."""
+        upper = float(self.state.scalars[UPPER])
+        if upper == np.inf:
+            return np.inf
+        margin = self.tol * max(1.0, abs(self.offset - upper))
+        if self.integral:
+            margin = max(margin, 1.0 - INTEGRAL_MARGIN)
+        return upper - margin
 
     @property
     def upper_bound(self):
@@ -188,9 +238,10 @@ class SoftArcSearch:
         :attr:`proved`; ``-inf`` when no labeling of finite score exists).
 
         What the search has not yet explored lies under the right branches
-        (the label removed) of the nodes on its current path, and under the
-        current node: the least of their bounds, or the incumbent's cost when
-        that is less, bounds every labeling's cost from below."""
+        (the label removed) of the nodes on its current path, under the
+        current node and under the open nodes: the least of their bounds, or
+        the incumbent's cost when that is less, bounds every labeling's cost
+        from below."""
         counters, scalars = self.state.counters, self.state.scalars
         if self.proved:
             return self.score
@@ -201,6 +252,8 @@ class SoftArcSearch:
             lower = float(self.state.saved_lower[:depth].min()) if depth else np.inf
             if counters[PHASE] == CONSISTENT:
                 lower = min(lower, float(scalars[LOWER]))
+            if self._open:
+                lower = min(lower, self._open[0][0])
         return self.offset - min(lower, float(scalars[UPPER]))
 
     @property
@@ -263,17 +316,134 @@ class SoftArcSearch:
             return True
         left = np.iinfo(np.int64).max if max_nodes is None else int(max_nodes)
         chunk = 1
+        counters = self.state.counters
         while not self.proved and left > 0:
             start = time.perf_counter()
             if deadline is not None and start >= deadline:
                 break
-            step = left if deadline is None else min(left, chunk)
             before = self.n_nodes
-            soft_arc_search(self.net, self.state, self.work, step, self.tol, self.offset,
-                            self.eps, self.integral)
+            if self.best_first and counters[PHASE] == DONE:  # the dive ended: the next one
+                self._restore_best()
+            else:
+                step = left if deadline is None else min(left, chunk)
+                if self.best_first and counters[PHASE] == NOT_STARTED:
+                    step = 1  # the root alone, to copy it
+                soft_arc_search(self.net, self.state, self.work, step, self.tol, self.offset,
+                                self.eps, self.integral)
+                if self.best_first:
+                    self._end_of_step()
             done = self.n_nodes - before
             left -= done
             # the next chunk lasts about CHUNK_SECONDS at the rate just seen
             per_node = (time.perf_counter() - start) / max(done, 1)
             chunk = int(min(max(CHUNK_SECONDS / max(per_node, 1e-9), 1), 2 * chunk + 1))
         return self.proved
+
+    def _end_of_step(self):
+        """Best-first bookkeeping after a kernel call: copy the root's node
+        once evaluated; open what a dive that spent its backtracks leaves."""
+        from ._soft_arc_kernels import RootNode
+
+        state = self.state
+        counters = state.counters
+        if self._root is None:
+            if counters[PHASE] == DONE:
+                return
+            self._root = RootNode(state.unary.copy(), state.shift.copy(),
+                                  state.scalars[LOWER:LOWER + 1].copy(),
+                                  counters[ELIMINATED:ELIMINATED + 1].copy())
+            counters[BACKTRACKS_LEFT] = self._dive
+            return
+        if counters[BACKTRACKS_LEFT] == 0 and counters[PHASE] == BACKTRACK:
+            self._next_dive()  # (the kernel stopped at the limit, not between nodes)
+
+    def _next_dive(self):
+        """A dive spent its backtracks: the next one starts at the right
+        branch of least bound on its path when no open node has a smaller
+        bound (the kernel backtracks there, as cheap as any node; the
+        branches below it are opened), else the whole path is opened and
+        the next dive starts from the open node of least bound."""
+        state = self.state
+        counters = state.counters
+        cut = self._cutoff()
+        while self._open and self._open[0][0] >= cut:
+            heapq.heappop(self._open)
+            self._open_bytes -= self._row_bytes()
+        depth = int(counters[DEPTH])
+        if depth:
+            bounds = state.saved_lower[:depth]
+            level = depth - 1 - int(np.argmin(bounds[::-1]))  # the deepest of the least
+            if not self._open or bounds[level] <= self._open[0][0]:
+                if self._open_levels(level + 1, depth, cut):
+                    counters[DEPTH] = level + 1  # the kernel takes its right branch next
+                    counters[BACKTRACKS_LEFT] = self._dive
+                return
+        self._open_path()
+
+    def _row_bytes(self):
+        """An open node's bytes: its domains packed to bits and its entry."""
+        return (self.graph.n_vars * self.net.K + 7) // 8 + OPEN_ENTRY_BYTES
+
+    def _open_levels(self, first, last, cut):
+        """Open the right branches of levels ``first:last`` of the current
+        path (bounded by their parents' bounds; those at ``cut`` or above
+        are dropped).  Returns False, opening nothing and lifting the dive's
+        limit, when they would not fit in :data:`OPEN_MAX_BYTES`."""
+        state = self.state
+        count = last - first
+        if count <= 0:
+            return True
+        if self._open_bytes + count * self._row_bytes() > OPEN_MAX_BYTES:
+            state.counters[BACKTRACKS_LEFT] = -1
+            return False
+        K = self.net.K
+        domains = state.saved_unary[first:last] != np.inf
+        levels = np.arange(first, last)
+        domains[levels - first, state.branch[levels, 0] * K + state.branch[levels, 1]] = False
+        packed = np.packbits(domains, axis=1)
+        for t, level in enumerate(levels):
+            bound = float(state.saved_lower[level])
+            if bound < cut:
+                heapq.heappush(self._open, (bound, -(self._depth + 1 + int(level)), self._opened,
+                                            packed[t]))
+                self._opened += 1
+                self._open_bytes += self._row_bytes()
+        return True
+
+    def _open_path(self):
+        """End the dive: the right branches of its whole path become open
+        nodes, and the kernel's search is over until the next restore (past
+        :data:`OPEN_MAX_BYTES` the dive goes on to its end instead)."""
+        counters = self.state.counters
+        if self._open_levels(0, int(counters[DEPTH]), self._cutoff()):
+            counters[PHASE] = DONE
+            counters[DEPTH] = 0
+
+    def _restore_best(self):
+        """Start the next dive at the open node of least bound (deepest on
+        ties), dropping those the incumbent prunes; adapt the dives' length
+        to what restoring costs."""
+        from ._soft_arc_kernels import restore_node
+
+        n, K = self.graph.n_vars, self.net.K
+        cut = self._cutoff()
+        while self._open:
+            bound, depth, _, packed = heapq.heappop(self._open)
+            self._open_bytes -= self._row_bytes()
+            if bound < cut:
+                break
+        else:
+            return
+        counters = self.state.counters
+        rounds = counters[ROUNDS]
+        mask = np.unpackbits(packed, count=n * K)
+        restore_node(self.net, self.state, self.work, self._root, mask, self.tol, self.offset,
+                     self.eps, self.integral)
+        self._restore_rounds += counters[ROUNDS] - rounds
+        share = self._restore_rounds / max(int(counters[ROUNDS]), 1)
+        if share > RESTORE_MAX_SHARE:
+            self._dive = min(2 * self._dive, MAX_DIVE_BACKTRACKS)
+        elif share < RESTORE_MIN_SHARE:
+            self._dive = max(self._dive // 2, MIN_DIVE_BACKTRACKS)
+        counters[BACKTRACKS_LEFT] = self._dive
+        self._depth = -depth
