@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from structlearn.graphs import FactorGraph
 from structlearn.inference import solve_map
-from structlearn.inference.exact._soft_arc_kernels import DEPTH
+from structlearn.inference.exact._soft_arc_kernels import DEPTH, UPPER, restore_node
 from structlearn.inference.exact.soft_arc import SoftArcSearch
 
 from _graphgen import (all_labelings, dense_gaussian_network, random_weighted_csp,
@@ -301,10 +301,12 @@ def test_a_restored_open_node_keeps_every_cost_of_its_labelings(seed):
         while search.n_open == 0 and not search.run(max_nodes=1):
             pass
         assert search.n_open > 0
-        n, K = graph.n_vars, search.net.K
-        mask = np.unpackbits(search._open[0][3], count=n * K).reshape(n, K).astype(bool)
-        search.state.scalars[1] = np.inf  # no incumbent: the node is restored whatever its bound
-        search._restore_best()
+    n, K = graph.n_vars, search.net.K
+    _, _, mask = search._open.pop(np.inf)
+    search.state.scalars[UPPER] = np.inf  # no incumbent: the node is rebuilt whatever its bound
+    assert restore_node(search.net, search.state, search.work, search._root, mask, search.tol,
+                        search.offset, search.eps, search.integral)
+    mask = mask.reshape(n, K).astype(bool)
     lower, unary, pair = search.current_costs()
     inside = np.all(mask[np.arange(n), labelings], axis=1) & np.isfinite(scores)
     assert inside.any()

@@ -1,5 +1,5 @@
-"""Depth-first branch and bound with soft arc consistency (the cost function
-network view of pairwise MAP).
+"""Branch and bound with soft arc consistency (the cost function network
+view of pairwise MAP), by hybrid best-first search.
 
 Maximizing the score is minimizing ``cost = offset - score`` with every
 unary and pair table shifted to a minimum of 0, ``-inf`` scores becoming
@@ -14,12 +14,24 @@ are eliminated instead of branched on.  On weighted constraint networks
 the summed row maxima of :mod:`.dfbb`, and the hard constraints prune whole
 subtrees at once.
 
+The tree is searched by hybrid best-first search (Allouche, de Givry,
+Katsirelos, Schiex and Zytnicki's HBFS): depth-first dives, each stopped at a
+number of backtracks, after which the search goes on from the open node of
+least bound.  A right branch of the current dive's path is reached by
+backtracking, as in depth-first search; the others are kept as open nodes
+(their domains packed to bits, bounded by their parents' bounds) and rebuilt
+from a copy of the root's node by propagating their domains.  The dives'
+length adapts so that rebuilding takes 2-5 % of the propagation.  On
+generated weighted constraint networks, where depth-first search holds on to
+poor first choices for seconds, the incumbent improves far sooner, the
+certified bound (the least open one) rises as the search goes, and the proofs
+take no longer.
+
 The search is resumable: :class:`SoftArcSearch` runs for a node budget or up
 to a deadline, takes better incumbents found elsewhere (:meth:`offer`), and
 goes on from where it stopped.
 """
 
-import heapq
 import time
 
 import numpy as np
@@ -27,6 +39,7 @@ import numpy as np
 from ...graphs.factor_graph import FactorGraph
 from ._soft_arc_kernels import (BACKTRACK, BACKTRACKS_LEFT, CONSISTENT, DEPTH, DONE, ELIMINATED,
                                 INTEGRAL_MARGIN, LOWER, NODES, NOT_STARTED, PHASE, ROUNDS, UPPER)
+from .soft_arc_open import OpenNodes
 
 __all__ = ["SoftArcSearch", "soft_arc_bytes"]
 
@@ -43,16 +56,16 @@ MAX_DIVE_BACKTRACKS = 1 << 16
 RESTORE_MIN_SHARE = 0.02
 RESTORE_MAX_SHARE = 0.05
 OPEN_MAX_BYTES = 32 << 20   # open nodes kept at most; past it the dives go on to their end
-OPEN_ENTRY_BYTES = 200      # an open node's bookkeeping beside its packed domains
 
 
 def soft_arc_bytes(graph):
-    """Bytes the search over ``graph`` holds (the padded pair costs and one
-    saved node per depth)."""
+    """Bytes the search over ``graph`` holds (the padded pair costs, one
+    saved node per depth and a copy of the root's), besides its open nodes
+    (at most :data:`OPEN_MAX_BYTES`)."""
     n = graph.n_vars
     K = int(graph.n_states.max()) if n else 1
     E = graph.n_factors
-    return 8 * (E * K * K + (n + 2) * (n * K + 2 * E * K))
+    return 8 * (E * K * K + (n + 3) * (n * K + 2 * E * K))
 
 
 def _cost_network(graph, existential=True):
@@ -126,10 +139,10 @@ class SoftArcSearch:
         constraint networks) the existential moves save far more nodes.
     best_first : bool, default=True
         Hybrid best-first search (Allouche et al.'s HBFS): depth-first
-        dives of a bounded number of nodes, each from the open node of least
-        bound, which is rebuilt from the root's node by propagation; the
-        open nodes left when a dive stops are kept (their domains packed to
-        bits, at most :data:`OPEN_MAX_BYTES`).  A tree that goes deep into
+        dives of a bounded number of backtracks, each from the open node of
+        least bound, which is rebuilt from the root's node by propagation;
+        the open nodes left when a dive stops are kept (their domains packed
+        to bits, at most :data:`OPEN_MAX_BYTES`).  A tree that goes deep into
         a poor first choice is left for better-bounded ones: the incumbent
         improves sooner and the certified bound rises with the least open
         bound.  False: plain depth-first search.
@@ -186,9 +199,7 @@ class SoftArcSearch:
                               np.zeros(K), np.zeros(K), np.zeros(K, dtype=np.int64),
                               np.zeros(n, dtype=np.int64), np.zeros(n * K))
         self._root = None        # the root's node (RootNode), once evaluated
-        self._open = []          # heap of (bound, -depth, count, packed domains)
-        self._opened = 0         # open nodes pushed so far (the heap's tie-break)
-        self._open_bytes = 0
+        self._open = OpenNodes(n * K, OPEN_MAX_BYTES)
         self._dive = DIVE_BACKTRACKS  # backtracks per dive
         self._depth = 0          # the current dive's first node's depth in the tree
         self._restore_rounds = 0
@@ -215,7 +226,7 @@ class SoftArcSearch:
     def proved(self):
         if self.state.counters[PHASE] != DONE:
             return False
-        return not self._open or self._open[0][0] >= self._cutoff()
+        return self._open.least_bound() >= self._cutoff()
 
     @property
     def n_open(self):
@@ -252,8 +263,7 @@ class SoftArcSearch:
             lower = float(self.state.saved_lower[:depth].min()) if depth else np.inf
             if counters[PHASE] == CONSISTENT:
                 lower = min(lower, float(scalars[LOWER]))
-            if self._open:
-                lower = min(lower, self._open[0][0])
+            lower = min(lower, self._open.least_bound())
         return self.offset - min(lower, float(scalars[UPPER]))
 
     @property
@@ -363,61 +373,36 @@ class SoftArcSearch:
         bound (the kernel backtracks there, as cheap as any node; the
         branches below it are opened), else the whole path is opened and
         the next dive starts from the open node of least bound."""
-        state = self.state
-        counters = state.counters
+        counters = self.state.counters
         cut = self._cutoff()
-        while self._open and self._open[0][0] >= cut:
-            heapq.heappop(self._open)
-            self._open_bytes -= self._row_bytes()
+        self._open.prune(cut)
         depth = int(counters[DEPTH])
         if depth:
-            bounds = state.saved_lower[:depth]
+            bounds = self.state.saved_lower[:depth]
             level = depth - 1 - int(np.argmin(bounds[::-1]))  # the deepest of the least
-            if not self._open or bounds[level] <= self._open[0][0]:
+            if bounds[level] <= self._open.least_bound():
                 if self._open_levels(level + 1, depth, cut):
                     counters[DEPTH] = level + 1  # the kernel takes its right branch next
                     counters[BACKTRACKS_LEFT] = self._dive
                 return
-        self._open_path()
-
-    def _row_bytes(self):
-        """An open node's bytes: its domains packed to bits and its entry."""
-        return (self.graph.n_vars * self.net.K + 7) // 8 + OPEN_ENTRY_BYTES
+        if self._open_levels(0, depth, cut):  # the whole path
+            counters[PHASE] = DONE
+            counters[DEPTH] = 0
 
     def _open_levels(self, first, last, cut):
         """Open the right branches of levels ``first:last`` of the current
-        path (bounded by their parents' bounds; those at ``cut`` or above
-        are dropped).  Returns False, opening nothing and lifting the dive's
-        limit, when they would not fit in :data:`OPEN_MAX_BYTES`."""
+        path.  Returns False, opening nothing and lifting the dive's limit
+        (it goes on to its end), when they would not fit in
+        :data:`OPEN_MAX_BYTES`."""
         state = self.state
-        count = last - first
-        if count <= 0:
-            return True
-        if self._open_bytes + count * self._row_bytes() > OPEN_MAX_BYTES:
+        if not self._open.fits(last - first):
             state.counters[BACKTRACKS_LEFT] = -1
             return False
-        K = self.net.K
-        domains = state.saved_unary[first:last] != np.inf
         levels = np.arange(first, last)
-        domains[levels - first, state.branch[levels, 0] * K + state.branch[levels, 1]] = False
-        packed = np.packbits(domains, axis=1)
-        for t, level in enumerate(levels):
-            bound = float(state.saved_lower[level])
-            if bound < cut:
-                heapq.heappush(self._open, (bound, -(self._depth + 1 + int(level)), self._opened,
-                                            packed[t]))
-                self._opened += 1
-                self._open_bytes += self._row_bytes()
+        self._open.push(state.saved_unary[first:last] != np.inf,
+                        state.branch[levels, 0] * self.net.K + state.branch[levels, 1],
+                        state.saved_lower[first:last], self._depth + 1 + levels, cut)
         return True
-
-    def _open_path(self):
-        """End the dive: the right branches of its whole path become open
-        nodes, and the kernel's search is over until the next restore (past
-        :data:`OPEN_MAX_BYTES` the dive goes on to its end instead)."""
-        counters = self.state.counters
-        if self._open_levels(0, int(counters[DEPTH]), self._cutoff()):
-            counters[PHASE] = DONE
-            counters[DEPTH] = 0
 
     def _restore_best(self):
         """Start the next dive at the open node of least bound (deepest on
@@ -425,18 +410,12 @@ class SoftArcSearch:
         to what restoring costs."""
         from ._soft_arc_kernels import restore_node
 
-        n, K = self.graph.n_vars, self.net.K
-        cut = self._cutoff()
-        while self._open:
-            bound, depth, _, packed = heapq.heappop(self._open)
-            self._open_bytes -= self._row_bytes()
-            if bound < cut:
-                break
-        else:
+        node = self._open.pop(self._cutoff())
+        if node is None:
             return
+        _, depth, mask = node
         counters = self.state.counters
         rounds = counters[ROUNDS]
-        mask = np.unpackbits(packed, count=n * K)
         restore_node(self.net, self.state, self.work, self._root, mask, self.tol, self.offset,
                      self.eps, self.integral)
         self._restore_rounds += counters[ROUNDS] - rounds
@@ -446,4 +425,4 @@ class SoftArcSearch:
         elif share < RESTORE_MIN_SHARE:
             self._dive = max(self._dive // 2, MIN_DIVE_BACKTRACKS)
         counters[BACKTRACKS_LEFT] = self._dive
-        self._depth = -depth
+        self._depth = depth

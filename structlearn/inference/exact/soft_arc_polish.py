@@ -128,8 +128,8 @@ class PolishedSoftArcSearch(SoftArcSearch):
     this module improve the incumbent between its slices (the same
     parameters and properties)."""
 
-    def __init__(self, graph, *, tol=1e-6, incumbent=None):
-        super().__init__(graph, tol=tol, incumbent=incumbent)
+    def __init__(self, graph, *, tol=1e-6, incumbent=None, best_first=True):
+        super().__init__(graph, tol=tol, incumbent=incumbent, best_first=best_first)
         self._polisher = _Polisher(graph)
 
     def run(self, *, max_nodes=None, deadline=None):
