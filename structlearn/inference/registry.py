@@ -144,9 +144,9 @@ def auto_choice(graph):
         forbidden = float(np.isneginf(graph.table_data).mean()) if graph.table_data.size else 0.0
         if forbidden >= AUTO_SOFT_ARC_FORBIDDEN and np.all(graph.factor_orders == 2):
             return "exact", (f"loopy, {graph.n_vars} variables with up to {k_max} states, "
-                             f"{forbidden:.0%} of the pair entries forbidden: depth-first "
-                             "branch and bound kept soft arc consistent, then branch and "
-                             "bound over AD3 bounds")
+                             f"{forbidden:.0%} of the pair entries forbidden: hybrid "
+                             "best-first branch and bound kept soft arc consistent, then "
+                             "branch and bound over AD3 bounds")
         return "exact", (f"loopy, {graph.n_vars} variables with up to {k_max} states: branch "
                          f"and bound over AD3 bounds tightened with up to {AUTO_CYCLES} "
                          "frustrated short cycles")

@@ -111,8 +111,9 @@ CYCLE_ENTRIES_PER_SECOND = 10**8  # and of the cycle search's candidate entries
 # search cannot.
 MILP_FIRST_MAX_COLUMNS = 200_000
 # a pairwise component with hard constraints (AUTO_SOFT_ARC_FORBIDDEN of its
-# table entries forbidden or more) first gets the depth-first search kept soft
-# arc consistent (:mod:`.soft_arc`; its state at most SOFT_ARC_MAX_BYTES):
+# table entries forbidden or more) first gets the search kept soft arc
+# consistent (:mod:`.soft_arc`, hybrid best-first; its state at most
+# SOFT_ARC_MAX_BYTES besides its open nodes):
 # under a time limit for SOFT_ARC_FIRST_SHARE of the component's time, or all
 # of it up to SOFT_ARC_SOLO_SECONDS, whichever is longer (its own bound, within
 # a few percent of the local polytope's, certifying what it leaves open when
@@ -750,8 +751,8 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         enumeration, less than the search costs on small dense graphs).
     depth_first : bool, default=True
         Pairwise components with forbidden pairs (``-inf`` entries) first
-        get half their time of depth-first branch and bound kept soft arc
-        consistent (:mod:`.soft_arc`), other pairwise components of at most
+        get half their time of branch and bound kept soft arc consistent
+        (:mod:`.soft_arc`, hybrid best-first dives), other pairwise components of at most
         64 variables with fewer than 100 states each a few milliseconds of
         depth-first branch and bound with a cheaper bound (:mod:`.dfbb`);
         either search resumes from the root's incumbent when the root
@@ -965,7 +966,7 @@ def _soft_arc_first(sub, depth_first, share_end, tol):
     """On a pairwise component with hard constraints (at least
     ``AUTO_SOFT_ARC_FORBIDDEN`` of its table entries forbidden) whose
     search state fits in :data:`SOFT_ARC_MAX_BYTES`, the soft arc
-    consistent depth-first search (:mod:`.soft_arc`) run for
+    consistent search (:mod:`.soft_arc`) run for
     :data:`SOFT_ARC_FIRST_SHARE` of the time left before ``share_end`` or up
     to :data:`SOFT_ARC_SOLO_SECONDS` of it (less :data:`SOFT_ARC_LP_BOUND_SHARE`
     for the LP root's bound), whichever is longer (or for
