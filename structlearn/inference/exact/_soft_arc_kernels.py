@@ -954,8 +954,8 @@ def _offer_leaf(net, state, work, current):
         state.labels[:] = current
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
-def _cutoff(upper, tol, offset, integral):
+@nb.njit(cache=True, inline="always")
+def cutoff(upper, tol, offset, integral):
     """The cost a node's bound must stay below to be searched, given the
     incumbent's cost ``upper`` (see :func:`soft_arc_search`)."""
     if upper == np.inf:
@@ -1011,7 +1011,7 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral):
     while counters[PHASE] != DONE:
         if counters[NODES] >= budget:
             return False
-        cut = _cutoff(state.scalars[UPPER], tol, offset, integral)
+        cut = cutoff(state.scalars[UPPER], tol, offset, integral)
         phase = counters[PHASE]
         if phase == NOT_STARTED:
             counters[NODES] += 1
@@ -1138,6 +1138,6 @@ def restore_node(net, state, work, root, mask, tol, offset, eps, integral):
                 work.shrunk[i] = 1
     counters[DEPTH] = 0
     counters[NODES] += 1
-    ok = _evaluate(net, state, work, _cutoff(state.scalars[UPPER], tol, offset, integral), eps)
+    ok = _evaluate(net, state, work, cutoff(state.scalars[UPPER], tol, offset, integral), eps)
     counters[PHASE] = CONSISTENT if ok else DONE
     return ok

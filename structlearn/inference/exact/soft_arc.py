@@ -38,7 +38,7 @@ import numpy as np
 
 from ...graphs.factor_graph import FactorGraph
 from ._soft_arc_kernels import (BACKTRACK, BACKTRACKS_LEFT, CONSISTENT, DEPTH, DONE, ELIMINATED,
-                                INTEGRAL_MARGIN, LOWER, NODES, NOT_STARTED, PHASE, ROUNDS, UPPER)
+                                LOWER, NODES, NOT_STARTED, PHASE, ROUNDS, UPPER)
 from .soft_arc_open import OpenNodes
 
 __all__ = ["SoftArcSearch", "soft_arc_bytes"]
@@ -234,14 +234,10 @@ class SoftArcSearch:
         return len(self._open)
 
     def _cutoff(self):
-        """The cost below which a node is searched (the kernels' ``_cutoff``)."""
-        upper = float(self.state.scalars[UPPER])
-        if upper == np.inf:
-            return np.inf
-        margin = self.tol * max(1.0, abs(self.offset - upper))
-        if self.integral:
-            margin = max(margin, 1.0 - INTEGRAL_MARGIN)
-        return upper - margin
+        """The cost below which a node is searched."""
+        from ._soft_arc_kernels import cutoff
+
+        return cutoff(float(self.state.scalars[UPPER]), self.tol, self.offset, self.integral)
 
     @property
     def upper_bound(self):

@@ -56,7 +56,7 @@ class OpenNodes:
 
     def push(self, domains, removed, bounds, depths, cut):
         """Open the right branches of nodes: ``domains`` bool (m, n_labels)
-        the nodes' domains, ``removed`` int (m,) the padded label each branch
+        the nodes' domains (overwritten), ``removed`` int (m,) the padded label each branch
         removes, ``bounds`` (m,) their parents' bounds, ``depths`` (m,) their
         depths in the tree; those bounded by ``cut`` or more are dropped."""
         domains[np.arange(domains.shape[0]), removed] = False
