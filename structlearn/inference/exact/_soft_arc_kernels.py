@@ -954,6 +954,15 @@ def _offer_leaf(net, state, work, current):
         state.labels[:] = current
 
 
+@nb.njit(cache=True, no_cpython_wrapper=True)
+def _keep_eliminated(state, count):
+    """Undo the eliminations after the first ``count`` of the current path
+    (going back to a node above them)."""
+    for t in range(count, state.counters[ELIMINATED]):
+        state.eliminated[state.elim_order[t]] = 0
+    state.counters[ELIMINATED] = count
+
+
 @nb.njit(cache=True, inline="always")
 def cutoff(upper, tol, offset, integral):
     """The cost a node's bound must stay below to be searched, given the
@@ -1067,9 +1076,7 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral):
             state.shift[:] = state.saved_shift[d]
             state.scalars[LOWER] = state.saved_lower[d]
             v, a = state.branch[d, 0], state.branch[d, 1]
-            for t in range(state.branch[d, 2], counters[ELIMINATED]):
-                state.eliminated[state.elim_order[t]] = 0
-            counters[ELIMINATED] = state.branch[d, 2]
+            _keep_eliminated(state, state.branch[d, 2])
             K = net.K
             state.unary[v * K + a] = np.inf
             work.shrunk[v] = 1
@@ -1122,10 +1129,7 @@ def restore_node(net, state, work, root, mask, tol, offset, eps, integral):
     K = net.K
     counters = state.counters
     eliminated, unary = state.eliminated, state.unary
-    kept = root.eliminated[0]
-    for t in range(kept, counters[ELIMINATED]):
-        eliminated[state.elim_order[t]] = 0
-    counters[ELIMINATED] = kept
+    _keep_eliminated(state, root.eliminated[0])
     unary[:] = root.unary
     state.shift[:] = root.shift
     state.scalars[LOWER] = root.lower[0]

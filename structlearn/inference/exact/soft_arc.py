@@ -320,6 +320,8 @@ class SoftArcSearch:
             self.state.counters[PHASE] = DONE
             self.state.scalars[UPPER] = 0.0
             return True
+        if self.best_first:
+            self._compile_restore()
         left = np.iinfo(np.int64).max if max_nodes is None else int(max_nodes)
         chunk = 1
         counters = self.state.counters
@@ -344,6 +346,24 @@ class SoftArcSearch:
             per_node = (time.perf_counter() - start) / max(done, 1)
             chunk = int(min(max(CHUNK_SECONDS / max(per_node, 1e-9), 1), 2 * chunk + 1))
         return self.proved
+
+    def _compile_restore(self):
+        """Compile (or load from the cache) the kernel that rebuilds open
+        nodes at a process's first search, which is reached only after a
+        dive's end: a search's first dive end under a time limit would
+        otherwise compile it inside the limit (2-3 s without a cache)."""
+        import numba
+
+        from ._soft_arc_kernels import RootNode, restore_node
+
+        if restore_node.signatures:
+            return
+        state = self.state
+        root = RootNode(state.unary, state.shift, state.scalars[:1], state.counters[:1])
+        mask = np.zeros(1, dtype=np.uint8)
+        restore_node.compile(tuple(numba.typeof(a) for a in (
+            self.net, state, self.work, root, mask, self.tol, self.offset, self.eps,
+            self.integral)))
 
     def _end_of_step(self):
         """Best-first bookkeeping after a kernel call: copy the root's node

@@ -56,9 +56,10 @@ class OpenNodes:
 
     def push(self, domains, removed, bounds, depths, cut):
         """Open the right branches of nodes: ``domains`` bool (m, n_labels)
-        the nodes' domains (overwritten), ``removed`` int (m,) the padded label each branch
-        removes, ``bounds`` (m,) their parents' bounds, ``depths`` (m,) their
-        depths in the tree; those bounded by ``cut`` or more are dropped."""
+        the nodes' domains (overwritten), ``removed`` int (m,) the padded
+        label each branch removes, ``bounds`` (m,) their parents' bounds,
+        ``depths`` (m,) their depths in the tree; those bounded by ``cut``
+        or more are dropped."""
         domains[np.arange(domains.shape[0]), removed] = False
         packed = np.packbits(domains, axis=1)
         for t in np.flatnonzero(np.asarray(bounds) < cut):
