@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._parallel import (CHUNKS_PER_JOB, chunk_bounds, iter_chunks, map_chunks,
                          memory_chunk_count, n_chunks_for, progress_chunk_count)
 from ._validation import (check_sequence_items, check_sequence_labels, check_sequences,
-                          split_sequences, stack_sequences)
+                          sequence_products, split_sequences, stack_sequences)
 
 __all__ = ["SequenceEstimatorMixin"]
 
@@ -278,6 +278,13 @@ class UnstackedSequences(NamedTuple):
         return stack_sequences(self.parts, self.offsets, self.n_features, self.sparse,
                                self.first)
 
+    def products(self, weights):
+        """``self.stack() @ weights`` (float64 C-contiguous (n_tokens, K))
+        for dense sequences, without stacking them all
+        (:func:`~structlearn.estimators._validation.sequence_products`)."""
+        return sequence_products(self.parts, self.offsets, self.n_features, weights,
+                                 self.first)
+
 
 def _rows(X, offsets, a, b):
     """The rows of sequences ``a:b``: of a dense array (a view), of a
@@ -323,6 +330,8 @@ def chunk_scores(rows, coef):
     if coef is None:
         return rows
     if isinstance(rows, UnstackedSequences):
+        if not (rows.sparse or sp.issparse(coef)):
+            return rows.products(coef.T)
         rows = rows.stack()
     if not sp.issparse(rows) and not isinstance(rows, CsrRows):  # dense rows
         weights = coef if sp.issparse(coef) else coef.T  # (d, K) either way

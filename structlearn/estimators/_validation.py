@@ -24,6 +24,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_array
 
+from ._dense_gather import gather_dense_products, gather_dense_rows
+
 __all__ = [
     "append_constant",
     "check_sequences",
@@ -327,19 +329,59 @@ def stack_sequences(parts, offsets, n_features, sparse, first=0):
     if sparse:
         Xcat = _stack_csr(parts, offsets, n_features)
         bad = np.flatnonzero(~np.isfinite(Xcat.data))
-        if bad.size:
-            row = int(np.searchsorted(Xcat.indptr, bad[0], side="right") - 1)
+        row = int(np.searchsorted(Xcat.indptr, bad[0], side="right") - 1) if bad.size else -1
     else:
-        Xcat = np.ascontiguousarray(np.concatenate(parts, axis=0), dtype=np.float64)
-        bad = np.flatnonzero(~np.isfinite(Xcat).all(axis=1)) if not np.isfinite(Xcat).all() else np.empty(0, dtype=np.int64)
-        if bad.size:
-            row = int(bad[0])
-    if bad.size:
+        # float64 C-contiguous parts: copied and checked in one pass without
+        # the GIL (the chunks of a parallel prediction stack side by side)
+        gathered = gather_dense_rows(parts, offsets, n_features)
+        if gathered is not None:
+            Xcat, row = gathered
+        else:
+            Xcat = np.ascontiguousarray(np.concatenate(parts, axis=0), dtype=np.float64)
+            bad = np.flatnonzero(~np.isfinite(Xcat).all(axis=1)) if not np.isfinite(Xcat).all() else np.empty(0, dtype=np.int64)
+            row = int(bad[0]) if bad.size else -1
+    _check_finite_row(row, offsets, first)
+    return Xcat
+
+
+def sequence_products(parts, offsets, n_features, weights, first=0):
+    """``stack_sequences(parts, offsets, n_features, False, first) @ weights``
+    for dense sequences, without a stacked copy where the parts allow it
+    (float64, C-contiguous: gathered a cache-sized run at a time, without
+    the GIL).
+
+    Parameters
+    ----------
+    parts, offsets, n_features, first :
+        As :func:`stack_sequences`, the parts dense.
+    weights : ndarray of float64, shape (n_features, K)
+
+    Returns
+    -------
+    products : ndarray of float64, shape (n_tokens, K), C-contiguous
+
+    Raises
+    ------
+    ValueError
+        As :func:`stack_sequences`.
+    """
+    gathered = gather_dense_products(parts, offsets, weights)
+    if gathered is None:
+        Xcat = stack_sequences(parts, offsets, n_features, False, first)
+        return np.ascontiguousarray(Xcat @ weights, dtype=np.float64)
+    products, row = gathered
+    _check_finite_row(row, offsets, first)
+    return products
+
+
+def _check_finite_row(row, offsets, first):
+    """ValueError naming the sequence and token of stacked row ``row`` (NaN
+    or infinity there), unless ``row`` is -1."""
+    if row >= 0:
         seq = int(np.searchsorted(offsets, row, side="right") - 1)
         raise ValueError(
             f"X[{first + seq}] contains NaN or infinity (token {row - offsets[seq]})"
         )
-    return Xcat
 
 
 def check_sequence_labels(y, offsets):
