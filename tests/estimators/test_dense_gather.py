@@ -70,6 +70,8 @@ def test_gathered_products_are_the_stacked_products(case, block_rows):
     lambda x: x.astype(np.float32),
     lambda x: np.asfortranarray(np.repeat(x, 2, axis=1))[:, ::2],
     lambda x: x.astype(np.int64),
+    lambda x: np.broadcast_to(x[:1], x.shape),  # rows that share memory
+    lambda x: x.astype(">f8"),  # byte-swapped
 ])
 def test_other_parts_are_left_to_numpy(make):
     rng = np.random.default_rng(0)
@@ -80,6 +82,18 @@ def test_other_parts_are_left_to_numpy(make):
     # stack_sequences takes them through numpy: the same values
     np.testing.assert_array_equal(stack_sequences(parts, _offsets(parts), 4, False),
                                   np.concatenate(parts).astype(np.float64))
+
+
+def test_views_and_subclasses_are_read_where_they_lie(tmp_path):
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal((20, 4))
+    mm = np.lib.format.open_memmap(tmp_path / "x.npy", mode="w+", shape=(6, 4))
+    mm[:] = rng.standard_normal((6, 4))
+    parts = [base[3:7], base[:1], np.broadcast_to(base[5], (1, 4)), mm, base[10:20]]
+    offsets = _offsets(parts)
+    out, bad = gather.gather_dense_rows(parts, offsets, 4)
+    assert bad == -1
+    np.testing.assert_array_equal(out, np.concatenate(parts))
 
 
 def test_a_header_layout_that_does_not_hold_falls_back(monkeypatch):
