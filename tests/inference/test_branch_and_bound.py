@@ -662,3 +662,102 @@ def test_a_loose_dense_component_is_searched_without_existential_consistency(
     assert kinds == [existential]
     assert res.status == "exact"
     assert res.score == pytest.approx(solve_map(graph, "ilp").score, abs=1e-9)
+
+
+def _dense_searches(monkeypatch):
+    """Record the dense first searches (their graphs' sizes and whether they
+    proved) and the cycle searches that branch and bound starts; the first
+    depth-first attempt is cut to one node."""
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    dense, cycles = [], []
+    real_dense, real_cycles = bb._dense_soft_arc_first, bb._cycle_relaxations
+
+    def dense_spy(sub, *args):
+        search = real_dense(sub, *args)
+        if search is not None:  # (its labeling as the first slice left it)
+            dense.append((sub.n_vars, search,
+                          search.labels.copy() if np.isfinite(search.score) else None))
+        return search
+
+    def cycles_spy(*args):
+        cycles.append(1)
+        return real_cycles(*args)
+
+    monkeypatch.setattr(bb, "DFBB_FIRST_WORK", 1)
+    monkeypatch.setattr(bb, "_dense_soft_arc_first", dense_spy)
+    monkeypatch.setattr(bb, "_cycle_relaxations", cycles_spy)
+    return dense, cycles
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("time_limit", [None, 30.0])
+def test_a_dense_component_is_searched_before_the_cycles_and_the_lp_root(
+        monkeypatch, seed, time_limit):
+    """Complete 13-variable graphs (12 neighbours each): the soft arc search
+    at FDAC* proves them before any cycle search or LP solve."""
+    dense, cycles = _dense_searches(monkeypatch)
+    graph = dense_normal(seed, 13, 3)
+    res = solve_map(graph, "exact", time_limit=time_limit, enumeration_limit=0,
+                    persistency=False)
+    assert [n for n, _, _ in dense] == [13] and dense[0][1].proved and not cycles
+    assert res.status == "exact" and res.converged
+    assert res.score == pytest.approx(solve_map(graph, "ilp").score, abs=1e-9)
+    assert res.score == graph.score(res.labels)
+    assert res.upper_bound == pytest.approx(res.score, abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_dense_first_search_left_open_seeds_the_root_and_resumes_after_it(
+        monkeypatch, seed):
+    """A dense first search cut to 40 nodes (one dive to a leaf) does not
+    prove: the LP root starts from its labeling, and the loose root resumes
+    that same search (no second one is started), which proves the optimum."""
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    dense, cycles = _dense_searches(monkeypatch)
+    monkeypatch.setattr(bb, "SOFT_ARC_FIRST_NODES", 40)
+    started = []
+
+    class Counted(bb.SoftArcSearch):
+        def __init__(self, graph, **kw):
+            started.append(graph.n_vars)
+            super().__init__(graph, **kw)
+
+    monkeypatch.setattr(bb, "SoftArcSearch", Counted)
+    adopted = []
+    real_adopt = bb._Search._adopt
+
+    def adopt_spy(self, labels):
+        adopted.append(labels.copy())
+        return real_adopt(self, labels)
+
+    monkeypatch.setattr(bb._Search, "_adopt", adopt_spy)
+    graph = dense_normal(seed, 13, 3)
+    res = solve_map(graph, "exact", enumeration_limit=0, persistency=False,
+                    bound_params={"polish": 0.0, "local_search": False, "max_iter": 3})
+    assert started == [13] and len(dense) == 1 and cycles
+    _, first, first_labels = dense[0]
+    assert first.n_nodes > 40  # resumed after the root
+    # the root's search started from the first search's labeling
+    assert first_labels is not None
+    np.testing.assert_array_equal(adopted[0], first_labels)
+    assert res.status == "exact"
+    assert res.score == pytest.approx(solve_map(graph, "ilp").score, abs=1e-9)
+    assert res.score == graph.score(res.labels)
+
+
+def test_sparser_components_keep_the_lp_route(monkeypatch):
+    """Fewer than DENSE_MEAN_DEGREE neighbours on average: no dense first
+    search (the route of the shared UAI sets and the grids)."""
+    from structlearn.graphs import graph_from_edges
+
+    dense, cycles = _dense_searches(monkeypatch)
+    rng = np.random.default_rng(3)
+    n = 16
+    edges = np.array([(a, b) for a in range(n) for b in range(a + 1, n) if rng.random() < 0.4])
+    graph = graph_from_edges(rng.normal(size=(n, 3)), edges, rng.normal(size=(len(edges), 3, 3)))
+    assert 2 * len(edges) < 12 * n
+    res = solve_map(graph, "exact", enumeration_limit=0, persistency=False)
+    assert not dense and cycles
+    assert res.score == pytest.approx(solve_map(graph, "ilp").score, abs=1e-9)
