@@ -1027,11 +1027,15 @@ def _dense(sub):
 def _dense_soft_arc_first(sub, share_end, tol, incumbent):
     """On a dense pairwise component (:func:`_dense`) whose search state fits
     in :data:`SOFT_ARC_MAX_BYTES`, the soft arc consistent search at FDAC*
-    from ``incumbent`` (labels, or None) run for :data:`DENSE_FIRST_SHARE`
-    of the time left before ``share_end`` (for :data:`SOFT_ARC_FIRST_NODES`
-    nodes without a deadline); None elsewhere."""
+    from ``incumbent`` (labels, or None; first improved by iterated
+    conditional modes) run for :data:`DENSE_FIRST_SHARE` of the time left
+    before ``share_end`` (for :data:`SOFT_ARC_FIRST_NODES` nodes without a
+    deadline); None elsewhere."""
     if not (sub.n_vars and _dense(sub) and soft_arc_bytes(sub) <= SOFT_ARC_MAX_BYTES):
         return None
+    if incumbent is not None:  # (a better one prunes more: 5-15 % fewer nodes)
+        incumbent = incumbent.copy()
+        Problem(sub).improve(incumbent)
     search = SoftArcSearch(sub, tol=tol, incumbent=incumbent, existential=False)
     if share_end is None:
         search.run(max_nodes=SOFT_ARC_FIRST_NODES)
