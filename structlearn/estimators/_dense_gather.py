@@ -24,7 +24,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["gather_dense_rows"]
+__all__ = ["gather_dense_products", "gather_dense_rows"]
 
 # bytes from an object's address to the PyArrayObject's data pointer
 _DATA_FIELD = object.__basicsize__
