@@ -320,8 +320,7 @@ class SoftArcSearch:
             self.state.counters[PHASE] = DONE
             self.state.scalars[UPPER] = 0.0
             return True
-        if self.best_first:
-            self._compile_restore()
+        self._compile_kernels()
         left = np.iinfo(np.int64).max if max_nodes is None else int(max_nodes)
         chunk = 1
         counters = self.state.counters
@@ -347,18 +346,24 @@ class SoftArcSearch:
             chunk = int(min(max(CHUNK_SECONDS / max(per_node, 1e-9), 1), 2 * chunk + 1))
         return self.proved
 
-    def _compile_restore(self):
-        """Compile (or load from the cache) the kernel that rebuilds open
-        nodes at a process's first search, which is reached only after a
-        dive's end: a search's first dive end under a time limit would
-        otherwise compile it inside the limit (2-3 s without a cache)."""
+    def _compile_kernels(self):
+        """Compile (or load from the cache) the search kernel and, for the
+        best-first search, the kernel that rebuilds open nodes, at a
+        process's first run, whatever its deadline: a first run whose
+        deadline has already passed would otherwise leave the search kernel
+        to a later call's limit (11 s without a cache), and the rebuilding
+        kernel is reached only after a dive's end (2-3 s)."""
         import numba
 
-        from ._soft_arc_kernels import RootNode, restore_node
+        from ._soft_arc_kernels import RootNode, restore_node, soft_arc_search
 
-        if restore_node.signatures:
-            return
         state = self.state
+        if not soft_arc_search.signatures:
+            soft_arc_search.compile(tuple(numba.typeof(a) for a in (
+                self.net, state, self.work, 1, self.tol, self.offset, self.eps,
+                self.integral)))
+        if not self.best_first or restore_node.signatures:
+            return
         root = RootNode(state.unary, state.shift, state.scalars[:1], state.counters[:1])
         mask = np.zeros(1, dtype=np.uint8)
         restore_node.compile(tuple(numba.typeof(a) for a in (
