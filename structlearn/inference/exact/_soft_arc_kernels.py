@@ -94,9 +94,11 @@ class CostNetwork(NamedTuple):
     unary : float64 (n * K,)
         Cost of label ``x`` of variable ``i`` at ``i * K + x`` (``>= 0``;
         ``inf``: forbidden, and for ``x >= n_states[i]``).
-    pair : float64 (E * K * K,)
-        Cost of labels ``(a, b)`` of edge ``e`` at ``(e * K + a) * K + b``,
-        ``a`` the label of ``ends[e, 0]`` (``>= 0``; ``inf``: forbidden).
+    pair : float64 (E * 2 * K * K,)
+        Cost of label ``x`` at end ``s`` of edge ``e`` with label ``y`` at
+        the other end, at ``((2 e + s) * K + x) * K + y`` (``>= 0``;
+        ``inf``: forbidden): each edge's table twice, once per end's view,
+        so that a scan over the other end's labels reads one row.
     ends : int64 (E, 2)
     adj_ptr : int64 (n + 1,)
         CSR of each variable's edges: rows ``adj_ptr[i]:adj_ptr[i + 1]`` of
@@ -124,6 +126,13 @@ class CostNetwork(NamedTuple):
     dac_pos: np.ndarray
     K: int
     existential: bool
+
+
+def edge_tables(net):
+    """The edge costs of ``net`` (a ``CostNetwork``) as float64 (E, K, K), first
+    index the label of each edge's first end (a view)."""
+    K = net.K
+    return net.pair.reshape(net.ends.shape[0], 2, K, K)[:, 0]
 
 
 class SearchState(NamedTuple):
@@ -196,12 +205,13 @@ class Workspace(NamedTuple):
     shrunk domain can only leave the other end's labels unsupported), ``shrunk``,
     ``raised``, ``star_dirty``, ``dee_dirty`` and ``touched`` uint8 (n,) (a
     domain lost labels; unary costs rose; a star changed: existential arc
-    consistency, then dead-end elimination; unary costs rose this round), ``best``
-    float64 (K,) and ``gainers`` int64 (K,) (a full support's projections;
-    ``best`` and ``col_best`` float64 (K,), an edge block update's minima),
-    ``sizes`` int64 (n,) (domain sizes), ``message`` float64 (n * K,) (a
-    leaf's dynamic programming: per eliminated variable, its subtree's least
-    cost per label of its parent)."""
+    consistency, then dead-end elimination; unary costs rose this round),
+    ``minima`` float64 (2, K) and ``gainers`` int64 (K,) (a full support's
+    projections per label of its end, then extensions per label of the other;
+    an edge block update's row and column minima), ``sizes`` int64 (n,)
+    (domain sizes), ``message`` float64 (n * K,) (a leaf's dynamic
+    programming: per eliminated variable, its subtree's least cost per label
+    of its parent)."""
 
     edge_dirty: np.ndarray
     shrunk: np.ndarray
@@ -209,8 +219,7 @@ class Workspace(NamedTuple):
     star_dirty: np.ndarray
     dee_dirty: np.ndarray
     touched: np.ndarray
-    best: np.ndarray
-    col_best: np.ndarray
+    minima: np.ndarray
     gainers: np.ndarray
     sizes: np.ndarray
     message: np.ndarray
@@ -221,11 +230,11 @@ def _edge_cost(pair, shift, K, e, s, x, y):
     """Current cost of edge ``e`` with label ``x`` at its end ``s`` and
     ``y`` at the other (arrays only: a call passes no reference-counted
     tuple in the innermost loops)."""
-    if s == 0:
-        a, b = x, y
-    else:
-        a, b = y, x
-    return pair[(e * K + a) * K + b] - shift[2 * e * K + a] - shift[(2 * e + 1) * K + b]
+    own, other = (2 * e + s) * K, (2 * e + 1 - s) * K
+    c = pair[(own + x) * K + y]
+    if s == 0:  # the first end's shift first, whichever end looks
+        return c - shift[own + x] - shift[other + y]
+    return c - shift[other + y] - shift[own + x]
 
 
 # The helpers called per edge, label or variable take arrays, not the named
@@ -270,41 +279,39 @@ def _support(pair, shift, unary, residue, n_states, ends, K, e, s, eps):
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
-def _full_support(pair, shift, unary, residue, n_states, ends, K, e, s, eps, best, gainers):
+def _full_support(pair, shift, unary, residue, n_states, ends, K, e, s, eps, minima, gainers):
     """Directional arc consistency of end ``s`` of edge ``e`` towards the
     other end: the other end's unary costs are extended into the edge as far
     as the projection needs, then each label's minimum of edge plus unary
     cost moves onto it (``residue``: row 1 of ``SearchState.residue``;
-    ``best``, ``gainers``: the workspace's).  Returns RAISED | REMOVED |
+    ``minima``, ``gainers``: the workspace's).  Returns RAISED | REMOVED |
     EXTENDED flags, or WIPED."""
     i, j = ends[e, s], ends[e, 1 - s]
     flags, alive, n_gain = 0, 0, 0
     for x in range(n_states[i]):
-        best[x] = np.inf
+        minima[0, x] = np.inf
         if unary[i * K + x] == np.inf:
             continue
+        # (an inf unary or edge cost makes the sum inf: no test for removed labels)
         r = residue[(2 * e + s) * K + x]
-        ur = unary[j * K + r]
-        if ur != np.inf and _edge_cost(pair, shift, K, e, s, x, r) + ur <= eps:
-            best[x] = 0.0
+        if _edge_cost(pair, shift, K, e, s, x, r) + unary[j * K + r] <= eps:
+            minima[0, x] = 0.0
             alive += 1
             continue
         m = np.inf
         for y in range(n_states[j]):
-            uy = unary[j * K + y]
-            if uy != np.inf:
-                c = _edge_cost(pair, shift, K, e, s, x, y) + uy
-                if c < m:
-                    m, r = c, y
-                    if m <= eps:  # a full support: the label gains nothing
-                        break
+            c = _edge_cost(pair, shift, K, e, s, x, y) + unary[j * K + y]
+            if c < m:
+                m, r = c, y
+                if m <= eps:  # a full support: the label gains nothing
+                    break
         residue[(2 * e + s) * K + x] = r
         if m == np.inf:
             unary[i * K + x] = np.inf
             flags |= REMOVED
             continue
         alive += 1
-        best[x] = m
+        minima[0, x] = m
         if m > eps:  # only these labels gain: only they need extended costs
             gainers[n_gain] = x
             n_gain += 1
@@ -312,23 +319,27 @@ def _full_support(pair, shift, unary, residue, n_states, ends, K, e, s, eps, bes
         return WIPED
     if n_gain == 0:
         return flags
-    for y in range(n_states[j]):
+    k_j = n_states[j]
+    for y in range(k_j):
+        minima[1, y] = 0.0
+    for g in range(n_gain):  # row by row: each reads the edge's row of one gainer
+        x = gainers[g]
+        for y in range(k_j):
+            minima[1, y] = max(minima[1, y],
+                               minima[0, x] - _edge_cost(pair, shift, K, e, s, x, y))
+    for y in range(k_j):
         uy = unary[j * K + y]
         if uy == np.inf:
             continue
-        ext = 0.0
-        for g in range(n_gain):
-            x = gainers[g]
-            ext = max(ext, best[x] - _edge_cost(pair, shift, K, e, s, x, y))
-        ext = min(ext, uy)
+        ext = min(minima[1, y], uy)
         if ext > eps:
             unary[j * K + y] = uy - ext
             shift[(2 * e + 1 - s) * K + y] -= ext
             flags |= EXTENDED
     for g in range(n_gain):
         x = gainers[g]
-        shift[(2 * e + s) * K + x] += best[x]
-        unary[i * K + x] += best[x]
+        shift[(2 * e + s) * K + x] += minima[0, x]
+        unary[i * K + x] += minima[0, x]
     return flags | RAISED
 
 
@@ -379,13 +390,11 @@ def _fully_supported(pair, shift, unary, residue, n_states, adj_ptr, adjacency, 
         if eliminated[j]:
             continue
         r = residue[(2 * e + si) * K + x]
-        ur = unary[j * K + r]
-        if ur != np.inf and _edge_cost(pair, shift, K, e, si, x, r) + ur <= eps:
+        if _edge_cost(pair, shift, K, e, si, x, r) + unary[j * K + r] <= eps:
             continue
         found = False
         for y in range(n_states[j]):
-            uy = unary[j * K + y]
-            if uy != np.inf and _edge_cost(pair, shift, K, e, si, x, y) + uy <= eps:
+            if _edge_cost(pair, shift, K, e, si, x, y) + unary[j * K + y] <= eps:
                 residue[(2 * e + si) * K + x] = y
                 found = True
                 break
@@ -406,7 +415,8 @@ def _existential_pass(net, state, work, eps):
     K = net.K
     unary, shift, residue = state.unary, state.shift, state.residue[1]
     full_support, edge_weight, eliminated = state.full_support, state.edge_weight, state.eliminated
-    star_dirty, dee_dirty, best, gainers = work.star_dirty, work.dee_dirty, work.best, work.gainers
+    star_dirty, dee_dirty = work.star_dirty, work.dee_dirty
+    minima, gainers = work.minima, work.gainers
     shrunk, edge_dirty = work.shrunk, work.edge_dirty
     for i in range(n_states.shape[0]):
         if not star_dirty[i]:
@@ -433,7 +443,7 @@ def _existential_pass(net, state, work, eps):
             if eliminated[adjacency[k, 2]]:
                 continue
             flags = _full_support(pair, shift, unary, residue, n_states, ends, K, e, si, eps,
-                                  best, gainers)
+                                  minima, gainers)
             if flags == WIPED:
                 edge_weight[e] += 1.0
                 return False
@@ -529,7 +539,7 @@ def _propagate(net, state, work, cut, eps):
     arc_residue, full_residue = state.residue[0], state.residue[1]
     edge_dirty, shrunk, raised = work.edge_dirty, work.shrunk, work.raised
     star_dirty, dee_dirty, touched = work.star_dirty, work.dee_dirty, work.touched
-    best, gainers, dac_order, dac_pos = work.best, work.gainers, net.dac_order, net.dac_pos
+    minima, gainers, dac_order, dac_pos = work.minima, work.gainers, net.dac_order, net.dac_pos
     counters, scalars = state.counters, state.scalars
     for _ in range(MAX_ROUNDS):
         counters[ROUNDS] += 1
@@ -568,7 +578,7 @@ def _propagate(net, state, work, cut, eps):
                 if dac_pos[i] > t or eliminated[i]:
                     continue
                 flags = _full_support(pair, shift, unary, full_residue, n_states, ends, K, e,
-                                      1 - sj, eps, best, gainers)
+                                      1 - sj, eps, minima, gainers)
                 if flags == WIPED:
                     edge_weight[e] += 1.0
                     _clear(work)
@@ -656,7 +666,7 @@ def _eliminate(net, state, work, i, parent, edge, eps):
     if parent >= 0:
         s = 1 if net.ends[edge, 1] == parent else 0
         flags = _full_support(net.pair, shift, unary, residue[1], net.n_states, net.ends, K,
-                              edge, s, eps, work.best, work.gainers)
+                              edge, s, eps, work.minima, work.gainers)
         if flags == WIPED:
             state.edge_weight[edge] += 1.0
             return False
@@ -790,7 +800,7 @@ def _dual_ascent(net, state, work):
     what these fixpoints approach), and every node below inherits it."""
     n, E, K = net.n_states.shape[0], net.ends.shape[0], net.K
     unary = state.unary
-    row, col = work.best, work.col_best
+    row, col = work.minima[0], work.minima[1]
     before = -np.inf
     for sweep in range(MAX_ASCENT_SWEEPS):
         for e in range(E):
@@ -875,7 +885,7 @@ def labeling_cost(net, labels):
     for i in range(n):
         total += net.unary[i * K + labels[i]]
     for e in range(net.ends.shape[0]):
-        total += net.pair[(e * K + labels[net.ends[e, 0]]) * K + labels[net.ends[e, 1]]]
+        total += net.pair[(2 * e * K + labels[net.ends[e, 0]]) * K + labels[net.ends[e, 1]]]
     return total
 
 
@@ -896,10 +906,7 @@ def _star_cost(net, state, work, labels, i, x, parent, y):
             continue
         else:
             b = labels[j]
-        if si == 0:
-            total += net.pair[(e * K + x) * K + b]
-        else:
-            total += net.pair[(e * K + b) * K + x]
+        total += net.pair[((2 * e + si) * K + x) * K + b]
     return total
 
 

@@ -65,7 +65,7 @@ def soft_arc_bytes(graph):
     n = graph.n_vars
     K = int(graph.n_states.max()) if n else 1
     E = graph.n_factors
-    return 8 * (E * K * K + (n + 3) * (n * K + 2 * E * K))
+    return 8 * (2 * E * K * K + (n + 3) * (n * K + 2 * E * K))
 
 
 def _cost_network(graph, existential=True):
@@ -95,12 +95,14 @@ def _cost_network(graph, existential=True):
     values = graph.table_data[graph.table_offsets[graph.table_ids][entry_factor] + local]
     table_max = np.full(E, -np.inf)
     np.maximum.at(table_max, entry_factor, values)
-    pair = np.full(E * K * K, np.inf)
+    pair = np.full((E, 2, K, K), np.inf)
     a, b = local // kq[entry_factor], local % kq[entry_factor]
     with np.errstate(invalid="ignore"):
         costs = table_max[entry_factor] - values
     costs[np.isnan(costs)] = np.inf  # a table with no finite entry
-    pair[(entry_factor * K + a) * K + b] = costs
+    pair[entry_factor, 0, a, b] = costs
+    pair[entry_factor, 1, b, a] = costs
+    pair = pair.reshape(-1)
     offset += float(table_max.sum())
 
     side_var = np.concatenate([ends[:, 0], ends[:, 1]])
@@ -196,7 +198,7 @@ class SoftArcSearch:
         self.work = Workspace(np.zeros(E, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
                               np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
                               np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
-                              np.zeros(K), np.zeros(K), np.zeros(K, dtype=np.int64),
+                              np.zeros((2, K)), np.zeros(K, dtype=np.int64),
                               np.zeros(n, dtype=np.int64), np.zeros(n * K))
         self._root = None        # the root's node (RootNode), once evaluated
         self._open = OpenNodes(n * K, OPEN_MAX_BYTES)
@@ -286,11 +288,13 @@ class SoftArcSearch:
             variable.  For every labeling left in the domains,
             ``lower + unary + pair`` sums to its cost ``offset - score``.
         """
+        from ._soft_arc_kernels import edge_tables
+
         n, E = self.graph.n_vars, self.graph.n_factors
         K = self.net.unary.shape[0] // max(n, 1)
         shift = self.state.shift.reshape(E, 2, K)
         with np.errstate(invalid="ignore"):
-            pair = (self.net.pair.reshape(E, K, K) - shift[:, 0, :, None]
+            pair = (edge_tables(self.net) - shift[:, 0, :, None]
                     - shift[:, 1, None, :])
         return float(self.state.scalars[LOWER]), self.state.unary.reshape(n, K).copy(), pair
 

@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from ._soft_arc_kernels import edge_tables
 from ._tabu_kernels import (BEST, PenalizedPairs, TabuSettings, TabuState, tabu_init,
                             tabu_steps)
 
@@ -51,13 +52,14 @@ class TabuSearch:
         n = net.n_states.shape[0]
         K = net.K
         self.net = net
-        pair, unary = net.pair[np.isfinite(net.pair)], net.unary[np.isfinite(net.unary)]
+        tables = edge_tables(net).reshape(-1)  # (E * K * K,), first end's label first
+        pair, unary = tables[np.isfinite(tables)], net.unary[np.isfinite(net.unary)]
         largest = (pair.max(initial=0.0) + unary.max(initial=0.0))
         penalty = PENALTY_SCALE * largest + 1.0
         self.settings = TabuSettings(penalty, max(TENURE_MIN, n // TENURE_VARS), STALL_STEPS,
                                      max(2, int(KICK_SHARE * n)))
-        forbidden = net.pair == np.inf
-        self.pairs = PenalizedPairs(np.where(forbidden, penalty, net.pair),
+        forbidden = tables == np.inf
+        self.pairs = PenalizedPairs(np.where(forbidden, penalty, tables),
                                     forbidden.astype(np.int64))
         self.state = TabuState(np.zeros(n, dtype=np.int64), np.zeros(n * K),
                                np.zeros(n * K, dtype=np.int64), np.zeros(n * K, dtype=np.int64),
