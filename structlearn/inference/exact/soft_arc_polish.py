@@ -47,7 +47,6 @@ TABU_MAX_STEPS_PER_NODE = 200
 TABU_GROWTH = 2.0
 TABU_DECAY = 0.25
 POLISH_BALL = 8        # variables relabelled at most per perturbation
-_DEADLINE_EVERY = 64   # local search iterations between looks at the clock
 
 
 class _Polisher:
@@ -60,8 +59,7 @@ class _Polisher:
         self.graph = graph
         self._problem = None  # built at the first slice: most short proofs end before it
         self.rng = np.random.default_rng(0)
-        self.current = None
-        self.current_score = -np.inf
+        self.walk = None  # the iterated local search's state (Problem.new_walk)
         self.next_nodes = POLISH_FIRST_NODES
         self.first_time = None  # set by the first run with a deadline
         self.first_start = None
@@ -99,27 +97,20 @@ class _Polisher:
             self.tabu_rate *= TABU_DECAY
 
     def polish(self, search, deadline):
-        """Local search from the better of its own labeling and the search's
-        incumbent; offers what it finds to ``search``."""
+        """Iterated local search (``POLISH_ITERS_PER_NODE`` steps per node
+        searched so far) from its own walker, moved to the search's incumbent
+        when that scores more; offers the best labeling it has seen to
+        ``search`` when that is better."""
         pr = self.problem
-        if search.score > self.current_score:
-            self.current = search.labels.copy()
-            pr.improve(self.current)
-            self.current_score = pr.score(self.current)
-        best, best_score = self.current.copy(), self.current_score
-        for it in range(int(POLISH_ITERS_PER_NODE * search.n_nodes)):
-            if deadline is not None and it % _DEADLINE_EVERY == 0 and \
-                    time.perf_counter() >= deadline:
-                break
-            cand = pr.perturbed(self.current, self.rng, max_ball=POLISH_BALL)
-            pr.improve(cand)
-            score = pr.score(cand)
-            if score >= self.current_score:
-                self.current, self.current_score = cand, score
-            if score > best_score:
-                best, best_score = cand.copy(), score
-        if best_score > search.score:
-            search.offer(best)
+        if self.walk is None:
+            self.walk = pr.new_walk(search.labels)
+        walk = self.walk
+        if search.score > walk.scores[0]:
+            pr.restart_walk(walk, search.labels)
+        pr.walk(walk, self.rng, end=deadline,
+                max_steps=int(POLISH_ITERS_PER_NODE * search.n_nodes), max_ball=POLISH_BALL)
+        if walk.scores[1] > search.score:
+            search.offer(walk.best.copy())
         self.next_nodes = 2 * search.n_nodes
 
 

@@ -31,7 +31,8 @@ from ..._compile_timer import thread_compile_seconds
 from ...graphs._graph_kernels import score_labelings
 from ...graphs.factor_graph import FactorGraph
 from ...graphs.structure import variable_factors
-from ._lp_kernels import local_search, perturb_ball
+from ._local_search_kernels import (IDLE, LOCAL_OPTIMUM, Walk, local_search, perturb_ball,
+                                    walk_steps)
 from .._budget import check_time_limit, resolve_max_iter
 from .._progress import report
 from ..result import MapResult
@@ -163,6 +164,47 @@ class Problem:
         local_search(tuple(self.true_arrays), self.var_indptr, self.var_factors, labels, sweeps,
                      self._cand)
 
+    def new_walk(self, labels):
+        """An iterated local search's state (:class:`._local_search_kernels.Walk`)
+        whose walker is a copy of ``labels`` (made an ICM optimum at its first
+        step); the best labeling is ``labels`` with its score."""
+        g = self.graph
+        n, labels = g.n_vars, np.asarray(labels, dtype=np.int64)
+        return Walk(labels.copy(), labels.copy(), labels.copy(),
+                    np.array([-np.inf, self.score(labels)]), np.zeros(2, dtype=np.int64),
+                    np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+                    np.zeros(n, dtype=np.uint8), np.zeros(n), np.zeros(max(g.max_states, 1)))
+
+    @staticmethod
+    def restart_walk(walk, labels):
+        """Move ``walk``'s walker to ``labels`` (made an ICM optimum at the
+        next step), its idle count to 0."""
+        walk.walker[:] = labels
+        walk.scores[0] = -np.inf  # (scored with its first step)
+        walk.counters[LOCAL_OPTIMUM] = walk.counters[IDLE] = 0
+
+    def walk(self, walk, rng, *, end=None, max_steps=None, max_ball=40, idle_limit=None):
+        """Iterated local search steps (:func:`._local_search_kernels.walk_steps`)
+        until ``end`` (a ``time.perf_counter()`` time), ``max_steps`` steps, or
+        ``walk``'s idle count reaches ``idle_limit``, whichever comes first
+        (None: no such limit).  ``rng`` draws each chunk's seed.  Returns the
+        steps taken."""
+        done, chunk = 0, 1
+        idle_limit = np.iinfo(np.int64).max if idle_limit is None else int(idle_limit)
+        while max_steps is None or done < max_steps:
+            if end is not None and time.perf_counter() >= end:
+                break
+            steps = chunk if max_steps is None else min(chunk, max_steps - done)
+            t0 = time.perf_counter()
+            taken = walk_steps(tuple(self.true_arrays), self.var_indptr, self.var_factors, walk,
+                               steps, max_ball, idle_limit, int(rng.integers(2**32)))
+            done += taken
+            if taken < steps:  # the idle limit
+                break
+            per_step = (time.perf_counter() - t0) / steps
+            chunk = int(min(WALK_MAX_CHUNK, max(1, WALK_CHUNK_SECONDS / max(per_step, 1e-9))))
+        return done
+
     def perturbed(self, labels, rng, max_ball=40):
         """Copy of ``labels`` with a random ball of variables relabelled at random."""
         g = self.graph
@@ -177,6 +219,11 @@ class Problem:
                      self.var_factors, out, int(rng.integers(g.n_vars)), size,
                      rng.random(size), self._seen, self._queue)
         return out
+
+
+WALK_CHUNK_SECONDS = 2e-3  # an iterated local search looks at the clock about this often
+WALK_MAX_CHUNK = 64         # ... and after this many steps at most
+WALK_IDLE_RESTART = 2000    # steps without a better walker before the walk restarts
 
 
 class Tracker:
@@ -216,9 +263,7 @@ class Tracker:
         self._polish_time = 0.0
         self._polish_misses = 0  # polish rounds in a row without a better incumbent
         self._last_ub_gain = 0
-        self._walker = None
-        self._walker_score = -np.inf
-        self._idle = 0
+        self._walk = None  # the iterated local search's state (Problem.new_walk)
         self._rng = np.random.default_rng(0)
         self._recent = OrderedDict()
 
@@ -283,10 +328,11 @@ class Tracker:
         return (self.ub - self.score) / max(1.0, abs(self.ub))
 
     def polish_incumbent(self, reserve=None, stalled=False):
-        """Iterated local search: perturb a random ball of variables of a
-        walking labeling (initially the incumbent), re-optimize locally, move
-        when the result is not worse; after 2000 steps without gain the walk
-        restarts from the incumbent with up to a third of it relabelled.
+        """Iterated local search (:meth:`Problem.walk`): perturb a random
+        ball of variables of a walking labeling (initially the incumbent),
+        re-optimize locally, move when the result is not worse; after 2000
+        steps without gain the walk restarts from the incumbent with up to a
+        third of it relabelled.
         Runs while its total time stays below ``polish`` times the solver's
         (numba compilation left out of both: a first call would otherwise
         search for as long as its kernels compiled; 4x that once the bound
@@ -318,31 +364,25 @@ class Tracker:
             return
         end = now + budget
         before = self.score
-        if self._walker is None:
-            self._walker, self._walker_score = self.labels.copy(), self.score
-        n = self.labels.size
+        problem, n = self.problem, self.labels.size
+        if self._walk is None:
+            self._walk = problem.new_walk(self.labels)
+        walk = self._walk
+        if self.score > walk.scores[1]:  # the solver's own labelings may have passed it
+            walk.best[:] = self.labels
+            walk.scores[1] = self.score
         while time.perf_counter() < end:
-            cand = self.problem.perturbed(self._walker, self._rng)
-            self.problem.improve(cand)
-            s = self.problem.score(cand)
-            if s > self._walker_score + 1e-12 * max(1.0, abs(s)):
-                self._idle = 0
-            else:
-                self._idle += 1
-            if s >= self._walker_score:
-                self._walker, self._walker_score = cand, s
-            if s > self.score:
-                if s > self.score + 1e-12 * max(1.0, abs(s)):
-                    self._last_gain = self.n_iter
-                self.score = s
-                self.labels = cand.copy()
-            if self._idle >= 2000:
+            problem.walk(walk, self._rng, end=end, idle_limit=WALK_IDLE_RESTART)
+            if walk.counters[IDLE] >= WALK_IDLE_RESTART:
                 # stuck in a basin: restart the walk from the incumbent with a
                 # large part of it relabelled at random
-                w = self.problem.perturbed(self.labels, self._rng, max_ball=max(4, n // 3))
-                self.problem.improve(w)
-                self._walker, self._walker_score = w, self.problem.score(w)
-                self._idle = 0
+                problem.restart_walk(walk, problem.perturbed(walk.best, self._rng,
+                                                             max_ball=max(4, n // 3)))
+        if walk.scores[1] > self.score:
+            if walk.scores[1] > self.score + 1e-12 * max(1.0, abs(walk.scores[1])):
+                self._last_gain = self.n_iter
+            self.score = float(walk.scores[1])
+            self.labels = walk.best.copy()
         self._polish_time += (time.perf_counter() - now) - (thread_compile_seconds() - compiled)
         self._polish_misses = 0 if self.score > before else self._polish_misses + 1
 

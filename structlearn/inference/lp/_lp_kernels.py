@@ -325,55 +325,6 @@ def argmax_segments(values, offsets, labels):
 
 
 @nb.njit(cache=True)
-def local_search(graph, var_indptr, var_factors, labels, max_sweeps, cand):
-    """Iterated conditional modes on the true scores: each variable in turn
-    takes its best label given the others, until no label changes.
-
-    graph : tuple
-        The flat arrays of :meth:`structlearn.graphs.FactorGraph.arrays`.
-    var_indptr, var_factors : CSR of the factors of each variable.
-    cand : float64 scratch (max n_states,).  Labels change in place.
-    """
-    (n_states, unary_offsets, unary, scope_indptr, scope_vars, table_ids, table_offsets,
-     table_data) = graph
-    n_vars = n_states.shape[0]
-    for sweep in range(max_sweeps):
-        changed = False
-        for i in range(n_vars):
-            k_i = n_states[i]
-            u = unary_offsets[i]
-            for x in range(k_i):
-                cand[x] = unary[u + x]
-            for q in range(var_indptr[i], var_indptr[i + 1]):
-                f = var_factors[q]
-                base = table_offsets[table_ids[f]]
-                # flat index with x_i = 0 and the stride of variable i
-                idx = 0
-                stride = 0
-                for p in range(scope_indptr[f], scope_indptr[f + 1]):
-                    v = scope_vars[p]
-                    idx = idx * n_states[v]
-                    stride = stride * n_states[v]
-                    if v == i:
-                        stride = 1
-                    else:
-                        idx += labels[v]
-                for x in range(k_i):
-                    cand[x] += table_data[base + idx + x * stride]
-            best = cand[labels[i]]
-            arg = labels[i]
-            for x in range(k_i):
-                if cand[x] > best:
-                    best = cand[x]
-                    arg = x
-            if arg != labels[i]:
-                labels[i] = arg
-                changed = True
-        if not changed:
-            break
-
-
-@nb.njit(cache=True)
 def dual_supergradient(prob, delta, theta_hat, lab, labels, grad):
     """U(delta) and a subgradient ``dU/ddelta`` into ``grad``.
 
@@ -441,34 +392,3 @@ def star_sweep(prob, delta, tau, order, var_edge_ptr, var_edges, edge_factor, sc
             o = edge_offsets[var_edges[q]]
             for x in range(k_i):
                 delta[o + x] = scratch[o + x] - acc[x] * inv
-
-
-@nb.njit(cache=True)
-def perturb_ball(n_states, scope_indptr, scope_vars, var_indptr, var_factors, labels,
-                 start, size, unif, seen, queue):
-    """Give random labels to a breadth-first ball of ``size`` variables around ``start``.
-
-    unif : float64 (>= size,) uniform draws in [0, 1); seen : int64 (n_vars,)
-    scratch of zeros (restored); queue : int64 (n_vars,) scratch.
-    Returns the number of variables relabelled.
-    """
-    head = 0
-    tail = 1
-    queue[0] = start
-    seen[start] = 1
-    while head < tail and tail < size:
-        v = queue[head]
-        head += 1
-        for q in range(var_indptr[v], var_indptr[v + 1]):
-            f = var_factors[q]
-            for p in range(scope_indptr[f], scope_indptr[f + 1]):
-                u = scope_vars[p]
-                if seen[u] == 0 and tail < size:
-                    seen[u] = 1
-                    queue[tail] = u
-                    tail += 1
-    for r in range(tail):
-        v = queue[r]
-        labels[v] = int(unif[r] * n_states[v])
-        seen[v] = 0
-    return tail
