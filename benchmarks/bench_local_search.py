@@ -58,14 +58,13 @@ def main():
         graph, _ = load(name)
         problem = Problem(graph)
         start = np.zeros(graph.n_vars, dtype=np.int64)
-        problem.walk(problem.new_walk(start), np.random.default_rng(0), max_steps=2)  # compile
+        problem.walk(problem.new_walk(start, np.random.default_rng(0)), max_steps=2)  # compile
         python_walk(problem, start, np.random.default_rng(0), 2, args.ball)
         kernel_best, python_best, kernel_time, python_time = [], [], 0.0, 0.0
         for seed in range(args.starts):
-            walk = problem.new_walk(start)
+            walk = problem.new_walk(start, np.random.default_rng(seed))
             t0 = time.perf_counter()
-            problem.walk(walk, np.random.default_rng(seed), max_steps=args.steps,
-                         max_ball=args.ball)
+            problem.walk(walk, max_steps=args.steps, max_ball=args.ball)
             kernel_time += time.perf_counter() - t0
             kernel_best.append(walk.scores[1])
             t0 = time.perf_counter()

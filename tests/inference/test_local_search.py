@@ -47,9 +47,9 @@ def test_the_walk_keeps_an_icm_optimum_and_the_best_labeling_seen(seed, steps, b
     graph = random_factor_graph(seed)
     pr = Problem(graph)
     start = np.random.default_rng(seed).integers(graph.n_states)
-    walk = pr.new_walk(start)
+    walk = pr.new_walk(start, np.random.default_rng(seed))
     assert walk.scores[1] == graph.score(start)
-    done = pr.walk(walk, np.random.default_rng(seed), max_steps=steps, max_ball=ball)
+    done = pr.walk(walk, max_steps=steps, max_ball=ball)
     assert done == steps
     assert walk.counters[LOCAL_OPTIMUM] == (1 if steps else 0)
     if steps:  # the walker is an ICM optimum with its score; no single move improves it
@@ -71,28 +71,47 @@ def test_local_search_reaches_an_icm_optimum():
         assert not single_moves_improve(graph, labels)
 
 
-def test_the_walk_is_deterministic_for_a_seed_and_finds_small_optima():
+def test_the_walk_finds_small_optima():
     graph = random_factor_graph(3, n_vars=8, max_k=3, p_inf=0.0)
     best = graph.score_many(all_labelings(graph)).max()
-    runs = []
-    for _ in range(2):
-        pr = Problem(graph)
-        walk = pr.new_walk(np.zeros(graph.n_vars, dtype=np.int64))
-        pr.walk(walk, np.random.default_rng(7), max_steps=300, max_ball=4)
-        runs.append(walk.best.copy())
-        assert walk.scores[1] == pytest.approx(best)
-    np.testing.assert_array_equal(runs[0], runs[1])
+    pr = Problem(graph)
+    walk = pr.new_walk(np.zeros(graph.n_vars, dtype=np.int64), np.random.default_rng(7))
+    pr.walk(walk, max_steps=300, max_ball=4)
+    assert walk.scores[1] == pytest.approx(best)
+
+
+@pytest.mark.parametrize("seconds", [0.0, 1.0])
+def test_the_walk_depends_on_its_stream_not_on_how_its_steps_are_split(seconds, monkeypatch):
+    """The chunks between looks at the clock follow the machine's speed: the
+    steps must not depend on them."""
+    import structlearn.inference.lp._lp_common as lp
+
+    graph = random_factor_graph(8, n_vars=30, n_factors=50)
+    start = np.zeros(graph.n_vars, dtype=np.int64)
+    pr = Problem(graph)
+    whole = pr.new_walk(start, np.random.default_rng(4))
+    pr.walk(whole, max_steps=200)
+    # chunks of one step each, or as long as allowed
+    monkeypatch.setattr(lp, "WALK_CHUNK_SECONDS", seconds)
+    split = pr.new_walk(start, np.random.default_rng(4))
+    pr.walk(split, max_steps=150)
+    pr.walk(split, max_steps=50)
+    for a, b in zip(whole, split):
+        np.testing.assert_array_equal(a, b)
+    other = pr.new_walk(start, np.random.default_rng(5))
+    pr.walk(other, max_steps=200)
+    assert other.random_state[0] != whole.random_state[0]
 
 
 def test_the_walk_stops_at_the_idle_limit_and_restarts():
     graph = random_factor_graph(5, p_inf=0.0)
     pr = Problem(graph)
-    walk = pr.new_walk(np.zeros(graph.n_vars, dtype=np.int64))
-    done = pr.walk(walk, np.random.default_rng(0), max_steps=10**6, idle_limit=25)
+    walk = pr.new_walk(np.zeros(graph.n_vars, dtype=np.int64), np.random.default_rng(0))
+    done = pr.walk(walk, max_steps=10**6, idle_limit=25)
     assert walk.counters[IDLE] == 25 and done < 10**6
     pr.restart_walk(walk, walk.best)
     assert walk.counters[IDLE] == 0 and walk.counters[LOCAL_OPTIMUM] == 0
-    assert pr.walk(walk, np.random.default_rng(1), max_steps=5) == 5
+    assert pr.walk(walk, max_steps=5) == 5
 
 
 def test_the_walk_ends_at_its_end_time():
@@ -100,10 +119,10 @@ def test_the_walk_ends_at_its_end_time():
 
     graph = random_factor_graph(6, n_vars=40, n_factors=80)
     pr = Problem(graph)
-    walk = pr.new_walk(np.zeros(graph.n_vars, dtype=np.int64))
-    pr.walk(walk, np.random.default_rng(0), max_steps=2)  # compiled outside the clock
+    walk = pr.new_walk(np.zeros(graph.n_vars, dtype=np.int64), np.random.default_rng(0))
+    pr.walk(walk, max_steps=2)  # compiled outside the clock
     start = time.perf_counter()
-    pr.walk(walk, np.random.default_rng(0), end=start + 0.05)
+    pr.walk(walk, end=start + 0.05)
     assert time.perf_counter() - start < 0.5
 
 

@@ -103,11 +103,11 @@ class _Polisher:
         ``search`` when that is better."""
         pr = self.problem
         if self.walk is None:
-            self.walk = pr.new_walk(search.labels)
+            self.walk = pr.new_walk(search.labels, self.rng)
         walk = self.walk
         if search.score > walk.scores[0]:
             pr.restart_walk(walk, search.labels)
-        pr.walk(walk, self.rng, end=deadline,
+        pr.walk(walk, end=deadline,
                 max_steps=int(POLISH_ITERS_PER_NODE * search.n_nodes), max_ball=POLISH_BALL)
         if walk.scores[1] > search.score:
             search.offer(walk.best.copy())

@@ -40,6 +40,10 @@ class Walk(NamedTuple):
     draws : float64 (n,)
     values : float64 (K,)
         Scratch.
+    random_state : uint64 (1,)
+        The steps' random stream (xorshift64*; never 0): it goes on from
+        call to call, so the steps do not depend on how they are split into
+        calls.
     """
 
     walker: np.ndarray
@@ -52,6 +56,19 @@ class Walk(NamedTuple):
     queued: np.ndarray
     draws: np.ndarray
     values: np.ndarray
+    random_state: np.ndarray
+
+
+@nb.njit(cache=True, no_cpython_wrapper=True)
+def _uniform(random_state):
+    """A draw in [0, 1) from the xorshift64* stream ``random_state`` (uint64
+    (1,), advanced)."""
+    x = random_state[0]
+    x ^= x >> np.uint64(12)
+    x ^= x << np.uint64(25)
+    x ^= x >> np.uint64(27)
+    random_state[0] = x
+    return float((x * np.uint64(0x2545F4914F6CDD1D)) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
@@ -198,7 +215,7 @@ def _score(graph, labels):
 
 
 @nb.njit(cache=True)
-def walk_steps(graph, var_indptr, var_factors, walk, n_steps, max_ball, idle_limit, seed):
+def walk_steps(graph, var_indptr, var_factors, walk, n_steps, max_ball, idle_limit):
     """``n_steps`` steps of an iterated local search, or fewer once
     ``walk.counters[IDLE]`` reaches ``idle_limit``.
 
@@ -208,9 +225,8 @@ def walk_steps(graph, var_indptr, var_factors, walk, n_steps, max_ball, idle_lim
     the walker there when the result scores at least as much.  The walker
     is first made an ICM optimum when it is not known to be one.  The best
     labeling seen is kept in ``walk.best`` (its score in ``walk.scores[1]``).
-    ``seed`` seeds the steps' random draws.  Returns the steps taken.
+    The draws come from ``walk.random_state``.  Returns the steps taken.
     """
-    np.random.seed(seed)
     n_states = graph[0]
     n = n_states.shape[0]
     walker, cand, queue, queued = walk.walker, walk.cand, walk.queue, walk.queued
@@ -232,10 +248,10 @@ def walk_steps(graph, var_indptr, var_factors, walk, n_steps, max_ball, idle_lim
         if counters[IDLE] >= idle_limit:
             return step
         cand[:] = walker
-        size = np.random.randint(low, high)
+        size = low + int(_uniform(walk.random_state) * (high - low))
         for r in range(size):
-            walk.draws[r] = np.random.random()
-        start = np.random.randint(0, n)
+            walk.draws[r] = _uniform(walk.random_state)
+        start = int(_uniform(walk.random_state) * n)
         size = perturb_ball(n_states, graph[3], graph[4], var_indptr, var_factors, cand, start,
                             size, walk.draws, walk.seen, queue)
         for r in range(size):  # the ball and its neighbours: only their best labels moved

@@ -164,16 +164,19 @@ class Problem:
         local_search(tuple(self.true_arrays), self.var_indptr, self.var_factors, labels, sweeps,
                      self._cand)
 
-    def new_walk(self, labels):
+    def new_walk(self, labels, rng):
         """An iterated local search's state (:class:`._local_search_kernels.Walk`)
         whose walker is a copy of ``labels`` (made an ICM optimum at its first
-        step); the best labeling is ``labels`` with its score."""
+        step); the best labeling is ``labels`` with its score.  ``rng`` (a
+        numpy ``Generator``) seeds its random stream."""
         g = self.graph
         n, labels = g.n_vars, np.asarray(labels, dtype=np.int64)
+        seed = np.array([rng.integers(1, 2**63)], dtype=np.uint64)
         return Walk(labels.copy(), labels.copy(), labels.copy(),
                     np.array([-np.inf, self.score(labels)]), np.zeros(2, dtype=np.int64),
                     np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
-                    np.zeros(n, dtype=np.uint8), np.zeros(n), np.zeros(max(g.max_states, 1)))
+                    np.zeros(n, dtype=np.uint8), np.zeros(n), np.zeros(max(g.max_states, 1)),
+                    seed)
 
     @staticmethod
     def restart_walk(walk, labels):
@@ -183,12 +186,12 @@ class Problem:
         walk.scores[0] = -np.inf  # (scored with its first step)
         walk.counters[LOCAL_OPTIMUM] = walk.counters[IDLE] = 0
 
-    def walk(self, walk, rng, *, end=None, max_steps=None, max_ball=40, idle_limit=None):
+    def walk(self, walk, *, end=None, max_steps=None, max_ball=40, idle_limit=None):
         """Iterated local search steps (:func:`._local_search_kernels.walk_steps`)
         until ``end`` (a ``time.perf_counter()`` time), ``max_steps`` steps, or
         ``walk``'s idle count reaches ``idle_limit``, whichever comes first
-        (None: no such limit).  ``rng`` draws each chunk's seed.  Returns the
-        steps taken."""
+        (None: no such limit).  Without ``end`` the result depends only on
+        ``walk``.  Returns the steps taken."""
         done, chunk = 0, 1
         idle_limit = np.iinfo(np.int64).max if idle_limit is None else int(idle_limit)
         while max_steps is None or done < max_steps:
@@ -197,7 +200,7 @@ class Problem:
             steps = chunk if max_steps is None else min(chunk, max_steps - done)
             t0 = time.perf_counter()
             taken = walk_steps(tuple(self.true_arrays), self.var_indptr, self.var_factors, walk,
-                               steps, max_ball, idle_limit, int(rng.integers(2**32)))
+                               steps, max_ball, idle_limit)
             done += taken
             if taken < steps:  # the idle limit
                 break
@@ -366,13 +369,13 @@ class Tracker:
         before = self.score
         problem, n = self.problem, self.labels.size
         if self._walk is None:
-            self._walk = problem.new_walk(self.labels)
+            self._walk = problem.new_walk(self.labels, self._rng)
         walk = self._walk
         if self.score > walk.scores[1]:  # the solver's own labelings may have passed it
             walk.best[:] = self.labels
             walk.scores[1] = self.score
         while time.perf_counter() < end:
-            problem.walk(walk, self._rng, end=end, idle_limit=WALK_IDLE_RESTART)
+            problem.walk(walk, end=end, idle_limit=WALK_IDLE_RESTART)
             if walk.counters[IDLE] >= WALK_IDLE_RESTART:
                 # stuck in a basin: restart the walk from the incumbent with a
                 # large part of it relabelled at random
