@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from ...graphs._graph_kernels import factor_entry_index
+from ...graphs._graph_kernels import score_labelings
 
 IDLE, LOCAL_OPTIMUM = 0, 1  # Walk.counters
 IMPROVEMENT_REL = 1e-12     # a step improves the walker by more than this share
@@ -201,19 +201,6 @@ def _icm_from(graph, var_indptr, var_factors, labels, walk, count):
         queued[queue[(head + r) % n]] = 0
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
-def _score(graph, labels):
-    (n_states, unary_offsets, unary, scope_indptr, scope_vars, table_ids, table_offsets,
-     table_data) = graph
-    s = 0.0
-    for i in range(n_states.shape[0]):
-        s += unary[unary_offsets[i] + labels[i]]
-    for f in range(scope_indptr.shape[0] - 1):
-        s += table_data[table_offsets[table_ids[f]]
-                        + factor_entry_index(scope_indptr, scope_vars, n_states, f, labels)]
-    return s
-
-
 @nb.njit(cache=True)
 def walk_steps(graph, var_indptr, var_factors, walk, n_steps, max_ball, idle_limit):
     """``n_steps`` steps of an iterated local search, or fewer once
@@ -233,12 +220,14 @@ def walk_steps(graph, var_indptr, var_factors, walk, n_steps, max_ball, idle_lim
     scores, counters = walk.scores, walk.counters
     if n == 0:
         return 0
+    score = np.empty(1)
     if counters[LOCAL_OPTIMUM] == 0:
         for i in range(n):
             queue[i] = i
             queued[i] = 1
         _icm_from(graph, var_indptr, var_factors, walker, walk, n)
-        scores[0] = _score(graph, walker)
+        score_labelings(*graph, walker.reshape(1, n), score)
+        scores[0] = score[0]
         counters[LOCAL_OPTIMUM] = 1
         if scores[0] > scores[1]:
             scores[1] = scores[0]
@@ -260,7 +249,8 @@ def walk_steps(graph, var_indptr, var_factors, walk, n_steps, max_ball, idle_lim
         for r in range(size):
             count = _push_neighbours(graph, var_indptr, var_factors, queue[r], walk, 0, count)
         _icm_from(graph, var_indptr, var_factors, cand, walk, count)
-        s = _score(graph, cand)
+        score_labelings(*graph, cand.reshape(1, n), score)
+        s = score[0]
         if s > scores[0] + IMPROVEMENT_REL * max(1.0, abs(s)):
             counters[IDLE] = 0
         else:
