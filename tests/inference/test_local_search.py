@@ -138,3 +138,18 @@ def test_the_tracker_polish_adopts_what_the_walk_finds():
     tr.polish_incumbent()
     assert tr.score == graph.score(tr.labels)
     assert tr.score == pytest.approx(best)
+
+
+@pytest.mark.parametrize("n_vars", [1, 2, 3])
+def test_the_walk_on_graphs_smaller_than_its_least_ball(n_vars):
+    """Balls of at least 3 variables: on smaller graphs a ball is the whole graph."""
+    rng = np.random.default_rng(n_vars)
+    n_states = rng.integers(2, 4, size=n_vars)
+    scopes = [[0, 1]] if n_vars >= 2 else []
+    graph = FactorGraph(n_states, unary=[rng.normal(size=k) for k in n_states], scopes=scopes,
+                        tables=[rng.normal(size=int(np.prod(n_states[s]))) for s in scopes])
+    pr = Problem(graph)
+    walk = pr.new_walk(np.zeros(n_vars, dtype=np.int64), np.random.default_rng(0))
+    assert pr.walk(walk, max_steps=50) == 50
+    assert walk.scores[1] == pytest.approx(graph.score_many(all_labelings(graph)).max())
+    assert walk.draws.shape == (n_vars,) and not walk.queued.any() and not walk.seen.any()

@@ -237,7 +237,8 @@ def walk_steps(graph, var_indptr, var_factors, walk, n_steps, max_ball, idle_lim
         if counters[IDLE] >= idle_limit:
             return step
         cand[:] = walker
-        size = low + int(_uniform(walk.random_state) * (high - low))
+        # (at most n: the draws have room for n, and a ball holds no more)
+        size = min(low + int(_uniform(walk.random_state) * (high - low)), n)
         for r in range(size):
             walk.draws[r] = _uniform(walk.random_state)
         start = int(_uniform(walk.random_state) * n)
