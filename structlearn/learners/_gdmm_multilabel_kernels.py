@@ -41,6 +41,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from .._borrowing import borrowing_kernel
 from ..oracles._binary_kernels import pair_id
 from ._multilabel_kernels import loss_augment, sample_scores
 
@@ -119,7 +120,7 @@ def pair_rows(pool, i):
     return pool.left[b:e], pool.right[b:e], pool.dual[b:e], pool.nu[b:e]
 
 
-@nb.njit(cache=True)
+@borrowing_kernel(python_callable=True)
 def _widen(pool, i, need, n_edges):
     """Move sample ``i``'s pairs to ``max(need, 2 capacity)`` slots (at most
     ``n_edges``, at least one more) at the end of the pool; False (nothing
@@ -160,7 +161,7 @@ def _clip(v, lo, hi):
     return lo if v < lo else (hi if v > hi else v)
 
 
-@nb.njit(cache=True)
+@borrowing_kernel
 def _adjacency_build(i, fa, fb, m, head, tail, nxa, nxb):
     """Lists of the active pairs of sample ``i`` by label, in pair order.
 
@@ -209,7 +210,7 @@ def _label_penalty(i, j, Y, A, C, fa, fb, fv, fnu, head, nxa, nxb):
     return pen, k
 
 
-@nb.njit(cache=True)
+@borrowing_kernel
 def _find_pair(i, a, b, fa, fb, m):
     for q in range(m):
         if fa[q] == a and fb[q] == b:
@@ -383,6 +384,26 @@ def _greedy_pair(i, u, Y, A, C, edges, Pw, rows, m, cand):
     return pa, pb, seen
 
 
+class PassScratch(NamedTuple):
+    """Scratch space of :func:`gdmm_multilabel_pass` (``L`` labels, ``E``
+    edges): ``u`` float64 (L,) label scores, ``dsum`` float64 (L,) the
+    sample's summed unigram steps (kept zero between samples), ``mark``
+    uint8 (L,), ``cand``, ``head``, ``tail`` and ``positives`` int64 (L,),
+    ``nxa``, ``nxb`` int64 (E + 1,) (per-label lists of active pairs), and
+    ``stats`` int64 (2,), the caller's counters."""
+
+    u: np.ndarray
+    dsum: np.ndarray
+    mark: np.ndarray
+    cand: np.ndarray
+    head: np.ndarray
+    tail: np.ndarray
+    positives: np.ndarray
+    nxa: np.ndarray
+    nxb: np.ndarray
+    stats: np.ndarray
+
+
 @nb.njit(cache=True, nogil=True)
 def gdmm_multilabel_pass(samples, edges, duals, pool, order, start, C, rho, rounds, stats,
                          step_data, sigma):
@@ -421,20 +442,30 @@ def gdmm_multilabel_pass(samples, edges, duals, pool, order, start, C, rho, roun
     so a sample costs O(L + active pairs) besides the oracle and the
     edges its steps activate, not O(L x active pairs).
     """
+    L, n_edges = samples.Y.shape[1], edges.n_edges
+    scratch = PassScratch(np.empty(L), np.zeros(L), np.zeros(L, dtype=np.uint8),
+                          np.empty(L, dtype=np.int64), np.empty(L, dtype=np.int64),
+                          np.empty(L, dtype=np.int64), np.empty(L, dtype=np.int64),
+                          np.empty(n_edges + 1, dtype=np.int64),
+                          np.empty(n_edges + 1, dtype=np.int64), stats)
+    return _visit_samples(samples, edges, duals, pool, order, start, C, rho, rounds,
+                          step_data, sigma, scratch)
+
+
+@borrowing_kernel
+def _visit_samples(samples, edges, duals, pool, order, start, C, rho, rounds, step_data, sigma,
+                   scratch):
+    """The body of :func:`gdmm_multilabel_pass`, in ``scratch``'s space
+    (:class:`PassScratch`): borrowing its arrays, it counts no references
+    per sample, view or inlined helper."""
     data, indices, indptr, Y, xnorm2 = samples
     W, Pw, A, tmask = duals
     n_edges, nbr_ptr, nbr = edges.n_edges, edges.nbr_ptr, edges.nbr
     n, L = Y.shape
     nf = pool.count
-    u = np.empty(L)
-    mark = np.zeros(L, dtype=np.uint8)
-    cand = np.empty(L, dtype=np.int64)
-    head = np.empty(L, dtype=np.int64)
-    tail = np.empty(L, dtype=np.int64)
-    nxa = np.empty(n_edges + 1, dtype=np.int64)
-    nxb = np.empty(n_edges + 1, dtype=np.int64)
-    positives = np.empty(L, dtype=np.int64)
-    dsum = np.zeros(L)
+    u, dsum, mark, cand = scratch.u, scratch.dsum, scratch.mark, scratch.cand
+    head, tail, positives = scratch.head, scratch.tail, scratch.positives
+    nxa, nxb, stats = scratch.nxa, scratch.nxb, scratch.stats
     Qp = sigma + 3.0 * rho
     for t in range(start, order.shape[0]):
         i = order[t]

@@ -29,11 +29,12 @@ class SampleFeatures(NamedTuple):
     Y: np.ndarray
     xnorm2: np.ndarray
 
+from .._borrowing import borrowing_kernel
 from ..inference.exact._binary_forest_kernels import binary_forest_map
 from ..inference.exact._binary_sparse_map_kernels import gray_code_max
 
 
-@nb.njit(cache=True)
+@borrowing_kernel(python_callable=True)
 def sample_scores(W, data, indices, indptr, i, out):
     """``out[l] = <W[:, l], x_i>``."""
     L = W.shape[1]

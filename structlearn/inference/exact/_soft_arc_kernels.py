@@ -66,6 +66,8 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from ..._borrowing import borrowing_kernel
+
 MAX_ROUNDS = 16  # propagation rounds per node at most
 INTEGRAL_MARGIN = 1e-6    # integer costs: prune above the incumbent's less 1 - this
 MAX_ASCENT_SWEEPS = 32    # the root's sweeps of edge block updates at most
@@ -238,10 +240,11 @@ def _edge_cost(pair, shift, K, e, s, x, y):
 
 
 # The helpers called per edge, label or variable take arrays, not the named
-# tuples: a call passing a tuple counts a reference of each array it reads
-# (atomic), which cost more than the work itself in the propagation loops.
+# tuples, and the kernels below borrow their arrays (see
+# :mod:`structlearn._borrowing`): counting references of the arrays a call
+# reads (atomic adds) cost more than the work itself in the propagation loops.
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _support(pair, shift, unary, residue, n_states, ends, K, e, s, eps):
     """Arc consistency of end ``s`` of edge ``e``: each label's minimum edge
     cost over the other end's domain moves onto the label's unary cost
@@ -278,7 +281,7 @@ def _support(pair, shift, unary, residue, n_states, ends, K, e, s, eps):
     return WIPED if alive == 0 else flags
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _full_support(pair, shift, unary, residue, n_states, ends, K, e, s, eps, minima, gainers):
     """Directional arc consistency of end ``s`` of edge ``e`` towards the
     other end: the other end's unary costs are extended into the edge as far
@@ -352,7 +355,7 @@ def _least_unary(unary, n_states, K, i):
     return m
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _take_least_unary(unary, n_states, K, i):
     """Node consistency of ``i``: its least unary cost, when positive, is
     subtracted from its costs and returned, for the bound (0 when not
@@ -367,7 +370,7 @@ def _take_least_unary(unary, n_states, K, i):
     return m
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, v):
     """The stars of ``v`` and its neighbours need an existential check (and
     a dead-end one)."""
@@ -377,7 +380,7 @@ def _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, v):
         star_dirty[u] = dee_dirty[u] = 1
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _fully_supported(pair, shift, unary, residue, n_states, adj_ptr, adjacency, eliminated, K,
                      i, x, eps):
     """Whether label ``x`` of ``i`` has, on every edge to a variable not
@@ -403,7 +406,7 @@ def _fully_supported(pair, shift, unary, residue, n_states, adj_ptr, adjacency, 
     return True
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _existential_pass(net, state, work, eps):
     """Existential arc consistency of each flagged variable ``i``: a label's
     star cost is its unary cost plus, per edge, the least edge plus unary
@@ -464,7 +467,7 @@ def _existential_pass(net, state, work, eps):
     return True
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _clear(work):
     work.edge_dirty[:] = 0
     work.shrunk[:] = 0
@@ -474,7 +477,7 @@ def _clear(work):
     work.touched[:] = 0
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _eliminate_dead_ends(net, state, work):
     """Dead-end elimination against each flagged variable's existentially
     supported label ``b``: a label ``a`` whose unary cost exceeds ``b``'s by
@@ -525,7 +528,7 @@ def _eliminate_dead_ends(net, state, work):
     return removed
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _propagate(net, state, work, cut, eps):
     """Enforce EDAC* from the flags in ``work`` (see the module docstring);
     returns False when a domain empties or the bound reaches ``cut`` (the
@@ -632,7 +635,7 @@ def _propagate(net, state, work, cut, eps):
     return True
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _domain_sizes(net, state, sizes):
     """Each variable's domain size into ``sizes`` (0 for the eliminated:
     like fixed ones, they are nobody's free neighbours)."""
@@ -646,7 +649,7 @@ def _domain_sizes(net, state, sizes):
         sizes[v] = size
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _eliminate(net, state, work, i, parent, edge, eps):
     """Eliminate free variable ``i`` (see the module docstring) into its one
     free neighbour ``parent`` over ``edge`` (``parent`` -1: none).  Returns
@@ -687,7 +690,7 @@ def _eliminate(net, state, work, i, parent, edge, eps):
     return True
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _eliminate_low_degree(net, state, work, eps):
     """Eliminate every free variable of at most one free neighbour (not
     through parallel edges), repeatedly.  Returns -1 when a domain empties,
@@ -719,7 +722,7 @@ def _eliminate_low_degree(net, state, work, eps):
     return count
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _evaluate(net, state, work, cut, eps):
     """A node: EDAC* from the flags in ``work``, then the elimination of
     variables of at most one free neighbour, each followed by EDAC* again.
@@ -742,7 +745,7 @@ def _evaluate(net, state, work, cut, eps):
                 _touch_star(work.star_dirty, work.dee_dirty, net.adj_ptr, net.adjacency, v)
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _edge_block_update(net, state, e, row, col):
     """Max-product linear programming's update of edge ``e`` (Globerson and
     Jaakkola), in costs: with ``m(x, y)`` the edge's cost plus both ends'
@@ -773,7 +776,7 @@ def _edge_block_update(net, state, e, row, col):
     _keep_half(unary, shift, q * K, (2 * e + 1) * K, kq, col)
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _keep_half(unary, shift, first, first_shift, k, minima):
     """One end of an edge block update: each of its ``k`` labels (unary
     costs from ``unary[first]``, its shifts from ``shift[first_shift]``)
@@ -790,7 +793,7 @@ def _keep_half(unary, shift, first, first_shift, k, minima):
         unary[first + x] = half
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _dual_ascent(net, state, work):
     """The root's sweeps of :func:`_edge_block_update` over every edge, at
     most :data:`MAX_ASCENT_SWEEPS`, while each :data:`ASCENT_CHECK` sweeps
@@ -823,7 +826,7 @@ def _dual_ascent(net, state, work):
     state.scalars[LOWER] = lower
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _choose_variable(net, state, work):
     """The last conflict's variable while it is free, else the free variable
     (two or more labels, not eliminated) of least domain size over the summed
@@ -857,7 +860,7 @@ def _choose_variable(net, state, work):
     return best
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _choose_label(net, state, v, eps):
     """The label of least unary cost (on ties the incumbent's, else the
     existentially supported one)."""
@@ -889,7 +892,7 @@ def labeling_cost(net, labels):
     return total
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _star_cost(net, state, work, labels, i, x, parent, y):
     """Original cost of label ``x`` of eliminated variable ``i`` with its
     parent at ``y``: its unary cost, its edges to fixed variables (at
@@ -910,7 +913,7 @@ def _star_cost(net, state, work, labels, i, x, parent, y):
     return total
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _complete_eliminated(net, state, work, labels):
     """Best labels of the eliminated variables given the fixed ones in
     ``labels`` (dynamic programming over the original costs: subtree costs
@@ -961,7 +964,7 @@ def _offer_leaf(net, state, work, current):
         state.labels[:] = current
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _keep_eliminated(state, count):
     """Undo the eliminations after the first ``count`` of the current path
     (going back to a node above them)."""

@@ -1,0 +1,33 @@
+"""A numba decorator for kernels that borrow their arrays.
+
+numba counts a reference of every array a kernel binds from its arguments,
+and of every view it takes (``W[f]``, ``a[b:e]``), when it makes it and
+releases it after, each an atomic add on the array's shared count.  Its
+pruning pass leaves these counts in place on kernels with several exits,
+loops or inlined helpers.  In the hot loops they cost more than the work:
+20 % of the soft arc search's time and half of the multilabel GDMM pass's
+went to them (``perf``), and on threads that share arrays every count is a
+cache line bounced between cores.
+
+A kernel compiled by :func:`borrowing_kernel` runs without numba's runtime
+(``_nrt=False``): it holds its arrays and views as borrowed references,
+which its caller keeps alive for the call.  Such a kernel must not allocate
+(``np.empty``, an array copy, a slice assigned from an overlapping array)
+nor return an array; numba refuses to compile one that does ("NRT required
+but not enabled").  Kernels that allocate their scratch space do so in a
+thin caller and hand it down.
+"""
+
+import numba as nb
+
+__all__ = ["borrowing_kernel"]
+
+
+def borrowing_kernel(func=None, *, python_callable=False):
+    """Compile ``func`` as a cached numba kernel without the runtime.
+
+    Use as ``@borrowing_kernel`` (callable from other kernels only: no Python
+    wrapper is compiled) or ``@borrowing_kernel(python_callable=True)``.
+    """
+    decorate = nb.njit(cache=True, no_cpython_wrapper=not python_callable, _nrt=False)
+    return decorate if func is None else decorate(func)
