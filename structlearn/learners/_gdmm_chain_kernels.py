@@ -46,6 +46,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from .._borrowing import borrowing_kernel
 from ..oracles._indicator_kernels import (
     indicator_add,
     indicator_fmo_above,
@@ -240,15 +241,19 @@ def _listed_scores(W, data, indices, start, end, labels, n, g):
             g[s] += x * row[labels[s]]
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True, nogil=True)
+@borrowing_kernel
 def _unigram_step(j, search, chain, slots, weights, settings, work, scratch, parts, Wsp,
                   weights32):
     """One unigram factor's block step (``search`` False: within its slots,
-    scoring only those); returns the sparse rows (a new tuple when their pool
-    grew) and whether the search found a label to add.
+    scoring only those); returns how many labels' duals moved (sparse rows
+    only: their labels and steps are left in ``changed_labels`` and ``g`` of
+    ``scratch`` for the pass to add to the rows, which may grow their pool;
+    0 with dense weights, which the step updates itself) and whether the
+    search found a label to add.
 
     ``chain``, ``slots``, ``weights``, ``settings``, ``work``: the pass's
-    named tuples; ``scratch``: ``(changed_labels, g, add_val, z, new_alpha)``.
+    named tuples; ``scratch``: ``(changed_labels, g, add_val, z, new_alpha,
+    no_offsets)`` (``no_offsets`` int64 (0,)).
     ``parts``: None (exact search), or the partition drawn per token for the
     sampled search.  ``Wsp`` None: the weights are the dense
     ``weights.dense``; else they are the sparse rows ``Wsp`` (exact search
@@ -259,7 +264,7 @@ def _unigram_step(j, search, chain, slots, weights, settings, work, scratch, par
     inlining copies the IR block by block, about 1.4 s of a first fit's
     compilation for this step, against a call that costs a few percent of
     an OCR pass."""
-    changed_labels, g, add_val, z, new_alpha = scratch
+    changed_labels, g, add_val, z, new_alpha, no_offsets = scratch
     data, indices, step_data = chain.data, chain.indices, chain.step_data
     W = weights.dense
     C, rho = settings.C, settings.rho
@@ -268,7 +273,6 @@ def _unigram_step(j, search, chain, slots, weights, settings, work, scratch, par
     inner = work.inner
     stats = work.stats
     K = inner[0].shape[0]
-    rows = Wsp  # as the pool grows (Wsp stays the argument: None is seen when compiling)
     gt = chain.y[j]
     n = slots.count[j]
     hl = chain.has_left[j] != 0
@@ -312,7 +316,7 @@ def _unigram_step(j, search, chain, slots, weights, settings, work, scratch, par
     else:
         nu = settings.n_partitions
         part = parts[j]
-        best, ystar = inner_product_fmo_sampled(W, indices, data, start, end, np.empty(0, np.int64),
+        best, ystar = inner_product_fmo_sampled(W, indices, data, start, end, no_offsets,
                                                 nu, part, labels, add_val, n, 1.0, gt, gt, inner)
         stats[0] += (part + 1) * K // nu - part * K // nu
         scores = inner[0]
@@ -359,13 +363,10 @@ def _unigram_step(j, search, chain, slots, weights, settings, work, scratch, par
                 changed_labels[m] = lab
                 g[m] = d
                 m += 1
-    if Wsp is not None and m > 0:
-        rows = sparse_rows_update(rows, indices, step_data, start, end, changed_labels, g, m,
-                                  work.posmap)
-    return rows, added
+    return m, added
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True, nogil=True)
+@borrowing_kernel
 def _bigram_step(j, search, chain, slots, pairs, weights, settings, work, scratch, vstate):
     """One bigram factor's block step on edge ``j`` (``search`` False: within
     its active pairs); returns whether the search found a pair to add.
@@ -549,7 +550,8 @@ def gdmm_chain_pass(chain, slots, pairs, weights, settings, work, order, parts, 
     g = np.empty(L)
     z = np.empty(L)
     new_val = np.empty(L)
-    unigram_scratch = (np.empty(A, dtype=np.int64), g, np.empty(A), z, new_val)
+    unigram_scratch = (np.empty(A, dtype=np.int64), g, np.empty(A), z, new_val,
+                       np.empty(0, dtype=np.int64))
     bigram_scratch = (np.zeros(K), np.zeros(K), np.empty(A), np.empty(A), g, z, new_val,
                       np.empty(A, dtype=np.int64), np.empty(A, dtype=np.int64))
     backoff = work.backoff
@@ -565,8 +567,12 @@ def gdmm_chain_pass(chain, slots, pairs, weights, settings, work, order, parts, 
                 _, added = _unigram_step(f, search, chain, slots, weights, settings, work,
                                          unigram_scratch, parts, Wsp, weights32)
             else:
-                rows, added = _unigram_step(f, search, chain, slots, weights, settings, work,
-                                            unigram_scratch, parts, rows, weights32)
+                moved, added = _unigram_step(f, search, chain, slots, weights, settings, work,
+                                             unigram_scratch, parts, rows, weights32)
+                if moved > 0:  # may grow the rows' pool: a new tuple
+                    rows = sparse_rows_update(rows, chain.indices, chain.step_data,
+                                              chain.indptr[f], chain.indptr[f + 1],
+                                              unigram_scratch[0], g, moved, work.posmap)
         else:
             added = _bigram_step(f - N, search, chain, slots, pairs, weights, settings, work,
                                  bigram_scratch, vstate)
