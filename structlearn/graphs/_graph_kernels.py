@@ -1,9 +1,9 @@
 """Numba kernels over the flat arrays of a FactorGraph (no validation here)."""
 
-import numba as nb
+from .._borrowing import borrowing_kernel
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def factor_entry_index(scope_indptr, scope_vars, n_states, f, labels_row):
     """Flat C-order index into factor ``f``'s table for one labeling."""
     idx = 0
@@ -13,7 +13,7 @@ def factor_entry_index(scope_indptr, scope_vars, n_states, f, labels_row):
     return idx
 
 
-@nb.njit(cache=True)
+@borrowing_kernel(python_callable=True)
 def score_labelings(
     n_states,
     unary_offsets,

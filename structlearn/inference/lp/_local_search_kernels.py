@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from ..._borrowing import borrowing_kernel
 from ...graphs._graph_kernels import score_labelings
 
 IDLE, LOCAL_OPTIMUM = 0, 1  # Walk.counters
@@ -59,7 +60,7 @@ class Walk(NamedTuple):
     random_state: np.ndarray
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _uniform(random_state):
     """A draw in [0, 1) from the xorshift64* stream ``random_state`` (uint64
     (1,), advanced)."""
@@ -71,7 +72,7 @@ def _uniform(random_state):
     return float((x * np.uint64(0x2545F4914F6CDD1D)) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _conditional_scores(graph, var_indptr, var_factors, labels, i, values):
     """``values[x]``: the score terms of variable ``i`` with label ``x``,
     the other variables at ``labels``."""
@@ -99,7 +100,7 @@ def _conditional_scores(graph, var_indptr, var_factors, labels, i, values):
             values[x] += table_data[base + idx + x * stride]
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _best_response(graph, var_indptr, var_factors, labels, i, values):
     """Give ``i`` its best label given the others (ties keep its label);
     returns whether it changed."""
@@ -115,7 +116,7 @@ def _best_response(graph, var_indptr, var_factors, labels, i, values):
     return True
 
 
-@nb.njit(cache=True)
+@borrowing_kernel(python_callable=True)
 def local_search(graph, var_indptr, var_factors, labels, max_sweeps, cand):
     """Iterated conditional modes on the true scores: each variable in turn
     takes its best label given the others, until no label changes (at most
@@ -129,7 +130,7 @@ def local_search(graph, var_indptr, var_factors, labels, max_sweeps, cand):
             break
 
 
-@nb.njit(cache=True)
+@borrowing_kernel(python_callable=True)
 def perturb_ball(n_states, scope_indptr, scope_vars, var_indptr, var_factors, labels,
                  start, size, unif, seen, queue):
     """Give random labels to a breadth-first ball of ``size`` variables around ``start``.
@@ -160,7 +161,7 @@ def perturb_ball(n_states, scope_indptr, scope_vars, var_indptr, var_factors, la
     return tail
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _push_neighbours(graph, var_indptr, var_factors, v, walk, head, count):
     """Queue the variables sharing a factor with ``v`` (not ``v``) that are
     not queued, in the ring ``walk.queue[head:head + count]`` (modulo n);
@@ -179,7 +180,7 @@ def _push_neighbours(graph, var_indptr, var_factors, v, walk, head, count):
     return count
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True)
+@borrowing_kernel
 def _icm_from(graph, var_indptr, var_factors, labels, walk, count):
     """Iterated conditional modes from the ``count`` variables queued at the
     start of ``walk.queue`` (flagged in ``walk.queued``): a variable whose
