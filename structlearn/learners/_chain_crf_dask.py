@@ -115,15 +115,15 @@ class RemoteLikelihood:
         def send(timeout=True):
             """Send each run to a worker (again after a worker was lost: the
             runs are data, so a lost one is sent anew and the evaluation
-            repeated; then within :func:`scatter_timeout`)."""
-            from ._dask_partitions import scatter_timeout
+            repeated; then within the time limit of :func:`bounded_scatter`)."""
+            from ._dask_partitions import bounded_scatter
 
             runs = [sub_problem(prob, int(bounds[i]), int(bounds[i + 1]))
                     for i in range(len(bounds) - 1)]
-            if timeout:
-                timeout = scatter_timeout(sum(run_nbytes(run) for run in runs))
             # a list is spread over the workers alive now
-            return client.scatter(runs, hash=False, timeout=timeout)
+            if timeout:
+                return bounded_scatter(client, runs, sum(run_nbytes(run) for run in runs))
+            return client.scatter(runs, hash=False)
 
         return cls(client, send(timeout=None), send)
 
@@ -131,7 +131,7 @@ class RemoteLikelihood:
         """Summed negative log-likelihood; its gradient into ``g``.  The runs'
         gradients are fetched and added in run order, one at a time: the
         client holds one besides ``g``, however many runs there are."""
-        from ._dask_partitions import MAX_FAILED_ROUNDS, lost_errors, scatter_timeout
+        from ._dask_partitions import MAX_FAILED_ROUNDS, bounded_scatter, lost_errors
 
         client = self.client
         if client.status in ("closing", "closed"):
@@ -144,8 +144,8 @@ class RemoteLikelihood:
                 if self._broadcast:
                     holders = client.who_has(self.parts)
                     workers = sorted({a for where in holders.values() for a in where})
-                    w_remote = client.scatter(w, workers=workers or None, broadcast=True,
-                                              hash=False, timeout=scatter_timeout(w.nbytes))
+                    w_remote = bounded_scatter(client, w, w.nbytes, workers=workers or None,
+                                               broadcast=True)
                 else:
                     w_remote = client.scatter(w, hash=False)
                 futures = [client.submit(_remote_nll_grad, part, w_remote, pure=False)

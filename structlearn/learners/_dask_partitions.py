@@ -20,7 +20,8 @@ import copy
 import logging
 import operator
 
-__all__ = ["CHECKPOINT_EVERY", "DaskPartitions", "MAX_FAILED_ROUNDS", "worker_addresses"]
+__all__ = ["CHECKPOINT_EVERY", "DaskPartitions", "MAX_FAILED_ROUNDS", "bounded_scatter",
+           "worker_addresses"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +50,21 @@ def scatter_timeout(nbytes):
     """Seconds a scatter of ``nbytes`` may take before it counts as lost: a
     worker that died unnoticed would hold it up forever (20 s plus 20 MB/s)."""
     return 20.0 + nbytes / 20e6
+
+
+def bounded_scatter(client, data, nbytes, **kwargs):
+    """``client.scatter(data, hash=False, **kwargs)`` that raises
+    ``TimeoutError`` (one of :func:`lost_errors`) after
+    :func:`scatter_timeout` ``(nbytes)`` seconds.
+
+    distributed's own ``timeout`` covers only the wait for workers to send
+    to: a scatter to a worker that had just died, its address still listed,
+    waited forever (seen in a test that kills a worker between two
+    evaluations).  The client's ``sync`` bounds the whole call instead.
+    """
+    seconds = scatter_timeout(nbytes)
+    return client.sync(client._scatter, data, hash=False, timeout=seconds,
+                       callback_timeout=seconds, **kwargs)
 
 
 def _settle(futures):
@@ -116,8 +132,7 @@ class DaskPartitions:
         futures = futures if isinstance(futures, list) else [futures]
         where = client.who_has([futures[0]]).get(futures[0].key) or None
         sent = [None if a is None else
-                client.scatter(a, workers=list(where) if where else None, hash=False,
-                               timeout=scatter_timeout(a.nbytes))
+                bounded_scatter(client, a, a.nbytes, workers=list(where) if where else None)
                 for a in arrays]
         self.bytes_sent += sum(0 if a is None else a.nbytes for a in arrays)
         return client.submit(func, *futures, *sent, *args, pure=False)
