@@ -14,7 +14,8 @@ A kernel compiled by :func:`borrowing_kernel` runs without numba's runtime
 which its caller keeps alive for the call.  Such a kernel must not allocate
 (``np.empty``, an array copy, a slice assigned from an overlapping array)
 nor return an array; numba refuses to compile one that does ("NRT required
-but not enabled").  Kernels that allocate their scratch space do so in a
+but not enabled", or "Only accept returning of array passed into the
+function as argument" when the allocation is typed).  Kernels that allocate their scratch space do so in a
 thin caller and hand it down.
 """
 

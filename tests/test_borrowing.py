@@ -42,7 +42,9 @@ def test_a_borrowing_kernel_reads_views_and_writes_in_place():
 
 
 def test_a_borrowing_kernel_that_allocates_is_refused():
-    with pytest.raises(NumbaError, match="NRT required"):
+    # numba refuses the allocation when it types it (an array made inside
+    # the kernel cannot be returned, not even to its own np.zeros) or lowers it
+    with pytest.raises(NumbaError, match="NRT required|returning of array"):
         _allocates(3)
 
 
