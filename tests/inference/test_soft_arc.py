@@ -433,10 +433,15 @@ def test_a_long_enough_limit_keeps_a_share_for_the_lp_roots_bound(monkeypatch):
     0.8 s), whose bound is taken where it is tighter."""
     import structlearn.inference.exact.branch_and_bound as bb
 
-    solve_map(planted_weighted_csp(5), "exact", persistency=False, time_limit=30)  # compiled
     graph = planted_weighted_csp(11, n=80, k=12, forbid=0.3, planted_scores=True)
     monkeypatch.setattr(bb, "SOFT_ARC_LP_BOUND_SHARE", 0.5)
-    res = solve_map(graph, "exact", enumeration_limit=0, persistency=False, time_limit=0.8)
+    # from a cold cache the kernels of this path take longer than the limit to
+    # compile, and a call that spends it compiling reaches the later stages'
+    # kernels only the next time: the same call until one compiles nothing
+    for _ in range(6):
+        res = solve_map(graph, "exact", enumeration_limit=0, persistency=False, time_limit=0.8)
+        if res.compile_time < 0.05:
+            break
     assert res.history and res.status == "time_limit"
     root = SoftArcSearch(graph)
     root.run(max_nodes=1)

@@ -19,6 +19,8 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from ..._borrowing import borrowing_kernel
+
 __all__ = ["BEST", "CURRENT", "PenalizedPairs", "SINCE", "STEP", "TabuSettings", "TabuState",
            "VIOLATIONS", "tabu_init", "tabu_steps"]
 
@@ -118,7 +120,7 @@ def tabu_init(net, pairs, state):
         state.best_labels[:] = labels
 
 
-@nb.njit(cache=True, nogil=True)
+@borrowing_kernel
 def _relabel(net, pairs, state, i, x):
     """Move variable ``i`` to label ``x``: its neighbours' gains and clashes,
     the current cost and the violations."""
