@@ -5,9 +5,8 @@ and of every view it takes (``W[f]``, ``a[b:e]``), when it makes it and
 releases it after, each an atomic add on the array's shared count.  Its
 pruning pass leaves these counts in place on kernels with several exits,
 loops or inlined helpers.  In the hot loops they cost more than the work:
-20 % of the soft arc search's time and half of the multilabel GDMM pass's
-went to them (``perf``), and on threads that share arrays every count is a
-cache line bounced between cores.
+15-20 % of the soft arc search's time and half of the multilabel GDMM
+pass's went to them (``perf``).
 
 A kernel compiled by :func:`borrowing_kernel` runs without numba's runtime
 (``_nrt=False``): it holds its arrays and views as borrowed references,
@@ -15,8 +14,8 @@ which its caller keeps alive for the call.  Such a kernel must not allocate
 (``np.empty``, an array copy, a slice assigned from an overlapping array)
 nor return an array; numba refuses to compile one that does ("NRT required
 but not enabled", or "Only accept returning of array passed into the
-function as argument" when the allocation is typed).  Kernels that allocate their scratch space do so in a
-thin caller and hand it down.
+function as argument" when the allocation is typed).  Kernels that allocate
+their scratch space do so in a thin caller and hand it down.
 """
 
 import numba as nb
