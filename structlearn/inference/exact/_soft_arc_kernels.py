@@ -518,6 +518,8 @@ def _eliminate_dead_ends(net, state, work):
                             break
                         continue
                     worst = max(worst, cb - _edge_cost(pair, shift, K, e, si, a, y))
+                    if worst > slack:  # the label stays whatever the rest of the edge
+                        break
                 slack -= worst
                 if slack < 0.0:
                     break
