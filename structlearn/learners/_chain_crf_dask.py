@@ -88,10 +88,10 @@ class RemoteLikelihood:
         the workers (it computes a lost one again).
     broadcast : bool, default=True
         Send the parameters to the runs' holders at once (from the client,
-        within :func:`scatter_timeout`); False: leave them where this
-        process is (a task on a worker: a broadcast from there has no time
-        limit and waited forever on a worker that had died), and the
-        evaluations fetch them.
+        within the time limit of :func:`._dask_partitions.bounded_scatter`);
+        False: leave them where this process is (a task on a worker: a
+        broadcast from there has no time limit and waited forever on a
+        worker that had died), and the evaluations fetch them.
     """
 
     def __init__(self, client, parts, resend=None, broadcast=True):
