@@ -21,6 +21,8 @@ Sections:
   words a sample).
 * ``synthetic1k``: the same multilabel fit on ``bench_multilabel``'s
   1,000-label look-alike (13,000 samples, 983 labels, 500 features).
+* With ``--pairwise none`` the multilabel sections' labels share no
+  edge, and ``training_partitions`` splits the labels into groups.
 * ``bcfw``: ``SequenceSSVM(solver="bcfw", C=0.1, tol=0.01)`` on the
   ``lookalike2`` task (its partitions are drawn anew each round).
 * ``lookalike``: the same chain fit on a generated task of about
@@ -513,6 +515,9 @@ def main():
     ap.add_argument("--porttinari", default="../shared/data/porttinari_pos.conllu.gz")
     ap.add_argument("--bibtex", default="../shared/data/multilabel/bibtex.npz")
     ap.add_argument("--corel5k", default="../shared/data/multilabel/corel5k.npz")
+    ap.add_argument("--pairwise", default="auto",
+                    help="MultiLabelSSVM's pairwise ('none' or a forest of several trees: "
+                         "the partitions are groups of labels)")
     args = ap.parse_args()
     from structlearn.estimators import MultiLabelSSVM, SequenceSSVM
 
@@ -522,7 +527,7 @@ def main():
 
     def multilabel(n_jobs, parts):
         return MultiLabelSSVM(C=0.1, tol=0.01, max_iter=1000, random_state=0, n_jobs=n_jobs,
-                              training_partitions=parts)
+                              training_partitions=parts, pairwise=args.pairwise)
 
     # compile (and warm) the kernels of both settings before timing
     from structlearn.datasets import make_chain_data

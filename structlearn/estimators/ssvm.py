@@ -729,7 +729,17 @@ default="auto"
         ``dask.distributed`` workers in ``2 P`` blocks: each partition keeps
         a home block and takes a visiting block drawn anew each round, so
         only half the samples move.  Where the samples share most
-        features the damping costs passes (BENCHMARKS.md).
+        features the damping costs passes (BENCHMARKS.md).  On threads,
+        labels that no chain of ``pairwise`` edges joins (every label with
+        ``"none"``, the trees of a forest) are split instead, into at most
+        ``P`` groups of whole components with about equal labels: each
+        group takes one pass over all the samples per round beside the
+        others, with weights and duals of its own, nothing to merge and no
+        damping, and the certificate is the sum of the groups'.  With
+        ``pairwise="none"`` the model is then the one-process model, bit
+        for bit (0.60-0.62x the one-thread time on two threads on bibtex
+        and its look-alike, BENCHMARKS.md).  A single tree (the ``"auto"``
+        and ``"tree"`` edges) or graph keeps the sample partitions.
     check_every : int or "auto", default="auto"
         gdmm evaluates its certificate (primal, dual, and so the stopping
         rule) after every ``check_every``-th pass and after the last one;

@@ -618,7 +618,7 @@ def gdmm_multilabel_multipliers(Y, A, C, eta, tmask, pool):
     return res
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def gdmm_multilabel_dual(W, Pw, Y, A, C, pool, Pfeas):
     """Dual value ``-D`` at a feasible point repaired from the iterate.
 
@@ -655,7 +655,7 @@ def gdmm_multilabel_dual(W, Pw, Y, A, C, pool, Pfeas):
     return -(0.5 * reg + lin)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def lp_hinge_bound(W, Pw, E, data, indices, indptr, Y, rho, pool, up_a, up_b, out):
     """Upper bound on each sample's LP-relaxed hinge loss (``out`` float64 (n,)).
 

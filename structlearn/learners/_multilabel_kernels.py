@@ -129,7 +129,7 @@ def _loss_augmented(W, P, E, n_edges, scale, samples, i, scratch):
     return h if h > 0.0 else 0.0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def multilabel_hinge_sum(W, P, E, n_edges, scale, data, indices, indptr, Y):
     """Summed structured hinge losses of ``(scale * W, scale * P)``, exact oracle."""
     n, L = Y.shape
@@ -141,7 +141,7 @@ def multilabel_hinge_sum(W, P, E, n_edges, scale, data, indices, indptr, Y):
     return total
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def multilabel_primal(W, P, E, n_edges, scale, data, indices, indptr, Y, C):
     """Primal objective of ``(scale * W, scale * P)`` with the exact oracle."""
     L = Y.shape[1]
@@ -271,7 +271,7 @@ def multilabel_ssg_pass(samples, order, Cn, Wsum, Psum, Wacc, Pacc, E, n_edges, 
     return t
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def forest_hinges(W, data, indices, indptr, Y, order, parent, weight, out):
     """Exact hinge of every sample when the interaction edges form a forest.
 

@@ -57,7 +57,7 @@ def token_sq_norms(data, indptr):
     return np.bincount(rows, weights=data * data, minlength=n).astype(np.float64, copy=False)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _sq_sum(a):
     s = 0.0
     for i in range(a.shape[0]):

@@ -71,11 +71,14 @@ from ._gdmm_multilabel_kernels import (
     gdmm_multilabel_pass,
     lp_hinge_bound,
 )
+from ._gdmm_multilabel_label_groups import (group_problem, label_groups, put_group_states,
+                                            release_whole_state, take_group_state)
 from ._gdmm_multilabel_threads import ThreadMultilabelPartitions
 from ._gdmm_multilabel_storage import (INITIAL_PAIRS, _positive_edges, compacted_pool,
                                        edge_pair_ids, new_pair_pool)
 from ._multilabel_kernels import SampleFeatures, multilabel_primal
-from ._partitions import active_dask_client, check_training_partitions, round_record
+from ._partitions import (PartitionThreads, active_dask_client, check_training_partitions,
+                          n_threads, round_record)
 from ._ssvm_common import HistoryMonitor, check_schedule, sq_norm, warn_not_converged
 
 __all__ = ["GDMMMultilabelState", "fit_gdmm_multilabel", "is_forest_mask"]
@@ -247,6 +250,110 @@ def _serial_pass(state, samples, edges, order, block_ends, params, stats, monito
     return False, False
 
 
+class _Quiet:
+    """A monitor for the groups' passes: the callback is asked between rounds only."""
+
+    @staticmethod
+    def progress(iteration, block, n_blocks):
+        return False
+
+
+class LabelGroupRounds:
+    """Passes over independent groups of labels side by side on threads
+    (:mod:`._gdmm_multilabel_label_groups`).
+
+    Each group is a problem of its own over the same samples, with its own
+    state (moved out of ``state`` here, which keeps its pair weights, pool
+    and counters only, and written back by :meth:`close`).
+    A round visits the samples in one permutation for every group, as a
+    pass of one process would, followed by each group's multiplier step;
+    the certificate is the sum of the groups'.  A label's duals and weights
+    take the same steps as in one process (the greedy pair factor of a
+    sample is the best of its group, not of all the edges), so with no
+    edges the fit is the one-process fit, bit for bit, for any ``n_jobs``.
+
+    Parameters
+    ----------
+    problem : MultilabelProblem
+    state : GDMMMultilabelState
+    groups : list of int64 arrays
+        The groups' labels (:func:`._gdmm_multilabel_label_groups.label_groups`).
+    C, rho, rounds : float, float, int
+        As in the one-process pass.
+    n_jobs : int or None
+        Threads running the groups (at most one per group).
+    """
+
+    remote = False
+    certifies_itself = True
+
+    def __init__(self, problem, state, groups, C, rho, rounds, n_jobs):
+        self.state = state
+        self.groups = groups
+        self.n_parts = len(groups)
+        self.params = (float(C), float(rho), int(rounds))
+        self.problems, self.states, self.samples, self.edges, self.certs = [], [], [], [], []
+        for labels in groups:
+            sub = group_problem(problem, labels)
+            sub_state = GDMMMultilabelState(sub, state.sublinear)
+            take_group_state(state, labels, sub_state)
+            nbr_ptr, nbr = _label_adjacency(sub.E)
+            edge_list, pids = edge_pair_ids(sub.E)
+            self.problems.append(sub)
+            self.states.append(sub_state)
+            self.samples.append(SampleFeatures(sub.data, sub.indices, sub.indptr, sub.Y,
+                                               sub.sq_norms()))
+            self.edges.append((sub.E, sub.n_edges, nbr_ptr, nbr, edge_list, pids))
+            self.certs.append(_Certificate(sub, C, rho))
+        self.layout = release_whole_state(state)
+        self.stats = [np.zeros(2, dtype=np.int64) for _ in groups]
+        self.threads = PartitionThreads(n_threads(n_jobs, self.n_parts))
+
+    def _pass(self, k, order, block_ends, eta, deadline):
+        """Group ``k``'s pass and multiplier step; returns ``(res2, partial)``."""
+        sub, sub_state, stats = self.problems[k], self.states[k], self.stats[k]
+        stats[:] = 0
+        out_of_time, _ = _serial_pass(sub_state, self.samples[k], self.edges[k], order,
+                                      block_ends, self.params, stats, _Quiet, deadline)
+        res2 = gdmm_multilabel_multipliers(sub.Y, sub_state.A, self.params[0], float(eta),
+                                           sub_state.tmask, sub_state.pool)
+        return float(res2), out_of_time
+
+    def round(self, rng, eta, stats, deadline, n_blocks):
+        """One pass of every group over the samples in one permutation drawn
+        from ``rng`` (in ``n_blocks`` blocks, as one process's pass); returns
+        ``(res2, finished, local_time, merge_time)`` as the sample partitions
+        do."""
+        t0 = time.perf_counter()
+        n = self.problems[0].Y.shape[0]
+        order = rng.permutation(n).astype(np.int64)
+        block_ends = np.unique(np.linspace(0, n, n_blocks + 1).astype(np.int64))[1:]
+        out = self.threads.map(self._pass, range(self.n_parts), [order] * self.n_parts,
+                               [block_ends] * self.n_parts, [eta] * self.n_parts,
+                               [deadline] * self.n_parts)
+        for s in self.stats:
+            stats += s
+        return (sum(r for r, _ in out), not any(p for _, p in out), time.perf_counter() - t0,
+                0.0)
+
+    def certificate(self, cert):
+        """``(primal, dual, primal_exact)`` of the whole problem: the groups'
+        sums (``cert``, the whole problem's, is not needed: each group's
+        best dual bounds its part of the optimum)."""
+        values = self.threads.map(_Certificate.evaluate, self.certs, self.states)
+        return tuple(float(sum(v)) for v in zip(*values))
+
+    @property
+    def active(self):
+        """Active factors summed over the groups."""
+        return float(sum(s.tmask.sum() + s.pool.count.sum() for s in self.states))
+
+    def close(self):
+        """Write the groups' states back into the whole problem's."""
+        self.threads.close()
+        put_group_states(self.state, self.groups, self.states, self.layout)
+
+
 def run_rounds(step, certify, active, state, monitor, stats, *, schedule, max_iter, tol,
                deadline):
     """The passes (or partitioned rounds) of a multilabel GDMM fit, each
@@ -333,8 +440,12 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         ``n_jobs`` threads and merge after the round
         (:mod:`._gdmm_multilabel_threads`; on dask workers each partition
         keeps a home block of samples and takes a visiting block drawn anew,
-        :mod:`._gdmm_multilabel_dask`).  The iterates depend on
-        ``rng`` and the partitions, not on ``n_jobs``.
+        :mod:`._gdmm_multilabel_dask`).  On threads, when the edges leave
+        several connected components that pack into groups of about equal
+        labels (:func:`._gdmm_multilabel_label_groups.label_groups`), the
+        partitions are those groups of labels instead
+        (:class:`LabelGroupRounds`).  The iterates depend on ``rng`` and
+        the partitions, not on ``n_jobs``.
 
     Returns
     -------
@@ -362,7 +473,10 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
     if n_parts > 1:
         client = active_dask_client()
         edge_data = (E, ne, nbr_ptr, nbr, edges, pids)
-        if client is None:
+        groups = label_groups(E, n_parts) if client is None else None
+        if groups is not None:
+            partitions = LabelGroupRounds(problem, state, groups, C, rho, rounds, n_jobs)
+        elif client is None:
             partitions = ThreadMultilabelPartitions(problem, state, n_parts, edge_data, C, rho,
                                                     rounds, n_jobs)
         else:
@@ -386,14 +500,16 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         return res2, not finished, False, round_record(partitions, local_time, merge_time)
 
     def certify():
-        if partitions is not None and partitions.remote:
+        if partitions is not None and (partitions.remote
+                                       or getattr(partitions, "certifies_itself", False)):
             return partitions.certificate(cert)
         if partitions is not None:
             partitions.sync_pool()
         return cert.evaluate(state)
 
     def active():
-        if partitions is not None and partitions.remote:
+        if partitions is not None and (partitions.remote
+                                       or getattr(partitions, "certifies_itself", False)):
             return partitions.active / max(n, 1)
         return (state.tmask.sum() + state.pool.count.sum()) / max(n, 1)
 

@@ -424,3 +424,165 @@ def test_partitioned_fit_under_a_joblib_backend(backend):
         under = _fit_ml(Xm, Ym, training_partitions=2, n_jobs=2, max_iter=8)
     np.testing.assert_array_equal(plain.coef_, under.coef_)
     np.testing.assert_array_equal(plain.pairwise_coef_, under.pairwise_coef_)
+
+
+# ---------------------------------------------------------- label groups
+def _components(E):
+    """Naive connected components of an upper-triangular mask (label -> id)."""
+    L = E.shape[0]
+    comp = np.arange(L)
+    changed = True
+    while changed:
+        changed = False
+        for a, b in zip(*np.nonzero(E)):
+            low = min(comp[a], comp[b])
+            if comp[a] != low or comp[b] != low:
+                comp[comp == comp[a]] = low
+                comp[comp == comp[b]] = low
+                changed = True
+    return comp
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_label_groups_hold_whole_components_evenly(seed):
+    from structlearn.learners._gdmm_multilabel_label_groups import MAX_IMBALANCE, label_groups
+
+    rng = np.random.RandomState(seed)
+    L = rng.randint(2, 30)
+    E = np.triu((rng.rand(L, L) < rng.choice([0.0, 0.05, 0.2, 0.6])).astype(np.uint8), 1)
+    P = rng.randint(2, 5)
+    groups = label_groups(E, P)
+    comp = _components(E)
+    sizes = np.bincount(np.unique(comp, return_inverse=True)[1])
+    n_comp = sizes.size
+    G = min(P, n_comp)
+    allowed = max(MAX_IMBALANCE * L / G, -(-L // G))
+    if groups is None:  # one component, or the largest first into the smallest overflows
+        load = np.zeros(G)
+        for c in sorted(sizes, reverse=True):
+            load[np.argmin(load)] += c
+        assert n_comp == 1 or load.max() > allowed
+        return
+    assert len(groups) == min(P, n_comp)
+    every = np.sort(np.concatenate(groups))
+    np.testing.assert_array_equal(every, np.arange(L))
+    for g in groups:
+        assert np.all(np.diff(g) > 0)
+        for c in np.unique(comp[g]):  # each component lies in one group
+            assert set(np.flatnonzero(comp == c)) <= set(g)
+    assert max(len(g) for g in groups) <= allowed
+
+
+def test_label_groups_refuse_one_component():
+    from structlearn.learners._gdmm_multilabel_label_groups import label_groups
+
+    E = np.triu(np.ones((6, 6), dtype=np.uint8), 1)
+    assert label_groups(E, 2) is None
+    chain = np.zeros((6, 6), dtype=np.uint8)
+    chain[np.arange(5), np.arange(1, 6)] = 1
+    assert label_groups(chain, 3) is None
+    assert [g.tolist() for g in label_groups(np.zeros((4, 4), dtype=np.uint8), 2)] == \
+        [[0, 2], [1, 3]]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_group_states_go_back_as_they_came(seed):
+    """Taking every group's part of a state and writing them back gives the
+    same arrays and, per sample, the same pairs."""
+    from structlearn.learners._gdmm_multilabel_label_groups import (group_problem, label_groups,
+                                                                   put_group_states,
+                                                                   release_whole_state,
+                                                                   take_group_state)
+    from structlearn.learners.gdmm_multilabel import GDMMMultilabelState
+    from structlearn.learners.multilabel import MultilabelProblem
+
+    rng = np.random.RandomState(seed)
+    n, d, L = 15, 4, 7
+    E = np.zeros((L, L), dtype=np.uint8)
+    for a, b in [(0, 3), (3, 5), (1, 2), (4, 6)]:
+        E[a, b] = 1
+    X = sp.random(n, d, density=0.5, format="csr", random_state=rng)
+    problem = MultilabelProblem(X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64),
+                                (rng.rand(n, L) < 0.4).astype(np.int64), E, d)
+    state = GDMMMultilabelState(problem, True)
+    state.A[:] = rng.randn(n, L)
+    state.tmask[:] = rng.rand(n, L) < 0.5
+    state.W[:] = rng.randn(d, L)
+    edges = np.array(np.nonzero(E)).T
+    pid = edges[:, 0] * (2 * L - edges[:, 0] - 1) // 2 + (edges[:, 1] - edges[:, 0] - 1)
+    state.Pw[pid] = rng.randn(pid.size)
+    pairs = {}
+    for i in range(n):
+        chosen = edges[rng.rand(len(edges)) < 0.5]
+        pairs[i] = {(int(a), int(b)): (rng.randn(), tuple(rng.rand(3))) for a, b in chosen}
+    from structlearn.learners._gdmm_multilabel_label_groups import _packed_pool
+
+    flat = [(i, a, b, v, nu) for i in range(n) for (a, b), (v, nu) in pairs[i].items()]
+    state.pool = _packed_pool(n, *(np.array(c) for c in zip(*flat)))
+    before = (state.A.copy(), state.tmask.copy(), state.W.copy(), state.Pw.copy())
+    groups = label_groups(E, 2)
+    subs = []
+    for g in groups:
+        sub = GDMMMultilabelState(group_problem(problem, g), True)
+        take_group_state(state, g, sub)
+        subs.append(sub)
+        np.testing.assert_array_equal(sub.W, state.W[:, g])
+    layout = release_whole_state(state)
+    assert state.A is None and state.W is None
+    state.Pw[:] = 0.0
+    put_group_states(state, groups, subs, layout)
+    for a, b in zip(before, (state.A, state.tmask, state.W, state.Pw)):
+        np.testing.assert_array_equal(a, b)
+    pool = state.pool
+    for i in range(n):
+        got = {(int(pool.left[q]), int(pool.right[q])): (pool.dual[q], tuple(pool.nu[q]))
+               for q in range(pool.base[i], pool.base[i] + pool.count[i])}
+        assert got == pairs[i]
+
+
+def test_label_groups_without_edges_give_the_one_process_fit():
+    """pairwise='none': every label its own component; the groups' passes
+    take the one process's steps, so the model is the same, bit for bit,
+    for any n_jobs."""
+    X, Y = _multilabel_data(6, n=80, L=7)
+    one = _fit_ml(X, Y, pairwise="none", tol=0.0, max_iter=15)
+    for n_jobs in (1, 2):
+        two = _fit_ml(X, Y, pairwise="none", tol=0.0, max_iter=15, training_partitions=3,
+                      n_jobs=n_jobs)
+        np.testing.assert_array_equal(one.coef_, two.coef_)
+        np.testing.assert_array_equal(one.intercept_, two.intercept_)
+        assert two.history_[-1]["partitions"] == 3
+        np.testing.assert_allclose([r["primal"] for r in two.history_],
+                                   [r["primal"] for r in one.history_], rtol=1e-12)
+
+
+def test_label_groups_of_a_forest_reach_the_certified_optimum():
+    """A forest of three trees: the groups' fit reaches the one-process
+    fit's optimum, its weights follow its duals, and a warm start goes on
+    from the state written back."""
+    X, Y = _multilabel_data(7, n=90, L=8)
+    forest = [(0, 1), (1, 2), (3, 4), (4, 5), (6, 7)]
+    one = _fit_ml(X, Y, pairwise=forest, tol=1e-3, max_iter=3000)
+    two = _fit_ml(X, Y, pairwise=forest, tol=1e-3, max_iter=3000, training_partitions=2,
+                  n_jobs=2, warm_start=True, fit_intercept=False)
+    assert one.converged_ and two.converged_
+    assert two.history_[-1]["partitions"] == 2
+    _assert_weights_follow_the_duals(two, X, Y)
+    ref = _fit_ml(X, Y, pairwise=forest, tol=1e-3, max_iter=3000, fit_intercept=False)
+    p1, p2 = ref.history_[-1]["primal"], two.history_[-1]["primal"]
+    assert abs(p1 - p2) <= 2e-3 * max(p1, p2)
+    assert two.history_[-1]["dual"] <= p1 + 1e-9 and ref.history_[-1]["dual"] <= p2 + 1e-9
+    n_iter = two.n_iter_
+    two.set_params(tol=1e-4).fit(X, Y)  # the warm start goes on from the written-back state
+    assert two.history_[-1]["relative_gap"] <= 1e-4 or two.n_iter_ > 0
+    _assert_weights_follow_the_duals(two, X, Y)
+    assert n_iter > 0
+
+
+def test_label_groups_stop_in_time_and_give_their_state_back():
+    X, Y = _multilabel_data(8, n=200, L=6)
+    m = _fit_ml(X, Y, pairwise="none", training_partitions=2, n_jobs=2, max_time=1e-4,
+                tol=0.0, max_iter=50, warm_start=True, fit_intercept=False)
+    assert m.n_iter_ == 1 and np.isfinite(m.history_[-1]["gap"])
+    assert m.history_[-1]["partial"]
+    _assert_weights_follow_the_duals(m, X, Y)
