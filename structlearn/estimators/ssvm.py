@@ -730,16 +730,18 @@ default="auto"
         a home block and takes a visiting block drawn anew each round, so
         only half the samples move.  Where the samples share most
         features the damping costs passes (BENCHMARKS.md).  On threads,
-        labels that no chain of ``pairwise`` edges joins (every label with
-        ``"none"``, the trees of a forest) are split instead, into at most
-        ``P`` groups of whole components with about equal labels: each
-        group takes one pass over all the samples per round beside the
-        others, with weights and duals of its own, nothing to merge and no
-        damping, and the certificate is the sum of the groups'.  With
-        ``pairwise="none"`` the model is then the one-process model, bit
-        for bit (0.60-0.62x the one-thread time on two threads on bibtex
-        and its look-alike, BENCHMARKS.md).  A single tree (the ``"auto"``
-        and ``"tree"`` edges) or graph keeps the sample partitions.
+        where the ``pairwise`` edges form a forest (``"none"``, ``"tree"``,
+        ``"auto"`` beyond a few labels), the *labels* are split instead,
+        into at most ``P`` groups of about equal labels: whole trees, and a
+        tree too large for one group cut at a few separator labels, which
+        are stepped apart after the groups' passes.  Each group takes one
+        pass over all the samples per round beside the others, with weights
+        and duals of its own, nothing to merge and no damping: the rounds
+        to the gap are the passes of one process (0.72-0.78x the one-thread
+        time on two threads on bibtex, corel5k and a look-alike; with
+        ``pairwise="none"`` 0.60-0.62x, and the model is the one-process
+        model bit for bit; BENCHMARKS.md).  Edges with cycles keep the
+        sample partitions.
     check_every : int or "auto", default="auto"
         gdmm evaluates its certificate (primal, dual, and so the stopping
         rule) after every ``check_every``-th pass and after the last one;

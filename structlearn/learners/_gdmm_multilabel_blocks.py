@@ -182,13 +182,14 @@ def paired_pass(*blocks_and_args):
     Pwc = Pw.copy()
     stats = np.zeros(2, dtype=np.int64)
     order = np.random.RandomState(seed).permutation(n).astype(np.int64)
+    no_fixed = np.zeros(E.shape[0], dtype=np.uint8)
     block_ends = np.unique(np.linspace(0, n, n_blocks + 1).astype(np.int64))[1:]
     pos = 0
     for stop_at in block_ends:
         while pos < stop_at:
             up = _positive_edges(edge_list, pids, Pwc)
             pos, need = gdmm_multilabel_pass(
-                samples, LabelEdges(E, n_edges, nbr_ptr, nbr, *up),
+                samples, LabelEdges(E, n_edges, nbr_ptr, nbr, *up, no_fixed),
                 MultilabelDuals(Wc, Pwc, A, tmask), pool, order[:stop_at], pos, C, rho, rounds,
                 stats, step_data, float(P))
             if need:

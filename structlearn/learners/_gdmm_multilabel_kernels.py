@@ -90,6 +90,10 @@ class LabelEdges(NamedTuple):
         The edges with ``P_f > 0`` by decreasing weight, as the caller last
         sorted them, and ``up_w`` float64 (m,) those weights (the greedy
         search's order).
+    fixed : uint8 (L,)
+        1 for the labels whose unigram factors the pass leaves as they are
+        (another pass steps them: :mod:`._gdmm_multilabel_separators`);
+        their duals are read, their pairs stepped.
     """
 
     E: np.ndarray
@@ -99,6 +103,7 @@ class LabelEdges(NamedTuple):
     up_a: np.ndarray
     up_b: np.ndarray
     up_w: np.ndarray
+    fixed: np.ndarray
 
 
 class MultilabelDuals(NamedTuple):
@@ -219,7 +224,9 @@ def _find_pair(i, a, b, fa, fb, m):
 
 
 @nb.njit(cache=True, inline="always")
-def _append_pair(i, a, b, fa, fb, fv, fnu, nf, head, tail, nxa, nxb):
+def store_pair(i, a, b, fa, fb, fv, fnu, nf):
+    """Append the pair ``(a, b)`` (``a < b``) to sample ``i``'s active pairs
+    at its inactive state (dual and multipliers 0); returns its slot."""
     q = nf[i]
     fa[q] = a
     fb[q] = b
@@ -228,6 +235,12 @@ def _append_pair(i, a, b, fa, fb, fv, fnu, nf, head, tail, nxa, nxb):
     fnu[q, 1] = 0.0
     fnu[q, 2] = 0.0
     nf[i] = q + 1
+    return q
+
+
+@nb.njit(cache=True, inline="always")
+def _append_pair(i, a, b, fa, fb, fv, fnu, nf, head, tail, nxa, nxb):
+    q = store_pair(i, a, b, fa, fb, fv, fnu, nf)
     _adjacency_append(i, q, fa, fb, head, tail, nxa, nxb)
 
 
@@ -460,7 +473,7 @@ def _visit_samples(samples, edges, duals, pool, order, start, C, rho, rounds, st
     per sample, view or inlined helper."""
     data, indices, indptr, Y, xnorm2 = samples
     W, Pw, A, tmask = duals
-    n_edges, nbr_ptr, nbr = edges.n_edges, edges.nbr_ptr, edges.nbr
+    n_edges, nbr_ptr, nbr, fixed = edges.n_edges, edges.nbr_ptr, edges.nbr, edges.fixed
     n, L = Y.shape
     nf = pool.count
     u, dsum, mark, cand = scratch.u, scratch.dsum, scratch.mark, scratch.cand
@@ -477,7 +490,7 @@ def _visit_samples(samples, edges, duals, pool, order, start, C, rho, rounds, st
         _adjacency_build(i, fa, fb, m, head, tail, nxa, nxb)
         # unigram factors: untouched labels sit at A = 0 (x = ybar)
         for j in range(L):
-            if tmask[i, j] == 0:
+            if tmask[i, j] == 0 and fixed[j] == 0:
                 pen, k = _label_penalty(i, j, Y, A, C, fa, fb, fv, fnu, head, nxa, nxb)
                 g = u[j] + (1.0 - 2.0 * Y[i, j]) + rho * pen
                 if (g > 0.0 and Y[i, j] == 0) or (g < 0.0 and Y[i, j] != 0):
@@ -517,7 +530,7 @@ def _visit_samples(samples, edges, duals, pool, order, start, C, rho, rounds, st
         # a step violates), then the pair factors
         for _ in range(rounds):
             for j in range(L):
-                if tmask[i, j] == 0:
+                if tmask[i, j] == 0 or fixed[j] != 0:
                     continue
                 if cap < n_edges and nf[i] + nbr_ptr[j + 1] - nbr_ptr[j] > cap:
                     # room for the edges this step might activate (conservative)

@@ -9,65 +9,22 @@ edge graph.  A group of whole components is then a multilabel problem of
 its own, over the same samples, whose passes can run beside the other
 groups' on threads and whose certificates add up to the whole problem's
 (:class:`.gdmm_multilabel.LabelGroupRounds`).  With ``pairwise="none"``
-every label is a component.
+every label is a component; a tree is cut into such groups at a few
+separator labels that several groups hold (:mod:`._gdmm_multilabel_separators`).
+The groups' states are copies of the whole problem's columns (a
+separator's in each group that holds it, all equal).
 """
 
 import dataclasses
 
 import numba as nb
 import numpy as np
-import scipy.sparse as sp
 
 from ._gdmm_multilabel_kernels import PairPool
 from ._gdmm_multilabel_storage import _ranks, new_pair_pool
 
-__all__ = ["label_groups", "group_problem", "take_group_state", "release_whole_state",
-           "put_group_states"]
-
-# groups are used when the most labels in one stays within this share over an
-# even split (or a split as even as whole labels allow); components too large
-# to balance leave the samples partitioned
-MAX_IMBALANCE = 1.25
-
-
-def label_groups(E, n_parts):
-    """The connected components of the edge mask packed into groups of about
-    equal labels (the largest component first into the smallest group).
-
-    Parameters
-    ----------
-    E : uint8 (L, L)
-        The upper-triangular edge mask.
-    n_parts : int
-        Groups wanted (at least 2).
-
-    Returns
-    -------
-    groups : list of int64 arrays, or None
-        Each group's labels, increasing; ``min(n_parts, components)``
-        groups, or None when there is one component only or the largest
-        group would hold more than ``MAX_IMBALANCE`` times ``L / groups``
-        labels (and more than ``ceil(L / groups)``).
-    """
-    from scipy.sparse.csgraph import connected_components
-
-    L = E.shape[0]
-    n_comp, comp = connected_components(sp.csr_matrix(E), directed=False)
-    if n_comp < 2 or n_parts < 2:
-        return None
-    sizes = np.bincount(comp, minlength=n_comp)
-    P = min(int(n_parts), n_comp)
-    load = np.zeros(P, dtype=np.int64)
-    group_of = np.empty(n_comp, dtype=np.int64)
-    for c in np.argsort(-sizes, kind="stable"):
-        g = int(np.argmin(load))
-        group_of[c] = g
-        load[g] += sizes[c]
-    if load.max() > max(MAX_IMBALANCE * L / P, -(-L // P)):
-        return None
-    label_group = group_of[comp]
-    return [np.flatnonzero(label_group == g).astype(np.int64) for g in range(P)]
-
+__all__ = ["group_pair_ids", "group_problem", "take_group_state", "release_whole_state",
+           "put_group_states", "copy_columns"]
 
 def group_problem(problem, labels):
     """The problem restricted to ``labels`` (int64, increasing): the same
@@ -77,7 +34,7 @@ def group_problem(problem, labels):
 
 
 @nb.njit(cache=True, nogil=True)
-def _copy_columns(src, src_cols, dst, dst_cols):
+def copy_columns(src, src_cols, dst, dst_cols):
     """``dst[:, dst_cols] = src[:, src_cols]``, row by row (one pass over
     each array, where numpy's fancy indexing takes two)."""
     for i in range(src.shape[0]):
@@ -89,6 +46,13 @@ def _copy_columns(src, src_cols, dst, dst_cols):
 
 def _pair_ids(a, b, L):
     return a * (2 * L - a - 1) // 2 + (b - a - 1)
+
+
+def group_pair_ids(labels, L):
+    """The ids in the whole problem's pair weights (``L`` labels) of a
+    group's pairs, in the group's order (``labels`` increasing)."""
+    a, b = np.triu_indices(labels.shape[0], 1)
+    return _pair_ids(labels[a], labels[b], L)
 
 
 def _used_slots(pool):
@@ -121,15 +85,13 @@ def take_group_state(state, labels, sub):
         return  # a fresh state: the group's is too
     every = np.arange(labels.shape[0])
     for whole, part in ((state.A, sub.A), (state.tmask, sub.tmask), (state.W, sub.W)):
-        _copy_columns(whole, labels, part, every)
+        copy_columns(whole, labels, part, every)
     local = np.full(L, -1, dtype=np.int64)
     local[labels] = np.arange(labels.shape[0])
-    k = labels.shape[0]
-    if k > 1:
-        a, b = np.triu_indices(k, 1)
-        sub.Pw[:] = state.Pw[_pair_ids(labels[a], labels[b], L)]
+    sub.Pw[:] = state.Pw[group_pair_ids(labels, L)]
     sample, slot = _used_slots(state.pool)
-    mine = local[state.pool.left[slot]] >= 0  # a pair lies within one component
+    # a pair lies within one group (a separator's with the group of its partner)
+    mine = (local[state.pool.left[slot]] >= 0) & (local[state.pool.right[slot]] >= 0)
     slot = slot[mine]
     sub.pool = _packed_pool(state.A.shape[0], sample[mine], local[state.pool.left[slot]],
                             local[state.pool.right[slot]], state.pool.dual[slot],
@@ -155,11 +117,8 @@ def put_group_states(state, groups, subs, layout):
     for labels, sub in zip(groups, subs):
         every = np.arange(labels.shape[0])
         for whole, part in ((state.A, sub.A), (state.tmask, sub.tmask), (state.W, sub.W)):
-            _copy_columns(part, every, whole, labels)
-        k = labels.shape[0]
-        if k > 1:
-            a, b = np.triu_indices(k, 1)
-            state.Pw[_pair_ids(labels[a], labels[b], L)] = sub.Pw
+            copy_columns(part, every, whole, labels)
+        state.Pw[group_pair_ids(labels, L)] = sub.Pw
         sample, slot = _used_slots(sub.pool)
         p = sub.pool
         parts.append((sample, labels[p.left[slot]], labels[p.right[slot]], p.dual[slot],

@@ -99,6 +99,7 @@ class ThreadMultilabelPartitions:
         self.layout = RoundLayout(problem.data, problem.indices, problem.indptr,
                                   problem.n_features)
         self.sample_weights = np.diff(problem.indptr).astype(np.float64) + 1.0
+        self.fixed = np.zeros(problem.Y.shape[1], dtype=np.uint8)
         self.threads = PartitionThreads(n_threads(n_jobs, self.n_parts))
 
     def _draw(self, rng, n_blocks):
@@ -131,7 +132,7 @@ class ThreadMultilabelPartitions:
             while part.pos < stop_at:
                 up = _positive_edges(edge_list, pids, part.Pw)
                 part.pos, part.need = gdmm_multilabel_pass(
-                    samples, LabelEdges(E, n_edges, nbr_ptr, nbr, *up), duals, pool,
+                    samples, LabelEdges(E, n_edges, nbr_ptr, nbr, *up, self.fixed), duals, pool,
                     part.ids[:stop_at], part.pos, C, rho, rounds, part.stats,
                     layout.step_data, float(self.n_parts))
                 if part.need:

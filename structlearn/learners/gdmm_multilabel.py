@@ -71,8 +71,10 @@ from ._gdmm_multilabel_kernels import (
     gdmm_multilabel_pass,
     lp_hinge_bound,
 )
-from ._gdmm_multilabel_label_groups import (group_problem, label_groups, put_group_states,
-                                            release_whole_state, take_group_state)
+from ._gdmm_multilabel_label_groups import (copy_columns, group_pair_ids, group_problem,
+                                            put_group_states, release_whole_state,
+                                            take_group_state)
+from ._gdmm_multilabel_separators import split_labels
 from ._gdmm_multilabel_threads import ThreadMultilabelPartitions
 from ._gdmm_multilabel_storage import (INITIAL_PAIRS, _positive_edges, compacted_pool,
                                        edge_pair_ids, new_pair_pool)
@@ -194,10 +196,21 @@ class _Certificate:
         self.hinge = np.empty(n)
         self.best_dual = 0.0
 
-    def evaluate(self, state):
-        """``(primal, dual, primal_exact)`` at the state's current weights."""
+    def forest_primal(self, W, Pw):
+        """The exact primal value at the weights ``W`` (d, L) and pair weights
+        ``Pw`` when the edges form a forest (max-product per sample)."""
         from ._multilabel_kernels import forest_hinges
 
+        p, f = self.problem, self.forest
+        self.node_weight[:] = 0.0
+        has = f.edge >= 0
+        self.node_weight[has] = Pw[self.pids[f.edge[has]]]
+        forest_hinges(W, p.data, p.indices, p.indptr, p.Y, f.order, f.parent, self.node_weight,
+                      self.hinge)
+        return float(0.5 * sq_norm(W, Pw) + self.C * self.hinge.sum())
+
+    def evaluate(self, state):
+        """``(primal, dual, primal_exact)`` at the state's current weights."""
         p = self.problem
         C = self.C
         W = state.W
@@ -207,13 +220,7 @@ class _Certificate:
         reg = 0.5 * sq_norm(W, state.Pw)
         exact = np.nan
         if self.forest is not None:
-            f = self.forest
-            self.node_weight[:] = 0.0
-            has = f.edge >= 0
-            self.node_weight[has] = state.Pw[self.pids[f.edge[has]]]
-            forest_hinges(W, p.data, p.indices, p.indptr, p.Y, f.order, f.parent,
-                          self.node_weight, self.hinge)
-            exact = primal = float(reg + C * self.hinge.sum())
+            exact = primal = self.forest_primal(W, state.Pw)
         else:
             up_a, up_b, _ = _positive_edges(self.edges, self.pids, state.Pw)
             lp_hinge_bound(W, state.Pw, p.E, p.data, p.indices, p.indptr, p.Y, self.rho,
@@ -226,11 +233,15 @@ class _Certificate:
         return primal, self.best_dual, exact
 
 
-def _serial_pass(state, samples, edges, order, block_ends, params, stats, monitor, deadline):
+def _serial_pass(state, samples, edges, order, block_ends, params, stats, monitor, deadline,
+                 fixed=None):
     """One pass over all the samples in ``order``, in blocks (the positive
     pair weights re-sorted, the time and the callback asked between blocks);
-    returns ``(out_of_time, asked_to_stop)``."""
+    returns ``(out_of_time, asked_to_stop)``.  ``fixed``: uint8 (L,), the
+    labels whose unigram factors the pass leaves as they are (None: none)."""
     E, ne, nbr_ptr, nbr, edge_list, pids = edges
+    if fixed is None:
+        fixed = np.zeros(E.shape[0], dtype=np.uint8)
     C, rho, rounds = params
     n = order.shape[0]
     pos = 0
@@ -238,7 +249,7 @@ def _serial_pass(state, samples, edges, order, block_ends, params, stats, monito
         while pos < stop_at:
             up_a, up_b, up_w = _positive_edges(edge_list, pids, state.Pw)
             pos, need = gdmm_multilabel_pass(
-                samples, LabelEdges(E, ne, nbr_ptr, nbr, up_a, up_b, up_w),
+                samples, LabelEdges(E, ne, nbr_ptr, nbr, up_a, up_b, up_w, fixed),
                 MultilabelDuals(state.W, state.Pw, state.A, state.tmask), state.pool,
                 order[:stop_at], pos, C, rho, rounds, stats, samples.data, 1.0)
             if need:  # the pool's free end is full: pack it, with room for more
@@ -259,25 +270,28 @@ class _Quiet:
 
 
 class LabelGroupRounds:
-    """Passes over independent groups of labels side by side on threads
-    (:mod:`._gdmm_multilabel_label_groups`).
+    """Passes over groups of labels side by side on threads
+    (:mod:`._gdmm_multilabel_label_groups`, :mod:`._gdmm_multilabel_separators`).
 
     Each group is a problem of its own over the same samples, with its own
     state (moved out of ``state`` here, which keeps its pair weights, pool
-    and counters only, and written back by :meth:`close`).
-    A round visits the samples in one permutation for every group, as a
-    pass of one process would, followed by each group's multiplier step;
-    the certificate is the sum of the groups'.  A label's duals and weights
-    take the same steps as in one process (the greedy pair factor of a
-    sample is the best of its group, not of all the edges), so with no
-    edges the fit is the one-process fit, bit for bit, for any ``n_jobs``.
+    and counters only, and written back by :meth:`close`).  A round visits
+    the samples in one permutation for every group, as a pass of one
+    process would, then steps the separators' unigram factors over the same
+    permutation, then runs every group's multiplier step.  Without
+    separators the certificate is the sum of the groups'; with them, the
+    dual is the groups' sum less the separators' extra copies, and the
+    primal is taken on the whole tree.  A label's duals and weights take the
+    steps of one process (the greedy pair factor of a sample is the best of
+    its group, not of all the edges), so with no edges the fit is the
+    one-process fit, bit for bit, for any ``n_jobs``.
 
     Parameters
     ----------
     problem : MultilabelProblem
     state : GDMMMultilabelState
-    groups : list of int64 arrays
-        The groups' labels (:func:`._gdmm_multilabel_label_groups.label_groups`).
+    split : LabelSplit
+        The groups and separators (:func:`._gdmm_multilabel_separators.split_labels`).
     C, rho, rounds : float, float, int
         As in the one-process pass.
     n_jobs : int or None
@@ -287,66 +301,138 @@ class LabelGroupRounds:
     remote = False
     certifies_itself = True
 
-    def __init__(self, problem, state, groups, C, rho, rounds, n_jobs):
+    def __init__(self, problem, state, split, C, rho, rounds, n_jobs):
         self.state = state
-        self.groups = groups
-        self.n_parts = len(groups)
+        self.groups = split.groups
+        self.n_parts = len(split.groups)
         self.params = (float(C), float(rho), int(rounds))
-        self.problems, self.states, self.samples, self.edges, self.certs = [], [], [], [], []
-        for labels in groups:
+        L = problem.Y.shape[1]
+        S = split.separators.shape[0]
+        self.local = np.full((S, self.n_parts), -1, dtype=np.int64)
+        self.problems, self.states, self.samples, self.edges = [], [], [], []
+        self.certs, self.fixed, self.pair_ids = [], [], []
+        for k, labels in enumerate(split.groups):
             sub = group_problem(problem, labels)
             sub_state = GDMMMultilabelState(sub, state.sublinear)
             take_group_state(state, labels, sub_state)
             nbr_ptr, nbr = _label_adjacency(sub.E)
             edge_list, pids = edge_pair_ids(sub.E)
+            at = np.searchsorted(labels, split.separators)
+            here = (at < labels.shape[0]) & (labels[np.minimum(at, labels.shape[0] - 1)]
+                                              == split.separators)
+            self.local[here, k] = at[here]
+            fixed = np.zeros(labels.shape[0], dtype=np.uint8)
+            fixed[at[here]] = 1
             self.problems.append(sub)
             self.states.append(sub_state)
             self.samples.append(SampleFeatures(sub.data, sub.indices, sub.indptr, sub.Y,
                                                sub.sq_norms()))
             self.edges.append((sub.E, sub.n_edges, nbr_ptr, nbr, edge_list, pids))
             self.certs.append(_Certificate(sub, C, rho))
+            self.fixed.append(fixed)
+            self.pair_ids.append(group_pair_ids(labels, L))
+        self.home = np.argmax(self.local >= 0, axis=1).astype(np.int64)
+        self.copies = (self.local >= 0).sum(axis=1)
+        self.xnorm2 = problem.sq_norms()
+        self.csr = (problem.data, problem.indices, problem.indptr, self.xnorm2)
+        self.scratch = np.empty(L)
+        self.best_dual = 0.0
         self.layout = release_whole_state(state)
-        self.stats = [np.zeros(2, dtype=np.int64) for _ in groups]
+        self.stats = [np.zeros(2, dtype=np.int64) for _ in split.groups]
         self.threads = PartitionThreads(n_threads(n_jobs, self.n_parts))
 
-    def _pass(self, k, order, block_ends, eta, deadline):
-        """Group ``k``'s pass and multiplier step; returns ``(res2, partial)``."""
-        sub, sub_state, stats = self.problems[k], self.states[k], self.stats[k]
+    def _pass(self, k, order, block_ends, deadline):
+        """Group ``k``'s pass; returns whether it stopped for lack of time."""
+        stats = self.stats[k]
         stats[:] = 0
-        out_of_time, _ = _serial_pass(sub_state, self.samples[k], self.edges[k], order,
-                                      block_ends, self.params, stats, _Quiet, deadline)
-        res2 = gdmm_multilabel_multipliers(sub.Y, sub_state.A, self.params[0], float(eta),
-                                           sub_state.tmask, sub_state.pool)
-        return float(res2), out_of_time
+        out_of_time, _ = _serial_pass(self.states[k], self.samples[k], self.edges[k], order,
+                                      block_ends, self.params, stats, _Quiet, deadline,
+                                      self.fixed[k])
+        return out_of_time
+
+    def _separators(self, order):
+        """The separators' steps over ``order`` (packing a group's pool when a
+        sample's row there lacks room)."""
+        from ._gdmm_multilabel_separators import separator_pass
+
+        pos = 0
+        while self.local.shape[0] and pos < order.shape[0]:
+            st, pr = self.states, self.problems
+            groups = (tuple(p.Y for p in pr), tuple(s.A for s in st), tuple(s.tmask for s in st),
+                      tuple(s.W for s in st), tuple(s.pool for s in st),
+                      tuple(e[2] for e in self.edges), tuple(e[3] for e in self.edges),
+                      np.array([e[1] for e in self.edges], dtype=np.int64))
+            pos, k, need = separator_pass(self.csr, groups, (self.local, self.home), order, pos,
+                                          self.params, self.scratch)
+            if k >= 0:
+                st[k].compact(need)
+
+    def _multipliers(self, k, eta):
+        sub, sub_state = self.problems[k], self.states[k]
+        return float(gdmm_multilabel_multipliers(sub.Y, sub_state.A, self.params[0], float(eta),
+                                                 sub_state.tmask, sub_state.pool))
 
     def round(self, rng, eta, stats, deadline, n_blocks):
         """One pass of every group over the samples in one permutation drawn
-        from ``rng`` (in ``n_blocks`` blocks, as one process's pass); returns
-        ``(res2, finished, local_time, merge_time)`` as the sample partitions
-        do."""
+        from ``rng`` (in ``n_blocks`` blocks, as one process's pass), the
+        separators' steps and the multiplier steps; returns ``(res2,
+        finished, local_time, merge_time)`` as the sample partitions do
+        (the separators' steps count as merging)."""
         t0 = time.perf_counter()
         n = self.problems[0].Y.shape[0]
+        P = self.n_parts
         order = rng.permutation(n).astype(np.int64)
         block_ends = np.unique(np.linspace(0, n, n_blocks + 1).astype(np.int64))[1:]
-        out = self.threads.map(self._pass, range(self.n_parts), [order] * self.n_parts,
-                               [block_ends] * self.n_parts, [eta] * self.n_parts,
-                               [deadline] * self.n_parts)
+        late = self.threads.map(self._pass, range(P), [order] * P, [block_ends] * P,
+                                [deadline] * P)
+        t1 = time.perf_counter()
+        self._separators(order)
+        t2 = time.perf_counter()
+        res2 = sum(self.threads.map(self._multipliers, range(P), [eta] * P))
         for s in self.stats:
             stats += s
-        return (sum(r for r, _ in out), not any(p for _, p in out), time.perf_counter() - t0,
-                0.0)
+        t3 = time.perf_counter()
+        return res2, not any(late), (t1 - t0) + (t3 - t2), t2 - t1
 
     def certificate(self, cert):
-        """``(primal, dual, primal_exact)`` of the whole problem: the groups'
-        sums (``cert``, the whole problem's, is not needed: each group's
-        best dual bounds its part of the optimum)."""
-        values = self.threads.map(_Certificate.evaluate, self.certs, self.states)
-        return tuple(float(sum(v)) for v in zip(*values))
+        """``(primal, dual, primal_exact)`` of the whole problem (``cert``: its
+        certificate, which takes the primal on the whole tree when there are
+        separators)."""
+        if not self.local.shape[0]:
+            values = self.threads.map(_Certificate.evaluate, self.certs, self.states)
+            return tuple(float(sum(v)) for v in zip(*values))
+        dual = sum(self.threads.map(self._group_dual, range(self.n_parts)))
+        W, Pw = self._whole_weights()
+        for r, k in enumerate(self.home):  # a separator's extra copies counted once
+            j = self.local[r, k]
+            lin = float(np.dot(1.0 - 2.0 * self.problems[k].Y[:, j], self.states[k].A[:, j]))
+            dual += (self.copies[r] - 1) * (0.5 * sq_norm(W[:, self.groups[k][j]]) + lin)
+        self.best_dual = max(self.best_dual, dual)
+        primal = cert.forest_primal(W, Pw)
+        return primal, self.best_dual, primal
+
+    def _group_dual(self, k):
+        sub, st = self.problems[k], self.states[k]
+        return float(gdmm_multilabel_dual(st.W, st.Pw, sub.Y, st.A, self.params[0], st.pool,
+                                          np.empty_like(st.Pw)))
+
+    def _whole_weights(self):
+        """The whole problem's ``W`` and pair weights, from the groups'."""
+        d, L = self.layout[2][0]
+        W = np.empty((d, L))
+        Pw = np.zeros(L * (L - 1) // 2)
+        for labels, st, ids in zip(self.groups, self.states, self.pair_ids):
+            copy_columns(st.W, np.arange(labels.shape[0]), W, labels)
+            Pw[ids] = st.Pw
+        return W, Pw
 
     @property
     def active(self):
-        """Active factors summed over the groups."""
-        return float(sum(s.tmask.sum() + s.pool.count.sum() for s in self.states))
+        """Active factors summed over the groups (a separator's flags once)."""
+        total = sum(s.tmask.sum() + s.pool.count.sum() for s in self.states)
+        for r, k in enumerate(self.home):
+            total -= (self.copies[r] - 1) * self.states[k].tmask[:, self.local[r, k]].sum()
+        return float(total)
 
     def close(self):
         """Write the groups' states back into the whole problem's."""
@@ -440,12 +526,13 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         ``n_jobs`` threads and merge after the round
         (:mod:`._gdmm_multilabel_threads`; on dask workers each partition
         keeps a home block of samples and takes a visiting block drawn anew,
-        :mod:`._gdmm_multilabel_dask`).  On threads, when the edges leave
-        several connected components that pack into groups of about equal
-        labels (:func:`._gdmm_multilabel_label_groups.label_groups`), the
-        partitions are those groups of labels instead
-        (:class:`LabelGroupRounds`).  The iterates depend on ``rng`` and
-        the partitions, not on ``n_jobs``.
+        :mod:`._gdmm_multilabel_dask`).  On threads, when the edges form a
+        forest that splits into groups of about equal labels (whole trees,
+        or trees cut at a few separator labels:
+        :func:`._gdmm_multilabel_separators.split_labels`), the partitions
+        are those groups of labels instead (:class:`LabelGroupRounds`).
+        The iterates depend on ``rng`` and the partitions, not on
+        ``n_jobs``.
 
     Returns
     -------
@@ -473,9 +560,9 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
     if n_parts > 1:
         client = active_dask_client()
         edge_data = (E, ne, nbr_ptr, nbr, edges, pids)
-        groups = label_groups(E, n_parts) if client is None else None
-        if groups is not None:
-            partitions = LabelGroupRounds(problem, state, groups, C, rho, rounds, n_jobs)
+        split = split_labels(E, n_parts) if client is None else None
+        if split is not None:
+            partitions = LabelGroupRounds(problem, state, split, C, rho, rounds, n_jobs)
         elif client is None:
             partitions = ThreadMultilabelPartitions(problem, state, n_parts, edge_data, C, rho,
                                                     rounds, n_jobs)

@@ -190,7 +190,7 @@ def _run_pass(p, order, C, rho, rounds, st, stats):
         up = _positive_edges(edges, pids, np.full_like(st.Pw, np.inf))
         pos, need = gdmm_multilabel_pass(
             SampleFeatures(p.data, p.indices, p.indptr, p.Y, p.sq_norms()),
-            LabelEdges(p.E, p.n_edges, nbr_ptr, nbr, *up),
+            LabelEdges(p.E, p.n_edges, nbr_ptr, nbr, *up, np.zeros(p.E.shape[0], np.uint8)),
             MultilabelDuals(st.W, st.Pw, st.A, st.tmask), st.pool, order, pos, C, rho, rounds,
             stats, p.data, 1.0)
         if need:

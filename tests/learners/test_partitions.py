@@ -445,13 +445,19 @@ def _components(E):
 
 @pytest.mark.parametrize("seed", range(8))
 def test_label_groups_hold_whole_components_evenly(seed):
-    from structlearn.learners._gdmm_multilabel_label_groups import MAX_IMBALANCE, label_groups
+    """Graphs with cycles: whole components, or no split."""
+    from structlearn.learners._gdmm_multilabel_separators import MAX_IMBALANCE, split_labels
 
     rng = np.random.RandomState(seed)
     L = rng.randint(2, 30)
     E = np.triu((rng.rand(L, L) < rng.choice([0.0, 0.05, 0.2, 0.6])).astype(np.uint8), 1)
+    if L >= 3:  # a cycle: no separators
+        E[0, 1] = E[1, 2] = E[0, 2] = 1
     P = rng.randint(2, 5)
-    groups = label_groups(E, P)
+    split = split_labels(E, P)
+    groups = None if split is None else split.groups
+    if split is not None:
+        assert split.separators.size == 0
     comp = _components(E)
     sizes = np.bincount(np.unique(comp, return_inverse=True)[1])
     n_comp = sizes.size
@@ -473,33 +479,70 @@ def test_label_groups_hold_whole_components_evenly(seed):
     assert max(len(g) for g in groups) <= allowed
 
 
-def test_label_groups_refuse_one_component():
-    from structlearn.learners._gdmm_multilabel_label_groups import label_groups
+def test_label_split_of_graphs_and_trees():
+    from structlearn.learners._gdmm_multilabel_separators import split_labels
 
     E = np.triu(np.ones((6, 6), dtype=np.uint8), 1)
-    assert label_groups(E, 2) is None
-    chain = np.zeros((6, 6), dtype=np.uint8)
-    chain[np.arange(5), np.arange(1, 6)] = 1
-    assert label_groups(chain, 3) is None
-    assert [g.tolist() for g in label_groups(np.zeros((4, 4), dtype=np.uint8), 2)] == \
+    assert split_labels(E, 2) is None  # one component with cycles
+    assert [g.tolist() for g in split_labels(np.zeros((4, 4), dtype=np.uint8), 2).groups] == \
         [[0, 2], [1, 3]]
+    chain = np.zeros((7, 7), dtype=np.uint8)
+    chain[np.arange(6), np.arange(1, 7)] = 1
+    split = split_labels(chain, 2)  # a path cut at its middle label
+    assert split.separators.tolist() == [3]
+    assert [g.tolist() for g in split.groups] == [[0, 1, 2, 3], [3, 4, 5, 6]]
+    star = np.zeros((5, 5), dtype=np.uint8)
+    star[0, 1:] = 1
+    split = split_labels(star, 2)  # the hub is the separator
+    assert split.separators.tolist() == [0]
+    assert sorted(map(len, split.groups)) == [3, 3]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_label_split_of_random_trees(seed):
+    """Every label in a group; every edge within exactly one group; the
+    separators in two groups or more and never next to each other."""
+    from structlearn.learners._gdmm_multilabel_separators import split_labels
+
+    rng = np.random.RandomState(seed)
+    L = rng.randint(4, 60)
+    E = np.zeros((L, L), dtype=np.uint8)
+    for v in range(1, L):
+        u = rng.randint(0, v) if rng.rand() < 0.7 else rng.randint(max(0, v - 2), v)
+        E[u, v] = 1
+    split = split_labels(E, rng.randint(2, 5))
+    if split is None:
+        return
+    seps = set(split.separators.tolist())
+    held = np.zeros(L, dtype=int)
+    for g in split.groups:
+        held[g] += 1
+    assert np.all(held >= 1)
+    assert all(held[s] >= 2 for s in seps) and np.all(held[[v for v in range(L)
+                                                            if v not in seps]] == 1)
+    for a, b in zip(*np.nonzero(E)):
+        assert not (a in seps and b in seps)
+        assert sum(a in set(g) and b in set(g) for g in split.groups) == 1
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_group_states_go_back_as_they_came(seed):
     """Taking every group's part of a state and writing them back gives the
     same arrays and, per sample, the same pairs."""
-    from structlearn.learners._gdmm_multilabel_label_groups import (group_problem, label_groups,
+    from structlearn.learners._gdmm_multilabel_label_groups import (group_problem,
                                                                    put_group_states,
                                                                    release_whole_state,
                                                                    take_group_state)
+    from structlearn.learners._gdmm_multilabel_separators import split_labels
     from structlearn.learners.gdmm_multilabel import GDMMMultilabelState
     from structlearn.learners.multilabel import MultilabelProblem
 
     rng = np.random.RandomState(seed)
     n, d, L = 15, 4, 7
     E = np.zeros((L, L), dtype=np.uint8)
-    for a, b in [(0, 3), (3, 5), (1, 2), (4, 6)]:
+    # three trees, or one path that a separator cuts
+    for a, b in ([(0, 3), (3, 5), (1, 2), (4, 6)] if seed < 2 else
+                 [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6)]):
         E[a, b] = 1
     X = sp.random(n, d, density=0.5, format="csr", random_state=rng)
     problem = MultilabelProblem(X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64),
@@ -520,7 +563,7 @@ def test_group_states_go_back_as_they_came(seed):
     flat = [(i, a, b, v, nu) for i in range(n) for (a, b), (v, nu) in pairs[i].items()]
     state.pool = _packed_pool(n, *(np.array(c) for c in zip(*flat)))
     before = (state.A.copy(), state.tmask.copy(), state.W.copy(), state.Pw.copy())
-    groups = label_groups(E, 2)
+    groups = split_labels(E, 2).groups
     subs = []
     for g in groups:
         sub = GDMMMultilabelState(group_problem(problem, g), True)
@@ -586,3 +629,39 @@ def test_label_groups_stop_in_time_and_give_their_state_back():
     assert m.n_iter_ == 1 and np.isfinite(m.history_[-1]["gap"])
     assert m.history_[-1]["partial"]
     _assert_weights_follow_the_duals(m, X, Y)
+
+
+@pytest.mark.parametrize("shape", ["path", "star", "random"])
+def test_label_groups_cut_at_separators_reach_the_certified_optimum(shape):
+    """One tree cut at separator labels: the groups' passes and the
+    separators' steps reach the one-process optimum, and the written-back
+    state's weights follow its duals."""
+    from structlearn.learners._gdmm_multilabel_separators import split_labels
+
+    L = 9
+    if shape == "path":
+        tree = [(k, k + 1) for k in range(L - 1)]
+    elif shape == "star":
+        tree = [(0, k) for k in range(1, L)]
+    else:
+        rng = np.random.RandomState(3)
+        tree = [(int(rng.randint(0, v)), v) for v in range(1, L)]
+    E = np.zeros((L, L), dtype=np.uint8)
+    for a, b in tree:
+        E[a, b] = 1
+    assert split_labels(E, 2).separators.size >= 1
+    X, Y = _multilabel_data(9, n=120, L=L)
+    one = _fit_ml(X, Y, pairwise=tree, tol=1e-3, max_iter=3000, fit_intercept=False)
+    for n_jobs in (1, 2):
+        two = _fit_ml(X, Y, pairwise=tree, tol=1e-3, max_iter=3000, training_partitions=2,
+                      n_jobs=n_jobs, warm_start=True, fit_intercept=False)
+        assert one.converged_ and two.converged_
+        assert two.history_[-1]["partitions"] == 2
+        _assert_weights_follow_the_duals(two, X, Y)
+        p1, p2 = one.history_[-1]["primal"], two.history_[-1]["primal"]
+        assert abs(p1 - p2) <= 2e-3 * max(p1, p2)
+        assert two.history_[-1]["dual"] <= p1 + 1e-9 and one.history_[-1]["dual"] <= p2 + 1e-9
+        if n_jobs == 1:
+            first = two.coef_.copy()
+        else:
+            np.testing.assert_array_equal(first, two.coef_)  # the same for any n_jobs

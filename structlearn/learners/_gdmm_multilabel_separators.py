@@ -1,0 +1,303 @@
+"""A tree of labels split across threads at a few *separator* labels.
+
+Removing a label from a tree of interaction edges cuts it into the subtrees
+of its neighbours.  :func:`split_labels` removes the centre of the largest
+piece (the label whose removal leaves the smallest largest piece) until
+the pieces pack into groups of about equal labels; each group then holds
+its pieces and, as *fixed* labels, the separators next to them.  A group's
+pass (:mod:`._gdmm_multilabel_label_groups`) steps its own labels' unigram
+factors and every pair factor of its edges, the ones to a separator
+included, and reads a separator's dual as a constant: no other thread
+writes what it reads.  The separators' unigram factors are stepped after
+the groups' passes, one sample after the other, by :func:`separator_pass`,
+which reads a separator's pairs in every group's pool and activates the
+ones its steps violate there: every factor takes the steps of one process's
+pass, grouped differently.  A separator's dual, flag and weight column are
+kept in every group that holds it, all equal.
+"""
+
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+import scipy.sparse as sp
+
+from ._gdmm_multilabel_kernels import (_constraints, _find_pair, _unigram_step, _widen,
+                                       pair_rows, store_pair)
+
+__all__ = ["LabelSplit", "MAX_IMBALANCE", "split_labels", "separator_pass"]
+
+# groups are used when the most labels in one stays within this share over an
+# even split (or a split as even as whole labels allow)
+MAX_IMBALANCE = 1.25
+# separators at most per group
+MAX_SEPARATORS_PER_GROUP = 2
+
+
+class LabelSplit(NamedTuple):
+    """Groups of labels and the separators between them.
+
+    Attributes
+    ----------
+    groups : list of int64 arrays
+        Each group's labels, increasing: whole connected components of the
+        edges left once the separators are removed, and the separators next
+        to them.
+    separators : int64 (S,)
+        Labels held by two groups or more, stepped apart.
+    """
+
+    groups: list
+    separators: np.ndarray
+
+
+def _packed(sizes, P):
+    """Largest first into the smallest: the group of each piece and the loads."""
+    load = np.zeros(P, dtype=np.int64)
+    group_of = np.empty(sizes.shape[0], dtype=np.int64)
+    for c in np.argsort(-sizes, kind="stable"):
+        g = int(np.argmin(load))
+        group_of[c] = g
+        load[g] += sizes[c]
+    return group_of, load
+
+
+def _centre(adj, members):
+    """The label of ``members`` (a tree of the CSR graph ``adj``) whose
+    removal leaves the smallest largest piece."""
+    inside = np.zeros(adj.shape[0], dtype=bool)
+    inside[members] = True
+    root = int(members[0])
+    parent = {root: -1}
+    order = [root]
+    for v in order:  # breadth-first
+        for u in adj.indices[adj.indptr[v]:adj.indptr[v + 1]]:
+            if inside[u] and u not in parent:
+                parent[int(u)] = v
+                order.append(int(u))
+    size = {v: 1 for v in order}
+    for v in reversed(order[1:]):
+        size[parent[v]] += size[v]
+    total = len(order)
+    best, best_piece = root, total
+    for v in order:
+        piece = total - size[v]
+        for u in adj.indices[adj.indptr[v]:adj.indptr[v + 1]]:
+            if inside[u] and parent.get(int(u)) == v:
+                piece = max(piece, size[int(u)])
+        if piece < best_piece:
+            best, best_piece = v, piece
+    return best
+
+
+def split_labels(E, n_parts):
+    """Groups of labels for ``n_parts`` threads (see the module docstring).
+
+    Parameters
+    ----------
+    E : uint8 (L, L)
+        The upper-triangular edge mask.
+    n_parts : int
+        Groups wanted (at least 2).
+
+    Returns
+    -------
+    LabelSplit or None
+        None when the edges have a cycle and one component, or no split into
+        at least two groups holds at most ``MAX_IMBALANCE`` times ``L /
+        groups`` labels (or ``ceil(L / groups)``) a group with at most
+        ``MAX_SEPARATORS_PER_GROUP`` separators a group, none of them next
+        to another.
+    """
+    from scipy.sparse.csgraph import connected_components
+
+    L = E.shape[0]
+    adj = sp.csr_matrix(E + E.T)
+    n_comp, comp = connected_components(adj, directed=False)
+    forest = int(E.sum()) == L - n_comp
+    P = int(n_parts)
+    separators = []
+    removed = np.zeros(L, dtype=bool)
+    while True:
+        keep = np.flatnonzero(~removed)
+        sub = adj[keep][:, keep]
+        n_comp, comp = connected_components(sub, directed=False)
+        sizes = np.bincount(comp, minlength=n_comp)
+        G = min(P, n_comp)
+        if G >= 2:
+            group_of, load = _packed(sizes, G)
+            if load.max() <= max(MAX_IMBALANCE * (L - len(separators)) / G, -(-L // G)):
+                break
+        if not forest or len(separators) >= MAX_SEPARATORS_PER_GROUP * P:
+            return None
+        centre = int(keep[_centre(adj, keep[comp == np.argmax(sizes)])])
+        row = adj.indices[adj.indptr[centre]:adj.indptr[centre + 1]]
+        if removed[row].any():
+            return None  # next to a separator: its pairs would belong to no group
+        separators.append(centre)
+        removed[centre] = True
+    label_group = np.full(L, -1, dtype=np.int64)
+    label_group[keep] = group_of[comp]
+    members = [set(keep[group_of[comp] == g].tolist()) for g in range(G)]
+    kept = []
+    for s in separators:
+        row = adj.indices[adj.indptr[s]:adj.indptr[s + 1]]
+        around = np.unique(label_group[row])
+        if around.shape[0] == 1:  # next to one group only: it joins it
+            members[int(around[0])].add(s)
+            continue
+        kept.append(s)
+        for g in around:
+            members[int(g)].add(s)
+    groups = [np.array(sorted(m), dtype=np.int64) for m in members]
+    return LabelSplit(groups, np.array(sorted(kept), dtype=np.int64))
+
+
+@nb.njit(cache=True, inline="always")
+def _separator_penalty(i, sl, Y, A, C, pool):
+    """The penalty part of a separator's gradient from its active pairs in
+    one group's pool (``sl``: its label there) and their number."""
+    fa, fb, fv, fnu = pair_rows(pool, i)
+    pen = 0.0
+    count = 0
+    for q in range(pool.count[i]):
+        if fa[q] != sl and fb[q] != sl:
+            continue
+        h1, h2, h3 = _constraints(i, q, Y, A, C, fa, fb, fv)
+        p3 = max(0.0, h3 + fnu[q, 2])
+        if fa[q] == sl:
+            pen += max(0.0, h1 + fnu[q, 0]) - p3
+        else:
+            pen += max(0.0, h2 + fnu[q, 1]) - p3
+        count += 1
+    return pen, count
+
+
+@nb.njit(cache=True, inline="always")
+def _activate_around(i, sl, Y, A, tmask, C, pool, nbr_ptr, nbr, xs, ys):
+    """Activate every inactive edge of the separator ``sl`` (label of one
+    group) that its marginal ``xs`` (target ``ys``) now violates."""
+    fa, fb, fv, fnu = pair_rows(pool, i)
+    for r in range(nbr_ptr[sl], nbr_ptr[sl + 1]):
+        c = nbr[r]
+        a, b = min(sl, c), max(sl, c)
+        if tmask[i, c] == 0 and Y[i, c] == 0:
+            continue  # x_c = 0: z = 0 stays consistent
+        if _find_pair(i, a, b, fa, fb, pool.count[i]) >= 0:
+            continue
+        xc = Y[i, c] - A[i, c] / C
+        if ys != 0 and Y[i, c] != 0:
+            bad = xs < 1.0 or xc < 1.0
+        else:
+            bad = xs + xc > 1.0
+        if bad:
+            store_pair(i, a, b, fa, fb, fv, fnu, pool.count)
+
+
+@nb.njit(cache=True, nogil=True)
+def separator_pass(csr, groups, seps, order, start, params, u):
+    """The separators' unigram steps over the samples in ``order``.
+
+    Parameters
+    ----------
+    csr : tuple
+        ``(data, indices, indptr, xnorm2)``: the samples' features and
+        squared norms.
+    groups : tuple
+        ``(Ys, As, tmasks, Ws, pools, nbr_ptrs, nbrs, n_edges)``: per group
+        its targets, unigram duals, flags, weights, pair pool and adjacency
+        (tuples of one array a group), and int64 (P,) its edge counts.
+    seps : tuple
+        ``(local, home)``: int64 (S, P), each separator's label in each
+        group (-1: not there), and int64 (S,), the group whose copy is read.
+    order : int64 (m,)
+    start : int
+        The position in ``order`` to start at.
+    params : tuple
+        ``(C, rho, rounds)`` as in the groups' passes.
+    u : float64 (>= any group's labels,)
+        Scratch.
+
+    Per sample and separator: its flag is set where any group set it (a
+    group's greedy pair moves it), or where its gradient at the bound asks
+    to move; then ``rounds`` projected steps with the penalty of its pairs
+    in every group, each step activating the edges it violates there; the
+    weight columns take the steps once per sample.  Every copy of the
+    separator's dual, flag and weights takes the same values.
+
+    Returns ``(t, k, need)``: the position to resume from when group ``k``'s
+    pool had no room for ``need`` slots of sample ``order[t]`` (nothing of it
+    done yet), else ``(len(order), -1, 0)``.
+    """
+    data, indices, indptr, xnorm2 = csr
+    Ys, As, tmasks, Ws, pools, nbr_ptrs, nbrs, n_edges = groups
+    local, home = seps
+    C, rho, rounds = params
+    S, P = local.shape
+    for t in range(start, order.shape[0]):
+        i = order[t]
+        for k in range(P):  # room for the edges the separators' steps may activate
+            pool = pools[k]
+            room = 0
+            for r in range(S):
+                sl = local[r, k]
+                if sl < 0:
+                    continue
+                for q in range(nbr_ptrs[k][sl], nbr_ptrs[k][sl + 1]):
+                    c = nbrs[k][q]
+                    if tmasks[k][i, c] != 0 or Ys[k][i, c] != 0:  # x_c may be > 0
+                        room += 1
+            need = min(pool.count[i] + room, n_edges[k])
+            if need > pool.capacity[i] and not _widen(pool, i, need, n_edges[k]):
+                return t, k, need
+        for r in range(S):
+            h = home[r]
+            jh = local[r, h]
+            Yh, Ah = Ys[h], As[h]
+            ys = Yh[i, jh]
+            u[jh] = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                u[jh] += data[p] * Ws[h][indices[p], jh]
+            flagged = False
+            for k in range(P):
+                if local[r, k] >= 0 and tmasks[k][i, local[r, k]] != 0:
+                    flagged = True
+            if not flagged:
+                pen = 0.0
+                for k in range(P):
+                    if local[r, k] >= 0:
+                        pen += _separator_penalty(i, local[r, k], Ys[k], As[k], C, pools[k])[0]
+                g = u[jh] + (1.0 - 2.0 * ys) + rho * pen
+                flagged = (g > 0.0 and ys == 0) or (g < 0.0 and ys != 0)
+            if not flagged:
+                continue
+            moved = 0.0
+            for _ in range(rounds):
+                pen = 0.0
+                count = 0
+                for k in range(P):
+                    if local[r, k] >= 0:
+                        dp, dc = _separator_penalty(i, local[r, k], Ys[k], As[k], C, pools[k])
+                        pen += dp
+                        count += dc
+                d = _unigram_step(i, jh, u, Yh, Ah, C, rho, xnorm2, pen, count)
+                if d == 0.0:
+                    continue
+                moved += d
+                xs = ys - Ah[i, jh] / C
+                for k in range(P):
+                    sl = local[r, k]
+                    if sl >= 0:
+                        As[k][i, sl] = Ah[i, jh]
+                        _activate_around(i, sl, Ys[k], As[k], tmasks[k], C, pools[k],
+                                         nbr_ptrs[k], nbrs[k], xs, ys)
+            for k in range(P):
+                sl = local[r, k]
+                if sl < 0:
+                    continue
+                tmasks[k][i, sl] = 1
+                if moved != 0.0:
+                    W = Ws[k]
+                    for p in range(indptr[i], indptr[i + 1]):
+                        W[indices[p], sl] += data[p] * moved
+    return order.shape[0], -1, 0
