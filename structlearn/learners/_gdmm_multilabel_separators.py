@@ -174,9 +174,12 @@ def _separator_penalty(i, sl, Y, A, C, pool):
 
 
 @nb.njit(cache=True, inline="always")
-def _activate_around(i, sl, Y, A, tmask, C, pool, nbr_ptr, nbr, xs, ys):
+def _activate_around(i, sl, Y, A, tmask, C, pool, adjacency, xs, ys):
     """Activate every inactive edge of the separator ``sl`` (label of one
-    group) that its marginal ``xs`` (target ``ys``) now violates."""
+    group) that its marginal ``xs`` (target ``ys``) now violates, widening
+    the sample's row as needed (``adjacency``: ``(nbr_ptr, nbr, n_edges)``
+    of the group)."""
+    nbr_ptr, nbr, n_edges = adjacency
     fa, fb, fv, fnu = pair_rows(pool, i)
     for r in range(nbr_ptr[sl], nbr_ptr[sl + 1]):
         c = nbr[r]
@@ -191,6 +194,11 @@ def _activate_around(i, sl, Y, A, tmask, C, pool, nbr_ptr, nbr, xs, ys):
         else:
             bad = xs + xc > 1.0
         if bad:
+            if pool.count[i] == pool.capacity[i]:
+                # the caller left room at the pool's end for the row to widen
+                if not _widen(pool, i, pool.count[i] + 1, n_edges):
+                    raise RuntimeError("separator_pass: no room left to widen a row")
+                fa, fb, fv, fnu = pair_rows(pool, i)
             store_pair(i, a, b, fa, fb, fv, fnu, pool.count)
 
 
@@ -226,29 +234,31 @@ def separator_pass(csr, groups, seps, order, start, params, u):
     separator's dual, flag and weights takes the same values.
 
     Returns ``(t, k, need)``: the position to resume from when group ``k``'s
-    pool had no room for ``need`` slots of sample ``order[t]`` (nothing of it
-    done yet), else ``(len(order), -1, 0)``.
+    pool lacks ``need`` free slots at its end for sample ``order[t]``'s row
+    to widen into (nothing of it done yet), else ``(len(order), -1, 0)``.
     """
     data, indices, indptr, xnorm2 = csr
     Ys, As, tmasks, Ws, pools, nbr_ptrs, nbrs, n_edges = groups
     local, home = seps
     C, rho, rounds = params
     S, P = local.shape
+    degree = np.zeros(P, dtype=np.int64)  # the separators' edges in each group
+    for k in range(P):
+        for r in range(S):
+            sl = local[r, k]
+            if sl >= 0:
+                degree[k] += nbr_ptrs[k][sl + 1] - nbr_ptrs[k][sl]
     for t in range(start, order.shape[0]):
         i = order[t]
-        for k in range(P):  # room for the edges the separators' steps may activate
+        for k in range(P):
+            # room at the pool's end for the row to widen into, however many
+            # of the separators' edges activate: its successive capacities
+            # (doubling up to what they need, at most the edges) sum to less
+            # than twice the last, itself below 2 (capacity + degree)
             pool = pools[k]
-            room = 0
-            for r in range(S):
-                sl = local[r, k]
-                if sl < 0:
-                    continue
-                for q in range(nbr_ptrs[k][sl], nbr_ptrs[k][sl + 1]):
-                    c = nbrs[k][q]
-                    if tmasks[k][i, c] != 0 or Ys[k][i, c] != 0:  # x_c may be > 0
-                        room += 1
-            need = min(pool.count[i] + room, n_edges[k])
-            if need > pool.capacity[i] and not _widen(pool, i, need, n_edges[k]):
+            need = min(4 * (pool.capacity[i] + degree[k]), 2 * n_edges[k])
+            if (pool.capacity[i] < n_edges[k]
+                    and pool.left.shape[0] - pool.top[0] < need):
                 return t, k, need
         for r in range(S):
             h = home[r]
@@ -290,7 +300,7 @@ def separator_pass(csr, groups, seps, order, start, params, u):
                     if sl >= 0:
                         As[k][i, sl] = Ah[i, jh]
                         _activate_around(i, sl, Ys[k], As[k], tmasks[k], C, pools[k],
-                                         nbr_ptrs[k], nbrs[k], xs, ys)
+                                         (nbr_ptrs[k], nbrs[k], n_edges[k]), xs, ys)
             for k in range(P):
                 sl = local[r, k]
                 if sl < 0:

@@ -79,6 +79,7 @@ from ._gdmm_multilabel_threads import ThreadMultilabelPartitions
 from ._gdmm_multilabel_storage import (INITIAL_PAIRS, _positive_edges, compacted_pool,
                                        edge_pair_ids, new_pair_pool)
 from ._multilabel_kernels import SampleFeatures, multilabel_primal
+from .._parallel import chunk_bounds, map_chunks, n_chunks_for
 from ._partitions import (PartitionThreads, active_dask_client, check_training_partitions,
                           n_threads, round_record)
 from ._ssvm_common import HistoryMonitor, check_schedule, sq_norm, warn_not_converged
@@ -168,6 +169,16 @@ def _label_adjacency(E):
     return ptr, np.ascontiguousarray(cols[order], dtype=np.int64)
 
 
+def _forest_hinge_chunk(W, problem, forest, node_weight, out, first, stop):
+    """:func:`._multilabel_kernels.forest_hinges` of samples ``first:stop``
+    into ``out[first:stop]``."""
+    from ._multilabel_kernels import forest_hinges
+
+    p = problem
+    forest_hinges(W, p.data, p.indices, p.indptr[first:stop + 1], p.Y[first:stop],
+                  forest.order, forest.parent, node_weight, out[first:stop])
+
+
 class _Certificate:
     """Primal and dual values of a multilabel GDMM state (see the module docstring).
 
@@ -181,7 +192,7 @@ class _Certificate:
     optimum, so their maximum is too.
     """
 
-    def __init__(self, problem, C, rho):
+    def __init__(self, problem, C, rho, n_jobs=None):
         from ..inference.exact.binary_forest import rooted_forest
 
         Y, E = problem.Y, problem.E
@@ -195,18 +206,21 @@ class _Certificate:
         self.enum_ok = problem.n_edges == 0 or n * (2.0 ** L) * L <= _ENUM_BUDGET
         self.hinge = np.empty(n)
         self.best_dual = 0.0
+        self.n_jobs = n_jobs
 
     def forest_primal(self, W, Pw):
         """The exact primal value at the weights ``W`` (d, L) and pair weights
-        ``Pw`` when the edges form a forest (max-product per sample)."""
-        from ._multilabel_kernels import forest_hinges
-
+        ``Pw`` when the edges form a forest (max-product per sample, in
+        chunks of samples on the ``n_jobs`` threads)."""
         p, f = self.problem, self.forest
         self.node_weight[:] = 0.0
         has = f.edge >= 0
         self.node_weight[has] = Pw[self.pids[f.edge[has]]]
-        forest_hinges(W, p.data, p.indices, p.indptr, p.Y, f.order, f.parent, self.node_weight,
-                      self.hinge)
+        n = p.Y.shape[0]
+        bounds = chunk_bounds(np.ones(n), n_chunks_for(self.n_jobs))
+        map_chunks(_forest_hinge_chunk,
+                   [(W, p, f, self.node_weight, self.hinge, a, b)
+                    for a, b in zip(bounds[:-1], bounds[1:])], self.n_jobs, sharedmem=True)
         return float(0.5 * sq_norm(W, Pw) + self.C * self.hinge.sum())
 
     def evaluate(self, state):
@@ -550,7 +564,7 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
     nbr_ptr, nbr = _label_adjacency(E)
     samples = SampleFeatures(problem.data, problem.indices, problem.indptr, Y, xnorm2)
     edges, pids = edge_pair_ids(E)
-    cert = _Certificate(problem, C, rho)
+    cert = _Certificate(problem, C, rho, n_jobs)
     stats = np.zeros(2, dtype=np.int64)
     monitor = HistoryMonitor(verbose, callback)
     schedule = check_schedule(check_every, tol)
