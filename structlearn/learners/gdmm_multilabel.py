@@ -79,7 +79,7 @@ from ._gdmm_multilabel_threads import ThreadMultilabelPartitions
 from ._gdmm_multilabel_storage import (INITIAL_PAIRS, _positive_edges, compacted_pool,
                                        edge_pair_ids, new_pair_pool)
 from ._multilabel_kernels import SampleFeatures, multilabel_primal
-from .._parallel import chunk_bounds, map_chunks, n_chunks_for
+from .._parallel import chunk_bounds
 from ._partitions import (PartitionThreads, active_dask_client, check_training_partitions,
                           n_threads, round_record)
 from ._ssvm_common import HistoryMonitor, check_schedule, sq_norm, warn_not_converged
@@ -126,9 +126,9 @@ class GDMMMultilabelState:
     starts with ``INITIAL_PAIRS`` slots and widens alone when it needs more).
     """
 
-    def __init__(self, problem, sublinear):
+    def __init__(self, problem, sublinear, signature=None):
         n, L = problem.Y.shape
-        self.signature = problem.signature()
+        self.signature = problem.signature() if signature is None else signature
         self.solver = "gdmm"
         self.sublinear = sublinear
         self.A = np.zeros((n, L))
@@ -189,7 +189,8 @@ class _Certificate:
     cheap (``primal_exact``; NaN otherwise).
     The dual reported is the best value certified so far and never below 0
     (the value of the zero dual): each evaluation is a lower bound on the
-    optimum, so their maximum is too.
+    optimum, so their maximum is too.  The max-product runs in chunks of
+    samples on ``n_jobs`` threads (:meth:`close` ends them).
     """
 
     def __init__(self, problem, C, rho, n_jobs=None):
@@ -206,7 +207,10 @@ class _Certificate:
         self.enum_ok = problem.n_edges == 0 or n * (2.0 ** L) * L <= _ENUM_BUDGET
         self.hinge = np.empty(n)
         self.best_dual = 0.0
-        self.n_jobs = n_jobs
+        self.threads = PartitionThreads(n_threads(n_jobs, max(n, 1)))
+
+    def close(self):
+        self.threads.close()
 
     def forest_primal(self, W, Pw):
         """The exact primal value at the weights ``W`` (d, L) and pair weights
@@ -216,11 +220,10 @@ class _Certificate:
         self.node_weight[:] = 0.0
         has = f.edge >= 0
         self.node_weight[has] = Pw[self.pids[f.edge[has]]]
-        n = p.Y.shape[0]
-        bounds = chunk_bounds(np.ones(n), n_chunks_for(self.n_jobs))
-        map_chunks(_forest_hinge_chunk,
-                   [(W, p, f, self.node_weight, self.hinge, a, b)
-                    for a, b in zip(bounds[:-1], bounds[1:])], self.n_jobs, sharedmem=True)
+        T = self.threads.n_threads
+        bounds = chunk_bounds(np.diff(p.indptr) + 1.0, T)
+        self.threads.map(_forest_hinge_chunk, [W] * T, [p] * T, [f] * T, [self.node_weight] * T,
+                         [self.hinge] * T, bounds[:-1], bounds[1:])
         return float(0.5 * sq_norm(W, Pw) + self.C * self.hinge.sum())
 
     def evaluate(self, state):
@@ -322,12 +325,13 @@ class LabelGroupRounds:
         self.params = (float(C), float(rho), int(rounds))
         L = problem.Y.shape[1]
         S = split.separators.shape[0]
+        xnorm2 = problem.sq_norms()
         self.local = np.full((S, self.n_parts), -1, dtype=np.int64)
         self.problems, self.states, self.samples, self.edges = [], [], [], []
         self.certs, self.fixed, self.pair_ids = [], [], []
         for k, labels in enumerate(split.groups):
             sub = group_problem(problem, labels)
-            sub_state = GDMMMultilabelState(sub, state.sublinear)
+            sub_state = GDMMMultilabelState(sub, state.sublinear, signature=())  # never reused
             take_group_state(state, labels, sub_state)
             nbr_ptr, nbr = _label_adjacency(sub.E)
             edge_list, pids = edge_pair_ids(sub.E)
@@ -340,15 +344,14 @@ class LabelGroupRounds:
             self.problems.append(sub)
             self.states.append(sub_state)
             self.samples.append(SampleFeatures(sub.data, sub.indices, sub.indptr, sub.Y,
-                                               sub.sq_norms()))
+                                               xnorm2))
             self.edges.append((sub.E, sub.n_edges, nbr_ptr, nbr, edge_list, pids))
             self.certs.append(_Certificate(sub, C, rho))
             self.fixed.append(fixed)
             self.pair_ids.append(group_pair_ids(labels, L))
         self.home = np.argmax(self.local >= 0, axis=1).astype(np.int64)
         self.copies = (self.local >= 0).sum(axis=1)
-        self.xnorm2 = problem.sq_norms()
-        self.csr = (problem.data, problem.indices, problem.indptr, self.xnorm2)
+        self.csr = (problem.data, problem.indices, problem.indptr, xnorm2)
         self.scratch = np.empty(L)
         self.best_dual = 0.0
         self.layout = release_whole_state(state)
@@ -533,7 +536,7 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         With partitions, each stops between its blocks once the time is up,
         and ``callback`` sees only the records of whole rounds.
     n_jobs : int or None
-        Threads running the partitions.
+        Threads running the partitions and the certificate's max-product.
     training_partitions : int
         1: the passes described above.  More: each round splits the samples
         into that many partitions, drawn anew, whose passes run on
@@ -618,6 +621,7 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         converged = run_rounds(step, certify, active, state, monitor, stats,
                                schedule=schedule, max_iter=max_iter, tol=tol, deadline=deadline)
     finally:
+        cert.close()
         if partitions is not None:
             partitions.close()
     W, P = state.weights()
