@@ -8,7 +8,7 @@ the edges) and the dual are sums over the connected components of the
 edge graph.  A group of whole components is then a multilabel problem of
 its own, over the same samples, whose passes can run beside the other
 groups' on threads and whose certificates add up to the whole problem's
-(:class:`.gdmm_multilabel.LabelGroupRounds`).  With ``pairwise="none"``
+(:class:`LabelGroupRounds`, below).  With ``pairwise="none"``
 every label is a component; a tree is cut into such groups at a few
 separator labels that several groups hold (:mod:`._gdmm_multilabel_separators`).
 The groups' states are copies of the whole problem's columns (a
@@ -16,15 +16,22 @@ separator's in each group that holds it, all equal).
 """
 
 import dataclasses
+import time
 
 import numba as nb
 import numpy as np
 
-from ._gdmm_multilabel_kernels import PairPool
-from ._gdmm_multilabel_storage import _ranks, new_pair_pool
+from ._gdmm_multilabel_kernels import PairPool, gdmm_multilabel_dual, gdmm_multilabel_multipliers
+from ._gdmm_multilabel_separators import separator_pass
+from ._gdmm_multilabel_state import (GDMMMultilabelState, MultilabelCertificate,
+                                     label_adjacency, serial_pass)
+from ._gdmm_multilabel_storage import _ranks, edge_pair_ids, new_pair_pool
+from ._multilabel_kernels import SampleFeatures
+from ._partitions import PartitionThreads, n_threads
+from ._ssvm_common import sq_norm
 
-__all__ = ["group_pair_ids", "group_problem", "take_group_state", "release_whole_state",
-           "put_group_states", "copy_columns"]
+__all__ = ["LabelGroupRounds", "copy_columns", "group_pair_ids", "group_problem",
+           "put_group_states", "release_whole_state", "take_group_state"]
 
 def group_problem(problem, labels):
     """The problem restricted to ``labels`` (int64, increasing): the same
@@ -127,3 +134,180 @@ def put_group_states(state, groups, subs, layout):
     order = np.argsort(sample, kind="stable")
     state.pool = PairPool(*_packed_pool(n, sample[order], left[order], right[order],
                                         dual[order], nu[order]))
+
+
+class _Quiet:
+    """A monitor for the groups' passes: the callback is asked between rounds only."""
+
+    @staticmethod
+    def progress(iteration, block, n_blocks):
+        return False
+
+
+class LabelGroupRounds:
+    """Passes over groups of labels side by side on threads
+    (:mod:`._gdmm_multilabel_label_groups`, :mod:`._gdmm_multilabel_separators`).
+
+    Each group is a problem of its own over the same samples, with its own
+    state (moved out of ``state`` here, which keeps its pair weights, pool
+    and counters only, and written back by :meth:`close`).  A round visits
+    the samples in one permutation for every group, as a pass of one
+    process would, then steps the separators' unigram factors over the same
+    permutation, then runs every group's multiplier step.  Without
+    separators the certificate is the sum of the groups'; with them, the
+    dual is the groups' sum less the separators' extra copies, and the
+    primal is taken on the whole tree.  A label's duals and weights take the
+    steps of one process (the greedy pair factor of a sample is the best of
+    its group, not of all the edges), so with no edges the fit is the
+    one-process fit, bit for bit, for any ``n_jobs``.
+
+    Parameters
+    ----------
+    problem : MultilabelProblem
+    state : GDMMMultilabelState
+    split : LabelSplit
+        The groups and separators (:func:`._gdmm_multilabel_separators.split_labels`).
+    C, rho, rounds : float, float, int
+        As in the one-process pass.
+    n_jobs : int or None
+        Threads running the groups (at most one per group).
+    """
+
+    remote = False
+    certifies_itself = True
+
+    def __init__(self, problem, state, split, C, rho, rounds, n_jobs):
+        self.state = state
+        self.groups = split.groups
+        self.n_parts = len(split.groups)
+        self.params = (float(C), float(rho), int(rounds))
+        L = problem.Y.shape[1]
+        S = split.separators.shape[0]
+        xnorm2 = problem.sq_norms()
+        self.local = np.full((S, self.n_parts), -1, dtype=np.int64)
+        self.problems, self.states, self.samples, self.edges = [], [], [], []
+        self.certs, self.fixed, self.pair_ids = [], [], []
+        for k, labels in enumerate(split.groups):
+            sub = group_problem(problem, labels)
+            sub_state = GDMMMultilabelState(sub, state.sublinear, signature=())  # never reused
+            take_group_state(state, labels, sub_state)
+            nbr_ptr, nbr = label_adjacency(sub.E)
+            edge_list, pids = edge_pair_ids(sub.E)
+            at = np.searchsorted(labels, split.separators)
+            here = (at < labels.shape[0]) & (labels[np.minimum(at, labels.shape[0] - 1)]
+                                              == split.separators)
+            self.local[here, k] = at[here]
+            fixed = np.zeros(labels.shape[0], dtype=np.uint8)
+            fixed[at[here]] = 1
+            self.problems.append(sub)
+            self.states.append(sub_state)
+            self.samples.append(SampleFeatures(sub.data, sub.indices, sub.indptr, sub.Y,
+                                               xnorm2))
+            self.edges.append((sub.E, sub.n_edges, nbr_ptr, nbr, edge_list, pids))
+            self.certs.append(MultilabelCertificate(sub, C, rho))
+            self.fixed.append(fixed)
+            self.pair_ids.append(group_pair_ids(labels, L))
+        self.home = np.argmax(self.local >= 0, axis=1).astype(np.int64)
+        self.copies = (self.local >= 0).sum(axis=1)
+        self.csr = (problem.data, problem.indices, problem.indptr, xnorm2)
+        self.scratch = np.empty(L)
+        self.best_dual = 0.0
+        self.layout = release_whole_state(state)
+        self.stats = [np.zeros(2, dtype=np.int64) for _ in split.groups]
+        self.threads = PartitionThreads(n_threads(n_jobs, self.n_parts))
+
+    def _pass(self, k, order, block_ends, deadline):
+        """Group ``k``'s pass; returns whether it stopped for lack of time."""
+        stats = self.stats[k]
+        stats[:] = 0
+        out_of_time, _ = serial_pass(self.states[k], self.samples[k], self.edges[k], order,
+                                     block_ends, self.params, stats, _Quiet, deadline,
+                                     self.fixed[k])
+        return out_of_time
+
+    def _separators(self, order):
+        """The separators' steps over ``order`` (packing a group's pool when a
+        sample's row there lacks room)."""
+        pos = 0
+        while self.local.shape[0] and pos < order.shape[0]:
+            st, pr = self.states, self.problems
+            groups = (tuple(p.Y for p in pr), tuple(s.A for s in st), tuple(s.tmask for s in st),
+                      tuple(s.W for s in st), tuple(s.pool for s in st),
+                      tuple(e[2] for e in self.edges), tuple(e[3] for e in self.edges),
+                      np.array([e[1] for e in self.edges], dtype=np.int64))
+            pos, k, need = separator_pass(self.csr, groups, (self.local, self.home), order, pos,
+                                          self.params, self.scratch)
+            if k >= 0:
+                st[k].compact(need)
+
+    def _multipliers(self, k, eta):
+        sub, sub_state = self.problems[k], self.states[k]
+        return float(gdmm_multilabel_multipliers(sub.Y, sub_state.A, self.params[0], float(eta),
+                                                 sub_state.tmask, sub_state.pool))
+
+    def round(self, rng, eta, stats, deadline, n_blocks):
+        """One pass of every group over the samples in one permutation drawn
+        from ``rng`` (in ``n_blocks`` blocks, as one process's pass), the
+        separators' steps and the multiplier steps; returns ``(res2,
+        finished, local_time, merge_time)`` as the sample partitions do
+        (the separators' steps count as merging)."""
+        t0 = time.perf_counter()
+        n = self.problems[0].Y.shape[0]
+        P = self.n_parts
+        order = rng.permutation(n).astype(np.int64)
+        block_ends = np.unique(np.linspace(0, n, n_blocks + 1).astype(np.int64))[1:]
+        late = self.threads.map(self._pass, range(P), [order] * P, [block_ends] * P,
+                                [deadline] * P)
+        t1 = time.perf_counter()
+        self._separators(order)
+        t2 = time.perf_counter()
+        res2 = sum(self.threads.map(self._multipliers, range(P), [eta] * P))
+        for s in self.stats:
+            stats += s
+        t3 = time.perf_counter()
+        return res2, not any(late), (t1 - t0) + (t3 - t2), t2 - t1
+
+    def certificate(self, cert):
+        """``(primal, dual, primal_exact)`` of the whole problem (``cert``: its
+        certificate, which takes the primal on the whole tree when there are
+        separators)."""
+        if not self.local.shape[0]:
+            values = self.threads.map(MultilabelCertificate.evaluate, self.certs, self.states)
+            return tuple(float(sum(v)) for v in zip(*values))
+        dual = sum(self.threads.map(self._group_dual, range(self.n_parts)))
+        W, Pw = self._whole_weights()
+        for r, k in enumerate(self.home):  # a separator's extra copies counted once
+            j = self.local[r, k]
+            lin = float(np.dot(1.0 - 2.0 * self.problems[k].Y[:, j], self.states[k].A[:, j]))
+            dual += (self.copies[r] - 1) * (0.5 * sq_norm(W[:, self.groups[k][j]]) + lin)
+        self.best_dual = max(self.best_dual, dual)
+        primal = cert.forest_primal(W, Pw)
+        return primal, self.best_dual, primal
+
+    def _group_dual(self, k):
+        sub, st = self.problems[k], self.states[k]
+        return float(gdmm_multilabel_dual(st.W, st.Pw, sub.Y, st.A, self.params[0], st.pool,
+                                          np.empty_like(st.Pw)))
+
+    def _whole_weights(self):
+        """The whole problem's ``W`` and pair weights, from the groups'."""
+        d, L = self.layout[2][0]
+        W = np.empty((d, L))
+        Pw = np.zeros(L * (L - 1) // 2)
+        for labels, st, ids in zip(self.groups, self.states, self.pair_ids):
+            copy_columns(st.W, np.arange(labels.shape[0]), W, labels)
+            Pw[ids] = st.Pw
+        return W, Pw
+
+    @property
+    def active(self):
+        """Active factors summed over the groups (a separator's flags once)."""
+        total = sum(s.tmask.sum() + s.pool.count.sum() for s in self.states)
+        for r, k in enumerate(self.home):
+            total -= (self.copies[r] - 1) * self.states[k].tmask[:, self.local[r, k]].sum()
+        return float(total)
+
+    def close(self):
+        """Write the groups' states back into the whole problem's."""
+        self.threads.close()
+        put_group_states(self.state, self.groups, self.states, self.layout)

@@ -13,8 +13,8 @@ from ._gdmm_multilabel_dask import MultilabelBlockRounds
 from ._gdmm_multilabel_storage import edge_pair_ids
 from ._partitions import round_record
 from ._ssvm_common import HistoryMonitor, check_schedule
-from .gdmm_multilabel import (_BLOCKS_PER_PASS, _ENUM_BUDGET, _SAMPLE_ROUNDS, _label_adjacency,
-                              run_rounds)
+from ._gdmm_multilabel_state import _ENUM_BUDGET, label_adjacency
+from .gdmm_multilabel import _BLOCKS_PER_PASS, _SAMPLE_ROUNDS, run_rounds
 
 __all__ = ["fit_gdmm_multilabel_cluster"]
 
@@ -69,7 +69,7 @@ def fit_gdmm_multilabel_cluster(client, blocks, *, n_samples, n_features, E, C, 
     L = E.shape[0]
     state = _ClusterWeights(n_features, L)
     edges, pids = edge_pair_ids(E)
-    edge_data = (E, int(E.sum()), *_label_adjacency(E), edges, pids)
+    edge_data = (E, int(E.sum()), *label_adjacency(E), edges, pids)
     rounds = MultilabelBlockRounds(client, blocks, state, edge_data, C, rho, _SAMPLE_ROUNDS,
                                    rooted_forest(edges, L))
     cert = _ClusterCertificate(C, pids, n_samples, L, int(E.sum()))

@@ -13,8 +13,9 @@ from structlearn.learners._gdmm_multilabel_kernels import (
     gdmm_multilabel_multipliers,
     gdmm_multilabel_pass,
 )
-from structlearn.learners.gdmm_multilabel import (GDMMMultilabelState, _label_adjacency,
-                                                   _positive_edges, edge_pair_ids, new_pair_pool)
+from structlearn.learners._gdmm_multilabel_state import GDMMMultilabelState, label_adjacency
+from structlearn.learners._gdmm_multilabel_storage import (_positive_edges, edge_pair_ids,
+                                                           new_pair_pool)
 from structlearn.learners.multilabel import MultilabelProblem
 from structlearn.oracles._binary_kernels import pair_id
 from structlearn.learners._multilabel_kernels import SampleFeatures, sample_scores
@@ -183,7 +184,7 @@ def _run_pass(p, order, C, rho, rounds, st, stats):
     The greedy search's sorted edges are those of the pass start, which the
     reference reads live: both agree when the weights' order stays (tiny
     problems), else the test would show it."""
-    nbr_ptr, nbr = _label_adjacency(p.E)
+    nbr_ptr, nbr = label_adjacency(p.E)
     edges, pids = edge_pair_ids(p.E)
     pos, stops = 0, 0
     while pos < order.shape[0]:

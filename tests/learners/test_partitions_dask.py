@@ -135,12 +135,12 @@ def _block_rounds(problem, n_rounds, C, rho, eta, seed):
     from structlearn.learners._gdmm_multilabel_blocks import (blocks_of, draw_pairing,
                                                               paired_pass, pairing_rows)
     from structlearn.learners._gdmm_multilabel_storage import edge_pair_ids, joined_pools
-    from structlearn.learners.gdmm_multilabel import (_BLOCKS_PER_PASS, _SAMPLE_ROUNDS,
-                                                      GDMMMultilabelState, _label_adjacency)
+    from structlearn.learners._gdmm_multilabel_state import GDMMMultilabelState, label_adjacency
+    from structlearn.learners.gdmm_multilabel import _BLOCKS_PER_PASS, _SAMPLE_ROUNDS
 
     state = GDMMMultilabelState(problem, True)
     edges, pids = edge_pair_ids(problem.E)
-    edge_data = (problem.E, problem.n_edges, *_label_adjacency(problem.E), edges, pids)
+    edge_data = (problem.E, problem.n_edges, *label_adjacency(problem.E), edges, pids)
     blocks, bounds = blocks_of(problem, state, 2)
     settings = (edge_data, C, rho, _SAMPLE_ROUNDS, len(blocks) // 2)
     rng = np.random.RandomState(seed)
