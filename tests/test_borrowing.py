@@ -54,13 +54,15 @@ def test_the_hot_helpers_borrow():
     from structlearn.graphs import _graph_kernels
     from structlearn.inference.exact import _soft_arc_kernels
     from structlearn.inference.lp import _local_search_kernels
-    from structlearn.learners import _gdmm_chain_kernels, _gdmm_multilabel_kernels
+    from structlearn.learners import (_gdmm_chain_kernels, _gdmm_multilabel_kernels,
+                                      _gdmm_multilabel_separators)
 
     hot = [_soft_arc_kernels._support, _soft_arc_kernels._full_support,
            _soft_arc_kernels._fully_supported, _soft_arc_kernels._propagate,
            _soft_arc_kernels._existential_pass, _soft_arc_kernels._eliminate,
            _gdmm_multilabel_kernels._visit_samples, _gdmm_chain_kernels._unigram_step,
            _gdmm_chain_kernels._bigram_step, _local_search_kernels._conditional_scores,
-           _local_search_kernels._icm_from, _graph_kernels.score_labelings]
+           _local_search_kernels._icm_from, _graph_kernels.score_labelings,
+           _gdmm_multilabel_separators._separator_samples]
     for kernel in hot:
         assert kernel.targetoptions.get("_nrt") is False, kernel.py_func.__qualname__

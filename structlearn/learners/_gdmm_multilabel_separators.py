@@ -22,6 +22,7 @@ import numba as nb
 import numpy as np
 import scipy.sparse as sp
 
+from .._borrowing import borrowing_kernel
 from ._gdmm_multilabel_kernels import (_constraints, _find_pair, _unigram_step, _widen,
                                        pair_rows, store_pair)
 
@@ -237,10 +238,8 @@ def separator_pass(csr, groups, seps, order, start, params, u):
     pool lacks ``need`` free slots at its end for sample ``order[t]``'s row
     to widen into (nothing of it done yet), else ``(len(order), -1, 0)``.
     """
-    data, indices, indptr, xnorm2 = csr
-    Ys, As, tmasks, Ws, pools, nbr_ptrs, nbrs, n_edges = groups
-    local, home = seps
-    C, rho, rounds = params
+    nbr_ptrs = groups[5]
+    local = seps[0]
     S, P = local.shape
     degree = np.zeros(P, dtype=np.int64)  # the separators' edges in each group
     for k in range(P):
@@ -248,6 +247,19 @@ def separator_pass(csr, groups, seps, order, start, params, u):
             sl = local[r, k]
             if sl >= 0:
                 degree[k] += nbr_ptrs[k][sl + 1] - nbr_ptrs[k][sl]
+    return _separator_samples(csr, groups, seps, order, start, params, u, degree)
+
+
+@borrowing_kernel
+def _separator_samples(csr, groups, seps, order, start, params, u, degree):
+    """The body of :func:`separator_pass` (``degree`` int64 (P,): the
+    separators' edges in each group), borrowing its arrays: the views of
+    the pools' rows it takes per sample count no references."""
+    data, indices, indptr, xnorm2 = csr
+    Ys, As, tmasks, Ws, pools, nbr_ptrs, nbrs, n_edges = groups
+    local, home = seps
+    C, rho, rounds = params
+    S, P = local.shape
     for t in range(start, order.shape[0]):
         i = order[t]
         for k in range(P):
