@@ -737,10 +737,11 @@ default="auto"
         are stepped apart after the groups' passes.  Each group takes one
         pass over all the samples per round beside the others, with weights
         and duals of its own, nothing to merge and no damping: the rounds
-        to the gap are the passes of one process (0.67-0.72x the one-thread
+        to the gap are the passes of one process (0.60-0.71x the one-thread
         time on two threads on bibtex, corel5k and two look-alikes; with
-        ``pairwise="none"`` 0.60-0.62x, and the model is the one-process
-        model bit for bit; BENCHMARKS.md).  Edges with cycles keep the
+        ``pairwise="none"`` 0.58-0.67x, and the model is the one-process
+        model bit for bit; BENCHMARKS.md).  More groups than threads gain
+        nothing: set ``P`` to ``n_jobs``.  Edges with cycles keep the
         sample partitions.
     check_every : int or "auto", default="auto"
         gdmm evaluates its certificate (primal, dual, and so the stopping
