@@ -64,8 +64,8 @@ def _packed(sizes, P):
 
 
 def _centre(adj, members):
-    """The label of ``members`` (a tree of the CSR graph ``adj``) whose
-    removal leaves the smallest largest piece."""
+    """The label of ``members`` (labels forming a tree of the CSR graph
+    ``adj``) whose removal leaves the smallest largest piece."""
     inside = np.zeros(adj.shape[0], dtype=bool)
     inside[members] = True
     root = int(members[0])
@@ -88,7 +88,7 @@ def _centre(adj, members):
                 piece = max(piece, size[int(u)])
         if piece < best_piece:
             best, best_piece = v, piece
-    return best
+    return int(best)
 
 
 def split_labels(E, n_parts):
@@ -104,11 +104,12 @@ def split_labels(E, n_parts):
     Returns
     -------
     LabelSplit or None
-        None when the edges have a cycle and one component, or no split into
-        at least two groups holds at most ``MAX_IMBALANCE`` times ``L /
-        groups`` labels (or ``ceil(L / groups)``) a group with at most
-        ``MAX_SEPARATORS_PER_GROUP`` separators a group, none of them next
-        to another.
+        The split into the most groups, up to ``n_parts``, that hold at most
+        ``MAX_IMBALANCE`` times ``L / groups`` labels (or ``ceil(L /
+        groups)``) each, with at most ``MAX_SEPARATORS_PER_GROUP``
+        separators a group, none of them next to another; None when there
+        is none into two groups or more (edges with a cycle and one
+        component, among others).
     """
     from scipy.sparse.csgraph import connected_components
 
@@ -119,27 +120,32 @@ def split_labels(E, n_parts):
     P = int(n_parts)
     separators = []
     removed = np.zeros(L, dtype=bool)
+    best = None  # the balanced split with the most groups (at most P) so far
     while True:
         keep = np.flatnonzero(~removed)
-        sub = adj[keep][:, keep]
-        n_comp, comp = connected_components(sub, directed=False)
+        n_comp, comp = connected_components(adj[keep][:, keep], directed=False)
         sizes = np.bincount(comp, minlength=n_comp)
         G = min(P, n_comp)
         if G >= 2:
             group_of, load = _packed(sizes, G)
             if load.max() <= max(MAX_IMBALANCE * (L - len(separators)) / G, -(-L // G)):
-                break
-        if not forest or len(separators) >= MAX_SEPARATORS_PER_GROUP * P:
-            return None
-        centre = int(keep[_centre(adj, keep[comp == np.argmax(sizes)])])
+                best = (keep, group_of[comp], G, list(separators))
+                if G == P:
+                    break
+        if not forest or len(separators) >= MAX_SEPARATORS_PER_GROUP * P or sizes.max() < 3:
+            break  # no cut left that makes more pieces
+        centre = _centre(adj, keep[comp == np.argmax(sizes)])
         row = adj.indices[adj.indptr[centre]:adj.indptr[centre + 1]]
         if removed[row].any():
-            return None  # next to a separator: its pairs would belong to no group
+            break  # next to a separator: their pair would belong to no group
         separators.append(centre)
         removed[centre] = True
+    if best is None:
+        return None
+    keep, kept_group, G, separators = best
     label_group = np.full(L, -1, dtype=np.int64)
-    label_group[keep] = group_of[comp]
-    members = [set(keep[group_of[comp] == g].tolist()) for g in range(G)]
+    label_group[keep] = kept_group
+    members = [set(keep[kept_group == g].tolist()) for g in range(G)]
     kept = []
     for s in separators:
         row = adj.indices[adj.indptr[s]:adj.indptr[s + 1]]

@@ -491,6 +491,15 @@ def test_label_split_of_graphs_and_trees():
     split = split_labels(chain, 2)  # a path cut at its middle label
     assert split.separators.tolist() == [3]
     assert [g.tolist() for g in split.groups] == [[0, 1, 2, 3], [3, 4, 5, 6]]
+    path = np.zeros((13, 13), dtype=np.uint8)
+    path[np.arange(12), np.arange(1, 13)] = 1
+    split = split_labels(path, 4)  # the middle, then the middles of the two halves
+    assert split.separators.tolist() == [2, 6, 9]
+    assert sorted(g.tolist() for g in split.groups) == [[0, 1, 2], [2, 3, 4, 5, 6],
+                                                        [6, 7, 8, 9], [9, 10, 11, 12]]
+    two = np.zeros((2, 2), dtype=np.uint8)
+    two[0, 1] = 1
+    assert split_labels(two, 2) is None  # nothing to cut
     star = np.zeros((5, 5), dtype=np.uint8)
     star[0, 1:] = 1
     split = split_labels(star, 2)  # the hub is the separator
