@@ -125,13 +125,14 @@ def split_labels(E, n_parts):
         keep = np.flatnonzero(~removed)
         n_comp, comp = connected_components(adj[keep][:, keep], directed=False)
         sizes = np.bincount(comp, minlength=n_comp)
-        G = min(P, n_comp)
-        if G >= 2:
+        for G in range(min(P, n_comp), 1, -1):  # the most groups the pieces fill evenly
             group_of, load = _packed(sizes, G)
             if load.max() <= max(MAX_IMBALANCE * (L - len(separators)) / G, -(-L // G)):
-                best = (keep, group_of[comp], G, list(separators))
-                if G == P:
-                    break
+                if best is None or G > best[2]:
+                    best = (keep, group_of[comp], G, list(separators))
+                break
+        if best is not None and best[2] == P:
+            break
         if not forest or len(separators) >= MAX_SEPARATORS_PER_GROUP * P or sizes.max() < 3:
             break  # no cut left that makes more pieces
         centre = _centre(adj, keep[comp == np.argmax(sizes)])
