@@ -71,7 +71,7 @@ from ._gdmm_multilabel_state import (GDMMMultilabelState, MultilabelCertificate,
 from ._gdmm_multilabel_threads import ThreadMultilabelPartitions
 from ._gdmm_multilabel_storage import edge_pair_ids
 from ._multilabel_kernels import SampleFeatures
-from ._partitions import active_dask_client, check_training_partitions, round_record
+from ._partitions import active_dask_client, check_training_partitions, n_threads, round_record
 from ._ssvm_common import HistoryMonitor, check_schedule, warn_not_converged
 
 __all__ = ["GDMMMultilabelState", "fit_gdmm_multilabel", "is_forest_mask"]
@@ -185,7 +185,10 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         With partitions, each stops between its blocks once the time is up,
         and ``callback`` sees only the records of whole rounds.
     n_jobs : int or None
-        Threads running the partitions and the certificate's max-product.
+        Threads running the partitions and the certificate's max-product;
+        with no edges (and no ``callback``), the passes of groups of labels
+        too (:class:`._gdmm_multilabel_label_groups.LabelGroupRounds`: the
+        same iterates as one thread's, bit for bit).
     training_partitions : int
         1: the passes described above.  More: each round splits the samples
         into that many partitions, drawn anew, whose passes run on
@@ -237,6 +240,14 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
 
             partitions = DaskMultilabelPartitions(problem, state, n_parts, edge_data, C, rho,
                                                   rounds, cert.forest, client)
+    # without edges every label is a problem of its own: the labels' passes on
+    # the n_jobs threads take one process's steps, bit for bit (the progress
+    # records between blocks are then not made, hence not with a callback)
+    auto_groups = (n_parts == 1 and ne == 0 and callback is None
+                   and n_threads(n_jobs, L) > 1 and active_dask_client() is None)
+    if auto_groups:
+        partitions = LabelGroupRounds(problem, state, split_labels(E, n_threads(n_jobs, L)), C,
+                                      rho, rounds, n_jobs)
     deadline = None if max_time is None else monitor.start + max_time
 
     def step(it):
@@ -250,7 +261,8 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
             return res2, out_of_time or asked_to_stop, asked_to_stop, {}
         res2, finished, local_time, merge_time = partitions.round(rng, eta, stats, deadline,
                                                                   _BLOCKS_PER_PASS)
-        return res2, not finished, False, round_record(partitions, local_time, merge_time)
+        extra = {} if auto_groups else round_record(partitions, local_time, merge_time)
+        return res2, not finished, False, extra
 
     def certify():
         if partitions is not None and (partitions.remote

@@ -674,3 +674,22 @@ def test_label_groups_cut_at_separators_reach_the_certified_optimum(shape):
             first = two.coef_.copy()
         else:
             np.testing.assert_array_equal(first, two.coef_)  # the same for any n_jobs
+
+
+def test_threads_alone_split_the_labels_without_edges():
+    """pairwise='none' with n_jobs=2 and no partitions asked: the labels'
+    passes run on the threads, the model and the certified values those of
+    one thread; with a callback the one-thread passes run (it sees the
+    progress records between blocks)."""
+    X, Y = _multilabel_data(10, n=90, L=6)
+    one = _fit_ml(X, Y, pairwise="none", tol=0.0, max_iter=12)
+    two = _fit_ml(X, Y, pairwise="none", tol=0.0, max_iter=12, n_jobs=2)
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+    np.testing.assert_array_equal(one.intercept_, two.intercept_)
+    np.testing.assert_allclose([r["dual"] for r in two.history_],
+                               [r["dual"] for r in one.history_], rtol=1e-12)
+    assert "partitions" not in two.history_[-1]
+    seen = []
+    _fit_ml(X, Y, pairwise="none", tol=0.0, max_iter=2, n_jobs=2,
+            callback=lambda rec: seen.append(rec.get("partial", False)))
+    assert any(seen)  # records between blocks: the one-thread passes
