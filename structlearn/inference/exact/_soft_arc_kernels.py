@@ -864,8 +864,8 @@ def _choose_variable(net, state, work):
 
 @borrowing_kernel
 def _choose_label(net, state, v, eps):
-    """The label of least unary cost (on ties the incumbent's, else the
-    existentially supported one)."""
+    """The label of least unary cost (on ties the existentially supported
+    one, else the incumbent's)."""
     K = net.K
     best, best_cost = -1, np.inf
     for x in range(net.n_states[v]):
