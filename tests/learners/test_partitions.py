@@ -419,11 +419,31 @@ def test_partitioned_fit_under_a_joblib_backend(backend):
             under = _fit(X, y, solver=solver, training_partitions=2, n_jobs=2, max_iter=8)
         np.testing.assert_array_equal(plain.coef_, under.coef_)
         np.testing.assert_array_equal(plain.transition_, under.transition_)
-    plain = _fit_ml(Xm, Ym, training_partitions=2, n_jobs=2, max_iter=8)
-    with parallel_config(backend=backend):
-        under = _fit_ml(Xm, Ym, training_partitions=2, n_jobs=2, max_iter=8)
-    np.testing.assert_array_equal(plain.coef_, under.coef_)
-    np.testing.assert_array_equal(plain.pairwise_coef_, under.pairwise_coef_)
+    path = [(k, k + 1) for k in range(Ym.shape[1] - 1)]  # label groups cut at a separator
+    for kw in ({}, dict(pairwise=path), dict(pairwise="none", training_partitions=None)):
+        settings = dict(training_partitions=2, n_jobs=2, max_iter=8)
+        settings.update(kw)
+        plain = _fit_ml(Xm, Ym, **settings)
+        with parallel_config(backend=backend):
+            under = _fit_ml(Xm, Ym, **settings)
+        np.testing.assert_array_equal(plain.coef_, under.coef_)
+        np.testing.assert_array_equal(plain.pairwise_coef_, under.pairwise_coef_)
+
+
+def test_label_groups_fit_in_worker_processes():
+    """A fit with label groups inside loky workers (each worker runs its own
+    threads) gives the model of the same fit in this process."""
+    from joblib import Parallel, delayed
+
+    X, Y = _multilabel_data(11, n=70, L=7)
+    tree = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 6)]
+    settings = [dict(pairwise=tree, training_partitions=2, n_jobs=2, max_iter=6),
+                dict(pairwise="none", n_jobs=2, max_iter=6)]
+    here = [_fit_ml(X, Y, **kw) for kw in settings]
+    there = Parallel(n_jobs=2, backend="loky")(delayed(_fit_ml)(X, Y, **kw) for kw in settings)
+    for a, b in zip(here, there):
+        np.testing.assert_array_equal(a.coef_, b.coef_)
+        np.testing.assert_array_equal(a.pairwise_coef_, b.pairwise_coef_)
 
 
 # ---------------------------------------------------------- label groups
