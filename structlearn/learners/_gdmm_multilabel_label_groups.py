@@ -204,7 +204,8 @@ class LabelGroupRounds:
             self.samples.append(SampleFeatures(sub.data, sub.indices, sub.indptr, sub.Y,
                                                xnorm2))
             self.edges.append((sub.E, sub.n_edges, nbr_ptr, nbr, edge_list, pids))
-            self.certs.append(MultilabelCertificate(sub, C, rho))
+            if not S:  # with separators the whole problem's certificate is taken
+                self.certs.append(MultilabelCertificate(sub, C, rho))
             self.fixed.append(fixed)
             self.pair_ids.append(group_pair_ids(labels, L))
         self.home = np.argmax(self.local >= 0, axis=1).astype(np.int64)
