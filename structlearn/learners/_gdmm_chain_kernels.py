@@ -739,13 +739,14 @@ def merge_copies(W, rows, sigma, offsets, copies, f0, f1, block):
 
 
 @nb.njit(cache=True, nogil=True)
-def gdmm_chain_multipliers(chain, slots, eta):
-    """Multiplier step (13) on every token slot; returns the squared
-    consistency residual ``sum ||M beta - alpha||^2`` before the step (over
-    all labels: outside the slots both sides are 0)."""
+def gdmm_chain_multipliers(chain, slots, eta, j_lo, j_hi):
+    """Multiplier step (13) on the slots of tokens ``j_lo <= j < j_hi``;
+    returns their squared consistency residual ``sum ||M beta - alpha||^2``
+    before the step (over all labels: outside the slots both sides are 0).
+    Disjoint ranges may run in parallel."""
     res = 0.0
     alpha = slots.alpha
-    for j in range(slots.count.shape[0]):
+    for j in range(j_lo, j_hi):
         for s in range(slots.count[j]):
             if chain.has_left[j] != 0:
                 r = slots.marg_left[j, s] - alpha[j, s]
@@ -789,7 +790,35 @@ def _scale_down(kept, line, nk, mu, sums, n):
 
 @nb.njit(cache=True)
 def gdmm_chain_dual(weights, Wsp, chain, slots, pairs, C, vfeas):
-    """Dual objective ``-D`` at a *feasible* point built from the iterate.
+    """Dual objective ``-D`` at a *feasible* point built from the iterate:
+    :func:`repair_transitions`, then :func:`dual_from_repair`.
+
+    ``weights``: :class:`ChainWeights` (``dense`` the weights when ``Wsp`` is
+    None, else a placeholder for the sparse rows ``Wsp``); ``chain``,
+    ``slots``, ``pairs``: the pass's state; ``vfeas``: float64 (K * K,)
+    scratch (receives the repaired table).
+    """
+    lin = repair_transitions(weights.transitions, chain, slots, pairs, C, vfeas)
+    return dual_from_repair(weights.dense, Wsp, vfeas, lin)
+
+
+@nb.njit(cache=True, nogil=True)
+def dual_from_repair(W, Wsp, vfeas, lin):
+    """``-(0.5 (||W||^2 + ||vfeas||^2) + lin)``: the dual value from the
+    weights (dense ``W``, or the sparse rows ``Wsp``) and
+    :func:`repair_transitions`' table and linear term."""
+    if Wsp is None:
+        reg = sq_sum_2d(W)
+    else:
+        reg = sparse_rows_sq_sum(Wsp)  # the dense loop's value
+    for i in range(vfeas.shape[0]):
+        reg += vfeas[i] * vfeas[i]
+    return -(0.5 * reg + lin)
+
+
+@nb.njit(cache=True, nogil=True)
+def repair_transitions(v, chain, slots, pairs, C, vfeas):
+    """The transitions of the *feasible* dual point built from the iterate.
 
     The unigram duals are kept; each edge's ``beta`` is repaired to be
     consistent with both endpoints.  In marginal form the endpoints are
@@ -810,14 +839,11 @@ def gdmm_chain_dual(weights, Wsp, chain, slots, pairs, C, vfeas):
     (which, spread over ``n1 n2`` entries, also gave a slightly lower bound
     on the runs measured).
 
-    ``weights``: :class:`ChainWeights` (``dense`` the weights when ``Wsp`` is
-    None, else a placeholder for the sparse rows ``Wsp``); ``chain``,
-    ``slots``, ``pairs``: the pass's state; ``vfeas``: float64 (K * K,)
-    scratch (receives the repaired table).
+    Writes the repaired table (``v``: float64 (K * K,) the transitions) into
+    ``vfeas`` and returns the linear term (the wrong-label slots' duals);
+    reads neither weights (it may run while they are rebuilt).
     """
-    W = weights.dense
-    v = weights.transitions
-    K = W.shape[1]
+    K = np.int64(np.sqrt(v.shape[0]) + 0.5)
     has_right = chain.has_right
     slot_labels, n_slots, alpha = slots.labels, slots.count, slots.alpha
     left_label, right_label = pairs.left_label, pairs.right_label
@@ -893,14 +919,8 @@ def gdmm_chain_dual(weights, Wsp, chain, slots, pairs, C, vfeas):
             pos1[sup1[i1]] = -1
         for i2 in range(n2):
             pos2[sup2[i2]] = -1
-    if Wsp is None:
-        reg = sq_sum_2d(W)
-    else:
-        reg = sparse_rows_sq_sum(Wsp)  # the dense loop's value
-    for i in range(K * K):
-        reg += vfeas[i] * vfeas[i]
     lin = 0.0
     for j in range(N):
         for s in range(1, n_slots[j]):
             lin += alpha[j, s]
-    return -(0.5 * reg + lin)
+    return lin

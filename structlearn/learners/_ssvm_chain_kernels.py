@@ -153,20 +153,32 @@ def scaled_transitions(v, scale):
     return np.multiply(np.asarray(v, dtype=np.float64), scale, order="C")
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def primal_from_hinges(W, Wsp, v, scale, C, hinge):
     """``0.5 scale^2 (||W||^2 + ||v||^2) + C sum(hinge)``, the hinges summed
     in sequence order (so the value does not depend on how they were
     computed); ``W`` dense (``Wsp`` None), or the sparse rows ``Wsp``."""
+    return weights_regularizer(W, Wsp, v, scale) + C * hinge_sum(hinge)
+
+
+@nb.njit(cache=True, nogil=True)
+def hinge_sum(hinge):
+    """The hinges summed in sequence order."""
     total = 0.0
     for s in range(hinge.shape[0]):
         total += hinge[s]
+    return total
+
+
+@nb.njit(cache=True, nogil=True)
+def weights_regularizer(W, Wsp, v, scale):
+    """``0.5 scale^2 (||W||^2 + ||v||^2)``; ``W`` dense (``Wsp`` None), or
+    the sparse rows ``Wsp``."""
     if Wsp is None:
         wsq = sq_sum_2d(W)
     else:
         wsq = sparse_rows_sq_sum(Wsp)
-    reg = 0.5 * scale * scale * (wsq + sq_sum_2d(v))
-    return reg + C * total
+    return 0.5 * scale * scale * (wsq + sq_sum_2d(v))
 
 
 def chain_primal(W, Wsp, v, chains, C, scale, zbuf, hinge):

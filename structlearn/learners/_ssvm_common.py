@@ -105,6 +105,20 @@ def sq_norm(*arrays):
                      for a in arrays))
 
 
+def _certificate_fields(iteration, primal, dual):
+    """A record's ``objective``, ``primal``, ``dual``, ``gap`` and
+    ``relative_gap`` (NaN where unchecked); a dual above the primal raises."""
+    if dual > primal + 1e-9 * max(1.0, abs(primal)):  # False for NaN
+        raise RuntimeError(
+            f"invalid certificate after pass {iteration}: the dual value {dual!r} exceeds "
+            f"the primal value {primal!r} (a lower bound above an upper bound); the "
+            "training state is inconsistent, please report this"
+        )
+    gap = primal - dual if np.isfinite(dual) else np.nan
+    return {"objective": primal, "primal": primal, "dual": dual, "gap": gap,
+            "relative_gap": gap / max(abs(primal), 1e-12) if np.isfinite(gap) else np.nan}
+
+
 class HistoryMonitor:
     """Keeps the per-iteration history records of a structural-SVM solver.
 
@@ -126,23 +140,17 @@ class HistoryMonitor:
     def record(self, iteration, primal, dual, infeasibility, active, visited, pass_time, **extra):
         """Append one history record; returns True when ``callback`` asks to stop."""
         self.solver_time += pass_time
-        if dual > primal + 1e-9 * max(1.0, abs(primal)):  # False for NaN
-            raise RuntimeError(
-                f"invalid certificate after pass {iteration}: the dual value {dual!r} exceeds "
-                f"the primal value {primal!r} (a lower bound above an upper bound); the "
-                "training state is inconsistent, please report this"
-            )
-        gap = primal - dual if np.isfinite(dual) else np.nan
+        cert = _certificate_fields(iteration, primal, dual)
         rec = {
             "iter": int(iteration),
             "time": time.perf_counter() - self.start,
-            "objective": primal,
-            "gap": gap,
+            "objective": cert["objective"],
+            "gap": cert["gap"],
             "solver_time": self.solver_time,
             "pass_time": pass_time,
             "primal": primal,
             "dual": dual,
-            "relative_gap": gap / max(abs(primal), 1e-12) if np.isfinite(gap) else np.nan,
+            "relative_gap": cert["relative_gap"],
             "infeasibility": infeasibility,
             "active_set_size": active,
             "oracle_entries": int(visited),
@@ -151,12 +159,7 @@ class HistoryMonitor:
         self.history.append(rec)
         progress_tick(rec)
         if self.verbose and np.isfinite(primal):
-            logger.info(
-                "iter %d: primal %.6g dual %.6g rel. gap %.3g infeas. %.3g |A| %.2f "
-                "entries %d pass %.3fs elapsed %.2fs",
-                rec["iter"], primal, dual, rec["relative_gap"], infeasibility, active,
-                rec["oracle_entries"], pass_time, rec["time"],
-            )  # fmt: skip
+            self._log_certificate(rec)
         elif self.verbose:  # a pass without a certificate: no gap to show
             logger.info(
                 "iter %d: (gap not checked) infeas. %.3g |A| %.2f entries %d pass %.3fs "
@@ -167,6 +170,24 @@ class HistoryMonitor:
         if self.callback is not None:
             return bool(self.callback(rec))
         return False
+
+    def certify(self, index, primal, dual):
+        """Write a certificate computed later into the record ``history[index]``
+        (made without one); returns its relative gap."""
+        rec = self.history[index]
+        rec.update(_certificate_fields(rec["iter"], primal, dual))
+        if self.verbose:
+            self._log_certificate(rec)
+        return rec["relative_gap"]
+
+    @staticmethod
+    def _log_certificate(rec):
+        logger.info(
+            "iter %d: primal %.6g dual %.6g rel. gap %.3g infeas. %.3g |A| %.2f "
+            "entries %d pass %.3fs elapsed %.2fs",
+            rec["iter"], rec["primal"], rec["dual"], rec["relative_gap"], rec["infeasibility"],
+            rec["active_set_size"], rec["oracle_entries"], rec["pass_time"], rec["time"],
+        )  # fmt: skip
 
     def progress(self, iteration, block, n_blocks):
         """Ask ``callback`` between the blocks of a pass with a progress record

@@ -46,11 +46,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._gdmm_chain_kernels import (ChainData, ChainWeights, EdgePairs, PassSettings,
-                                  PassWorkspace, TokenSlots, gdmm_chain_dual,
-                                  gdmm_chain_multipliers, gdmm_chain_pass, weights_from_duals)
+                                  PassWorkspace, TokenSlots, dual_from_repair,
+                                  gdmm_chain_multipliers, gdmm_chain_pass, repair_transitions,
+                                  weights_from_duals)
 from ._gdmm_chain_partitions import ChainPartitions
 from ._gdmm_chain_visits import SequenceMajorOrder, grown, search_table
-from ._partitions import active_dask_client, check_training_partitions, round_record
+from ._lagged_checks import LAGGED_CHECKS_MIN_ENTRIES, LaggedChecks
+from ._partitions import (PartitionThreads, active_dask_client, check_training_partitions,
+                          n_threads, round_record)
 from ._ssvm_common import ChainMonitor, chain_edges, check_schedule, warn_not_converged
 
 __all__ = ["GDMMChainState", "SequenceMajorOrder", "fit_gdmm_chain"]
@@ -63,6 +66,9 @@ FLOAT32_PASSES_MIN_LABELS = 64
 # ... when no feature value exceeds this in magnitude (the float32 weights and
 # scores then stay far inside float32's range)
 FLOAT32_PASSES_MAX_FEATURE = 1e6
+# the multiplier step runs over this many ranges of tokens, on the fit's
+# threads, their residuals summed in order (the same value for any n_jobs)
+MULTIPLIER_CHUNKS = 8
 # a factor whose search found nothing to add steps within its active set
 # (no search) on its next 1, then 3, 7, 15 visits, at most this many in a
 # row; a search that adds resets it (0: search at every visit)
@@ -151,6 +157,33 @@ def _float32_passes(problem, state, nu):
         return None, None
     weights32 = (state.W.astype(np.float32), np.empty(problem.n_labels, dtype=np.float32))
     return weights32, _features_by_row(problem)
+
+
+def _check_weights(state, weights32, overlapped):
+    """``(W, Wsp)`` of a lagged check: on threads beside the next passes
+    (``overlapped``), the state's own dense weights where the passes move
+    only their float32 copy (nothing rebuilds ``W`` before the check's value
+    is taken), else a copy; computed at once, the state's weights."""
+    dense = np.empty((0, state.v.shape[0])) if state.sparse_weights else state.W
+    if not overlapped:
+        return dense, state.Wsp
+    if state.sparse_weights:
+        return dense, tuple(a.copy() for a in state.Wsp)
+    return (state.W if weights32 is not None else state.W.copy()), None
+
+
+def _multiplier_step(chain, slots, eta, threads):
+    """The multiplier step (13) over :data:`MULTIPLIER_CHUNKS` ranges of
+    tokens on ``threads`` (:class:`PartitionThreads`); returns the squared
+    consistency residual, the ranges' values summed in order."""
+    N = chain.y.shape[0]
+    bounds = [N * c // MULTIPLIER_CHUNKS for c in range(MULTIPLIER_CHUNKS + 1)]
+    n = MULTIPLIER_CHUNKS
+    res2 = 0.0
+    for r in threads.map(gdmm_chain_multipliers, [chain] * n, [slots] * n, [float(eta)] * n,
+                         bounds[:-1], bounds[1:]):
+        res2 += r
+    return res2
 
 
 def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitions, rng,
@@ -260,10 +293,27 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
     stats = work.stats
     vfeas = np.empty(K * K)
     monitor = ChainMonitor(problem, C, verbose, callback, n_jobs=n_jobs)
+    # large fits without partitions or callback take their checks' values
+    # CHECK_LAG passes late, computed beside the passes on threads
+    lagged = (LaggedChecks(monitor, n_jobs) if partitions is None and callback is None
+              and N * K >= LAGGED_CHECKS_MIN_ENTRIES else None)
+    threads = PartitionThreads(n_threads(n_jobs, MULTIPLIER_CHUNKS) if partitions is None else 1)
     converged = False
     rel_gap = np.inf
     stale = False
     schedule = check_schedule(check_every, tol)
+
+    def checked_dual():
+        """Rebuild W exactly and return the dual value; the transitions'
+        repair runs on a worker meanwhile where lagged checks have one."""
+        args = (state.v.ravel(), chain, state.slots, state.pairs, float(C), vfeas)
+        if lagged is not None and lagged.overlap is not None:
+            lin = lagged.overlap.beside(exact_weights, repair_transitions, *args)
+        else:
+            exact_weights()
+            lin = repair_transitions(*args)
+        return float(dual_from_repair(state.W, state.Wsp, vfeas, lin))
+
     try:
         for it in range(max_iter):
             t0 = time.perf_counter()
@@ -275,35 +325,46 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
                 parts = rng.randint(nu, size=N).astype(np.int64) if nu > 1 else None
                 state.Wsp = gdmm_chain_pass(chain, state.slots, state.pairs, weights, settings,
                                             work, order, parts, state.Wsp, weights32, vstate)
-                res2 = gdmm_chain_multipliers(chain, state.slots, float(eta))
+                res2 = _multiplier_step(chain, state.slots, eta, threads)
             else:
                 res2, local_time, merge_time, remote_active = partitions.round(rng, eta, stats)
                 extra = round_record(partitions, local_time, merge_time)
             pass_time = time.perf_counter() - t0
             state.n_iter += 1
             primal = dual = np.nan
-            checking = schedule.due(it + 1, max_iter)
+            # a lagged check's value: one that meets tol is confirmed at once
+            taken = lagged.take(it + 1, max_iter) if lagged is not None else None
+            confirm = False
+            if taken is not None:
+                schedule.checked(*taken)
+                confirm = taken[1] <= tol
+            waiting = lagged is not None and lagged.pending is not None  # one check at a time
+            checking = (schedule.due(it + 1, max_iter) and not waiting) or confirm
+            starting = checking and lagged is not None and not confirm and it + 1 < max_iter
             # W lags the float32 weights' steps, or carries the partitions' rounding
             stale = weights32 is not None or partitions is not None
             if checking:
-                exact_weights()
                 stale = False
                 if partitions is not None and partitions.remote:
+                    exact_weights()
                     primal, dual = partitions.certificate(C)
                 else:
-                    primal = monitor.primal(state.weights(), state.v)
-                    dual = gdmm_chain_dual(weights, state.Wsp, chain, state.slots, state.pairs,
-                                           float(C), vfeas)
+                    dual = checked_dual()
+                    if not starting:
+                        primal = monitor.primal(state.weights(), state.v)
             if partitions is not None and partitions.remote:
                 active = remote_active / max(N + edges.size, 1)
             else:
                 active = ((state.slots.count.sum() + state.pairs.count[edges].sum())
                           / max(N + edges.size, 1))
-            stop = monitor.record(state.n_iter, primal, dual, float(np.sqrt(res2)),
-                                  float(active), stats[0], pass_time,
+            stop = monitor.record(state.n_iter, primal, np.nan if starting else dual,
+                                  float(np.sqrt(res2)), float(active), stats[0], pass_time,
                                   overflow=int(stats[1] + stats[2]), **extra)
+            if starting:
+                lagged.start(it + 1, *_check_weights(state, weights32, lagged.overlap is not None),
+                             state.v, dual)
             rel_gap = monitor.history[-1]["relative_gap"]
-            if checking:
+            if checking and not starting:
                 schedule.checked(it + 1, rel_gap)
             # grow capacities when full (a search result was dropped or a list is at capacity)
             full_slots = stats[1] > 0 or state.slots.count.max() >= state.slots.labels.shape[1]
@@ -319,6 +380,9 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
         if stale:
             exact_weights()
     finally:
+        threads.close()
+        if lagged is not None:
+            lagged.close()
         if partitions is not None:
             partitions.close()
     if not converged and len(monitor.history) == max_iter:

@@ -1,0 +1,154 @@
+"""Lagged checks of the chain GDMM fit: the values, the stopping rule, the threads."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+
+import structlearn.learners._lagged_checks as lagged_checks
+import structlearn.learners.gdmm_chain as gdmm_chain
+from structlearn.datasets import make_chain_data
+from structlearn.estimators import SequenceSSVM
+from structlearn.learners._lagged_checks import CHECK_LAG, OverlappedPrimal
+from structlearn.learners._ssvm_common import ChainMonitor, ChainProblem
+
+
+def _data(n_labels=12, n_seq=120):
+    return make_chain_data(n_seq, length=7, n_labels=n_labels, n_features=300, density=0.03,
+                           random_state=1)
+
+
+def _fit(X, y, n_jobs, lag=True, **kw):
+    kw = {"C": 0.1, "tol": 1e-3, "random_state": 0, "max_iter": 400, **kw}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gdmm_chain, "LAGGED_CHECKS_MIN_ENTRIES", 0 if lag else 1 << 62)
+        return SequenceSSVM(n_jobs=n_jobs, **kw).fit(X, y)
+
+
+def _dense(coef):
+    return coef.toarray() if sp.issparse(coef) else np.asarray(coef)
+
+
+def _checks(model):
+    return [(r["iter"], r["primal"], r["dual"]) for r in model.history_
+            if np.isfinite(r["primal"])]
+
+
+@pytest.mark.parametrize("n_labels, kw", [(12, {}), (70, {}), (12, {"oracle": "dense"})])
+def test_lagged_fit_is_the_same_on_any_number_of_threads(n_labels, kw):
+    # 12 labels: float64 passes (the check's weights copied); 70: float32
+    # passes (the check reads W itself)
+    X, y = _data(n_labels)
+    one, two = _fit(X, y, 1, **kw), _fit(X, y, 2, **kw)
+    assert one.converged_ and two.converged_
+    np.testing.assert_array_equal(_dense(one.coef_), _dense(two.coef_))
+    np.testing.assert_array_equal(one.transition_, two.transition_)
+    assert _checks(one) == _checks(two) and len(_checks(one)) >= 3
+
+
+def test_sparse_weights_lagged_fit_is_the_same_on_any_number_of_threads():
+    X, y = _data()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("structlearn.estimators.ssvm.SPARSE_WEIGHTS_MIN_ENTRIES", 1)
+        one, two = (_fit(X, y, n_jobs, oracle="sublinear", n_partitions=1, warm_start=True) for n_jobs in (1, 2))
+    assert one._solver_state.sparse_weights
+    np.testing.assert_array_equal(_dense(one.coef_), _dense(two.coef_))
+    assert _checks(one) == _checks(two)
+
+
+def test_lagged_values_are_the_checks_of_their_own_passes():
+    # float64 passes: checks do not move the iterates, so a fit checked
+    # after every pass has each lagged check's values at the same pass
+    X, y = _data()
+    lagged = _fit(X, y, 2)
+    every = {r["iter"]: (r["primal"], r["dual"])
+             for r in _fit(X, y, 1, lag=False, check_every=1).history_}
+    checks = _checks(lagged)
+    assert all(every[i] == (p, d) for i, p, d in checks if i in every)
+    # a check is taken CHECK_LAG passes after its pass: none closer together
+    gaps = np.diff([i for i, _, _ in checks])
+    assert gaps.min() >= min(CHECK_LAG, 1) and checks[-1][0] == len(lagged.history_)
+
+
+def test_lagged_fit_stops_on_a_certificate_of_the_model_it_returns():
+    X, y = _data()
+    model = _fit(X, y, 2)
+    last = model.history_[-1]
+    assert model.converged_ and last["relative_gap"] <= 1e-3
+    # the last record's primal is the returned model's objective (the same
+    # passes checked after each one, float64 passes: the same iterates)
+    with pytest.warns(ConvergenceWarning):
+        check = _fit(X, y, 1, lag=False, check_every=1, max_iter=len(model.history_), tol=0.0)
+    assert check.history_[-1]["primal"] == last["primal"]
+
+
+def test_small_fits_do_not_lag():
+    X, y = _data()
+    a = SequenceSSVM(C=0.1, tol=1e-3, random_state=0, max_iter=400).fit(X, y)
+    b = _fit(X, y, 1, lag=False)
+    assert _checks(a) == _checks(b)
+
+
+def test_max_iter_takes_the_running_check_then_checks_the_last_pass():
+    X, y = _data()
+    with pytest.warns(ConvergenceWarning):
+        model = _fit(X, y, 2, max_iter=CHECK_LAG + 2, check_every=1, tol=1e-9)
+    checked = [i for i, _, _ in _checks(model)]
+    assert checked[-1] == CHECK_LAG + 2 and 1 in checked
+
+
+def _random_problem(rng, n_seq=40, n_labels=9, n_features=30):
+    lengths = rng.integers(1, 9, size=n_seq)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    X = sp.random(int(offsets[-1]), n_features, density=0.2, format="csr",
+                  random_state=np.random.RandomState(0))
+    y = rng.integers(0, n_labels, size=int(offsets[-1])).astype(np.int64)
+    return ChainProblem(X.data, X.indices.astype(np.int64), X.indptr.astype(np.int64),
+                        offsets, y, n_features, n_labels)
+
+
+@pytest.mark.parametrize("n_workers", [1, 3])
+@pytest.mark.parametrize("sparse_rows", [False, True])
+def test_overlapped_primal_equals_the_monitors_value(n_workers, sparse_rows):
+    from structlearn.oracles._sparse_rows_kernels import sparse_rows_add
+    from structlearn.oracles.sparse_rows import make_sparse_rows
+
+    rng = np.random.default_rng(n_workers)
+    problem = _random_problem(rng)
+    monitor = ChainMonitor(problem, 0.1)
+    W = rng.normal(size=(problem.n_features, problem.n_labels))
+    v = rng.normal(size=(problem.n_labels, problem.n_labels))
+    if sparse_rows:
+        W[rng.random(W.shape) < 0.7] = 0.0
+        weights = make_sparse_rows(problem.n_features)
+        for f, k in zip(*np.nonzero(W)):
+            weights = sparse_rows_add(weights, int(f), int(k), float(W[f, k]))
+        dense, Wsp = np.empty((0, problem.n_labels)), weights
+    else:
+        weights, dense, Wsp = W, W, None
+    expected = monitor.primal(weights, v)
+    overlap = OverlappedPrimal(monitor, n_workers)
+    try:
+        for _ in range(2):  # a second check after the first one's value
+            overlap.start(dense, Wsp, v)
+            v_before = v.copy()
+            v += 1.0  # the transitions are copied at the start
+            assert overlap.value() == expected
+            v[:] = v_before
+    finally:
+        overlap.close()
+
+
+def test_a_failing_check_raises_in_the_fit_and_leaves_no_thread(monkeypatch):
+    import threading
+
+    X, y = _data()
+
+    def broken(*args):
+        raise FloatingPointError("broken check")
+
+    monkeypatch.setattr(lagged_checks, "chain_hinges", broken)
+    before = threading.active_count()
+    with pytest.raises(FloatingPointError, match="broken check"):
+        _fit(X, y, 2)
+    assert threading.active_count() == before
