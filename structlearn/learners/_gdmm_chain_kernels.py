@@ -739,14 +739,13 @@ def merge_copies(W, rows, sigma, offsets, copies, f0, f1, block):
 
 
 @nb.njit(cache=True, nogil=True)
-def gdmm_chain_multipliers(chain, slots, eta, j_lo, j_hi):
-    """Multiplier step (13) on the slots of tokens ``j_lo <= j < j_hi``;
-    returns their squared consistency residual ``sum ||M beta - alpha||^2``
-    before the step (over all labels: outside the slots both sides are 0).
-    Disjoint ranges may run in parallel."""
+def gdmm_chain_multipliers(chain, slots, eta):
+    """Multiplier step (13) on every token slot; returns the squared
+    consistency residual ``sum ||M beta - alpha||^2`` before the step (over
+    all labels: outside the slots both sides are 0)."""
     res = 0.0
     alpha = slots.alpha
-    for j in range(j_lo, j_hi):
+    for j in range(slots.count.shape[0]):
         for s in range(slots.count[j]):
             if chain.has_left[j] != 0:
                 r = slots.marg_left[j, s] - alpha[j, s]

@@ -115,7 +115,7 @@ class _Partition:
             weights32 = (self.W, self.acc)
         gdmm_chain_pass(self.chain, slots, pairs, weights, settings, self.work, order,
                         token_parts, None, weights32, self.vstate)
-        return gdmm_chain_multipliers(self.chain, slots, eta, 0, self.chain.y.shape[0])
+        return gdmm_chain_multipliers(self.chain, slots, eta)
 
     def refresh(self, v, tau):
         """Bring the table copy and its search structure back to ``v``."""

@@ -9,20 +9,32 @@ from ._gdmm_chain_kernels import EdgePairs, TokenSlots
 __all__ = ["SequenceMajorOrder", "grown", "search_table"]
 
 
-def grown(slots, pairs, K, grow_slots, grow_pairs):
+def grown(slots, pairs, K, grow_slots, grow_pairs, threads=None):
     """``(slots, pairs)`` with the slot (and/or pair) capacity doubled, up to
-    ``K`` (``K * K``); the arrays not grown are returned as they are."""
+    ``K`` (``K * K``); the arrays not grown are returned as they are.  The
+    arrays are widened side by side on ``threads`` (a
+    :class:`~._partitions.PartitionThreads`; None: in turn): the copies
+    release the GIL."""
+    mapper = map if threads is None else threads.map
 
     def widened(arrays, capacity):
-        extra = min(capacity, 2 * arrays[0].shape[1]) - arrays[0].shape[1]
-        return [np.ascontiguousarray(np.pad(a, ((0, 0), (0, extra)))) if a.ndim == 2 else a
-                for a in arrays]
+        width = min(capacity, 2 * arrays[0].shape[1])
+        return list(mapper(_widened, arrays, [width] * len(arrays)))
 
     if grow_slots and slots.labels.shape[1] < K:
         slots = TokenSlots(*widened(slots, K))
     if grow_pairs and pairs.left_label.shape[1] < K * K:
         pairs = EdgePairs(*widened(pairs, K * K))
     return slots, pairs
+
+
+def _widened(a, width):
+    """A 2-D ``a`` with zero columns appended up to ``width`` (1-D: ``a``)."""
+    if a.ndim != 2:
+        return a
+    out = np.zeros((a.shape[0], width), dtype=a.dtype)
+    out[:, :a.shape[1]] = a
+    return out
 
 
 class SequenceMajorOrder:

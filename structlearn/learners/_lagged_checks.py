@@ -24,6 +24,7 @@ import threading
 import numpy as np
 
 from .._parallel import chunk_bounds
+from ._gdmm_chain_kernels import dual_from_repair
 from ._partitions import n_threads
 from ._ssvm_chain_kernels import (chain_hinges, hinge_sum, hinge_table, scaled_transitions,
                                   weights_regularizer)
@@ -31,7 +32,7 @@ from ._ssvm_chain_kernels import (chain_hinges, hinge_sum, hinge_table, scaled_t
 __all__ = ["CHECK_LAG", "LAGGED_CHECKS_MIN_ENTRIES", "LaggedChecks", "OverlappedPrimal"]
 
 # passes between the start of a check and the pass that takes its value
-CHECK_LAG = 2
+CHECK_LAG = 3
 # chunks of sequences a check is cut into (claimed one at a time)
 CHECK_CHUNKS = 32
 # fits with at least this many token scores (tokens x labels) lag their
@@ -43,13 +44,14 @@ LAGGED_CHECKS_MIN_ENTRIES = 1 << 20
 class _PrimalJob:
     """One check: its weights, the chunks left to claim, the hinges."""
 
-    def __init__(self, monitor, W, Wsp, v, bounds):
+    def __init__(self, monitor, W, Wsp, v, bounds, repair):
         self.monitor = monitor
+        self.repair = repair
         self.W, self.Wsp = W, Wsp
         self.vs = scaled_transitions(v, 1.0)  # a copy: the passes go on moving v
         self.bounds = bounds
         self.cols = None
-        self.reg = np.nan
+        self.reg = self.dual = np.nan
         self.table_ok = False
         self.ready = threading.Event()  # the transition table is chosen
         self.lock = threading.Lock()
@@ -77,7 +79,7 @@ class _PrimalJob:
 
     def first_worker(self):
         """Choose the transition table (timed on the first sequences), drain,
-        then compute the regularizer."""
+        then compute the regularizer and, with a repair, the dual value."""
         m = self.monitor
         try:
             self.cols = hinge_table(self.W, self.Wsp, self.vs, m.problem.chains(), 1.0, m._z,
@@ -87,6 +89,8 @@ class _PrimalJob:
             self.ready.set()  # the caller never waits on a worker that failed
         self.drain()
         self.reg = weights_regularizer(self.W, self.Wsp, self.vs, 1.0)
+        if self.repair is not None:
+            self.dual = float(dual_from_repair(self.W, self.Wsp, *self.repair))
 
     def other_worker(self):
         self.ready.wait()
@@ -119,21 +123,24 @@ class OverlappedPrimal:
         """Whether a check was started and its value not yet taken."""
         return self._job is not None
 
-    def start(self, W, Wsp, v):
+    def start(self, W, Wsp, v, repair=None):
         """Start the check of the weights ``(W, v)`` (dense, ``Wsp`` None) or
         ``(Wsp, v)`` (sparse rows); they must stay unchanged until
-        :meth:`value` or :meth:`cancel` (``v`` is copied here)."""
+        :meth:`value` or :meth:`cancel` (``v`` is copied here).  ``repair``:
+        ``(vfeas, lin)`` of :func:`~._gdmm_chain_kernels.repair_transitions`
+        (left unchanged as well) for the dual value, or None."""
         if self._job is not None:
             raise RuntimeError("a check is already running")
-        job = _PrimalJob(self.monitor, W, Wsp, v, self.bounds)
+        job = _PrimalJob(self.monitor, W, Wsp, v, self.bounds, repair)
         self._job = job
         self._futures = [self._pool.submit(job.first_worker)]
         self._futures += [self._pool.submit(job.other_worker)
                           for _ in range(self.n_workers - 1)]
 
     def value(self):
-        """The started check's primal value (this thread takes the chunks
-        left); a worker's exception is raised here."""
+        """The started check's ``(primal, dual)`` values (dual NaN without a
+        repair; this thread takes the chunks left); a worker's exception is
+        raised here."""
         job, self._job = self._job, None
         job.ready.wait()
         if job.table_ok:
@@ -142,7 +149,7 @@ class OverlappedPrimal:
         for f in self._futures:
             f.result()
         # primal_from_hinges' sum, its regularizer computed by the worker
-        return float(job.reg + self.monitor.C * hinge_sum(self.monitor._hinge))
+        return float(job.reg + self.monitor.C * hinge_sum(self.monitor._hinge)), job.dual
 
     def beside(self, here, there, *args):
         """``there(*args)`` on a worker while ``here()`` runs in this thread
@@ -195,17 +202,21 @@ class LaggedChecks:
         self.overlap = OverlappedPrimal(monitor, n - 1) if n > 1 else None
         self.pending = None
 
-    def start(self, n_pass, W, Wsp, v, dual):
+    def start(self, n_pass, W, Wsp, v, repair):
         """Start the check of pass ``n_pass`` (whose record is the last one):
         weights ``W`` or ``Wsp`` left unchanged until its value is taken (or
-        copies), transitions ``v`` (copied) and its dual value."""
+        copies), transitions ``v`` and the dual's repaired transitions and
+        linear term ``repair = (vfeas, lin)``
+        (:func:`~._gdmm_chain_kernels.repair_transitions`; both copied)."""
         index = len(self.monitor.history) - 1
+        vfeas, lin = repair
         if self.overlap is None:
             primal = self.monitor.primal(Wsp if Wsp is not None else W, v)
+            dual = float(dual_from_repair(W, Wsp, vfeas, lin))
             self.pending = _Pending(n_pass, index, primal, dual)
         else:
-            self.overlap.start(W, Wsp, v)
-            self.pending = _Pending(n_pass, index, np.nan, dual)
+            self.overlap.start(W, Wsp, v, (vfeas.copy(), float(lin)))  # dual on the worker
+            self.pending = _Pending(n_pass, index, np.nan, np.nan)
 
     def take(self, n_pass, max_pass):
         """After pass ``n_pass``: ``(checked_pass, relative_gap)`` of the
@@ -216,8 +227,8 @@ class LaggedChecks:
         if p is None or (n_pass - p.n_pass < CHECK_LAG and n_pass < max_pass):
             return None
         self.pending = None
-        primal = p.primal if self.overlap is None else self.overlap.value()
-        return p.n_pass, self.monitor.certify(p.index, primal, p.dual)
+        primal, dual = (p.primal, p.dual) if self.overlap is None else self.overlap.value()
+        return p.n_pass, self.monitor.certify(p.index, primal, dual)
 
     def close(self):
         """Stop a check still running (after an error)."""

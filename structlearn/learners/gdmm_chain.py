@@ -66,9 +66,6 @@ FLOAT32_PASSES_MIN_LABELS = 64
 # ... when no feature value exceeds this in magnitude (the float32 weights and
 # scores then stay far inside float32's range)
 FLOAT32_PASSES_MAX_FEATURE = 1e6
-# the multiplier step runs over this many ranges of tokens, on the fit's
-# threads, their residuals summed in order (the same value for any n_jobs)
-MULTIPLIER_CHUNKS = 8
 # a factor whose search found nothing to add steps within its active set
 # (no search) on its next 1, then 3, 7, 15 visits, at most this many in a
 # row; a search that adds resets it (0: search at every visit)
@@ -125,9 +122,10 @@ class GDMMChainState:
         """``W``: the dense array, or the sparse rows."""
         return self.Wsp if self.sparse_weights else self.W
 
-    def grow(self, K, slots, pairs):
-        """Double the slot (and/or pair) capacity, up to ``K`` (``K * K``)."""
-        self.slots, self.pairs = grown(self.slots, self.pairs, K, slots, pairs)
+    def grow(self, K, slots, pairs, threads=None):
+        """Double the slot (and/or pair) capacity, up to ``K`` (``K * K``),
+        the arrays copied on ``threads`` (:func:`grown`)."""
+        self.slots, self.pairs = grown(self.slots, self.pairs, K, slots, pairs, threads)
 
 
 def _use_float32(problem, state, nu):
@@ -170,20 +168,6 @@ def _check_weights(state, weights32, overlapped):
     if state.sparse_weights:
         return dense, tuple(a.copy() for a in state.Wsp)
     return (state.W if weights32 is not None else state.W.copy()), None
-
-
-def _multiplier_step(chain, slots, eta, threads):
-    """The multiplier step (13) over :data:`MULTIPLIER_CHUNKS` ranges of
-    tokens on ``threads`` (:class:`PartitionThreads`); returns the squared
-    consistency residual, the ranges' values summed in order."""
-    N = chain.y.shape[0]
-    bounds = [N * c // MULTIPLIER_CHUNKS for c in range(MULTIPLIER_CHUNKS + 1)]
-    n = MULTIPLIER_CHUNKS
-    res2 = 0.0
-    for r in threads.map(gdmm_chain_multipliers, [chain] * n, [slots] * n, [float(eta)] * n,
-                         bounds[:-1], bounds[1:]):
-        res2 += r
-    return res2
 
 
 def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitions, rng,
@@ -297,22 +281,21 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
     # CHECK_LAG passes late, computed beside the passes on threads
     lagged = (LaggedChecks(monitor, n_jobs) if partitions is None and callback is None
               and N * K >= LAGGED_CHECKS_MIN_ENTRIES else None)
-    threads = PartitionThreads(n_threads(n_jobs, MULTIPLIER_CHUNKS) if partitions is None else 1)
+    threads = PartitionThreads(n_threads(n_jobs, 2))  # widen the slot and pair lists
     converged = False
     rel_gap = np.inf
     stale = False
     schedule = check_schedule(check_every, tol)
 
-    def checked_dual():
-        """Rebuild W exactly and return the dual value; the transitions'
-        repair runs on a worker meanwhile where lagged checks have one."""
+    def checked_repair():
+        """Rebuild W exactly and repair the transitions into ``vfeas``
+        (returns the dual's linear term); the repair runs on a worker
+        meanwhile where lagged checks have one."""
         args = (state.v.ravel(), chain, state.slots, state.pairs, float(C), vfeas)
         if lagged is not None and lagged.overlap is not None:
-            lin = lagged.overlap.beside(exact_weights, repair_transitions, *args)
-        else:
-            exact_weights()
-            lin = repair_transitions(*args)
-        return float(dual_from_repair(state.W, state.Wsp, vfeas, lin))
+            return lagged.overlap.beside(exact_weights, repair_transitions, *args)
+        exact_weights()
+        return repair_transitions(*args)
 
     try:
         for it in range(max_iter):
@@ -325,7 +308,7 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
                 parts = rng.randint(nu, size=N).astype(np.int64) if nu > 1 else None
                 state.Wsp = gdmm_chain_pass(chain, state.slots, state.pairs, weights, settings,
                                             work, order, parts, state.Wsp, weights32, vstate)
-                res2 = _multiplier_step(chain, state.slots, eta, threads)
+                res2 = gdmm_chain_multipliers(chain, state.slots, float(eta))
             else:
                 res2, local_time, merge_time, remote_active = partitions.round(rng, eta, stats)
                 extra = round_record(partitions, local_time, merge_time)
@@ -349,20 +332,21 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
                     exact_weights()
                     primal, dual = partitions.certificate(C)
                 else:
-                    dual = checked_dual()
+                    lin = checked_repair()
                     if not starting:
+                        dual = float(dual_from_repair(state.W, state.Wsp, vfeas, lin))
                         primal = monitor.primal(state.weights(), state.v)
             if partitions is not None and partitions.remote:
                 active = remote_active / max(N + edges.size, 1)
             else:
                 active = ((state.slots.count.sum() + state.pairs.count[edges].sum())
                           / max(N + edges.size, 1))
-            stop = monitor.record(state.n_iter, primal, np.nan if starting else dual,
-                                  float(np.sqrt(res2)), float(active), stats[0], pass_time,
+            stop = monitor.record(state.n_iter, primal, dual, float(np.sqrt(res2)),
+                                  float(active), stats[0], pass_time,
                                   overflow=int(stats[1] + stats[2]), **extra)
             if starting:
                 lagged.start(it + 1, *_check_weights(state, weights32, lagged.overlap is not None),
-                             state.v, dual)
+                             state.v, (vfeas, lin))
             rel_gap = monitor.history[-1]["relative_gap"]
             if checking and not starting:
                 schedule.checked(it + 1, rel_gap)
@@ -371,7 +355,8 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
             full_pairs = (stats[2] > 0
                           or state.pairs.count.max() >= state.pairs.left_label.shape[1])
             if (full_slots or full_pairs) and not (partitions is not None and partitions.remote):
-                state.grow(K, full_slots, full_pairs)  # (remote partitions grow their own)
+                # (remote partitions grow their own)
+                state.grow(K, full_slots, full_pairs, threads)
             if stats[1] + stats[2] == 0 and rel_gap <= tol:
                 converged = True
                 break
