@@ -29,7 +29,8 @@ from ._partitions import n_threads
 from ._ssvm_chain_kernels import (chain_hinges, hinge_sum, hinge_table, scaled_transitions,
                                   weights_regularizer)
 
-__all__ = ["CHECK_LAG", "LAGGED_CHECKS_MIN_ENTRIES", "LaggedChecks", "OverlappedPrimal"]
+__all__ = ["CHECK_LAG", "LAGGED_CHECKS_MIN_ENTRIES", "LaggedChecks", "OverlappedPrimal",
+           "plan_check"]
 
 # passes between the start of a check and the pass that takes its value
 CHECK_LAG = 3
@@ -202,21 +203,25 @@ class LaggedChecks:
         self.overlap = OverlappedPrimal(monitor, n - 1) if n > 1 else None
         self.pending = None
 
-    def start(self, n_pass, W, Wsp, v, repair):
+    def start(self, n_pass, W, Wsp, v, dual):
         """Start the check of pass ``n_pass`` (whose record is the last one):
         weights ``W`` or ``Wsp`` left unchanged until its value is taken (or
-        copies), transitions ``v`` and the dual's repaired transitions and
-        linear term ``repair = (vfeas, lin)``
-        (:func:`~._gdmm_chain_kernels.repair_transitions`; both copied)."""
+        copies), transitions ``v`` (copied), and the dual value: a float, or
+        GDMM's repaired transitions and linear term ``(vfeas, lin)``
+        (:func:`~._gdmm_chain_kernels.repair_transitions`; copied) that it
+        is computed from, on a worker when there is one."""
         index = len(self.monitor.history) - 1
-        vfeas, lin = repair
+        repair = None
+        if isinstance(dual, tuple):
+            repair, dual = (dual[0].copy(), float(dual[1])), np.nan
         if self.overlap is None:
             primal = self.monitor.primal(Wsp if Wsp is not None else W, v)
-            dual = float(dual_from_repair(W, Wsp, vfeas, lin))
-            self.pending = _Pending(n_pass, index, primal, dual)
+            if repair is not None:
+                dual = float(dual_from_repair(W, Wsp, *repair))
         else:
-            self.overlap.start(W, Wsp, v, (vfeas.copy(), float(lin)))  # dual on the worker
-            self.pending = _Pending(n_pass, index, np.nan, np.nan)
+            self.overlap.start(W, Wsp, v, repair)
+            primal = np.nan
+        self.pending = _Pending(n_pass, index, primal, float(dual))
 
     def take(self, n_pass, max_pass):
         """After pass ``n_pass``: ``(checked_pass, relative_gap)`` of the
@@ -227,7 +232,10 @@ class LaggedChecks:
         if p is None or (n_pass - p.n_pass < CHECK_LAG and n_pass < max_pass):
             return None
         self.pending = None
-        primal, dual = (p.primal, p.dual) if self.overlap is None else self.overlap.value()
+        primal, dual = p.primal, p.dual
+        if self.overlap is not None:
+            primal, worker_dual = self.overlap.value()
+            dual = worker_dual if np.isnan(dual) else dual
         return p.n_pass, self.monitor.certify(p.index, primal, dual)
 
     def close(self):
@@ -235,3 +243,25 @@ class LaggedChecks:
         self.pending = None
         if self.overlap is not None:
             self.overlap.close()
+
+
+def plan_check(lagged, schedule, n_pass, max_pass, tol):
+    """After pass ``n_pass`` of ``max_pass``: ``(checking, starting)``,
+    whether the pass is checked, and whether that check is lagged (started
+    now, its value taken later) rather than computed at once.
+
+    Takes the value of a lagged check due now (``lagged``: a
+    :class:`LaggedChecks`, or None for checks computed at once) into the
+    ``schedule`` (:class:`~._ssvm_common.CheckSchedule`); one that meets
+    ``tol`` is confirmed by a check of this pass computed at once, as is the
+    last pass.  One lagged check runs at a time.
+    """
+    if lagged is None:
+        return schedule.due(n_pass, max_pass), False
+    taken = lagged.take(n_pass, max_pass)
+    confirm = False
+    if taken is not None:
+        schedule.checked(*taken)
+        confirm = taken[1] <= tol
+    checking = (schedule.due(n_pass, max_pass) and lagged.pending is None) or confirm
+    return checking, checking and not confirm and n_pass < max_pass

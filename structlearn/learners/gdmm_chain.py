@@ -51,7 +51,7 @@ from ._gdmm_chain_kernels import (ChainData, ChainWeights, EdgePairs, PassSettin
                                   weights_from_duals)
 from ._gdmm_chain_partitions import ChainPartitions
 from ._gdmm_chain_visits import SequenceMajorOrder, grown, search_table
-from ._lagged_checks import LAGGED_CHECKS_MIN_ENTRIES, LaggedChecks
+from ._lagged_checks import LAGGED_CHECKS_MIN_ENTRIES, LaggedChecks, plan_check
 from ._partitions import (PartitionThreads, active_dask_client, check_training_partitions,
                           n_threads, round_record)
 from ._ssvm_common import ChainMonitor, chain_edges, check_schedule, warn_not_converged
@@ -315,15 +315,7 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
             pass_time = time.perf_counter() - t0
             state.n_iter += 1
             primal = dual = np.nan
-            # a lagged check's value: one that meets tol is confirmed at once
-            taken = lagged.take(it + 1, max_iter) if lagged is not None else None
-            confirm = False
-            if taken is not None:
-                schedule.checked(*taken)
-                confirm = taken[1] <= tol
-            waiting = lagged is not None and lagged.pending is not None  # one check at a time
-            checking = (schedule.due(it + 1, max_iter) and not waiting) or confirm
-            starting = checking and lagged is not None and not confirm and it + 1 < max_iter
+            checking, starting = plan_check(lagged, schedule, it + 1, max_iter, tol)
             # W lags the float32 weights' steps, or carries the partitions' rounding
             stale = weights32 is not None or partitions is not None
             if checking:

@@ -34,7 +34,8 @@ def _checks(model):
             if np.isfinite(r["primal"])]
 
 
-@pytest.mark.parametrize("n_labels, kw", [(12, {}), (70, {}), (12, {"oracle": "dense"})])
+@pytest.mark.parametrize("n_labels, kw", [(12, {}), (70, {}), (12, {"oracle": "dense"}),
+                                         (12, {"solver": "bcfw", "tol": 1e-2})])
 def test_lagged_fit_is_the_same_on_any_number_of_threads(n_labels, kw):
     # 12 labels: float64 passes (the check's weights copied); 70: float32
     # passes (the check reads W itself)
@@ -56,13 +57,15 @@ def test_sparse_weights_lagged_fit_is_the_same_on_any_number_of_threads():
     assert _checks(one) == _checks(two)
 
 
-def test_lagged_values_are_the_checks_of_their_own_passes():
+@pytest.mark.parametrize("solver", ["gdmm", "bcfw"])
+def test_lagged_values_are_the_checks_of_their_own_passes(solver):
     # float64 passes: checks do not move the iterates, so a fit checked
     # after every pass has each lagged check's values at the same pass
     X, y = _data()
-    lagged = _fit(X, y, 2)
+    tol = 1e-2 if solver == "bcfw" else 1e-3
+    lagged = _fit(X, y, 2, solver=solver, tol=tol)
     every = {r["iter"]: (r["primal"], r["dual"])
-             for r in _fit(X, y, 1, lag=False, check_every=1).history_}
+             for r in _fit(X, y, 1, lag=False, check_every=1, solver=solver, tol=tol).history_}
     checks = _checks(lagged)
     assert all(every[i] == (p, d) for i, p, d in checks if i in every)
     # a check is taken CHECK_LAG passes after its pass: none closer together
