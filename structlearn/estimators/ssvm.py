@@ -265,8 +265,10 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         the gap first met ``tol``; the schedule depends only on the gaps,
         not on timing.  A fit with ``n_tokens * K >= 2**20`` and no
         ``callback`` takes each check's value 3 passes after the pass it
-        checks (with ``n_jobs > 1`` the check runs on another thread beside
-        those passes; the values and the model do not depend on ``n_jobs``)
+        checks (with ``n_jobs > 1`` the check runs on other threads beside
+        those passes, on a copy of the weights unless they are GDMM's dense
+        weights from 64 classes; the values and the model do not depend on
+        ``n_jobs``)
         and confirms a check that meets ``tol`` by a check of the pass that
         takes it: such a fit ends at least 3 passes after the gap first met
         ``tol``, on a certificate of its last pass.

@@ -199,7 +199,7 @@ class LaggedChecks:
 
     def __init__(self, monitor, n_jobs):
         self.monitor = monitor
-        n = n_threads(n_jobs, 1 << 30)
+        n = n_threads(n_jobs, CHECK_CHUNKS + 1)
         self.overlap = OverlappedPrimal(monitor, n - 1) if n > 1 else None
         self.pending = None
 
