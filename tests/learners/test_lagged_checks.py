@@ -157,3 +157,33 @@ def test_a_failing_check_raises_in_the_fit_and_leaves_no_thread(monkeypatch):
         _fit(X, y, 2)
     assert threading.active_count() == before
 
+
+
+def _lagged_fit_coef(X, y, n_jobs):
+    import structlearn.learners.gdmm_chain as module
+
+    saved = module.LAGGED_CHECKS_MIN_ENTRIES  # in a worker process: its own module
+    module.LAGGED_CHECKS_MIN_ENTRIES = 0
+    try:
+        model = SequenceSSVM(C=0.1, tol=1e-3, random_state=0, max_iter=400,
+                             n_jobs=n_jobs).fit(X, y)
+    finally:
+        module.LAGGED_CHECKS_MIN_ENTRIES = saved  # the workers are reused
+    return _dense(model.coef_), model.transition_
+
+
+@pytest.mark.parametrize("backend", ["loky", "threading"])
+def test_lagged_fit_under_joblib_backends_and_in_loky_workers(backend):
+    from joblib import Parallel, delayed, parallel_config
+
+    X, y = _data()
+    ref = _fit(X, y, 1)
+    with parallel_config(backend=backend):
+        inside = _fit(X, y, 2)
+    np.testing.assert_array_equal(_dense(ref.coef_), _dense(inside.coef_))
+    if backend == "loky":
+        results = Parallel(n_jobs=2, backend="loky")(
+            delayed(_lagged_fit_coef)(X, y, 2) for _ in range(2))
+        for coef, transition in results:
+            np.testing.assert_array_equal(coef, _dense(ref.coef_))
+            np.testing.assert_array_equal(transition, ref.transition_)
