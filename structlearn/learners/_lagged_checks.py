@@ -37,8 +37,8 @@ CHECK_LAG = 3
 # chunks of sequences a check is cut into (claimed one at a time)
 CHECK_CHUNKS = 32
 # fits with at least this many token scores (tokens x labels) lag their
-# checks; on smaller ones a check costs little and two more passes would
-# weigh more
+# checks; on smaller ones a check costs little and the CHECK_LAG passes a
+# fit then runs past its certified pass would weigh more
 LAGGED_CHECKS_MIN_ENTRIES = 1 << 20
 
 
@@ -118,11 +118,6 @@ class OverlappedPrimal:
             self.n_workers, thread_name_prefix="structlearn-check")
         self._job = None
         self._futures = []
-
-    @property
-    def running(self):
-        """Whether a check was started and its value not yet taken."""
-        return self._job is not None
 
     def start(self, W, Wsp, v, repair=None):
         """Start the check of the weights ``(W, v)`` (dense, ``Wsp`` None) or
