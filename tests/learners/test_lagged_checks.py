@@ -187,3 +187,17 @@ def test_lagged_fit_under_joblib_backends_and_in_loky_workers(backend):
         for coef, transition in results:
             np.testing.assert_array_equal(coef, _dense(ref.coef_))
             np.testing.assert_array_equal(transition, ref.transition_)
+
+
+def test_lagged_fit_under_the_dask_backend_stays_on_threads():
+    distributed = pytest.importorskip("distributed")
+    from joblib import parallel_config
+
+    X, y = _data()
+    ref = _fit(X, y, 1)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster), parallel_config(backend="dask"):
+        remote = _fit(X, y, 2)
+    np.testing.assert_array_equal(_dense(ref.coef_), _dense(remote.coef_))
+    assert _checks(ref) == _checks(remote)
