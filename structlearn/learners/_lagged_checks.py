@@ -30,7 +30,7 @@ from ._ssvm_chain_kernels import (chain_hinges, hinge_sum, hinge_table, scaled_t
                                   weights_regularizer)
 
 __all__ = ["CHECK_LAG", "LAGGED_CHECKS_MIN_ENTRIES", "LaggedChecks", "OverlappedPrimal",
-           "plan_check"]
+           "lagged_checks", "plan_check"]
 
 # passes between the start of a check and the pass that takes its value
 CHECK_LAG = 3
@@ -260,3 +260,15 @@ def plan_check(lagged, schedule, n_pass, max_pass, tol):
         confirm = taken[1] <= tol
     checking = (schedule.due(n_pass, max_pass) and lagged.pending is None) or confirm
     return checking, checking and not confirm and n_pass < max_pass
+
+
+def lagged_checks(monitor, n_jobs, partitions, callback):
+    """The :class:`LaggedChecks` of a chain fit with at least
+    :data:`LAGGED_CHECKS_MIN_ENTRIES` token scores, without ``partitions``
+    (the partitioned passes take every thread) and without ``callback`` (it
+    reads each record as it is made); else None (checks computed at once)."""
+    problem = monitor.problem
+    if (partitions is None and callback is None
+            and problem.n_tokens * problem.n_labels >= LAGGED_CHECKS_MIN_ENTRIES):
+        return LaggedChecks(monitor, n_jobs)
+    return None

@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from ._bcfw_chain_kernels import BlockTransitions, bcfw_chain_pass
-from ._lagged_checks import LAGGED_CHECKS_MIN_ENTRIES, LaggedChecks, plan_check
+from ._lagged_checks import lagged_checks, plan_check
 from ._partitions import round_record
 from ._ssvm_common import ChainMonitor, check_schedule, sq_norm, warn_not_converged
 
@@ -114,10 +114,7 @@ def fit_bcfw_chain(problem, *, C, max_iter, tol, rng, state=None, verbose=0, cal
     stats = np.zeros(2)
     chains = problem.chains()
     monitor = ChainMonitor(problem, C, verbose, callback, n_jobs=n_jobs)
-    # large fits without partitions or callback take their checks' values
-    # CHECK_LAG passes late, computed beside the passes on threads
-    lagged = (LaggedChecks(monitor, n_jobs) if partitions is None and callback is None
-              and problem.n_tokens * K >= LAGGED_CHECKS_MIN_ENTRIES else None)
+    lagged = lagged_checks(monitor, n_jobs, partitions, callback)  # or None
     converged = False
     rel_gap = np.inf
     schedule = check_schedule(check_every, tol)
@@ -140,14 +137,15 @@ def fit_bcfw_chain(problem, *, C, max_iter, tol, rng, state=None, verbose=0, cal
             state.n_iter += 1
             primal = dual = np.nan
             checking, starting = plan_check(lagged, schedule, it + 1, max_iter, tol)
+            if checking:
+                checked_dual = -0.5 * sq_norm(state.W, state.v) + state.loss.sum()
             if checking and not starting:
-                primal = monitor.primal(state.W, state.v)
-                dual = -0.5 * sq_norm(state.W, state.v) + state.loss.sum()
+                primal, dual = monitor.primal(state.W, state.v), checked_dual
             stop = monitor.record(state.n_iter, primal, float(dual), 0.0, 1.0, stats[1],
                                   pass_time, block_gap_sum=float(stats[0]), **extra)
             if starting:  # the passes move W: a copy when they run beside the check
                 lagged.start(it + 1, state.W.copy() if lagged.overlap is not None else state.W,
-                             None, state.v, -0.5 * sq_norm(state.W, state.v) + state.loss.sum())
+                             None, state.v, checked_dual)
             rel_gap = monitor.history[-1]["relative_gap"]
             if checking and not starting:
                 schedule.checked(it + 1, rel_gap)

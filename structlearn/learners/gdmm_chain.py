@@ -51,7 +51,7 @@ from ._gdmm_chain_kernels import (ChainData, ChainWeights, EdgePairs, PassSettin
                                   weights_from_duals)
 from ._gdmm_chain_partitions import ChainPartitions
 from ._gdmm_chain_visits import SequenceMajorOrder, grown, search_table
-from ._lagged_checks import LAGGED_CHECKS_MIN_ENTRIES, LaggedChecks, plan_check
+from ._lagged_checks import lagged_checks, plan_check
 from ._partitions import (PartitionThreads, active_dask_client, check_training_partitions,
                           n_threads, round_record)
 from ._ssvm_common import ChainMonitor, chain_edges, check_schedule, warn_not_converged
@@ -277,10 +277,7 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
     stats = work.stats
     vfeas = np.empty(K * K)
     monitor = ChainMonitor(problem, C, verbose, callback, n_jobs=n_jobs)
-    # large fits without partitions or callback take their checks' values
-    # CHECK_LAG passes late, computed beside the passes on threads
-    lagged = (LaggedChecks(monitor, n_jobs) if partitions is None and callback is None
-              and N * K >= LAGGED_CHECKS_MIN_ENTRIES else None)
+    lagged = lagged_checks(monitor, n_jobs, partitions, callback)  # or None
     threads = PartitionThreads(n_threads(n_jobs, 2))  # widen the slot and pair lists
     converged = False
     rel_gap = np.inf
