@@ -201,3 +201,25 @@ def test_lagged_fit_under_the_dask_backend_stays_on_threads():
         remote = _fit(X, y, 2)
     np.testing.assert_array_equal(_dense(ref.coef_), _dense(remote.coef_))
     assert _checks(ref) == _checks(remote)
+
+
+def test_an_error_in_the_passes_stops_a_running_check(monkeypatch):
+    import threading
+
+    import structlearn.learners.gdmm_chain as gdmm_chain
+
+    X, y = _data()
+    calls = []
+    real = gdmm_chain.gdmm_chain_multipliers
+
+    def failing(*args):
+        calls.append(1)
+        if len(calls) == 4:  # a check started after pass 2 is running beside pass 4
+            raise MemoryError("no room")
+        return real(*args)
+
+    monkeypatch.setattr(gdmm_chain, "gdmm_chain_multipliers", failing)
+    before = threading.active_count()
+    with pytest.raises(MemoryError, match="no room"):
+        _fit(X, y, 2, check_every=2)
+    assert threading.active_count() == before
