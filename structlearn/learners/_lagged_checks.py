@@ -198,21 +198,20 @@ class LaggedChecks:
         self.overlap = OverlappedPrimal(monitor, n - 1) if n > 1 else None
         self.pending = None
 
-    def start(self, n_pass, W, Wsp, v, dual):
+    def start(self, n_pass, W, Wsp, v, dual=np.nan, repair=None):
         """Start the check of pass ``n_pass`` (whose record is the last one):
         weights ``W`` or ``Wsp`` left unchanged until its value is taken (or
-        copies), transitions ``v`` (copied), and the dual value: a float, or
-        GDMM's repaired transitions and linear term ``(vfeas, lin)``
+        copies), transitions ``v`` (copied), and the dual value, or GDMM's
+        repaired transitions and linear term ``repair = (vfeas, lin)``
         (:func:`~._gdmm_chain_kernels.repair_transitions`; copied) that it
         is computed from, on a worker when there is one."""
         index = len(self.monitor.history) - 1
-        repair = None
-        if isinstance(dual, tuple):
-            repair, dual = (dual[0].copy(), float(dual[1])), np.nan
+        if repair is not None:
+            repair = (repair[0].copy(), float(repair[1]))
         if self.overlap is None:
             primal = self.monitor.primal(Wsp if Wsp is not None else W, v)
             if repair is not None:
-                dual = float(dual_from_repair(W, Wsp, *repair))
+                dual = dual_from_repair(W, Wsp, *repair)
         else:
             self.overlap.start(W, Wsp, v, repair)
             primal = np.nan

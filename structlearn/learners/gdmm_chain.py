@@ -335,7 +335,7 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
                                   overflow=int(stats[1] + stats[2]), **extra)
             if starting:
                 lagged.start(it + 1, *_check_weights(state, weights32, lagged.overlap is not None),
-                             state.v, (vfeas, lin))
+                             state.v, repair=(vfeas, lin))
             rel_gap = monitor.history[-1]["relative_gap"]
             if checking and not starting:
                 schedule.checked(it + 1, rel_gap)
