@@ -1,6 +1,6 @@
 """SequenceSSVM (GDMM) on a large-output chain task: peak memory and time per
 pass with the weights as sparse rows (the default where a dense weight matrix
-would take 64 MiB or more) against the dense (n_features, K) array.
+would take 1 GiB or more) against the dense (n_features, K) array.
 
 Synthetic chains (``make_chain_data``): 4,000 sequences of 10 tokens (40k
 tokens), 50,000 binary features with 12 per token, K = 1,000 labels; defaults
@@ -33,8 +33,8 @@ def worker(storage, passes, tol):
     from structlearn.estimators import SequenceSSVM
 
     warnings.simplefilter("ignore")
-    if storage == "dense":
-        ssvm_module.SPARSE_WEIGHTS_MIN_ENTRIES = sys.maxsize
+    # sparse rows from any size (the default from 2**27 weights), or dense
+    ssvm_module.SPARSE_WEIGHTS_MIN_ENTRIES = sys.maxsize if storage == "dense" else 0
     X, y = make_chain_data(4000, length=10, n_labels=1000, n_features=50000,
                            density=12 / 50000, random_state=0)
     Xs, ys = make_chain_data(40, length=5, n_labels=300, n_features=50, random_state=0)

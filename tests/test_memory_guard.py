@@ -88,6 +88,26 @@ def test_perceptron_and_multilabel_refuse_weights_beyond_memory(monkeypatch):
             MultiLabelSSVM(solver=solver, max_iter=1).fit(Xm, Ym)
 
 
+def test_gdmm_keeps_sparse_rows_where_dense_weights_do_not_fit(monkeypatch):
+    """Where GDMM can keep sparse weight rows (sorted oracle), dense weights
+    beyond the memory available give way to them rather than an error."""
+    from structlearn.datasets import make_chain_data
+
+    d, K = 20_000, 70
+    X, _ = make_chain_data(20, length=4, n_labels=K, n_features=d, density=5 / d,
+                           random_state=0)
+    y = [np.arange(4 * i, 4 * i + 4) % K for i in range(20)]  # all K labels occur
+    need = int(8 * 1.5 * d * K)  # W and its float32 copy
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        monkeypatch.setattr(memory, "available_bytes", lambda: need)
+        dense = SequenceSSVM(max_iter=3, random_state=0).fit(X, y)
+        monkeypatch.setattr(memory, "available_bytes", lambda: need - 1)
+        rows = SequenceSSVM(max_iter=3, random_state=0).fit(X, y)
+    assert isinstance(dense.coef_, np.ndarray)
+    assert sp.issparse(rows.coef_) and rows.coef_.shape == (K, d)
+
+
 def test_predict_topk_refuses_lists_beyond_memory(monkeypatch):
     """The list Viterbi's per-token lists are sized before they are allocated;
     the fitted model is untouched by the refused call."""

@@ -7,6 +7,7 @@ from sklearn.utils import ClassifierTags, check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .. import _memory
 from .._memory import check_memory
 from .._parallel import chunk_bounds, map_chunks, progress_chunk_count
 from .._verbose import verbose_fit
@@ -33,10 +34,13 @@ SORTED_PAIR_ORACLE_MIN_LABELS = 90
 _DECODE_BLOCK_ENTRIES = 1 << 20
 # GDMM keeps the unigram weights as sparse rows (with the sorted oracle and no
 # partition sampling) when a dense (n_features, K) array would hold this many
-# entries (64 MiB): coef_ is then a CSR matrix.  Per pass the rows cost 1.1x
-# the dense array at 5 % fill (50k features, K = 1,000) and up to 1.9x at 30 %
-# fill (2,000 features), so they are used where memory, not time, is at stake
-SPARSE_WEIGHTS_MIN_ENTRIES = 1 << 23
+# entries (1 GiB, 1.5 GiB with the float32 copy of the passes) or would not
+# fit in the memory available: coef_ is then a CSR matrix.  Per pass the rows
+# cost 1.1x the dense array at 5 % fill (50k features, K = 1,000) and 3.5x at
+# 20 % fill (16,000 features, 10,000 tokens), so they are used where memory,
+# not time, is at stake (and become dense where they fill up:
+# gdmm_chain.DENSE_WEIGHTS_MIN_FILL)
+SPARSE_WEIGHTS_MIN_ENTRIES = 1 << 27
 # largest weight matrix (n_features * n_classes entries) accepted
 _MAX_WEIGHTS = 2**31 - 1
 
@@ -278,11 +282,15 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
     coef_ : ndarray or csr_matrix of shape (n_classes, n_features)
         Fortran-ordered: the transposed view of the solver's feature-major
         weights (no second copy of a large weight matrix).  Where a dense
-        weight matrix would take 64 MiB or more (``n_features * n_classes >=
-        2**23``), GDMM with the sorted oracle (``oracle="auto"`` from 50
-        classes) and ``n_partitions=1`` keeps the weights as sparse rows
-        (memory in proportion to their non-zeros, the same iterates as a
-        dense array): ``coef_`` is then a CSR matrix of its non-zeros.
+        weight matrix would take 1 GiB or more (``n_features * n_classes >=
+        2**27``) or more than the memory available, GDMM with the sorted
+        oracle (``oracle="auto"`` from 50 classes) and ``n_partitions=1``
+        keeps the weights as sparse rows (memory in proportion to their
+        non-zeros, the same iterates as a dense array): ``coef_`` is then a
+        CSR matrix of its non-zeros.  Rows that fill to half the dense array's
+        entries become that array during the fit (they would save little
+        memory, at several times the time per pass), and ``coef_`` is then
+        dense.
     transition_ : ndarray of shape (n_classes, n_classes)
         ``transition_[a, b]`` scores label ``a`` followed by ``b``.
     classes_ : ndarray of shape (n_classes,)
@@ -408,24 +416,28 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         training_partitions = self.training_partitions or 1
         if training_partitions > 1 and solver == "ssg":
             raise ValueError("training_partitions > 1 needs solver='gdmm' or 'bcfw', got 'ssg'")
+        # dense (n_features, K) arrays: gdmm keeps W (and from
+        # FLOAT32_PASSES_MIN_LABELS a float32 copy for its passes), bcfw W and
+        # its step direction, ssg W and two averages
+        from ..learners.gdmm_chain import FLOAT32_PASSES_MIN_LABELS
+
+        copies = {"gdmm": 1, "bcfw": 2, "ssg": 3}[solver]
+        if solver == "gdmm" and nu == 1 and K >= FLOAT32_PASSES_MIN_LABELS:
+            copies += 0.5
+        dense_bytes = int(8 * copies * n_features * K)
+        avail = _memory.available_bytes()
         sparse_weights = (solver == "gdmm" and oracle == "sublinear" and nu == 1
                           and training_partitions == 1
-                          and n_features * K >= SPARSE_WEIGHTS_MIN_ENTRIES)
+                          and (n_features * K >= SPARSE_WEIGHTS_MIN_ENTRIES
+                               or (avail is not None and dense_bytes > avail)))
         if not sparse_weights:
-            # dense (n_features, K) arrays: gdmm keeps W (and from
-            # FLOAT32_PASSES_MIN_LABELS a float32 copy for its passes), bcfw W
-            # and its step direction, ssg W and two averages
-            from ..learners.gdmm_chain import FLOAT32_PASSES_MIN_LABELS
-
-            copies = {"gdmm": 1, "bcfw": 2, "ssg": 3}[solver]
-            if solver == "gdmm" and nu == 1 and K >= FLOAT32_PASSES_MIN_LABELS:
-                copies += 0.5
-            check_memory(int(8 * copies * n_features * K),
+            check_memory(dense_bytes,
                          f"SequenceSSVM(solver={solver!r}) weights over {n_features} features "
                          f"and {K} classes", "reduce the feature space")
         state = getattr(self, "_solver_state", None) if self.warm_start else None
         if state is not None and (
-            getattr(self, "_solver_name", None) != (solver, oracle, sparse_weights)
+            # (the state keeps its weights' storage)
+            getattr(self, "_solver_name", (None, None))[:2] != (solver, oracle)
             or state.signature != problem.signature()
             or not np.array_equal(getattr(self, "classes_", np.empty(0)), classes)
         ):

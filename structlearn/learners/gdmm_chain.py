@@ -70,6 +70,11 @@ FLOAT32_PASSES_MAX_FEATURE = 1e6
 # (no search) on its next 1, then 3, 7, 15 visits, at most this many in a
 # row; a search that adds resets it (0: search at every visit)
 SEARCH_BACKOFF_MAX = 15
+# sparse weight rows become the dense array once they store this share of its
+# entries: they then save at most half of its memory (about 12 bytes an entry
+# either way: int32 label and float64 weight, or float64 and float32 copies)
+# and cost 2-3.5x its time per pass (ssvm.SPARSE_WEIGHTS_MIN_ENTRIES)
+DENSE_WEIGHTS_MIN_FILL = 0.5
 
 
 class GDMMChainState:
@@ -121,6 +126,26 @@ class GDMMChainState:
     def weights(self):
         """``W``: the dense array, or the sparse rows."""
         return self.Wsp if self.sparse_weights else self.W
+
+    def densify(self, problem):
+        """Turn sparse weight rows into the dense array (the same values)
+        once they store ``DENSE_WEIGHTS_MIN_FILL`` of its entries, where the
+        memory for the dense weights and their float32 copy is available;
+        returns whether it did."""
+        from .._memory import available_bytes
+        from ..oracles.sparse_rows import sparse_rows_nnz, sparse_rows_to_dense
+
+        if not self.sparse_weights:
+            return False
+        d, K = problem.n_features, problem.n_labels
+        if sparse_rows_nnz(self.Wsp) < DENSE_WEIGHTS_MIN_FILL * d * K:
+            return False
+        avail = available_bytes()
+        if avail is not None and avail < 12 * d * K + 16 * problem.indices.shape[0]:
+            return False
+        self.W = sparse_rows_to_dense(self.Wsp, K)
+        self.Wsp = None
+        return True
 
     def grow(self, K, slots, pairs, threads=None):
         """Double the slot (and/or pair) capacity, up to ``K`` (``K * K``),
@@ -205,7 +230,10 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
         Keep ``W`` as sparse rows (:mod:`structlearn.oracles.sparse_rows`):
         memory in proportion to its non-zeros; the same
         iterates as the dense array.  Needs ``n_partitions=1``; a warm start
-        keeps its state's storage.
+        keeps its state's storage.  Rows that come to store
+        ``DENSE_WEIGHTS_MIN_FILL`` of the dense array's entries become that
+        array after a pass (:meth:`GDMMChainState.densify`), and the returned
+        ``W`` is then dense.
     training_partitions : int
         1: the passes described above.  More: the sequences are split into
         that many partitions whose passes run on ``n_jobs`` threads and
@@ -346,6 +374,8 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
             if (full_slots or full_pairs) and not (partitions is not None and partitions.remote):
                 # (remote partitions grow their own)
                 state.grow(K, full_slots, full_pairs, threads)
+            if state.densify(problem):  # dense passes from now on (float32 from 64 labels)
+                weights32, xt = _float32_passes(problem, state, nu)
             if stats[1] + stats[2] == 0 and rel_gap <= tol:
                 converged = True
                 break

@@ -210,3 +210,15 @@ def sparse_rows_sq_sum(rows):
         for q in range(s, s + length[f]):
             total += val[q] * val[q]
     return total
+
+
+@nb.njit(cache=True)
+def sparse_rows_fill_dense(rows, out):
+    """Write the stored weights into ``out`` (float64 (n_rows, K), zeros
+    where a row stores no weight)."""
+    start, length, cap, lab, val, meta = rows
+    for f in range(start.shape[0]):
+        s = start[f]
+        row = out[f]
+        for q in range(s, s + length[f]):
+            row[lab[q]] = val[q]

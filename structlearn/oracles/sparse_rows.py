@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["make_sparse_rows", "make_sparse_rows_workspace", "sparse_rows_to_csr",
-           "sparse_rows_nnz"]
+           "sparse_rows_to_dense", "sparse_rows_nnz"]
 
 
 def make_sparse_rows(n_rows, capacity=1024):
@@ -45,6 +45,15 @@ def make_sparse_rows_workspace(n_labels):
 def sparse_rows_nnz(rows):
     """Stored entries."""
     return int(rows[1].sum())
+
+
+def sparse_rows_to_dense(rows, n_labels):
+    """The weights as a float64 array of shape (n_rows, n_labels)."""
+    from ._sparse_rows_kernels import sparse_rows_fill_dense
+
+    out = np.zeros((rows[0].shape[0], int(n_labels)))
+    sparse_rows_fill_dense(rows, out)
+    return out
 
 
 def sparse_rows_to_csr(rows, n_labels):

@@ -638,6 +638,11 @@ def test_predict_before_fit_raises():
         SequenceSSVM().predict(X)
 
 
+def _keep_sparse_rows(monkeypatch):
+    """Sparse weight rows that stay sparse however full they get."""
+    monkeypatch.setattr("structlearn.learners.gdmm_chain.DENSE_WEIGHTS_MIN_FILL", np.inf)
+
+
 @pytest.mark.parametrize("oracle, n_partitions, K, sparse_rows", [
     ("sublinear", 1, 8, False), ("dense", 1, 8, False), ("sublinear", 2, 40, False),
     ("sublinear", 1, 8, True)])
@@ -653,6 +658,7 @@ def test_gdmm_weights_equal_those_rebuilt_from_the_duals(oracle, n_partitions, K
 
     if sparse_rows:
         monkeypatch.setattr(ssvm_module, "SPARSE_WEIGHTS_MIN_ENTRIES", 1)
+        _keep_sparse_rows(monkeypatch)
     X, y = make_chain_data(60, length=6, n_labels=K, n_features=30, random_state=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -720,6 +726,7 @@ def test_sparse_weight_rows_give_the_dense_iterates(monkeypatch, n_jobs):
         warnings.simplefilter("ignore", ConvergenceWarning)
         dense = SequenceSSVM(**kw).fit(X, y)
         monkeypatch.setattr(ssvm_module, "SPARSE_WEIGHTS_MIN_ENTRIES", 25 * 60)
+        _keep_sparse_rows(monkeypatch)
         rows = SequenceSSVM(**kw).fit(X, y)
         warm = SequenceSSVM(**dict(kw, max_iter=4, warm_start=True)).fit(X, y)
         warm.fit(X, y)
@@ -739,6 +746,88 @@ def test_sparse_weight_rows_give_the_dense_iterates(monkeypatch, n_jobs):
     assert [r["primal"] for r in rows.history_[:4]] == [r["primal"] for r in warm.history_[:4]]
     np.testing.assert_array_equal(warm.coef_.toarray(), restored.coef_.toarray())
     assert warm.history_[-1]["primal"] < warm.history_[3]["primal"]
+
+
+def _fill_data():
+    """Chains whose weights fill most of (25 features, 40 labels): every label
+    occurs and the features are dense."""
+    X, _ = make_chain_data(40, length=(2, 8), n_labels=40, n_features=25, density=0.5,
+                           random_state=4)
+    y = [np.arange(3 * i, 3 * i + x.shape[0]) % 40 for i, x in enumerate(X)]
+    return X, y
+
+
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_sparse_rows_that_fill_up_become_the_dense_weights(monkeypatch, n_jobs):
+    """Sparse rows that come to store DENSE_WEIGHTS_MIN_FILL of the dense
+    array's entries turn into it after a pass: the fit goes on with the dense
+    iterates (float64 passes below 64 labels), coef_ is dense, and a warm
+    start continues from the dense state."""
+    import structlearn.estimators.ssvm as ssvm_module
+    import structlearn.learners.gdmm_chain as gdmm_chain
+
+    X, y = _fill_data()
+    kw = dict(max_iter=12, tol=0.0, random_state=0, n_jobs=n_jobs, check_every=1,
+              oracle="sublinear")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        dense = SequenceSSVM(**kw).fit(X, y)
+        monkeypatch.setattr(ssvm_module, "SPARSE_WEIGHTS_MIN_ENTRIES", 25 * 40)
+        real, storage = gdmm_chain.gdmm_chain_pass, []
+
+        def spy(*args):
+            storage.append(args[8] is not None)  # the pass ran on sparse rows
+            return real(*args)
+
+        monkeypatch.setattr(gdmm_chain, "gdmm_chain_pass", spy)
+        switched = SequenceSSVM(**kw).fit(X, y)
+        monkeypatch.setattr(gdmm_chain, "gdmm_chain_pass", real)
+        warm = SequenceSSVM(**dict(kw, max_iter=6, warm_start=True)).fit(X, y)
+        warm.fit(X, y)
+    n_sparse = sum(storage)
+    assert 1 <= n_sparse < 12 and storage == [True] * n_sparse + [False] * (12 - n_sparse)
+    assert isinstance(switched.coef_, np.ndarray)
+    np.testing.assert_array_equal(switched.coef_, dense.coef_)
+    np.testing.assert_array_equal(switched.transition_, dense.transition_)
+    for key in ("primal", "dual", "active_set_size"):
+        assert [r[key] for r in switched.history_] == [r[key] for r in dense.history_]
+    assert not warm._solver_state.sparse_weights and isinstance(warm.coef_, np.ndarray)
+    assert warm.n_iter_ == 12
+    assert [r["primal"] for r in warm.history_[:6]] == [r["primal"] for r in dense.history_[:6]]
+    assert warm.history_[-1]["primal"] < warm.history_[5]["primal"]
+
+
+def test_sparse_rows_stay_sparse_below_the_fill_or_without_the_memory(monkeypatch):
+    """Rows that never store DENSE_WEIGHTS_MIN_FILL of the dense entries stay
+    sparse, rows that reach it turn dense, and full rows stay sparse when the
+    memory for the dense weights is not available."""
+    import structlearn._memory as memory
+    import structlearn.estimators.ssvm as ssvm_module
+    import structlearn.learners.gdmm_chain as gdmm_chain
+    from structlearn.oracles.sparse_rows import sparse_rows_nnz
+
+    X, y = _fill_data()
+    dK = 25 * 40
+    kw = dict(max_iter=12, tol=0.0, random_state=0, check_every=1, oracle="sublinear",
+              warm_start=True)  # (the state kept to read)
+    monkeypatch.setattr(ssvm_module, "SPARSE_WEIGHTS_MIN_ENTRIES", dK)
+
+    def fit(min_fill):
+        monkeypatch.setattr(gdmm_chain, "DENSE_WEIGHTS_MIN_FILL", min_fill)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            return SequenceSSVM(**kw).fit(X, y)
+
+    stored = sparse_rows_nnz(fit(np.inf)._solver_state.Wsp)  # the most the rows store
+    kept = fit((stored + 1) / dK)
+    switched = fit(stored / dK)
+    nnz_X = sum(x.nnz for x in X)
+    monkeypatch.setattr(memory, "available_bytes", lambda: 12 * dK + 16 * nnz_X - 1)
+    short = fit(stored / dK)
+    assert sp.issparse(kept.coef_) and sp.issparse(short.coef_)
+    assert isinstance(switched.coef_, np.ndarray)
+    np.testing.assert_array_equal(kept.coef_.toarray(), switched.coef_)
+    np.testing.assert_array_equal(short.coef_.toarray(), switched.coef_)
 
 
 def test_check_schedule_spaces_checks_while_the_gap_is_far_from_tol():
@@ -932,6 +1021,7 @@ def test_search_backoff_follows_its_schedule_and_reaches_the_same_optimum(monkey
                            random_state=5)
     if sparse_rows:
         monkeypatch.setattr(ssvm_module, "SPARSE_WEIGHTS_MIN_ENTRIES", 20 * 8)
+        _keep_sparse_rows(monkeypatch)
     lengths = np.array([x.shape[0] for x in X])
     N = lengths.sum()
     visited = np.ones(2 * N, dtype=bool)  # unigram ids, then the edges' ids

@@ -50,6 +50,7 @@ def test_sparse_weights_lagged_fit_is_the_same_on_any_number_of_threads():
     X, y = _data()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr("structlearn.estimators.ssvm.SPARSE_WEIGHTS_MIN_ENTRIES", 1)
+        mp.setattr("structlearn.learners.gdmm_chain.DENSE_WEIGHTS_MIN_FILL", np.inf)
         one, two = (_fit(X, y, n_jobs, oracle="sublinear", n_partitions=1, warm_start=True) for n_jobs in (1, 2))
     assert one._solver_state.sparse_weights
     np.testing.assert_array_equal(_dense(one.coef_), _dense(two.coef_))

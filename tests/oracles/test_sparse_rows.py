@@ -14,7 +14,8 @@ from structlearn.oracles._sparse_rows_kernels import (sparse_rows_add, sparse_ro
                                                       sparse_rows_update)
 from structlearn.oracles.inner_product import make_inner_workspace
 from structlearn.oracles.sparse_rows import (make_sparse_rows, make_sparse_rows_workspace,
-                                             sparse_rows_nnz, sparse_rows_to_csr)
+                                             sparse_rows_nnz, sparse_rows_to_csr,
+                                             sparse_rows_to_dense)
 
 
 def _random_weights(rng, d, K, n_updates, integer):
@@ -37,6 +38,7 @@ def test_updates_norm_and_scores_equal_the_dense_array(seed, d, K, n_updates, in
     rng = np.random.default_rng(seed)
     rows, W = _random_weights(rng, d, K, n_updates, integer)
     np.testing.assert_array_equal(sparse_rows_to_csr(rows, K).toarray(), W)
+    np.testing.assert_array_equal(sparse_rows_to_dense(rows, K), W)
     assert sparse_rows_nnz(rows) >= np.count_nonzero(W)
     assert sparse_rows_sq_sum(rows) == _sq_sum(W.ravel())
     N = 6
