@@ -16,8 +16,8 @@ run, each J in ``--jobs`` in turn:
 
 ``J = 1`` is the serial solver (``training_partitions=None``); ``J = 1d`` the
 same with dense weights where it would keep sparse weight rows (from
-``SPARSE_WEIGHTS_MIN_ENTRIES`` weights, for memory: 1.8-2.4x slower at 1,000
-labels and 16,000 features), the fair single-core baseline for speed.  The
+``SPARSE_WEIGHTS_MIN_ENTRIES`` weights, for memory), the fair single-core
+baseline for speed; below that size both are the same fit.  The
 kernels are compiled on a small task of the same labels and features first.
 Results also go to ``--json`` (rewritten after each fit).
 
