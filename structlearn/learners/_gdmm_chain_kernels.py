@@ -49,6 +49,7 @@ import numpy as np
 from .._borrowing import borrowing_kernel
 from ..oracles._indicator_kernels import (
     indicator_add,
+    indicator_build,
     indicator_fmo_above,
     indicator_update,
 )
@@ -617,22 +618,36 @@ def transitions_from_duals(pairs, has_right, v):
 
 
 @nb.njit(cache=True, nogil=True)
-def refresh_transitions(v, tau, local_v, local_search, vstate):
+def refresh_transitions(v, tau, local_v, local_search, vstate, rebuild_above):
     """Bring a partition's transition table ``local_v`` and its search table
     back to the merged ``v``: every entry that differs is set to ``v`` (the
     search table to ``v + tau``, through the indicator oracle's state
     ``vstate`` when it is not None, else in ``local_search``); returns how
-    many entries changed.  All float64 (K * K,)."""
-    K = np.int64(np.sqrt(v.shape[0]) + 0.5)
+    many entries changed.  All float64 (K * K,).  Where more than
+    ``rebuild_above`` entries changed, the indicator oracle's summaries are
+    built anew from the table rather than updated entry by entry; its
+    searches return the same entries either way."""
+    n = v.shape[0]
+    K = np.int64(np.sqrt(n) + 0.5)
     changed = 0
-    for i in range(v.shape[0]):
+    for i in range(n):
+        if local_v[i] != v[i]:
+            changed += 1
+    if vstate is not None and changed > rebuild_above:
+        table = vstate[0]
+        for i in range(n):
+            if local_v[i] != v[i]:  # (the same table as the updates leave)
+                local_v[i] = v[i]
+                table[i] = v[i] + tau[i]
+        indicator_build(vstate)
+        return changed
+    for i in range(n):
         if local_v[i] != v[i]:
             local_v[i] = v[i]
             if vstate is None:
                 local_search[i] = v[i] + tau[i]
             else:
                 indicator_update(vstate, i // K, i % K, v[i] + tau[i])
-            changed += 1
     return changed
 
 

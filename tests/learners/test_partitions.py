@@ -86,6 +86,58 @@ def test_merge_copies_equals_moves_then_adds_then_gathers(dtype, seed):
                                       copies[p][~inside])
 
 
+@pytest.mark.parametrize("n_labels", [60, 70])  # float64 and float32 copies, sorted search
+def test_rebuilt_and_updated_search_structures_give_the_same_fit(monkeypatch, n_labels):
+    """A partition's transition search structure rebuilt at every refresh, or
+    updated entry by entry at every one, gives the same iterates bit for bit
+    (the search is exact; the tables are the same)."""
+    import structlearn.learners._gdmm_chain_partitions as cp
+
+    X, y = make_chain_data(30, length=(3, 9), n_labels=n_labels, n_features=25,
+                           random_state=2)
+    y = [np.arange(5 * i, 5 * i + len(s)) % n_labels for i, s in enumerate(y)]
+    fits = []
+    for share in (1, 10**12):  # never rebuilt / always
+        monkeypatch.setattr(cp, "REBUILD_SHARE", share)
+        fits.append(_fit(X, y, n_jobs=2, training_partitions=3, max_iter=15, check_every=1,
+                         oracle="sublinear"))
+    a, b = fits
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.transition_, b.transition_)
+    assert [r["primal"] for r in a.history_] == [r["primal"] for r in b.history_]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_refresh_transitions_rebuilds_or_updates_to_the_same_structure(seed):
+    from structlearn.learners._gdmm_chain_kernels import refresh_transitions
+    from structlearn.learners._gdmm_chain_visits import search_table
+    from structlearn.oracles.indicator import indicator_argmax
+
+    rng = np.random.default_rng(seed)
+    K = int(rng.integers(2, 12))
+    v0 = np.where(rng.random((K, K)) < 0.5, rng.normal(size=(K, K)), 0.0)
+    v1 = v0.copy()
+    hit = rng.random((K, K)) < rng.uniform(0.0, 1.0)
+    v1[hit] += rng.choice([0.5, -1.0, 2.0], size=int(hit.sum()))
+    tau = search_table(np.zeros((K, K)), False)[0]
+    results = []
+    for rebuild_above in (K * K, -1):  # never / always
+        local = v0.ravel().copy()
+        _, vstate = search_table(v0, True)
+        changed = refresh_transitions(v1.ravel(), tau, local, vstate[0], vstate, rebuild_above)
+        assert changed == int((v0 != v1).sum())
+        np.testing.assert_array_equal(local, v1.ravel())
+        fresh = search_table(v1, True)[1]
+        np.testing.assert_array_equal(vstate[0], fresh[0])
+        def searches(state):
+            return [indicator_argmax(state, idx1=np.array([a]), val1=np.array([m]))[:3]
+                    for a in range(K) for m in (-3.0, 0.0, 3.0)]
+
+        results.append(searches(vstate))
+        assert results[-1] == searches(fresh)
+    assert results[0] == results[1]
+
+
 def test_split_by_weight_makes_no_empty_run():
     b = split_by_weight(np.array([5, 1, 1, 1, 1, 1]), 2)
     assert b[0] == 0 and b[-1] == 6 and np.all(np.diff(b) > 0)
