@@ -116,8 +116,20 @@ def local_features(indices):
     local : ndarray of int64, shape (nnz,)
         ``indices`` renumbered into ``[0, d_p)``.
     """
-    rows, local = np.unique(np.asarray(indices), return_inverse=True)
-    return rows.astype(np.int64), local.astype(np.int64).reshape(-1)
+    indices = np.asarray(indices, dtype=np.int64).reshape(-1)
+    used = _used_mask(indices, int(indices.max(initial=-1)) + 1)
+    rows = np.flatnonzero(used).astype(np.int64)
+    position = np.zeros(used.shape[0], dtype=np.int64)
+    position[rows] = np.arange(rows.shape[0], dtype=np.int64)
+    return rows, position[indices]
+
+
+def _used_mask(indices, n):
+    """bool (n,): which of ``0..n-1`` occur in ``indices`` (O(nnz + n), where
+    ``np.unique`` sorts)."""
+    used = np.zeros(n, dtype=bool)
+    used[indices] = True
+    return used
 
 
 def feature_sigmas(indices, indptr, row_bounds, n_features):
@@ -143,8 +155,7 @@ def feature_sigmas(indices, indptr, row_bounds, n_features):
     """
     count = np.zeros(n_features, dtype=np.int64)
     for r0, r1 in zip(row_bounds[:-1], row_bounds[1:]):
-        used = np.unique(indices[indptr[r0]:indptr[r1]])
-        count[used] += 1
+        count += _used_mask(indices[indptr[r0]:indptr[r1]], n_features)
     return np.maximum(count, 1).astype(np.float64)
 
 

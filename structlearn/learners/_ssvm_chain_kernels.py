@@ -50,11 +50,19 @@ def unary_scores(W, data, indices, indptr, start, stop, out):
 
 def token_sq_norms(data, indptr):
     """``||x_t||^2`` per CSR row (token, or sample) (float64 (N,)): each row's
-    squares summed in stored order (``np.bincount`` adds its weights in input
-    order)."""
-    n = indptr.shape[0] - 1
-    rows = np.repeat(np.arange(n), np.diff(indptr))
-    return np.bincount(rows, weights=data * data, minlength=n).astype(np.float64, copy=False)
+    squares summed in stored order."""
+    out = np.empty(indptr.shape[0] - 1)
+    _row_sq_sums(np.asarray(data, dtype=np.float64), np.asarray(indptr, dtype=np.int64), out)
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _row_sq_sums(data, indptr, out):
+    for r in range(out.shape[0]):
+        s = 0.0
+        for p in range(indptr[r], indptr[r + 1]):
+            s += data[p] * data[p]
+        out[r] = s
 
 
 @nb.njit(cache=True, nogil=True)
