@@ -9,6 +9,7 @@ import structlearn.learners._lagged_checks as lagged_checks
 from structlearn.datasets import make_chain_data
 from structlearn.estimators import SequenceSSVM
 from structlearn.learners._lagged_checks import CHECK_LAG, OverlappedPrimal
+from structlearn.learners.gdmm_chain import GDMMChainState
 from structlearn.learners._ssvm_common import ChainMonitor, ChainProblem
 
 
@@ -55,6 +56,40 @@ def test_sparse_weights_lagged_fit_is_the_same_on_any_number_of_threads():
     assert one._solver_state.sparse_weights
     np.testing.assert_array_equal(_dense(one.coef_), _dense(two.coef_))
     assert _checks(one) == _checks(two)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("n_labels", [12, 70])  # float64 / float32 passes once dense
+def test_sparse_rows_turning_dense_mid_fit_lag_the_same_on_any_number_of_threads(n_labels):
+    """Sparse rows that fill up turn dense after a pass while a check of the
+    rows runs beside the passes: the same fit on one and two threads, and the
+    model dense."""
+    from structlearn.oracles.sparse_rows import sparse_rows_nnz
+
+    X, _ = make_chain_data(60, length=7, n_labels=n_labels, n_features=400, density=0.01,
+                           random_state=1)  # the rows pass half the entries after some passes
+    y = [np.arange(7 * i, 7 * i + 7) % n_labels for i in range(60)]  # all labels occur
+    seen = []
+    real = GDMMChainState.densify
+
+    def densify(state, problem):
+        fill = sparse_rows_nnz(state.Wsp) if state.sparse_weights else None
+        done = real(state, problem)
+        seen.append((fill, done))
+        return done
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("structlearn.estimators.ssvm.SPARSE_WEIGHTS_MIN_ENTRIES", 1)
+        mp.setattr(GDMMChainState, "densify", densify)
+        one, two = (_fit(X, y, n_jobs, oracle="sublinear", n_partitions=1, warm_start=True,
+                         max_iter=60, check_every=1)
+                    for n_jobs in (1, 2))
+    switches = [i for i, (_, done) in enumerate(seen) if done]
+    assert len(switches) == 2 and switches[0] >= 3  # one per fit, after sparse passes
+    assert not one._solver_state.sparse_weights and isinstance(one.coef_, np.ndarray)
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+    np.testing.assert_array_equal(one.transition_, two.transition_)
+    assert _checks(one) == _checks(two) and len(_checks(one)) >= 3
 
 
 @pytest.mark.parametrize("solver", ["gdmm", "bcfw"])
