@@ -264,10 +264,11 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         ``"auto"``: every ``max(1, K // 100)``-th pass, spaced out (up to 10
         passes apart) while the last certified gap is far above ``tol``:
         after a check at pass ``p`` with relative gap ``g`` the next comes
-        ``0.1 p (g / tol - 1)`` passes later.  The gap falls roughly like
-        ``1 / p``, so ``fit`` stops at most about 10 % of its passes after
-        the gap first met ``tol``; the schedule depends only on the gaps,
-        not on timing.  A fit with ``n_tokens * K >= 2**20`` and no
+        ``0.2 p (g / tol - 1)`` passes later.  The gap falls roughly like
+        ``1 / p``: ``fit`` stops at most ``max(10, K // 100)`` passes (and
+        usually 1-2) after the gap first met ``tol``, 3 more where checks
+        lag (below); the schedule depends only on the gaps, not on timing.
+        A fit with ``n_tokens * K >= 2**20`` and no
         ``callback`` takes each check's value 3 passes after the pass it
         checks (with ``n_jobs > 1`` the check runs on other threads beside
         those passes, on a copy of the weights unless they are GDMM's dense
@@ -772,7 +773,7 @@ default="auto"
         the other history records hold NaN there. ``"auto"``: after every
         pass, spaced out (up to 10 passes apart) while the last certified
         gap is far above ``tol``, as in :class:`SequenceSSVM`: after a check
-        at pass ``p`` with relative gap ``g`` the next comes ``0.1 p (g /
+        at pass ``p`` with relative gap ``g`` the next comes ``0.2 p (g /
         tol - 1)`` passes later.
     max_time : float or None, default=None
         gdmm stops after this many seconds, checked between the 16 blocks

@@ -1,0 +1,164 @@
+"""The certificate schedule (``check_every="auto"``): fits timed, and schedules replayed.
+
+Default: one-thread fits to the 1 % certified gap, ``SequenceSSVM(C=0.1,
+tol=0.01)`` on Porttinari UPOS+FEATS (1,000 sentences) and on its chain
+look-alike, ``MultiLabelSSVM(C=0.1, tol=0.01)`` on bibtex, corel5k and
+bibtex's look-alike (``bench_parallel_fit``'s tasks): wall seconds, passes,
+checks, the final gap and the held-out score.  Run it from two checkouts in
+turn (``PYTHONPATH``) to compare two schedules.
+
+``--replay``: each task fitted once with a check after every pass (no lag)
+down to a 0.2 % gap, then the schedule replayed over those certified gaps
+for ``--lookahead`` x ``--max-interval`` at ``--tols``: the stopping pass,
+the checks, and the cost (passes plus checks weighed by the measured check
+time in passes) against ``LOOKAHEAD = 0.1, MAX_INTERVAL = 10``.  Chains
+take a lagged check's value three passes later (``CHECK_LAG``) where the
+fit is large enough.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_check_schedule.py [--replay]
+        [--data-dir ../shared/data] [--lookahead 0.1 0.2 0.3] [--max-interval 10 20]
+"""
+
+import argparse
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_parallel_fit import _bibtex, _bibtex_lookalike, _lookalike, _porttinari  # noqa: E402
+
+
+def _tasks(data_dir):
+    from structlearn.estimators import MultiLabelSSVM, SequenceSSVM
+
+    ml = os.path.join(data_dir, "multilabel")
+    return [
+        ("Porttinari", lambda: _porttinari(os.path.join(data_dir, "porttinari_pos.conllu.gz"),
+                                           1000), SequenceSSVM),
+        ("chain look-alike", _lookalike, SequenceSSVM),
+        ("bibtex", lambda: _bibtex(os.path.join(ml, "bibtex.npz")), MultiLabelSSVM),
+        ("corel5k", lambda: _bibtex(os.path.join(ml, "corel5k.npz")), MultiLabelSSVM),
+        ("bibtex look-alike", _bibtex_lookalike, MultiLabelSSVM),
+    ]
+
+
+def _timed(tasks):
+    print("| task | fit s | passes | checks | final gap | held-out |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, make, Est in tasks:
+        X, y, Xt, yt = make()
+        Est(C=0.1, max_iter=2, random_state=0).fit(X[:50], y[:50])  # compiled
+        t0 = time.perf_counter()
+        m = Est(C=0.1, tol=0.01, max_iter=1000, random_state=0).fit(X, y)
+        wall = time.perf_counter() - t0
+        h = m.history_
+        checks = sum(np.isfinite(r["primal"]) for r in h)
+        print(f"| {name} | {wall:.2f} | {len(h)} | {checks} | {h[-1]['relative_gap']:.4f} | "
+              f"{m.score(Xt, yt):.4f} |", flush=True)
+
+
+def replay(gaps, tol, every, lag, lookahead, max_interval):
+    """``(stopping pass, checks)`` of the schedule over the certified gap of
+    every pass (``gaps[p - 1]``), lagged checks taken ``lag`` passes later
+    (0: at once) and confirmed at the pass that takes them; the stopping
+    pass is None when the gaps never meet ``tol``."""
+    def step_after(p, g):
+        if g <= tol:
+            return every
+        return int(min(max(lookahead * p * (g / tol - 1.0), every), max(every, max_interval)))
+
+    nxt, pending, checks = every, None, 0
+    for p in range(1, len(gaps) + 1):
+        if lag == 0:
+            if p >= nxt:
+                checks += 1
+                if gaps[p - 1] <= tol:
+                    return p, checks
+                nxt = p + step_after(p, gaps[p - 1])
+            continue
+        confirm = False
+        if pending is not None and p - pending >= lag:
+            nxt = pending + step_after(pending, gaps[pending - 1])
+            confirm = gaps[pending - 1] <= tol
+            pending = None
+        if confirm:
+            checks += 1
+            if gaps[p - 1] <= tol:
+                return p, checks
+            nxt = p + step_after(p, gaps[p - 1])
+        elif p >= nxt and pending is None:  # one lagged check at a time
+            checks += 1
+            pending = p
+    return None, checks
+
+
+def _replayed(tasks, args):
+    import structlearn.learners._lagged_checks as lagged
+    from structlearn.estimators import SequenceSSVM
+
+    runs = []
+    for name, make, Est in tasks:
+        X, y = make()[:2]
+        Est(C=0.1, max_iter=2, random_state=0).fit(X[:50], y[:50])
+        saved = lagged.LAGGED_CHECKS_MIN_ENTRIES
+        lagged.LAGGED_CHECKS_MIN_ENTRIES = 1 << 62  # every value at its own pass
+        try:
+            m = Est(C=0.1, tol=0.002, max_iter=600, random_state=0, check_every=1).fit(X, y)
+        finally:
+            lagged.LAGGED_CHECKS_MIN_ENTRIES = saved
+        h = m.history_
+        steps = np.diff([0.0] + [r["time"] for r in h])
+        passes = np.array([r["pass_time"] for r in h])
+        ratio = float(np.median(steps - passes) / np.median(passes))
+        if Est is SequenceSSVM:
+            K = m.classes_.shape[0]
+            n_scores = sum(x.shape[0] for x in X) * K
+            every, lag = max(1, K // 100), (3 if n_scores >= saved else 0)
+        else:
+            every, lag = 1, 0
+        runs.append((name, [r["relative_gap"] for r in h], every, lag, ratio))
+        print(f"{name}: {len(h)} passes, a check {ratio:.2f} passes, base interval {every}, "
+              f"lag {lag}", flush=True)
+    for tol in args.tols:
+        print(f"\ntol {tol}: stopping pass / checks (cost against 0.1 / 10)\n")
+        print("| lookahead | longest interval | " + " | ".join(r[0] for r in runs) + " |")
+        print("|---:|---:|" + "---|" * len(runs))
+        for look in args.lookahead:
+            for longest in args.max_interval:
+                cells = []
+                for name, gaps, every, lag, ratio in runs:
+                    stop, checks = replay(gaps, tol, every, lag, look, longest)
+                    base = replay(gaps, tol, every, lag, 0.1, 10)
+                    if stop is None or base[0] is None:
+                        cells.append("n/a")
+                        continue
+                    cost = (stop + ratio * checks) / (base[0] + ratio * base[1])
+                    cells.append(f"{stop} / {checks} ({cost:.3f}x)")
+                print(f"| {look} | {longest} | " + " | ".join(cells) + " |", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data-dir", default=os.path.join(os.path.dirname(__file__), "..", "..",
+                                                       "shared", "data"))
+    ap.add_argument("--replay", action="store_true")
+    ap.add_argument("--tols", type=float, nargs="+", default=[0.02, 0.01, 0.005])
+    ap.add_argument("--lookahead", type=float, nargs="+", default=[0.1, 0.2, 0.3])
+    ap.add_argument("--max-interval", type=int, nargs="+", default=[10, 20])
+    args = ap.parse_args()
+    warnings.simplefilter("ignore")
+    tasks = _tasks(args.data_dir)
+    if args.replay:
+        _replayed(tasks, args)
+    else:
+        _timed(tasks)
+
+
+if __name__ == "__main__":
+    main()
