@@ -64,35 +64,36 @@ def _timed(tasks):
 
 
 def replay(gaps, tol, every, lag, lookahead, max_interval):
-    """``(stopping pass, checks)`` of the schedule over the certified gap of
+    """``(stopping pass, checks)`` of the schedule (:class:`CheckSchedule`
+    with these ``LOOKAHEAD`` and ``MAX_INTERVAL``) over the certified gap of
     every pass (``gaps[p - 1]``), lagged checks taken ``lag`` passes later
-    (0: at once) and confirmed at the pass that takes them; the stopping
-    pass is None when the gaps never meet ``tol``."""
-    def step_after(p, g):
-        if g <= tol:
-            return every
-        return int(min(max(lookahead * p * (g / tol - 1.0), every), max(every, max_interval)))
+    (0: at once, one at a time) and confirmed at the pass that takes them;
+    the stopping pass is None when the gaps never meet ``tol``."""
+    from structlearn.learners._ssvm_common import CheckSchedule
 
-    nxt, pending, checks = every, None, 0
+    schedule = type("Replayed", (CheckSchedule,), {"LOOKAHEAD": lookahead,
+                                                   "MAX_INTERVAL": max_interval})
+    sched = schedule(every, adaptive=True, tol=tol)
+    pending, checks = None, 0
     for p in range(1, len(gaps) + 1):
         if lag == 0:
-            if p >= nxt:
+            if sched.due(p, len(gaps) + 1):
                 checks += 1
                 if gaps[p - 1] <= tol:
                     return p, checks
-                nxt = p + step_after(p, gaps[p - 1])
+                sched.checked(p, gaps[p - 1])
             continue
         confirm = False
         if pending is not None and p - pending >= lag:
-            nxt = pending + step_after(pending, gaps[pending - 1])
+            sched.checked(pending, gaps[pending - 1])
             confirm = gaps[pending - 1] <= tol
             pending = None
         if confirm:
             checks += 1
             if gaps[p - 1] <= tol:
                 return p, checks
-            nxt = p + step_after(p, gaps[p - 1])
-        elif p >= nxt and pending is None:  # one lagged check at a time
+            sched.checked(p, gaps[p - 1])
+        elif pending is None and sched.due(p, len(gaps) + 1):
             checks += 1
             pending = p
     return None, checks
