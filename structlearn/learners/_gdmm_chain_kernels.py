@@ -630,17 +630,19 @@ def refresh_transitions(v, tau, local_v, local_search, vstate, rebuild_above):
     n = v.shape[0]
     K = np.int64(np.sqrt(n) + 0.5)
     changed = 0
-    for i in range(n):
-        if local_v[i] != v[i]:
-            changed += 1
-    if vstate is not None and changed > rebuild_above:
-        table = vstate[0]
+    if vstate is not None:  # counted first: built anew, or updated below
         for i in range(n):
-            if local_v[i] != v[i]:  # (the same table as the updates leave)
-                local_v[i] = v[i]
-                table[i] = v[i] + tau[i]
-        indicator_build(vstate)
-        return changed
+            if local_v[i] != v[i]:
+                changed += 1
+        if changed > rebuild_above:
+            table = vstate[0]
+            for i in range(n):
+                if local_v[i] != v[i]:  # (the same table as the updates leave)
+                    local_v[i] = v[i]
+                    table[i] = v[i] + tau[i]
+            indicator_build(vstate)
+            return changed
+        changed = 0
     for i in range(n):
         if local_v[i] != v[i]:
             local_v[i] = v[i]
@@ -648,6 +650,7 @@ def refresh_transitions(v, tau, local_v, local_search, vstate, rebuild_above):
                 local_search[i] = v[i] + tau[i]
             else:
                 indicator_update(vstate, i // K, i % K, v[i] + tau[i])
+            changed += 1
     return changed
 
 
