@@ -218,8 +218,16 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         of samples on joblib threads (any joblib back-end through
         ``joblib.parallel_config``, e.g. ``"dask"``); ``None`` means 1, ``-1``
         all CPUs.  In ``fit``, threads for the certificate's loss-augmented
-        Viterbi over all sequences and for the ``training_partitions``.
-        Results do not depend on it.
+        Viterbi over all sequences and for the ``training_partitions``; and
+        with gdmm's dense weights and at least ``2**18`` token scores
+        (tokens x classes), two threads for each pass: the unigram factors
+        of half the sequences beside the bigram factors of the other half,
+        then the other way round (the two kinds share no weights).  That
+        pass is the one-thread pass over another order of the factors, so
+        such a fit is the same for any ``n_jobs`` above 1 and differs from
+        ``n_jobs=1`` by that order only (Porttinari UPOS+FEATS: the same
+        passes to a 1 % gap in 0.56-0.60x the time on two cores).
+        Predictions do not depend on it.
     training_partitions : int or None, default=None
         GDMM and BCFW.  None or 1: one pass at a time over all the sequences.
         ``P > 1``: the sequences are split into ``P`` runs of about equal
@@ -242,10 +250,10 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         ``partitions_recovered``).  A client closed during the fit ends it
         with a ``RuntimeError``.  The damping costs passes
         where the partitions' features overlap: on Porttinari UPOS+FEATS
-        two partitions need 1.75x the passes of one (0.86x the time on two
-        cores, where ``n_jobs=2`` alone gives 0.73x), on sparse weakly shared
-        features 1.1-1.2x (0.68-0.72x the time) (BENCHMARKS.md, "Training on
-        several cores and on a cluster").  With ``solver="bcfw"`` the
+        two partitions need 1.75x the passes of one (1.05x the time on two
+        cores, where ``n_jobs=2`` alone gives 0.56-0.60x), on sparse weakly
+        shared features 1.1-1.2x (BENCHMARKS.md, "Training on several cores
+        and on a cluster").  With ``solver="bcfw"`` the
         partitions are drawn anew each round and run on threads whatever
         the joblib back-end (each block's line search counts a shared
         row's curvature once per partition that uses it).
@@ -272,8 +280,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         ``callback`` takes each check's value 3 passes after the pass it
         checks (with ``n_jobs > 1`` the check runs on other threads beside
         those passes, on a copy of the weights unless they are GDMM's dense
-        weights from 64 classes; the values and the model do not depend on
-        ``n_jobs``)
+        weights from 64 classes; the values do not depend on where it runs)
         and confirms a check that meets ``tol`` by a check of the pass that
         takes it: such a fit ends at least 3 passes after the gap first met
         ``tol``, on a certificate of its last pass.

@@ -31,6 +31,11 @@ the same passes to a 1 % gap, 0.77x of the solver time).  The certificate
 is unaffected (it searches over all labelings), and a factor's next search
 is at most 16 visits away.
 
+With ``n_jobs`` of 2 or more, a pass over dense weights runs on two threads:
+the unigram factors of one half of the sequences beside the bigram factors
+of the other half, then the other way round (:mod:`._gdmm_chain_type_split`;
+the two kinds of step share no weights).
+
 Stopping uses a certified duality gap measured on the whole problem: the
 primal value comes from the weights alone (loss-augmented Viterbi over all
 labelings) and the dual value from a feasible point repaired from the
@@ -50,6 +55,7 @@ from ._gdmm_chain_kernels import (ChainData, ChainWeights, EdgePairs, PassSettin
                                   gdmm_chain_multipliers, gdmm_chain_pass, repair_transitions,
                                   weights_from_duals)
 from ._gdmm_chain_partitions import ChainPartitions
+from ._gdmm_chain_type_split import type_split_pass
 from ._gdmm_chain_visits import SequenceMajorOrder, grown, search_table
 from ._lagged_checks import lagged_checks, plan_check
 from ._partitions import (PartitionThreads, active_dask_client, check_training_partitions,
@@ -224,8 +230,13 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
         hold NaN there.
     n_jobs : int or None
         Threads for the primal evaluation (loss-augmented Viterbi over
-        chunks of sequences; the value does not depend on it) and for the
-        partitions' passes.
+        chunks of sequences; the value does not depend on it), for the
+        partitions' passes, and (two) for the passes over dense weights of
+        fits with at least ``TYPE_SPLIT_MIN_ENTRIES`` token scores, which
+        then step unigram and bigram factors side by side
+        (:mod:`._gdmm_chain_type_split`: the iterates are those of the
+        one-thread pass over another factor order, the same for any
+        ``n_jobs`` above 1).
     sparse_weights : bool
         Keep ``W`` as sparse rows (:mod:`structlearn.oracles.sparse_rows`):
         memory in proportion to its non-zeros; the same
@@ -307,6 +318,8 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
     monitor = ChainMonitor(problem, C, verbose, callback, n_jobs=n_jobs)
     lagged = lagged_checks(monitor, n_jobs, partitions, callback)  # or None
     threads = PartitionThreads(n_threads(n_jobs, 2))  # widen the slot and pair lists
+    # dense passes on two threads: unigram and bigram factors side by side
+    split = type_split_pass(problem, threads, work) if partitions is None else None
     converged = False
     rel_gap = np.inf
     stale = False
@@ -331,8 +344,13 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
             if partitions is None:
                 order = orders.draw(rng)
                 parts = rng.randint(nu, size=N).astype(np.int64) if nu > 1 else None
-                state.Wsp = gdmm_chain_pass(chain, state.slots, state.pairs, weights, settings,
-                                            work, order, parts, state.Wsp, weights32, vstate)
+                if split is not None and not state.sparse_weights:
+                    split.run(chain, state.slots, state.pairs, weights, settings, order, parts,
+                              weights32, vstate)
+                else:
+                    state.Wsp = gdmm_chain_pass(chain, state.slots, state.pairs, weights,
+                                                settings, work, order, parts, state.Wsp,
+                                                weights32, vstate)
                 res2 = gdmm_chain_multipliers(chain, state.slots, float(eta))
             else:
                 res2, local_time, merge_time, remote_active = partitions.round(rng, eta, stats)

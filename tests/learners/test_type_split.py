@@ -1,0 +1,139 @@
+"""GDMM chain passes split by factor type on two threads: the order split,
+and fits against the one-thread pass over the order the split amounts to."""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.exceptions import ConvergenceWarning
+
+import structlearn.learners._gdmm_chain_type_split as type_split
+import structlearn.learners._lagged_checks as lagged_checks
+from structlearn.datasets import make_chain_data
+from structlearn.estimators import SequenceSSVM
+from structlearn.learners._gdmm_chain_type_split import split_order
+from structlearn.learners._gdmm_chain_visits import SequenceMajorOrder
+
+
+def _factors(lengths):
+    """``(factors, offsets, N, sequence_of)`` of chains of ``lengths``."""
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    N = int(offsets[-1])
+    has_right = np.ones(N, dtype=bool)
+    has_right[offsets[1:] - 1] = False
+    factors = np.concatenate([np.arange(N), N + np.flatnonzero(has_right)]).astype(np.int64)
+    token_seq = np.repeat(np.arange(len(lengths)), lengths).astype(np.int64)
+    return factors, offsets, N, np.concatenate([token_seq, token_seq])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=12), st.integers(0, 2**31 - 1))
+def test_split_order_cuts_a_sequence_major_order_into_its_four_parts(lengths, seed):
+    factors, offsets, N, sequence_of = _factors(lengths)
+    order = SequenceMajorOrder(factors, offsets, N).draw(np.random.RandomState(seed))
+    u1, b2, u2, b1 = split_order(order, sequence_of, N)
+    first, second = np.concatenate([u1, b1]), np.concatenate([u2, b2])
+    # the halves: a prefix and the rest of the order, cut between sequences
+    cut = first.shape[0]
+    assert sorted(first.tolist()) == sorted(order[:cut].tolist())
+    assert not set(sequence_of[first]) & set(sequence_of[second])
+    # the cut nearest the middle among the sequence boundaries
+    seq = sequence_of[order]
+    bounds = [i for i in range(1, order.shape[0]) if seq[i] != seq[i - 1]]
+    if bounds:
+        assert abs(cut - order.shape[0] // 2) == min(abs(b - order.shape[0] // 2) for b in bounds)
+    else:
+        assert cut == order.shape[0]
+    # each part is of one kind and keeps the order's own order
+    rank = {f: i for i, f in enumerate(order.tolist())}
+    for part, unigram in ((u1, True), (b2, False), (u2, True), (b1, False)):
+        assert ((part < N) == unigram).all()
+        assert all(rank[a] < rank[b] for a, b in zip(part[:-1].tolist(), part[1:].tolist()))
+    assert sorted(np.concatenate([u1, b2, u2, b1]).tolist()) == sorted(order.tolist())
+
+
+def _fit(X, y, n_jobs, split_order_in_one_thread=False, **kw):
+    """A fit with passes split for any size of problem (and lagged checks);
+    with ``split_order_in_one_thread`` the passes visit each drawn order as
+    ``U1, B2, U2, B1`` instead."""
+    params = dict(C=0.1, tol=1e-3, max_iter=300, random_state=0, n_jobs=n_jobs)
+    params.update(kw)
+    init, draw = SequenceMajorOrder.__init__, SequenceMajorOrder.draw
+
+    def keep_tokens(self, factors, offsets, n_tokens):
+        init(self, factors, offsets, n_tokens)
+        self.sequence_of = _factors(np.diff(offsets))[3]
+        self.n_tokens = n_tokens
+
+    def split_draw(self, rng):
+        return np.concatenate(split_order(draw(self, rng), self.sequence_of, self.n_tokens))
+
+    with pytest.MonkeyPatch.context() as mp, warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        mp.setattr(type_split, "TYPE_SPLIT_MIN_ENTRIES", 0)
+        mp.setattr(lagged_checks, "LAGGED_CHECKS_MIN_ENTRIES", 0)
+        if split_order_in_one_thread:
+            mp.setattr(SequenceMajorOrder, "__init__", keep_tokens)
+            mp.setattr(SequenceMajorOrder, "draw", split_draw)
+        return SequenceSSVM(**params).fit(X, y)
+
+
+def _checks(model):
+    return [(r["iter"], r["primal"], r["dual"]) for r in model.history_
+            if np.isfinite(r["primal"])]
+
+
+@pytest.mark.parametrize("n_labels, kw", [
+    (12, {}),  # float64 passes
+    (70, {}),  # float32 passes
+    (12, {"oracle": "dense"}),
+    (70, {"oracle": "sublinear", "n_partitions": 3}),  # the sampled unigram search
+])
+def test_split_passes_are_the_one_thread_passes_over_the_split_order(n_labels, kw):
+    X, y = make_chain_data(90, length=7, n_labels=n_labels, n_features=300, density=0.03,
+                           random_state=1)
+    X[5], y[5] = X[5][:1], y[5][:1]  # a sequence without bigram factors
+    runs = []
+    real_run = type_split.TypeSplitPass.run
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(type_split.TypeSplitPass, "run",
+                   lambda self, *a: runs.append(1) or real_run(self, *a))
+        two = _fit(X, y, 2, **kw)
+    one = _fit(X, y, 1, split_order_in_one_thread=True, **kw)
+    assert len(runs) == len(two.history_)  # every pass split
+    plain = _fit(X, y, 1, **kw)  # the drawn orders themselves: other iterates
+    assert not np.array_equal(plain.coef_, two.coef_)
+    assert len(two.history_) >= 20
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+    np.testing.assert_array_equal(one.transition_, two.transition_)
+    assert _checks(one) == _checks(two) and len(_checks(one)) >= 3
+    for a, b in zip(one.history_, two.history_):  # the counters of both threads
+        assert a["infeasibility"] == b["infeasibility"]
+        assert (a["active_set_size"], a["oracle_entries"]) == (b["active_set_size"], b["oracle_entries"])
+    # any number of threads above one: the same passes
+    three = _fit(X, y, 3, **kw)
+    np.testing.assert_array_equal(three.coef_, two.coef_)
+
+
+def test_split_fit_reaches_the_gap_of_the_one_thread_fit():
+    X, y = make_chain_data(150, length=8, n_labels=40, n_features=500, density=0.03,
+                           random_state=2)
+    one, two = _fit(X, y, 1, tol=0.01), _fit(X, y, 2, tol=0.01)
+    assert one.converged_ and two.converged_
+    assert two.history_[-1]["relative_gap"] <= 0.01
+    assert abs(len(two.history_) - len(one.history_)) <= 0.25 * len(one.history_)
+    assert np.mean(np.concatenate(two.predict(X)) == np.concatenate(y)) >= 0.95 * np.mean(
+        np.concatenate(one.predict(X)) == np.concatenate(y))
+
+
+def test_small_fits_keep_the_one_thread_pass():
+    X, y = make_chain_data(30, length=5, n_labels=6, n_features=50, density=0.1,
+                           random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        one, two = (SequenceSSVM(C=0.1, max_iter=30, random_state=0, n_jobs=j).fit(X, y)
+                    for j in (1, 2))
+    assert 30 * 5 * 6 < type_split.TYPE_SPLIT_MIN_ENTRIES
+    np.testing.assert_array_equal(one.coef_, two.coef_)
