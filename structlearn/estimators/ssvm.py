@@ -219,7 +219,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         ``joblib.parallel_config``, e.g. ``"dask"``); ``None`` means 1, ``-1``
         all CPUs.  In ``fit``, threads for the certificate's loss-augmented
         Viterbi over all sequences and for the ``training_partitions``; and
-        with gdmm's dense weights and at least ``2**18`` token scores
+        with gdmm's dense weights and at least ``2**16`` token scores
         (tokens x classes), two threads for each pass: the unigram factors
         of half the sequences beside the bigram factors of the other half,
         then the other way round (the two kinds share no weights).  That

@@ -29,9 +29,10 @@ from ._gdmm_chain_kernels import PassWorkspace, gdmm_chain_pass
 __all__ = ["TYPE_SPLIT_MIN_ENTRIES", "TypeSplitPass", "split_order", "type_split_pass"]
 
 # fits with at least this many token scores (tokens x labels) split their
-# passes on two threads (measured on generated chains: 48,000 token scores
-# 1.5x the one-thread fit's time, 200,000 even, 416,000 0.7x)
-TYPE_SPLIT_MIN_ENTRIES = 1 << 18
+# passes on two threads (measured on generated chains of 12 labels: a split
+# pass over 11,500 token scores took 1.5x the one-thread pass's time, over
+# 48,000 0.85x)
+TYPE_SPLIT_MIN_ENTRIES = 1 << 16
 
 
 def split_order(order, sequence_of, n_tokens):
