@@ -28,6 +28,8 @@ Sections:
 * ``lookalike``: the same chain fit on a generated task of about
   Porttinari's sizes (``make_chain_data``: 1,000 sequences of 19 tokens,
   200 labels, 16,000 sparse features), so the result is not one data set's.
+* ``ocr``: the same chain fit on the OCR letters (folds 2-10 to train,
+  fold 1 held out; dense pixel features).
 * ``lookalike2``: another size (3,000 sequences of 12 tokens, 50 labels,
   5,000 features, 15 a token).
 * ``cluster``, ``cluster-porttinari``, ``cluster-bibtex`` (not run by
@@ -84,6 +86,16 @@ def _porttinari(path, n_train):
     y = [np.array(s["upos+feats"]) for s in sents]
     yte = [np.array(s["upos+feats"]) for s in test]
     return X, y, Xte, yte
+
+
+def _ocr():
+    from structlearn.datasets import load_ocr_letters
+
+    ocr = load_ocr_letters()
+    train = [i for i, f in enumerate(ocr.folds) if f != 1]
+    test = [i for i, f in enumerate(ocr.folds) if f == 1]
+    return ([ocr.X[i] for i in train], [ocr.y[i] for i in train],
+            [ocr.X[i] for i in test], [ocr.y[i] for i in test])
 
 
 def _lookalike():
@@ -549,6 +561,9 @@ def main():
     if "lookalike" in sections:
         _run("Look-alike chains (1,000 x 19 tokens, 200 labels, 16,000 features), "
              "SequenceSSVM(C=0.1, tol=0.01)", chain, _lookalike(), configs, args.rounds)
+    if "ocr" in sections:
+        _run("OCR letters (folds 2-10: 6,173 words, 46,777 letters, 26 labels, 128 pixels), "
+             "SequenceSSVM(C=0.1, tol=0.01)", chain, _ocr(), configs, args.rounds)
     if "lookalike2" in sections:
         _run("Look-alike chains (3,000 x 12 tokens, 50 labels, 5,000 features), "
              "SequenceSSVM(C=0.1, tol=0.01)", chain, _lookalike_small_k(), configs, args.rounds)
