@@ -63,7 +63,8 @@ class TypeSplitPass:
     offsets : int64 (n_sequences + 1,)
         The sequences' token offsets.
     threads : PartitionThreads
-        At least two threads.
+        A pool of at least one thread: each phase's bigram steps run there,
+        its unigram steps in the calling thread.
     work : PassWorkspace
         The fit's workspace (its ``backoff``, by factor id, is shared: the
         two threads write different factors' entries).
@@ -93,11 +94,11 @@ class TypeSplitPass:
         other.stats[:] = 0
 
         def steps(work, sub_order):
-            gdmm_chain_pass(chain, slots, pairs, weights, settings, work, sub_order, parts,
-                            None, weights32, vstate)
+            return lambda: gdmm_chain_pass(chain, slots, pairs, weights, settings, work,
+                                           sub_order, parts, None, weights32, vstate)
 
-        for unigrams, bigrams in ((u1, b2), (u2, b1)):
-            self.threads.map(steps, self.works, (unigrams, bigrams))
+        for unigrams, bigrams in ((u1, b2), (u2, b1)):  # the unigram steps in this thread
+            self.threads.beside(steps(self.works[0], unigrams), steps(other, bigrams))
         self.works[0].stats[:] += other.stats
 
 

@@ -184,6 +184,23 @@ class PartitionThreads(contextlib.AbstractContextManager):
         concurrent.futures.wait(futures)
         return [f.result() for f in futures]
 
+    def beside(self, here, there):
+        """``there()`` on a thread of the pool while ``here()`` runs in the
+        caller (in turn without a pool); returns both values.  An exception in
+        either is raised after both have ended."""
+        if self._pool is None:
+            try:
+                value = here()
+            finally:
+                other = there()
+            return value, other
+        future = self._pool.submit(there)
+        try:
+            value = here()
+        finally:
+            concurrent.futures.wait([future])
+        return value, future.result()
+
     def close(self):
         if self._pool is not None:
             self._pool.shutdown(wait=True)

@@ -170,6 +170,32 @@ def test_partition_threads_keep_order_and_raise_after_all_ended():
     assert sorted(done) == [0, 2]
 
 
+@pytest.mark.parametrize("n", [1, 2])
+def test_partition_threads_run_one_call_beside_another(n):
+    import threading
+    import time
+
+    ended = []
+    caller = threading.get_ident()
+
+    def slow_failure():
+        time.sleep(0.05)
+        ended.append("there")
+        raise ValueError("the other call failed")
+
+    with PartitionThreads(n) as threads:
+        here, there = threads.beside(lambda: threading.get_ident(),
+                                     lambda: threading.get_ident())
+        assert here == caller and (there != caller) == (n > 1)
+        with pytest.raises(ValueError, match="other call"):  # raised once both ended
+            threads.beside(lambda: ended.append("here"), slow_failure)
+        assert sorted(ended) == ["here", "there"]
+        ended.clear()
+        with pytest.raises(KeyError):  # this thread's failure waits for the other call too
+            threads.beside(lambda: {}["missing"], lambda: time.sleep(0.05) or ended.append(1))
+        assert ended == [1]
+
+
 @pytest.mark.parametrize("n_labels", [5, 70])  # dense scans / sorted search with float32 passes
 def test_partitioned_fit_is_independent_of_the_threads(n_labels):
     X, y = make_chain_data(30, length=6, n_labels=n_labels, n_features=40, random_state=1)
