@@ -137,3 +137,41 @@ def test_small_fits_keep_the_one_thread_pass():
                     for j in (1, 2))
     assert 30 * 5 * 6 < type_split.TYPE_SPLIT_MIN_ENTRIES
     np.testing.assert_array_equal(one.coef_, two.coef_)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_sparse_rows_pass_alone_then_split_once_dense():
+    """Sparse weight rows keep the one-thread pass; once they turn dense the
+    passes split, and the fit is the same from run to run."""
+    from structlearn.learners.gdmm_chain import GDMMChainState
+
+    X, _ = make_chain_data(60, length=7, n_labels=12, n_features=400, density=0.01,
+                           random_state=1)
+    y = [np.arange(7 * i, 7 * i + 7) % 12 for i in range(60)]
+    events = []
+    real_run, real_densify = type_split.TypeSplitPass.run, GDMMChainState.densify
+
+    def run(self, *a):
+        events.append("split")
+        return real_run(self, *a)
+
+    def densify(state, problem):
+        done = real_densify(state, problem)
+        events.append("dense" if done else "sparse")
+        return done
+
+    fits = []
+    for _ in range(2):
+        events.clear()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr("structlearn.estimators.ssvm.SPARSE_WEIGHTS_MIN_ENTRIES", 1)
+            mp.setattr(type_split.TypeSplitPass, "run", run)
+            mp.setattr(GDMMChainState, "densify", densify)
+            fits.append(_fit(X, y, 2, oracle="sublinear", n_partitions=1, max_iter=60))
+        # the densify check follows each pass: split passes only after the switch
+        switch = events.index("dense")
+        assert switch >= 3 and "split" not in events[:switch]
+        assert events[switch + 1:].count("split") == len(fits[-1].history_) - (switch + 1)
+    assert isinstance(fits[0].coef_, np.ndarray)
+    np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
+    np.testing.assert_array_equal(fits[0].transition_, fits[1].transition_)
