@@ -756,23 +756,41 @@ def merge_copies(W, rows, sigma, offsets, copies, f0, f1, block):
                     c[k] = src[k]
 
 
+@nb.njit(cache=True, inline="always")
+def _token_multipliers(chain, slots, eta, j, res):
+    """Multiplier step (13) on token ``j``'s slots; returns ``res`` plus its
+    squared consistency residual before the step."""
+    alpha = slots.alpha
+    for s in range(slots.count[j]):
+        if chain.has_left[j] != 0:
+            r = slots.marg_left[j, s] - alpha[j, s]
+            res += r * r
+            slots.lam_left[j, s] += eta * r
+        if chain.has_right[j] != 0:
+            r = slots.marg_right[j, s] - alpha[j, s]
+            res += r * r
+            slots.lam_right[j, s] += eta * r
+    return res
+
+
 @nb.njit(cache=True, nogil=True)
 def gdmm_chain_multipliers(chain, slots, eta):
     """Multiplier step (13) on every token slot; returns the squared
     consistency residual ``sum ||M beta - alpha||^2`` before the step (over
     all labels: outside the slots both sides are 0)."""
     res = 0.0
-    alpha = slots.alpha
     for j in range(slots.count.shape[0]):
-        for s in range(slots.count[j]):
-            if chain.has_left[j] != 0:
-                r = slots.marg_left[j, s] - alpha[j, s]
-                res += r * r
-                slots.lam_left[j, s] += eta * r
-            if chain.has_right[j] != 0:
-                r = slots.marg_right[j, s] - alpha[j, s]
-                res += r * r
-                slots.lam_right[j, s] += eta * r
+        res = _token_multipliers(chain, slots, eta, j, res)
+    return res
+
+
+@nb.njit(cache=True, nogil=True)
+def gdmm_chain_multipliers_of(chain, slots, eta, tokens):
+    """:func:`gdmm_chain_multipliers` on the slots of ``tokens`` (int64) only;
+    returns their part of the residual."""
+    res = 0.0
+    for j in tokens:
+        res = _token_multipliers(chain, slots, eta, j, res)
     return res
 
 

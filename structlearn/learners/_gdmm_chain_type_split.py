@@ -10,11 +10,14 @@ cut at the sequence boundary nearest its middle into halves ``S1`` and
 
 * phase 1: the unigram factors of ``S1`` on one thread, beside the bigram
   factors of ``S2`` on the other;
-* phase 2: the unigram factors of ``S2`` beside the bigram factors of ``S1``;
+* phase 2: the unigram factors of ``S2`` beside the bigram factors of ``S1``,
+  each thread then taking the multiplier steps of the tokens whose factors
+  it has just finished (``S2``'s, ``S1``'s);
 
 each thread in the order's own order.  The result is that of the one-thread
-pass over the order ``U(S1), B(S2), U(S2), B(S1)``, whatever the threads'
-timing: every factor is stepped once, each sequence's unigram factors half
+pass over the order ``U(S1), B(S2), U(S2), B(S1)`` and the multiplier step,
+whatever the threads' timing (the residual summed in another order): every
+factor is stepped once, each sequence's unigram factors half
 a pass apart from its bigram factors.  The pass then costs about the more
 expensive of the two kinds instead of their sum (Porttinari UPOS+FEATS:
 0.56-0.60x the one-thread fit's time to a 1 % gap, the same passes).
@@ -24,7 +27,7 @@ one-thread pass: there the two hand-overs a pass cost more than they save.
 
 import numpy as np
 
-from ._gdmm_chain_kernels import PassWorkspace, gdmm_chain_pass
+from ._gdmm_chain_kernels import PassWorkspace, gdmm_chain_multipliers_of, gdmm_chain_pass
 
 __all__ = ["TYPE_SPLIT_MIN_ENTRIES", "TypeSplitPass", "split_order", "type_split_pass"]
 
@@ -85,21 +88,30 @@ class TypeSplitPass:
                                           make_sparse_rows_workspace(0), work.backoff,
                                           np.zeros_like(work.stats)))
 
-    def run(self, chain, slots, pairs, weights, settings, order, parts, weights32, vstate):
-        """One pass (arguments as :func:`gdmm_chain_pass`'s, dense weights);
-        the second thread's counters are added into the first workspace's
-        ``stats``."""
+    def run(self, chain, slots, pairs, weights, settings, order, parts, weights32, vstate, eta):
+        """One pass and the multiplier step (arguments as
+        :func:`gdmm_chain_pass`'s, dense weights, and the multiplier step
+        ``eta``); returns the squared consistency residual before the step,
+        as :func:`gdmm_chain_multipliers`.  The second thread's counters are
+        added into the first workspace's ``stats``."""
         u1, b2, u2, b1 = split_order(order, self.sequence_of, self.n_tokens)
         other = self.works[1]
         other.stats[:] = 0
 
-        def steps(work, sub_order):
-            return lambda: gdmm_chain_pass(chain, slots, pairs, weights, settings, work,
-                                           sub_order, parts, None, weights32, vstate)
+        def steps(work, sub_order, tokens=None):
+            def run_steps():
+                gdmm_chain_pass(chain, slots, pairs, weights, settings, work, sub_order, parts,
+                                None, weights32, vstate)
+                if tokens is not None:  # every factor of these tokens is stepped
+                    return gdmm_chain_multipliers_of(chain, slots, eta, np.sort(tokens))
+                return 0.0
+            return run_steps
 
-        for unigrams, bigrams in ((u1, b2), (u2, b1)):  # the unigram steps in this thread
-            self.threads.beside(steps(self.works[0], unigrams), steps(other, bigrams))
+        # the unigram steps in this thread, the bigram steps beside them
+        self.threads.beside(steps(self.works[0], u1), steps(other, b2))
+        res_s2, res_s1 = self.threads.beside(steps(self.works[0], u2, u2), steps(other, b1, u1))
         self.works[0].stats[:] += other.stats
+        return res_s1 + res_s2
 
 
 def type_split_pass(problem, threads, work):

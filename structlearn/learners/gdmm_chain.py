@@ -345,13 +345,13 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
                 order = orders.draw(rng)
                 parts = rng.randint(nu, size=N).astype(np.int64) if nu > 1 else None
                 if split is not None and not state.sparse_weights:
-                    split.run(chain, state.slots, state.pairs, weights, settings, order, parts,
-                              weights32, vstate)
+                    res2 = split.run(chain, state.slots, state.pairs, weights, settings, order,
+                                     parts, weights32, vstate, float(eta))
                 else:
                     state.Wsp = gdmm_chain_pass(chain, state.slots, state.pairs, weights,
                                                 settings, work, order, parts, state.Wsp,
                                                 weights32, vstate)
-                res2 = gdmm_chain_multipliers(chain, state.slots, float(eta))
+                    res2 = gdmm_chain_multipliers(chain, state.slots, float(eta))
             else:
                 res2, local_time, merge_time, remote_active = partitions.round(rng, eta, stats)
                 extra = round_record(partitions, local_time, merge_time)

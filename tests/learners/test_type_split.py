@@ -110,7 +110,7 @@ def test_split_passes_are_the_one_thread_passes_over_the_split_order(n_labels, k
     np.testing.assert_array_equal(one.transition_, two.transition_)
     assert _checks(one) == _checks(two) and len(_checks(one)) >= 3
     for a, b in zip(one.history_, two.history_):  # the counters of both threads
-        assert a["infeasibility"] == b["infeasibility"]
+        assert a["infeasibility"] == pytest.approx(b["infeasibility"], rel=1e-9)  # summed apart
         assert (a["active_set_size"], a["oracle_entries"]) == (b["active_set_size"], b["oracle_entries"])
     # any number of threads above one: the same passes
     three = _fit(X, y, 3, **kw)
