@@ -5,8 +5,8 @@ step moves the transition table and the duals and marginals of its edge's
 two tokens.  The two kinds share no weights, so a unigram step and a
 bigram step of different sequences touch nothing in common.  A pass's
 order (sequence-major, :class:`._gdmm_chain_visits.SequenceMajorOrder`) is
-cut at the sequence boundary nearest its middle into halves ``S1`` and
-``S2``; then
+cut at its middle into halves ``S1`` and ``S2`` of the tokens (the sequence
+the middle falls in is cut between two of its tokens); then
 
 * phase 1: the unigram factors of ``S1`` on one thread, beside the bigram
   factors of ``S2`` on the other;
@@ -14,13 +14,15 @@ cut at the sequence boundary nearest its middle into halves ``S1`` and
   each thread then taking the multiplier steps of the tokens whose factors
   it has just finished (``S2``'s, ``S1``'s);
 
-each thread in the order's own order.  The result is that of the one-thread
-pass over the order ``U(S1), B(S2), U(S2), B(S1)`` and the multiplier step,
-whatever the threads' timing (the residual summed in another order): every
-factor is stepped once, each sequence's unigram factors half
-a pass apart from its bigram factors.  The pass then costs about the more
+each thread in the order's own order; last the edge across the cut, if any,
+and its two tokens' multiplier steps.  The result is that of the one-thread
+pass over the order ``U(S1), B(S2), U(S2), B(S1)``, the cut edge and the
+multiplier step, whatever the threads' timing (the residual summed in
+another order): every factor is stepped once, each sequence's unigram
+factors half a pass apart from its bigram factors; a single long sequence
+splits as well as many short ones.  The pass then costs about the more
 expensive of the two kinds instead of their sum (Porttinari UPOS+FEATS:
-0.56-0.60x the one-thread fit's time to a 1 % gap, the same passes).
+0.54-0.60x the one-thread fit's time to a 1 % gap, the same passes).
 Fits with fewer than :data:`TYPE_SPLIT_MIN_ENTRIES` token scores keep the
 one-thread pass: there the two hand-overs a pass cost more than they save.
 """
@@ -38,23 +40,59 @@ __all__ = ["TYPE_SPLIT_MIN_ENTRIES", "TypeSplitPass", "split_order", "type_split
 TYPE_SPLIT_MIN_ENTRIES = 1 << 16
 
 
-def split_order(order, sequence_of, n_tokens):
-    """The four sub-orders of a sequence-major ``order`` (int64 (F,),
-    factor ids: ``f < n_tokens`` unigram, else bigram): ``(U1, B2, U2,
-    B1)``, the unigram (U) and bigram (B) factors of the first (1) and
-    second (2) half, cut at the sequence boundary nearest the middle
-    (``sequence_of``: int64 (2 * n_tokens,), each factor id's sequence).
-    Each keeps its factors in ``order``'s order."""
+def split_order(order, sequence_of, offsets):
+    """The sub-orders of a sequence-major ``order`` (int64 (F,), factor ids:
+    ``f < N`` the unigram factor of token ``f``, else the bigram factor of
+    edge ``(f - N, f - N + 1)``; ``N = offsets[-1]``): ``(U1, B2, U2, B1,
+    edge)``.
+
+    The tokens are cut in two halves at the order's middle: the sequences
+    before it, and the first tokens of the one it falls in, make the first
+    half (1), the rest the second (2).  ``U`` holds each half's unigram
+    factors, ``B`` the bigram factors of edges within it, and ``edge`` the
+    edge across the cut inside that sequence, if any (0 or 1 factor).  Each
+    keeps its factors in ``order``'s order.
+
+    Parameters
+    ----------
+    order : int64 (F,)
+    sequence_of : int64 (2 * N,)
+        Each factor id's sequence.
+    offsets : int64 (n_sequences + 1,)
+        The sequences' token offsets.
+    """
+    N = int(offsets[-1])
     F = order.shape[0]
     seq = sequence_of[order]
-    bounds = np.flatnonzero(seq[1:] != seq[:-1]) + 1
-    if bounds.size:
-        cut = int(bounds[np.argmin(np.abs(bounds - F // 2))])
-    else:
-        cut = F  # one sequence: all of it in the first half
-    first, second = order[:cut], order[cut:]
-    u1, u2 = first < n_tokens, second < n_tokens
-    return first[u1], second[~u2], second[u2], first[~u1]
+    first = np.zeros(offsets.shape[0] - 1, dtype=bool)  # sequences wholly in half 1
+    cut_token = -1  # tokens of the cut sequence from here on are in half 2
+    if F:
+        c = F // 2
+        starts = np.concatenate([[0], np.flatnonzero(seq[1:] != seq[:-1]) + 1, [F]])
+        k = int(np.searchsorted(starts, c, side="right")) - 1  # the run holding c
+        lo = int(starts[k])
+        first[seq[starts[:k]]] = True
+        if lo < c:  # the middle falls inside a sequence: cut it between tokens
+            s_cut = int(seq[lo])
+            a, b = int(offsets[s_cut]), int(offsets[s_cut + 1])
+            # its first m - a tokens have 2 (m - a) - 1 factors: about c - lo
+            m = min(max(a + (c - lo + 1) // 2, a), b)
+            if m == b:
+                first[s_cut] = True
+            elif m > a:
+                cut_token = m
+    side = np.where(first[sequence_of[:N]], 0, 1)  # each token's half
+    if cut_token >= 0:
+        s_cut = int(sequence_of[cut_token])
+        side[offsets[s_cut]:cut_token] = 0
+    unigram = order < N
+    token = np.where(unigram, order, order - N)
+    own = side[token]
+    # an edge's second token (the last token of a sequence has no edge)
+    across = ~unigram & (own != side[np.minimum(token + 1, N - 1)])
+    one, two = ~across & (own == 0), ~across & (own == 1)
+    return (order[unigram & one], order[~unigram & two], order[unigram & two],
+            order[~unigram & one], order[across])
 
 
 class TypeSplitPass:
@@ -78,11 +116,10 @@ class TypeSplitPass:
         from ..oracles.sorted_tables import make_pair_workspace
         from ..oracles.sparse_rows import make_sparse_rows_workspace
 
-        n_tokens = int(offsets[-1])
         K = work.inner[0].shape[0]
         token_seq = np.repeat(np.arange(offsets.shape[0] - 1, dtype=np.int64), np.diff(offsets))
         self.sequence_of = np.concatenate([token_seq, token_seq])
-        self.n_tokens = n_tokens
+        self.offsets = offsets
         self.threads = threads
         self.works = (work, PassWorkspace(make_inner_workspace(K), make_pair_workspace(K, K),
                                           make_sparse_rows_workspace(0), work.backoff,
@@ -94,24 +131,33 @@ class TypeSplitPass:
         ``eta``); returns the squared consistency residual before the step,
         as :func:`gdmm_chain_multipliers`.  The second thread's counters are
         added into the first workspace's ``stats``."""
-        u1, b2, u2, b1 = split_order(order, self.sequence_of, self.n_tokens)
-        other = self.works[1]
+        N = int(self.offsets[-1])
+        u1, b2, u2, b1, edge = split_order(order, self.sequence_of, self.offsets)
+        here, other = self.works
         other.stats[:] = 0
+        ends = np.concatenate([edge - N, edge - N + 1])  # the cut edge's tokens
 
         def steps(work, sub_order, tokens=None):
             def run_steps():
                 gdmm_chain_pass(chain, slots, pairs, weights, settings, work, sub_order, parts,
                                 None, weights32, vstate)
-                if tokens is not None:  # every factor of these tokens is stepped
-                    return gdmm_chain_multipliers_of(chain, slots, eta, np.sort(tokens))
-                return 0.0
+                if tokens is None:
+                    return 0.0
+                return gdmm_chain_multipliers_of(chain, slots, eta, tokens)
             return run_steps
 
+        def finished(unigrams):  # the half's tokens, but the cut edge's
+            tokens = np.sort(unigrams)
+            return tokens[~np.isin(tokens, ends)] if ends.size else tokens
+
         # the unigram steps in this thread, the bigram steps beside them
-        self.threads.beside(steps(self.works[0], u1), steps(other, b2))
-        res_s2, res_s1 = self.threads.beside(steps(self.works[0], u2, u2), steps(other, b1, u1))
-        self.works[0].stats[:] += other.stats
-        return res_s1 + res_s2
+        self.threads.beside(steps(here, u1), steps(other, b2))
+        res2, res1 = self.threads.beside(steps(here, u2, finished(u2)),
+                                         steps(other, b1, finished(u1)))
+        here.stats[:] += other.stats
+        if edge.size:  # the edge across the cut, then its tokens' multipliers
+            res1 += steps(here, edge, ends)()
+        return res1 + res2
 
 
 def type_split_pass(problem, threads, work):

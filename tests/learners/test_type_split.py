@@ -28,30 +28,42 @@ def _factors(lengths):
     return factors, offsets, N, np.concatenate([token_seq, token_seq])
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(1, 6), min_size=1, max_size=12), st.integers(0, 2**31 - 1))
-def test_split_order_cuts_a_sequence_major_order_into_its_four_parts(lengths, seed):
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(1, 9), min_size=1, max_size=10), st.integers(0, 2**31 - 1))
+def test_split_order_cuts_the_tokens_at_the_middle_of_a_sequence_major_order(lengths, seed):
     factors, offsets, N, sequence_of = _factors(lengths)
     order = SequenceMajorOrder(factors, offsets, N).draw(np.random.RandomState(seed))
-    u1, b2, u2, b1 = split_order(order, sequence_of, N)
-    first, second = np.concatenate([u1, b1]), np.concatenate([u2, b2])
-    # the halves: a prefix and the rest of the order, cut between sequences
-    cut = first.shape[0]
-    assert sorted(first.tolist()) == sorted(order[:cut].tolist())
-    assert not set(sequence_of[first]) & set(sequence_of[second])
-    # the cut nearest the middle among the sequence boundaries
-    seq = sequence_of[order]
-    bounds = [i for i in range(1, order.shape[0]) if seq[i] != seq[i - 1]]
-    if bounds:
-        assert abs(cut - order.shape[0] // 2) == min(abs(b - order.shape[0] // 2) for b in bounds)
-    else:
-        assert cut == order.shape[0]
-    # each part is of one kind and keeps the order's own order
+    u1, b2, u2, b1, edge = split_order(order, sequence_of, offsets)
+    # every factor once, each part of one kind, in the order's own order
+    assert sorted(np.concatenate([u1, b2, u2, b1, edge]).tolist()) == sorted(order.tolist())
     rank = {f: i for i, f in enumerate(order.tolist())}
-    for part, unigram in ((u1, True), (b2, False), (u2, True), (b1, False)):
+    for part, unigram in ((u1, True), (b2, False), (u2, True), (b1, False), (edge, False)):
         assert ((part < N) == unigram).all()
         assert all(rank[a] < rank[b] for a, b in zip(part[:-1].tolist(), part[1:].tolist()))
-    assert sorted(np.concatenate([u1, b2, u2, b1]).tolist()) == sorted(order.tolist())
+    # the halves' tokens: disjoint, each bigram factor within one half, and at
+    # most one edge across, inside the sequence the middle falls in
+    one, two = set(u1.tolist()), set(u2.tolist())
+    assert not one & two and len(one | two) == N
+    assert all({f - N, f - N + 1} <= one for f in b1.tolist())
+    assert all({f - N, f - N + 1} <= two for f in b2.tolist())
+    assert edge.shape[0] <= 1
+    for f in edge.tolist():
+        assert f - N in one and f - N + 1 in two
+    # half 1: the sequences before the middle and the start of the one there
+    seq_of_token = sequence_of[:N]
+    for s in range(len(lengths)):
+        tokens = list(range(offsets[s], offsets[s + 1]))
+        mine = [t in one for t in tokens]
+        assert mine == sorted(mine, reverse=True)  # a prefix of the sequence
+    c = order.shape[0] // 2
+    before = {int(seq_of_token[f if f < N else f - N]) for f in order[:c].tolist()}
+    after = {int(seq_of_token[f if f < N else f - N]) for f in order[c:].tolist()}
+    for s in before - after:
+        assert set(range(offsets[s], offsets[s + 1])) <= one
+    for s in after - before:
+        assert set(range(offsets[s], offsets[s + 1])) <= two
+    # the halves' factors within a token's factors (2) of the middle
+    assert abs(len(u1) + len(b1) - c) <= (2 if before & after else 0)
 
 
 def _fit(X, y, n_jobs, split_order_in_one_thread=False, **kw):
@@ -65,10 +77,10 @@ def _fit(X, y, n_jobs, split_order_in_one_thread=False, **kw):
     def keep_tokens(self, factors, offsets, n_tokens):
         init(self, factors, offsets, n_tokens)
         self.sequence_of = _factors(np.diff(offsets))[3]
-        self.n_tokens = n_tokens
+        self.offsets = offsets
 
     def split_draw(self, rng):
-        return np.concatenate(split_order(draw(self, rng), self.sequence_of, self.n_tokens))
+        return np.concatenate(split_order(draw(self, rng), self.sequence_of, self.offsets))
 
     with pytest.MonkeyPatch.context() as mp, warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -115,6 +127,30 @@ def test_split_passes_are_the_one_thread_passes_over_the_split_order(n_labels, k
     # any number of threads above one: the same passes
     three = _fit(X, y, 3, **kw)
     np.testing.assert_array_equal(three.coef_, two.coef_)
+
+
+@pytest.mark.parametrize("n_sequences", [1, 3])
+def test_long_sequences_split_inside_a_sequence(n_sequences):
+    """A few long sequences: the middle falls inside one, cut between two
+    tokens, and the edge across the cut is stepped after both phases."""
+    X, y = make_chain_data(n_sequences, length=500 // n_sequences, n_labels=12,
+                           n_features=200, density=0.05, random_state=4)
+    edges = []
+    real = type_split.split_order
+
+    def spy(*a):
+        parts = real(*a)
+        edges.append(parts[4].shape[0])
+        return parts
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(type_split, "split_order", spy)
+        two = _fit(X, y, 2, max_iter=40)
+    assert sum(edges) >= len(two.history_) // 2  # most passes cut a sequence
+    one = _fit(X, y, 1, split_order_in_one_thread=True, max_iter=40)
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+    np.testing.assert_array_equal(one.transition_, two.transition_)
+    assert _checks(one) == _checks(two)
 
 
 def test_split_fit_reaches_the_gap_of_the_one_thread_fit():
