@@ -226,7 +226,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         pass is the one-thread pass over another order of the factors, so
         such a fit is the same for any ``n_jobs`` above 1 and differs from
         ``n_jobs=1`` by that order only (Porttinari UPOS+FEATS: the same
-        passes to a 1 % gap in 0.56-0.60x the time on two cores).
+        passes to a 1 % gap in 0.53-0.60x the time on two cores).
         Predictions do not depend on it.
     training_partitions : int or None, default=None
         GDMM and BCFW.  None or 1: one pass at a time over all the sequences.
