@@ -251,7 +251,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         with a ``RuntimeError``.  The damping costs passes
         where the partitions' features overlap: on Porttinari UPOS+FEATS
         two partitions need 1.75x the passes of one (1.05x the time on two
-        cores, where ``n_jobs=2`` alone gives 0.56-0.60x), on sparse weakly
+        cores, where ``n_jobs=2`` alone gives 0.53-0.60x), on sparse weakly
         shared features 1.1-1.2x (BENCHMARKS.md, "Training on several cores
         and on a cluster").  With ``solver="bcfw"`` the
         partitions are drawn anew each round and run on threads whatever

@@ -22,7 +22,7 @@ another order): every factor is stepped once, each sequence's unigram
 factors half a pass apart from its bigram factors; a single long sequence
 splits as well as many short ones.  The pass then costs about the more
 expensive of the two kinds instead of their sum (Porttinari UPOS+FEATS:
-0.54-0.60x the one-thread fit's time to a 1 % gap, the same passes).
+0.53-0.60x the one-thread fit's time to a 1 % gap, the same passes).
 Fits with fewer than :data:`TYPE_SPLIT_MIN_ENTRIES` token scores keep the
 one-thread pass: there the two hand-overs a pass cost more than they save.
 """
