@@ -224,7 +224,8 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         of half the sequences beside the bigram factors of the other half,
         then the other way round (the two kinds share no weights).  That
         pass is the one-thread pass over another order of the factors, so
-        such a fit is the same for any ``n_jobs`` above 1 and differs from
+        such a fit is the same for any ``n_jobs`` that gives two threads
+        (2 or more; -1 where there are two CPUs or more) and differs from
         ``n_jobs=1`` by that order only (Porttinari UPOS+FEATS: the same
         passes to a 1 % gap in 0.53-0.60x the time on two cores).
         Predictions do not depend on it.
