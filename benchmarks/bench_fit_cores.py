@@ -14,6 +14,8 @@ run, each J in ``--jobs`` in turn:
   passes and the merge, and the whole fit's (certificates included); the
   throughput curve where a fit to the gap would not fit in the time at hand.
 
+``J = 2s`` is the serial solver on two threads (``n_jobs=2``, no
+partitions: its passes split by factor type).
 ``J = 1`` is the serial solver (``training_partitions=None``); ``J = 1d`` the
 same with dense weights where it would keep sparse weight rows (from
 ``SPARSE_WEIGHTS_MIN_ENTRIES`` weights, for memory), the fair single-core
@@ -48,11 +50,11 @@ def _task(n_sequences, args, seed):
                            random_state=seed)
 
 
-def _model(J, max_iter):
+def _model(J, max_iter, partitions=True):
     from structlearn.estimators import SequenceSSVM
 
     return SequenceSSVM(C=0.1, tol=0.01, max_iter=max_iter, random_state=0, n_jobs=J,
-                        training_partitions=J if J > 1 else None)
+                        training_partitions=J if J > 1 and partitions else None)
 
 
 @contextlib.contextmanager
@@ -76,8 +78,10 @@ def _fit(J, X, y, max_iter):
     from sklearn.exceptions import ConvergenceWarning
 
     dense = J == "1d"
-    J = 1 if dense else J
-    model = _model(J, max_iter)
+    label = J
+    split = isinstance(J, str) and J.endswith("s")
+    J = 1 if dense else int(J[:-1]) if split else J
+    model = _model(J, max_iter, partitions=not split)
     with warnings.catch_warnings(), _dense_serial_weights(dense):
         warnings.simplefilter("ignore", ConvergenceWarning)
         t0 = time.perf_counter()
@@ -86,7 +90,7 @@ def _fit(J, X, y, max_iter):
     h = model.history_
     local = sum(r.get("local_time", r["pass_time"]) for r in h)
     merge = sum(r.get("merge_time", 0.0) for r in h)
-    return model, dict(J="1d" if dense else J, wall=wall, rounds=len(h), local=local, merge=merge,
+    return model, dict(J=label, wall=wall, rounds=len(h), local=local, merge=merge,
                        other=wall - local - merge, gap=h[-1]["relative_gap"],
                        primal=h[-1]["primal"])
 
@@ -166,13 +170,15 @@ def _per_round(args, results):
 
 
 def _job(text):
-    return "1d" if text == "1d" else int(text)
+    return text if text == "1d" or (text.endswith("s") and text[:-1].isdigit()) else int(text)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=_job, nargs="+", default=[1, 2],
-                    help='threads (= partitions); "1d": the serial solver with dense weights')
+                    help='threads (= partitions); "1d": the serial solver with dense weights; '
+                         '"Js": J threads without partitions (the serial solver, its passes '
+                         'split by factor type on two threads)')
     ap.add_argument("--sequences", type=int, default=2500)
     ap.add_argument("--length", type=int, default=20)
     ap.add_argument("--labels", type=int, default=1000)
@@ -198,10 +204,15 @@ def main():
     t0 = time.perf_counter()
     # the same labels and features take the same paths (dense or sparse weights,
     # float32 passes, sorted search): compiled here, not in the first timed fit
-    most = max([J for J in args.jobs + (args.full_jobs or []) if J != "1d"] + [2])
+    from structlearn.learners import _gdmm_chain_type_split
+
+    most = max([J for J in args.jobs + (args.full_jobs or []) if isinstance(J, int)] + [2])
     Xw, yw = _task(max(20, most), args, 2)
-    for J in (1, "1d", most):
+    split_min = _gdmm_chain_type_split.TYPE_SPLIT_MIN_ENTRIES
+    _gdmm_chain_type_split.TYPE_SPLIT_MIN_ENTRIES = 0  # the split passes' kernels too
+    for J in (1, "1d", most, "2s"):
         _fit(J, Xw, yw, 2)
+    _gdmm_chain_type_split.TYPE_SPLIT_MIN_ENTRIES = split_min
     print(f"(kernels compiled in {time.perf_counter() - t0:.1f} s)", flush=True)
     if args.sequences:
         _to_gap(args, results)

@@ -546,12 +546,17 @@ def main():
     Xw, yw = make_chain_data(20, length=5, n_labels=70, n_features=50, random_state=0)
     jobs = max(args.jobs)
     configs = [(1, None), (jobs, None), (jobs, jobs)]
+    from structlearn.learners import _gdmm_chain_type_split
+
+    split_min = _gdmm_chain_type_split.TYPE_SPLIT_MIN_ENTRIES
+    _gdmm_chain_type_split.TYPE_SPLIT_MIN_ENTRIES = 0  # the split passes' kernels too
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         Xm, Ym = _bibtex_lookalike()[:2]
         for n_jobs, parts in configs:
             chain(n_jobs, parts).set_params(max_iter=2).fit(Xw, yw)
             multilabel(n_jobs, parts).set_params(max_iter=2).fit(Xm[:300], Ym[:300])
+    _gdmm_chain_type_split.TYPE_SPLIT_MIN_ENTRIES = split_min
     sections = args.sections.split(",")
     if "porttinari" in sections:
         data = _porttinari(args.porttinari, args.sentences)
