@@ -33,3 +33,12 @@ def array_digest(*arrays):
         h.update(str(a.shape).encode())
         h.update(a.tobytes())
     return h.hexdigest()
+
+
+@pytest.fixture(autouse=True)
+def _parallel_chunks_at_any_size(monkeypatch):
+    """Tests run small inputs: let ``n_jobs`` cut them into chunks as it
+    would large ones (``MIN_CHUNK_WORK`` keeps small work in one chunk), so
+    that the parallel paths are the ones tested.
+    ``tests/test_parallel_chunks.py`` tests the threshold itself."""
+    monkeypatch.setattr("structlearn._parallel.MIN_CHUNK_WORK", 1)

@@ -116,11 +116,15 @@ class SequenceEstimatorMixin:
         else:
             source, coef = self._unary_scores(Xcat), None
         if bounds is None:
-            n_chunks = max(n_chunks_for(self.n_jobs, CHUNKS_PER_JOB),
+            n_chunks = max(n_chunks_for(self.n_jobs, CHUNKS_PER_JOB, self._work(offsets)),
                            self._memory_chunk_count(Xcat, offsets))
             bounds = chunk_bounds(np.diff(offsets), n_chunks)
         return [(_rows(source, offsets, a, b), coef, offsets[a:b + 1] - offsets[a], trans)
                 for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def _work(self, offsets):
+        """The token scores (tokens x classes) of sequences with ``offsets``."""
+        return int(offsets[-1]) * self.classes_.shape[0]
 
     def _memory_chunk_count(self, Xcat, offsets):
         """Chunks enough for one chunk's stacked input (dense rows of
@@ -142,8 +146,8 @@ class SequenceEstimatorMixin:
         for sequences ``a:b`` (codes int64 of their tokens), in order."""
         n_seq = offsets.shape[0] - 1
         # while progress bars are drawn, enough chunks for the bar to move
-        n_chunks = max(n_chunks_for(self.n_jobs, CHUNKS_PER_JOB),
-                       progress_chunk_count(self.n_jobs, n_seq),
+        n_chunks = max(n_chunks_for(self.n_jobs, CHUNKS_PER_JOB, self._work(offsets)),
+                       progress_chunk_count(self.n_jobs, n_seq, self._work(offsets)),
                        self._memory_chunk_count(Xcat, offsets))
         bounds = chunk_bounds(np.diff(offsets), n_chunks)
         chunks = self._chunks(Xcat, offsets, bounds)

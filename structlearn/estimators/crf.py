@@ -347,7 +347,7 @@ class SequenceCRF(SequenceEstimatorMixin, BaseEstimator):
         size = block_tokens_for(self.classes_.shape[0])
         blocks = block_bounds(offsets, 0, offsets.shape[0] - 1, size)
         cuts = chunk_bounds(offsets[blocks[1:]] - offsets[blocks[:-1]],
-                            max(n_chunks_for(self.n_jobs),
+                            max(n_chunks_for(self.n_jobs, work=self._work(offsets)),
                                 self._memory_chunk_count(Xcat, offsets)))
         chunks = [args + (blocks[a:b + 1] - blocks[a],)  # the chunk's blocks, local
                   for args, a, b in zip(self._chunks(Xcat, offsets, blocks[cuts]),

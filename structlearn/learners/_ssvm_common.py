@@ -224,7 +224,7 @@ class ChainMonitor(HistoryMonitor):
         (:mod:`structlearn.oracles.sparse_rows`)."""
         p = self.problem
         W, Wsp = (np.empty((0, v.shape[0])), W) if isinstance(W, tuple) else (W, None)
-        n_chunks = n_chunks_for(self.n_jobs, CHUNKS_PER_JOB)
+        n_chunks = n_chunks_for(self.n_jobs, CHUNKS_PER_JOB, p.n_tokens * v.shape[0])
         if n_chunks == 1:
             return float(chain_primal(W, Wsp, v, p.chains(), self.C, float(scale), self._z,
                                       self._hinge))
