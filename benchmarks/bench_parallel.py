@@ -9,6 +9,8 @@ Usage::
 
 ``--ocr N``: only ``SequenceSSVM.predict`` (fitted on OCR fold 1, 20 passes)
 over the 6,877 OCR words repeated ``N`` times (dense float64 pixels).
+``--sizes``: only ``SequenceSSVM.predict`` over the first 50 to 8,000 of the
+generated sequences, 12 and 50 labels (where parallel chunks start to pay).
 """
 
 import argparse
@@ -48,9 +50,12 @@ def main():
     ap.add_argument("--cert-sequences", type=int, default=2000)
     ap.add_argument("--cert-labels", type=int, default=300)
     ap.add_argument("--ocr", type=int, default=0)
+    ap.add_argument("--sizes", action="store_true")
     args = ap.parse_args()
     if args.ocr:
         return ocr_predict(args.ocr, args.repeat)
+    if args.sizes:
+        return predict_sizes(args)
     X, y = make_chain_data(300, length=args.length, n_labels=args.labels,
                            n_features=args.features, random_state=0)
     Xb, yb = make_chain_data(args.sequences, length=args.length, n_labels=args.labels,
@@ -77,6 +82,32 @@ def main():
             print(f"| {name} | {call} | {t1:.3f} | {t2:.3f} | {t1 / t2:.2f}x | {same} |")
     certificate(args)
     blas_concurrency(args.labels, args.repeat)
+
+
+def predict_sizes(args):
+    """``SequenceSSVM.predict`` over growing prefixes of generated sequences
+    (``--length`` tokens, ``--features`` sparse features), 12 and 50 labels."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from structlearn.datasets import make_chain_data
+    from structlearn.estimators import SequenceSSVM
+
+    print(f"SequenceSSVM.predict, sequences of {args.length} tokens, {args.features} sparse "
+          f"features; best of {args.repeat}")
+    print("| labels | sequences | token scores | n_jobs=1 ms | n_jobs=2 ms | speed-up |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for K in (12, 50):
+        X, y = make_chain_data(8000, length=args.length, n_labels=K, n_features=args.features,
+                               density=20 / args.features, random_state=1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model = SequenceSSVM(C=0.1, max_iter=5, random_state=0).fit(X[:500], y[:500])
+        for n in (50, 500, 2000, 8000):
+            model.set_params(n_jobs=1).predict(X[:n])  # warm
+            t1, t2, o1, o2 = best_of_alternating(model, lambda m: m.predict(X[:n]), args.repeat)
+            assert _identical(o1, o2)
+            print(f"| {K} | {n} | {n * args.length * K:,} | {1e3 * t1:.2f} | {1e3 * t2:.2f} | "
+                  f"{t1 / t2:.2f}x |")
 
 
 def ocr_predict(times, repeat):
