@@ -65,26 +65,20 @@ def split_order(order, sequence_of, offsets):
     F = order.shape[0]
     seq = sequence_of[order]
     first = np.zeros(offsets.shape[0] - 1, dtype=bool)  # sequences wholly in half 1
-    cut_token = -1  # tokens of the cut sequence from here on are in half 2
+    a = m = 0  # tokens a:m of the sequence the middle falls in are in half 1
     if F:
         c = F // 2
         starts = np.concatenate([[0], np.flatnonzero(seq[1:] != seq[:-1]) + 1, [F]])
         k = int(np.searchsorted(starts, c, side="right")) - 1  # the run holding c
         lo = int(starts[k])
         first[seq[starts[:k]]] = True
-        if lo < c:  # the middle falls inside a sequence: cut it between tokens
-            s_cut = int(seq[lo])
-            a, b = int(offsets[s_cut]), int(offsets[s_cut + 1])
+        if lo < c:  # the middle falls inside that run: cut it between tokens
+            s = int(seq[lo])
+            a, b = int(offsets[s]), int(offsets[s + 1])
             # its first m - a tokens have 2 (m - a) - 1 factors: about c - lo
-            m = min(max(a + (c - lo + 1) // 2, a), b)
-            if m == b:
-                first[s_cut] = True
-            elif m > a:
-                cut_token = m
+            m = min(a + (c - lo + 1) // 2, b)
     side = np.where(first[sequence_of[:N]], 0, 1)  # each token's half
-    if cut_token >= 0:
-        s_cut = int(sequence_of[cut_token])
-        side[offsets[s_cut]:cut_token] = 0
+    side[a:m] = 0
     unigram = order < N
     token = np.where(unigram, order, order - N)
     own = side[token]
