@@ -15,7 +15,8 @@ run, each J in ``--jobs`` in turn:
   throughput curve where a fit to the gap would not fit in the time at hand.
 
 ``J = 2s`` is the serial solver on two threads (``n_jobs=2``, no
-partitions: its passes split by factor type).
+partitions: its passes split by factor type); ``J = 8x16`` is 8 partitions
+on 16 threads (each partition's passes split on two).
 ``J = 1`` is the serial solver (``training_partitions=None``); ``J = 1d`` the
 same with dense weights where it would keep sparse weight rows (from
 ``SPARSE_WEIGHTS_MIN_ENTRIES`` weights, for memory), the fair single-core
@@ -50,11 +51,11 @@ def _task(n_sequences, args, seed):
                            random_state=seed)
 
 
-def _model(J, max_iter, partitions=True):
+def _model(J, max_iter, partitions):
     from structlearn.estimators import SequenceSSVM
 
     return SequenceSSVM(C=0.1, tol=0.01, max_iter=max_iter, random_state=0, n_jobs=J,
-                        training_partitions=J if J > 1 and partitions else None)
+                        training_partitions=partitions if partitions > 1 else None)
 
 
 @contextlib.contextmanager
@@ -79,9 +80,15 @@ def _fit(J, X, y, max_iter):
 
     dense = J == "1d"
     label = J
-    split = isinstance(J, str) and J.endswith("s")
-    J = 1 if dense else int(J[:-1]) if split else J
-    model = _model(J, max_iter, partitions=not split)
+    if dense:
+        J, P = 1, 1
+    elif isinstance(J, str) and J.endswith("s"):  # threads, no partitions
+        J, P = int(J[:-1]), 1
+    elif isinstance(J, str):  # "PxJ": P partitions on J threads
+        P, J = (int(t) for t in J.split("x"))
+    else:
+        P = J
+    model = _model(J, max_iter, P)
     with warnings.catch_warnings(), _dense_serial_weights(dense):
         warnings.simplefilter("ignore", ConvergenceWarning)
         t0 = time.perf_counter()
@@ -170,7 +177,11 @@ def _per_round(args, results):
 
 
 def _job(text):
-    return text if text == "1d" or (text.endswith("s") and text[:-1].isdigit()) else int(text)
+    if text == "1d" or (text.endswith("s") and text[:-1].isdigit()):
+        return text
+    if "x" in text and all(t.isdigit() for t in text.split("x", 1)):
+        return text
+    return int(text)
 
 
 def main():
@@ -178,7 +189,8 @@ def main():
     ap.add_argument("--jobs", type=_job, nargs="+", default=[1, 2],
                     help='threads (= partitions); "1d": the serial solver with dense weights; '
                          '"Js": J threads without partitions (the serial solver, its passes '
-                         'split by factor type on two threads)')
+                         'split by factor type on two threads); "PxJ": P partitions on J '
+                         'threads (J = 2P: each partition\'s passes split on two)')
     ap.add_argument("--sequences", type=int, default=2500)
     ap.add_argument("--length", type=int, default=20)
     ap.add_argument("--labels", type=int, default=1000)

@@ -239,7 +239,10 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         problem as always).  A partition's extra memory is its weight rows
         and search tables, never a copy of all of ``coef_``.  The result
         depends on ``random_state`` and ``P``, not on ``n_jobs``; the
-        dense weights are kept (no sparse rows).  Inside
+        dense weights are kept (no sparse rows).  A partition of at least
+        ``2**16`` token scores steps its factors in the split order of the
+        two-thread pass (see ``n_jobs``), on two threads where ``n_jobs``
+        gives two per partition (``n_jobs=16, training_partitions=8``).  Inside
         ``joblib.parallel_config(backend="dask")`` the partitions live on the
         ``dask.distributed`` workers for the whole fit: per pass each gets
         the entries of the weight rows it uses that changed and sends back

@@ -13,6 +13,12 @@ The sequences are split into ``P`` contiguous runs of about equal tokens
   (:func:`._gdmm_chain_kernels.refresh_transitions`, ``REBUILD_SHARE``);
 * its factors' search back-off, written back to the state at the end.
 
+A partition of at least ``TYPE_SPLIT_MIN_ENTRIES`` token scores steps its
+factors in the order of a split pass (:mod:`._gdmm_chain_type_split`): its
+unigram and bigram steps side by side where the fit has two threads per
+partition, else one after the other, the same iterates either way (and on
+``dask`` workers).
+
 Its duals and multipliers are row slices of the state's arrays (the
 partitions never share a token or an edge: they hold whole sequences).  A
 round runs the local passes and each partition's multiplier step on the
@@ -36,6 +42,7 @@ from ._gdmm_chain_kernels import (ChainData, ChainWeights, EdgePairs, PassWorksp
                                   gather_rows, gdmm_chain_multipliers, gdmm_chain_pass,
                                   merge_copies, refresh_transitions, rows_to_moves,
                                   transitions_from_duals, weights_from_duals)
+from ._gdmm_chain_type_split import TypeSplitPass, splits
 from ._gdmm_chain_visits import SequenceMajorOrder, search_table
 from ._partitions import (PartitionThreads, feature_sigmas, local_features, n_threads,
                           split_by_weight)
@@ -51,6 +58,10 @@ MERGE_BLOCK_BYTES = 1 << 20
 # table changed in a round (an update costs about 30x an entry of the build:
 # at K = 1,000, 11 ms a build against 0.3 us an update)
 REBUILD_SHARE = 32
+
+
+# runs a split pass's two halves one after the other
+_IN_TURN = PartitionThreads(1)
 
 
 class _Partition:
@@ -74,6 +85,7 @@ class _Partition:
         edges = np.flatnonzero(self.chain.has_right).astype(np.int64)
         self.factors = np.concatenate([np.arange(n, dtype=np.int64), n + edges])
         self.orders = SequenceMajorOrder(self.factors, offsets - t0, n)
+        self.local_offsets = offsets - t0
         self.global_factors = np.concatenate([np.arange(t0, t1, dtype=np.int64),
                                               N + t0 + edges])
         dtype = np.float32 if float32 else np.float64
@@ -94,6 +106,11 @@ class _Partition:
         self.work = PassWorkspace(make_inner_workspace(K), make_pair_workspace(K, K),
                                   np.empty(0, dtype=np.int64), backoff,
                                   np.zeros(3, dtype=np.int64))
+        # large partitions step unigram and bigram factors in the split order,
+        # on a helper thread where the fit has one per partition (the same
+        # iterates either way, on threads as on dask workers)
+        self.split = (TypeSplitPass(self.local_offsets, self.work)
+                      if splits(self.t1 - self.t0, K) else None)
 
     def local_pass(self, W, rows, slots, pairs, settings, seed, eta):
         """The partition's pass and multiplier step against the weight rows
@@ -105,9 +122,11 @@ class _Partition:
         rows_to_moves(W, rows, self.W, self.row_sigma)
         return res2
 
-    def run_pass(self, slots, pairs, settings, seed, eta):
+    def run_pass(self, slots, pairs, settings, seed, eta, helper=None):
         """The pass and multiplier step on the copy ``self.W`` as it stands
-        (see :meth:`local_pass`)."""
+        (see :meth:`local_pass`); a split pass's bigram steps run on
+        ``helper`` (a :class:`~._partitions.PartitionThreads`), or after its
+        unigram steps in this thread."""
         rng = np.random.RandomState(seed)
         order = self.orders.draw(rng)
         nu = settings.n_partitions
@@ -119,6 +138,10 @@ class _Partition:
         else:
             weights = ChainWeights(np.zeros((0, self.W.shape[1])), self.v, self.search)
             weights32 = (self.W, self.acc)
+        if self.split is not None:
+            return self.split.run(self.chain, slots, pairs, weights, settings, order,
+                                  token_parts, weights32, self.vstate, eta,
+                                  helper or _IN_TURN)
         gdmm_chain_pass(self.chain, slots, pairs, weights, settings, self.work, order,
                         token_parts, None, weights32, self.vstate)
         return gdmm_chain_multipliers(self.chain, slots, eta)
@@ -178,7 +201,10 @@ class ChainPartitions:
         The features by feature row ``(data, tokens, indptr)`` that ``W``
         is rebuilt from.
     n_jobs : int or None
-        Threads running the partitions (at most one per partition).
+        Threads running the partitions (at most one per partition); where
+        it gives two per partition, each partition's split pass
+        (:mod:`._gdmm_chain_type_split`) also has a helper thread for its
+        bigram steps (the same iterates as without).
     """
 
     remote = False
@@ -192,6 +218,9 @@ class ChainPartitions:
                                                                settings, float32, sublinear)
         P = len(self.parts)
         self.threads = PartitionThreads(n_threads(n_jobs, P))
+        # a helper thread per partition where n_jobs gives two threads to each
+        self.helpers = ([PartitionThreads(2) for _ in self.parts]
+                        if n_threads(n_jobs, 2 * P) >= 2 * P else [None] * P)
         # feature-row ranges for merging and rebuilding W on the threads
         self.row_bounds = split_by_weight(np.diff(xt[2]) + 1, P)
         # the copies in one array (each partition's a view of its block), so
@@ -211,11 +240,12 @@ class ChainPartitions:
     def n_parts(self):
         return len(self.parts)
 
-    def _local_pass(self, part, seed, eta):
+    def _local_pass(self, part, seed, eta, helper):
         state = self.state
         if self._stale_copies:
             gather_rows(state.W, part.rows, part.W)
-        return part.run_pass(part.slots(state), part.pairs(state), self.settings, seed, eta)
+        return part.run_pass(part.slots(state), part.pairs(state), self.settings, seed, eta,
+                             helper)
 
     def _rebuild_rows(self, f0, f1):
         data, tokens, ptr = self.xt
@@ -250,7 +280,7 @@ class ChainPartitions:
         seeds = rng.randint(np.iinfo(np.int32).max, size=self.n_parts)
         t0 = time.perf_counter()
         res = self.threads.map(self._local_pass, self.parts, seeds,
-                               [float(eta)] * self.n_parts)
+                               [float(eta)] * self.n_parts, self.helpers)
         self._stale_copies = False
         t1 = time.perf_counter()
         state = self.state
@@ -268,3 +298,6 @@ class ChainPartitions:
         for part in self.parts:
             self.state.backoff[:, part.global_factors] = part.work.backoff[:, part.factors]
         self.threads.close()
+        for helper in self.helpers:
+            if helper is not None:
+                helper.close()

@@ -31,7 +31,8 @@ import numpy as np
 
 from ._gdmm_chain_kernels import PassWorkspace, gdmm_chain_multipliers_of, gdmm_chain_pass
 
-__all__ = ["TYPE_SPLIT_MIN_ENTRIES", "TypeSplitPass", "split_order", "type_split_pass"]
+__all__ = ["TYPE_SPLIT_MIN_ENTRIES", "TypeSplitPass", "split_order", "splits",
+           "type_split_pass"]
 
 # fits with at least this many token scores (tokens x labels) split their
 # passes on two threads (measured on generated chains of 12 labels: a split
@@ -91,21 +92,19 @@ def split_order(order, sequence_of, offsets):
 
 class TypeSplitPass:
     """Runs GDMM chain passes over dense weights as the two phases of the
-    module docstring, on two threads.
+    module docstring.
 
     Parameters
     ----------
     offsets : int64 (n_sequences + 1,)
         The sequences' token offsets.
-    threads : PartitionThreads
-        A pool of at least one thread: each phase's bigram steps run there,
-        its unigram steps in the calling thread.
     work : PassWorkspace
-        The fit's workspace (its ``backoff``, by factor id, is shared: the
-        two threads write different factors' entries).
+        The pass's workspace (its ``backoff``, by factor id, is shared: the
+        two threads write different factors' entries).  Holds no threads:
+        a partition carrying one is sent to ``dask`` workers as it is.
     """
 
-    def __init__(self, offsets, threads, work):
+    def __init__(self, offsets, work):
         from ..oracles.inner_product import make_inner_workspace
         from ..oracles.sorted_tables import make_pair_workspace
         from ..oracles.sparse_rows import make_sparse_rows_workspace
@@ -114,17 +113,20 @@ class TypeSplitPass:
         token_seq = np.repeat(np.arange(offsets.shape[0] - 1, dtype=np.int64), np.diff(offsets))
         self.sequence_of = np.concatenate([token_seq, token_seq])
         self.offsets = offsets
-        self.threads = threads
         self.works = (work, PassWorkspace(make_inner_workspace(K), make_pair_workspace(K, K),
                                           make_sparse_rows_workspace(0), work.backoff,
                                           np.zeros_like(work.stats)))
 
-    def run(self, chain, slots, pairs, weights, settings, order, parts, weights32, vstate, eta):
+    def run(self, chain, slots, pairs, weights, settings, order, parts, weights32, vstate, eta,
+            threads):
         """One pass and the multiplier step (arguments as
         :func:`gdmm_chain_pass`'s, dense weights, and the multiplier step
         ``eta``); returns the squared consistency residual before the step,
-        as :func:`gdmm_chain_multipliers`.  The second thread's counters are
-        added into the first workspace's ``stats``."""
+        as :func:`gdmm_chain_multipliers`.  Each phase's bigram steps run on
+        ``threads`` (a :class:`~._partitions.PartitionThreads`; one without
+        a pool runs them after the unigram steps: the same iterates), its
+        unigram steps in the calling thread.  The second workspace's counters
+        are added into the first's ``stats``."""
         N = int(self.offsets[-1])
         u1, b2, u2, b1, edge = split_order(order, self.sequence_of, self.offsets)
         here, other = self.works
@@ -144,20 +146,25 @@ class TypeSplitPass:
             tokens = np.sort(unigrams)
             return tokens[~np.isin(tokens, ends)] if ends.size else tokens
 
-        # the unigram steps in this thread, the bigram steps beside them
-        self.threads.beside(steps(here, u1), steps(other, b2))
-        res2, res1 = self.threads.beside(steps(here, u2, finished(u2)),
-                                         steps(other, b1, finished(u1)))
+        threads.beside(steps(here, u1), steps(other, b2))
+        res2, res1 = threads.beside(steps(here, u2, finished(u2)),
+                                    steps(other, b1, finished(u1)))
         here.stats[:] += other.stats
         if edge.size:  # the edge across the cut, then its tokens' multipliers
             res1 += steps(here, edge, ends)()
         return res1 + res2
 
 
+def splits(n_tokens, n_labels):
+    """Whether passes over ``n_tokens`` tokens of ``n_labels`` labels are
+    split (at least :data:`TYPE_SPLIT_MIN_ENTRIES` token scores)."""
+    return n_tokens * n_labels >= TYPE_SPLIT_MIN_ENTRIES
+
+
 def type_split_pass(problem, threads, work):
     """A :class:`TypeSplitPass` for ``problem`` (a ``ChainProblem``) where
-    ``threads`` has two threads or more and the problem has at least
-    :data:`TYPE_SPLIT_MIN_ENTRIES` token scores; else None."""
-    if threads.n_threads < 2 or problem.n_tokens * problem.n_labels < TYPE_SPLIT_MIN_ENTRIES:
+    ``threads`` has two threads or more and the problem's passes split
+    (:func:`splits`); else None."""
+    if threads.n_threads < 2 or not splits(problem.n_tokens, problem.n_labels):
         return None
-    return TypeSplitPass(problem.offsets, threads, work)
+    return TypeSplitPass(problem.offsets, work)

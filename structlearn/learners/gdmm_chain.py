@@ -346,7 +346,7 @@ def fit_gdmm_chain(problem, *, C, rho, eta, max_iter, tol, sublinear, n_partitio
                 parts = rng.randint(nu, size=N).astype(np.int64) if nu > 1 else None
                 if split is not None and not state.sparse_weights:
                     res2 = split.run(chain, state.slots, state.pairs, weights, settings, order,
-                                     parts, weights32, vstate, float(eta))
+                                     parts, weights32, vstate, float(eta), threads)
                 else:
                     state.Wsp = gdmm_chain_pass(chain, state.slots, state.pairs, weights,
                                                 settings, work, order, parts, state.Wsp,

@@ -3,6 +3,7 @@ and fits against the one-thread pass over the order the split amounts to."""
 
 import warnings
 
+import joblib
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -211,3 +212,59 @@ def test_sparse_rows_pass_alone_then_split_once_dense():
     assert isinstance(fits[0].coef_, np.ndarray)
     np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
     np.testing.assert_array_equal(fits[0].transition_, fits[1].transition_)
+
+
+def _partitioned(X, y, n_jobs, **kw):
+    params = dict(C=0.1, tol=1e-2, max_iter=200, random_state=0, training_partitions=2,
+                  n_jobs=n_jobs)
+    params.update(kw)
+    with pytest.MonkeyPatch.context() as mp, warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        mp.setattr(type_split, "TYPE_SPLIT_MIN_ENTRIES", 0)
+        return SequenceSSVM(**params).fit(X, y)
+
+
+@pytest.mark.parametrize("n_labels", [12, 70])  # float64 / float32 copies
+def test_partitions_split_their_passes_the_same_with_a_helper_thread_or_without(n_labels):
+    """Partitions step their factors in the split order: with a helper thread
+    each (n_jobs = 2 P) the same fit as in turn on one thread, and another
+    fit than the partitions' drawn orders."""
+    X, y = make_chain_data(80, length=7, n_labels=n_labels, n_features=300, density=0.03,
+                           random_state=1)
+    helpers = []
+    real_run = type_split.TypeSplitPass.run
+
+    def run(self, *a):
+        helpers.append(a[-1]._pool is not None)
+        return real_run(self, *a)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(type_split.TypeSplitPass, "run", run)
+        alone = _partitioned(X, y, 1)
+        assert helpers and not any(helpers)
+        helpers.clear()
+        helped = _partitioned(X, y, 4)
+        assert helpers and all(helpers)
+    assert len(alone.history_) >= 10
+    np.testing.assert_array_equal(alone.coef_, helped.coef_)
+    np.testing.assert_array_equal(alone.transition_, helped.transition_)
+    assert _checks(alone) == _checks(helped)
+    plain = SequenceSSVM(C=0.1, tol=1e-2, max_iter=200, random_state=0, training_partitions=2,
+                         n_jobs=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        plain.fit(X, y)  # partitions below the size that splits: the drawn orders
+    assert not np.array_equal(plain.coef_, alone.coef_)
+
+
+def test_split_partitions_on_dask_workers_give_the_threads_model():
+    distributed = pytest.importorskip("distributed")
+    X, y = make_chain_data(60, length=6, n_labels=12, n_features=100, random_state=0)
+    threads = _partitioned(X, y, 4)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster), joblib.parallel_config(backend="dask"):
+        remote = _partitioned(X, y, None)
+    assert len(remote.history_) == len(threads.history_)
+    np.testing.assert_allclose(remote.coef_, threads.coef_, atol=1e-10)
+    np.testing.assert_allclose(remote.transition_, threads.transition_, atol=1e-10)
