@@ -30,6 +30,9 @@ Sections:
   200 labels, 16,000 sparse features), so the result is not one data set's.
 * ``ocr``: the same chain fit on the OCR letters (folds 2-10 to train,
   fold 1 held out; dense pixel features).
+* ``long``: the same chain fit on two generated sequences of 12,000 tokens
+  (50 labels, 2,000 features; a third held out): the two-thread pass cuts a
+  sequence in two.
 * ``lookalike2``: another size (3,000 sequences of 12 tokens, 50 labels,
   5,000 features, 15 a token).
 * ``cluster``, ``cluster-porttinari``, ``cluster-bibtex`` (not run by
@@ -96,6 +99,14 @@ def _ocr():
     test = [i for i, f in enumerate(ocr.folds) if f == 1]
     return ([ocr.X[i] for i in train], [ocr.y[i] for i in train],
             [ocr.X[i] for i in test], [ocr.y[i] for i in test])
+
+
+def _long_sequences():
+    from structlearn.datasets import make_chain_data
+
+    X, y = make_chain_data(3, length=12000, n_labels=50, n_features=2000, density=0.01,
+                           random_state=1)
+    return X[:2], y[:2], X[2:], y[2:]
 
 
 def _lookalike():
@@ -569,6 +580,9 @@ def main():
     if "ocr" in sections:
         _run("OCR letters (folds 2-10: 6,173 words, 46,777 letters, 26 labels, 128 pixels), "
              "SequenceSSVM(C=0.1, tol=0.01)", chain, _ocr(), configs, args.rounds)
+    if "long" in sections:
+        _run("Two sequences of 12,000 tokens (50 labels, 2,000 features), "
+             "SequenceSSVM(C=0.1, tol=0.01)", chain, _long_sequences(), configs, args.rounds)
     if "lookalike2" in sections:
         _run("Look-alike chains (3,000 x 12 tokens, 50 labels, 5,000 features), "
              "SequenceSSVM(C=0.1, tol=0.01)", chain, _lookalike_small_k(), configs, args.rounds)
