@@ -84,8 +84,8 @@ class _Partition:
                                chain.has_left[t0:t1], chain.has_right[t0:t1], step_data)
         edges = np.flatnonzero(self.chain.has_right).astype(np.int64)
         self.factors = np.concatenate([np.arange(n, dtype=np.int64), n + edges])
-        self.orders = SequenceMajorOrder(self.factors, offsets - t0, n)
         self.local_offsets = offsets - t0
+        self.orders = SequenceMajorOrder(self.factors, self.local_offsets, n)
         self.global_factors = np.concatenate([np.arange(t0, t1, dtype=np.int64),
                                               N + t0 + edges])
         dtype = np.float32 if float32 else np.float64
