@@ -128,3 +128,13 @@ def test_predict_topk_refuses_lists_beyond_memory(monkeypatch):
     monkeypatch.setattr(memory, "available_bytes", lambda: need)
     labels, scores = model.predict_topk(X, k=7)
     assert [lab.shape[0] for lab in labels] == [7] * len(X)
+
+
+@pytest.mark.parametrize("shape, dtype", [((3, 4), np.float64), (7, np.int64), ((2, 5), np.uint8),
+                                          ((0, 3), np.float64)])
+def test_written_zeros_equal_np_zeros(shape, dtype):
+    out = memory.written_zeros(shape, dtype=dtype)
+    expected = np.zeros(shape, dtype=dtype)
+    assert out.dtype == expected.dtype and out.shape == expected.shape
+    assert out.flags.c_contiguous and out.flags.writeable
+    np.testing.assert_array_equal(out, expected)

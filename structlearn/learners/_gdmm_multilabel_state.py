@@ -5,6 +5,7 @@ import time
 
 import numpy as np
 
+from .._memory import written_zeros
 from .._parallel import chunk_bounds
 from ._gdmm_multilabel_kernels import (LabelEdges, MultilabelDuals, gdmm_multilabel_dual,
                                        gdmm_multilabel_pass, lp_hinge_bound)
@@ -33,11 +34,11 @@ class GDMMMultilabelState:
         self.signature = problem.signature() if signature is None else signature
         self.solver = "gdmm"
         self.sublinear = sublinear
-        self.A = np.zeros((n, L))
-        self.tmask = np.zeros((n, L), dtype=np.uint8)
+        self.A = written_zeros((n, L))
+        self.tmask = written_zeros((n, L), dtype=np.uint8)
         cap = min(INITIAL_PAIRS, max(problem.n_edges, 1))
         self.pool = new_pair_pool(np.full(n, cap, dtype=np.int64), max(n * cap // 2, 64))
-        self.W = np.zeros((problem.n_features, L))
+        self.W = written_zeros((problem.n_features, L))
         self.Pw = np.zeros(L * (L - 1) // 2)
         self.n_iter = 0
 

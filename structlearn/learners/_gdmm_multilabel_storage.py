@@ -3,6 +3,7 @@ and the label edges' ids and positive weights."""
 
 import numpy as np
 
+from .._memory import written_zeros
 from ._gdmm_multilabel_kernels import PairPool
 
 __all__ = ["compacted_pool", "edge_pair_ids", "joined_pools", "new_pair_pool", "region_views",
@@ -20,8 +21,8 @@ def new_pair_pool(capacities, free):
     np.cumsum(capacities[:-1], out=base[1:])
     live = int(capacities.sum())
     size = live + int(free)
-    return PairPool(np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64),
-                    np.zeros(size), np.zeros((size, 3)), base, capacities.copy(),
+    return PairPool(written_zeros(size, dtype=np.int64), written_zeros(size, dtype=np.int64),
+                    written_zeros(size), written_zeros((size, 3)), base, capacities.copy(),
                     np.zeros(capacities.shape[0], dtype=np.int64),
                     np.array([live], dtype=np.int64))
 
