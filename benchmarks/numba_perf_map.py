@@ -16,7 +16,9 @@ Usage (the soft arc search on two networks)::
     perf report -i /tmp/perf.data --no-children --sort symbol
 
 or ``chain-fit`` with a Porttinari sentence count (``SequenceSSVM(C=0.1,
-tol=0.01)``, ``--n-jobs``).  A function inlined into its caller counts as the
+tol=0.01)``, ``--n-jobs``), or ``multilabel-fit`` with a data set of
+``../shared/data/multilabel`` (five ``MultiLabelSSVM(C=0.1, tol=0.01)`` fits;
+``--n-jobs 2`` with as many ``training_partitions``).  A function inlined into its caller counts as the
 caller (``inline="always"``); the sizes are the gaps between the listed
 starts, so a function's last bytes may be counted to it alone.
 """
@@ -79,15 +81,38 @@ def _chain_fit(spec, n_jobs):
     return lambda: SequenceSSVM(C=0.1, tol=0.01, random_state=0, n_jobs=n_jobs).fit(X, y)
 
 
+def _multilabel_fit(spec, n_jobs):
+    import warnings
+
+    from bench_parallel_fit import _bibtex
+
+    from structlearn.estimators import MultiLabelSSVM
+
+    X, Y = _bibtex(os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
+                                "multilabel", f"{spec}.npz"))[:2]
+    parts = n_jobs if n_jobs > 1 else None
+    warnings.simplefilter("ignore")
+    MultiLabelSSVM(C=0.1, max_iter=3, random_state=0, n_jobs=n_jobs,
+                   training_partitions=parts).fit(X, Y)
+
+    def fits():
+        for _ in range(5):
+            MultiLabelSSVM(C=0.1, tol=0.01, random_state=0, n_jobs=n_jobs,
+                           training_partitions=parts).fit(X, Y)
+    return fits
+
+
 def main():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("task", choices=["soft-arc", "chain-fit"])
-    ap.add_argument("spec", help="network names (soft-arc) or sentences (chain-fit)")
+    ap.add_argument("task", choices=["soft-arc", "chain-fit", "multilabel-fit"])
+    ap.add_argument("spec", help="network names (soft-arc), sentences (chain-fit) or a "
+                                 "multilabel data set (multilabel-fit: bibtex, corel5k)")
     ap.add_argument("--n-jobs", type=int, default=1)
     ap.add_argument("--ready", help="file to write this process's id to once mapped")
     args = ap.parse_args()
-    run = {"soft-arc": _soft_arc, "chain-fit": _chain_fit}[args.task](args.spec, args.n_jobs)
+    run = {"soft-arc": _soft_arc, "chain-fit": _chain_fit,
+           "multilabel-fit": _multilabel_fit}[args.task](args.spec, args.n_jobs)
     print(f"{write_perf_map()} functions mapped", file=sys.stderr)
     if args.ready:
         with open(args.ready, "w") as f:

@@ -245,8 +245,8 @@ def separator_pass(csr, groups, seps, order, start, params, u):
     pool lacks ``need`` free slots at its end for sample ``order[t]``'s row
     to widen into (nothing of it done yet), else ``(len(order), -1, 0)``.
     """
-    nbr_ptrs = groups[5]
-    local = seps[0]
+    Ws, nbr_ptrs = groups[3], groups[5]
+    local, home = seps
     S, P = local.shape
     degree = np.zeros(P, dtype=np.int64)  # the separators' edges in each group
     for k in range(P):
@@ -254,16 +254,30 @@ def separator_pass(csr, groups, seps, order, start, params, u):
             sl = local[r, k]
             if sl >= 0:
                 degree[k] += nbr_ptrs[k][sl + 1] - nbr_ptrs[k][sl]
-    return _separator_samples(csr, groups, seps, order, start, params, u, degree)
+    # each separator's weights in one contiguous row while its steps read
+    # them (a weight column is strided by the group's labels), written back
+    # into every copy at the end: the values of stepping the copies
+    d = Ws[0].shape[0]
+    w_sep = np.empty((S, d))
+    for r in range(S):
+        w_sep[r] = Ws[home[r]][:, local[r, home[r]]]
+    out = _separator_samples(csr, groups, seps, order, start, params, u, degree, w_sep)
+    for r in range(S):
+        for k in range(P):
+            if local[r, k] >= 0:
+                Ws[k][:, local[r, k]] = w_sep[r]
+    return out
 
 
 @borrowing_kernel
-def _separator_samples(csr, groups, seps, order, start, params, u, degree):
+def _separator_samples(csr, groups, seps, order, start, params, u, degree, w_sep):
     """The body of :func:`separator_pass` (``degree`` int64 (P,): the
-    separators' edges in each group), borrowing its arrays: the views of
-    the pools' rows it takes per sample count no references."""
+    separators' edges in each group; ``w_sep`` float64 (S, d): the
+    separators' weights, read and stepped here in place of the groups'
+    columns), borrowing its arrays: the views of the pools' rows it takes
+    per sample count no references."""
     data, indices, indptr, xnorm2 = csr
-    Ys, As, tmasks, Ws, pools, nbr_ptrs, nbrs, n_edges = groups
+    Ys, As, tmasks, _, pools, nbr_ptrs, nbrs, n_edges = groups
     local, home = seps
     C, rho, rounds = params
     S, P = local.shape
@@ -284,9 +298,10 @@ def _separator_samples(csr, groups, seps, order, start, params, u, degree):
             jh = local[r, h]
             Yh, Ah = Ys[h], As[h]
             ys = Yh[i, jh]
+            w = w_sep[r]
             u[jh] = 0.0
             for p in range(indptr[i], indptr[i + 1]):
-                u[jh] += data[p] * Ws[h][indices[p], jh]
+                u[jh] += data[p] * w[indices[p]]
             flagged = False
             for k in range(P):
                 if local[r, k] >= 0 and tmasks[k][i, local[r, k]] != 0:
@@ -321,12 +336,9 @@ def _separator_samples(csr, groups, seps, order, start, params, u, degree):
                         _activate_around(i, sl, Ys[k], As[k], tmasks[k], C, pools[k],
                                          (nbr_ptrs[k], nbrs[k], n_edges[k]), xs, ys)
             for k in range(P):
-                sl = local[r, k]
-                if sl < 0:
-                    continue
-                tmasks[k][i, sl] = 1
-                if moved != 0.0:
-                    W = Ws[k]
-                    for p in range(indptr[i], indptr[i + 1]):
-                        W[indices[p], sl] += data[p] * moved
+                if local[r, k] >= 0:
+                    tmasks[k][i, local[r, k]] = 1
+            if moved != 0.0:
+                for p in range(indptr[i], indptr[i + 1]):
+                    w[indices[p]] += data[p] * moved
     return order.shape[0], -1, 0
