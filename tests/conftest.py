@@ -37,8 +37,10 @@ def array_digest(*arrays):
 
 @pytest.fixture(autouse=True)
 def _parallel_chunks_at_any_size(monkeypatch):
-    """Tests run small inputs: let ``n_jobs`` cut them into chunks as it
-    would large ones (``MIN_CHUNK_WORK`` keeps small work in one chunk), so
-    that the parallel paths are the ones tested.
+    """Tests run small inputs: let ``n_jobs`` cut them into chunks and
+    multilabel labels into groups as it would large ones (``MIN_CHUNK_WORK``
+    and ``LABEL_GROUP_MIN_ENTRIES`` keep small work in one thread), so that
+    the parallel paths are the ones tested.
     ``tests/test_parallel_chunks.py`` tests the threshold itself."""
     monkeypatch.setattr("structlearn._parallel.MIN_CHUNK_WORK", 1)
+    monkeypatch.setattr("structlearn.learners.gdmm_multilabel.LABEL_GROUP_MIN_ENTRIES", 0)

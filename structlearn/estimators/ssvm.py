@@ -745,10 +745,15 @@ default="auto"
         16 blocks of samples of a pass with a progress record (``iter``,
         ``time``, ``partial=True``, ``block``, ``n_blocks``; NaN objective
         and gap; not kept in ``history_``), and True stops there too (the
-        partial pass is then certified).  With ``pairwise="none"`` and no
-        ``callback``, gdmm runs groups of labels' passes on the ``n_jobs``
-        threads: the same model, bit for bit, in 0.56-0.59x the one-thread
-        time on two threads on bibtex and its look-alike.
+        partial pass is then certified).  Without ``callback`` and
+        ``training_partitions``, and from 65,536 samples x labels, gdmm runs
+        groups of labels' passes on the ``n_jobs`` threads where the edges
+        form a forest that splits into them (as ``training_partitions=P``
+        does below, with ``P`` the threads): with ``pairwise="none"`` the
+        one-thread model, bit for bit, in 0.56-0.59x its time on two
+        threads on bibtex and its look-alike; with a tree cut at separator
+        labels (``"auto"`` on bibtex) the groups' iterates, the same for a
+        given ``n_jobs``, to the same certified gap in the same passes.
     training_partitions : int or None, default=None
         gdmm only.  None or 1: one pass at a time over all the samples.
         ``P > 1``: each round draws ``P`` partitions of the samples anew

@@ -85,6 +85,10 @@ _SAMPLE_ROUNDS = 2
 # refreshed at each block, and max_time is checked between blocks.  A fixed
 # count (not a time slice) keeps the iterates independent of the machine
 _BLOCKS_PER_PASS = 16
+# unigram factors (samples x labels) from which n_jobs alone runs groups of
+# labels on threads: below it a round's thread hand-offs cost more than they
+# save
+LABEL_GROUP_MIN_ENTRIES = 1 << 16
 
 
 def is_forest_mask(E):
@@ -185,10 +189,12 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         With partitions, each stops between its blocks once the time is up,
         and ``callback`` sees only the records of whole rounds.
     n_jobs : int or None
-        Threads running the partitions and the certificate's max-product;
-        with no edges (and no ``callback``), the passes of groups of labels
-        too (:class:`._gdmm_multilabel_label_groups.LabelGroupRounds`: the
-        same iterates as one thread's, bit for bit).
+        Threads running the partitions and the certificate's max-product.
+        With one partition, no ``callback`` and at least
+        ``LABEL_GROUP_MIN_ENTRIES`` unigram factors, the passes of groups of
+        labels too, where the edges split into them
+        (:class:`._gdmm_multilabel_label_groups.LabelGroupRounds`; with no
+        edges the iterates of one thread, bit for bit).
     training_partitions : int
         1: the passes described above.  More: each round splits the samples
         into that many partitions, drawn anew, whose passes run on
@@ -240,14 +246,17 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
 
             partitions = DaskMultilabelPartitions(problem, state, n_parts, edge_data, C, rho,
                                                   rounds, cert.forest, client)
-    # without edges every label is a problem of its own: the labels' passes on
-    # the n_jobs threads take one process's steps, bit for bit (the progress
-    # records between blocks are then not made, hence not with a callback)
-    auto_groups = (n_parts == 1 and ne == 0 and callback is None
-                   and n_threads(n_jobs, L) > 1 and active_dask_client() is None)
+    # n_jobs alone: groups of labels on the threads where the edges split
+    # into them (without edges every label is a problem of its own, and the
+    # groups' passes take one process's steps, bit for bit); the progress
+    # records between blocks are then not made, hence not with a callback
+    auto_split = None
+    if (n_parts == 1 and callback is None and n_threads(n_jobs, L) > 1
+            and n * L >= LABEL_GROUP_MIN_ENTRIES and active_dask_client() is None):
+        auto_split = split_labels(E, n_threads(n_jobs, L))
+    auto_groups = auto_split is not None
     if auto_groups:
-        partitions = LabelGroupRounds(problem, state, split_labels(E, n_threads(n_jobs, L)), C,
-                                      rho, rounds, n_jobs)
+        partitions = LabelGroupRounds(problem, state, auto_split, C, rho, rounds, n_jobs)
     deadline = None if max_time is None else monitor.start + max_time
 
     def step(it):

@@ -774,6 +774,43 @@ def test_label_groups_cut_at_separators_reach_the_certified_optimum(shape):
             np.testing.assert_array_equal(first, two.coef_)  # the same for any n_jobs
 
 
+def test_threads_alone_split_a_tree_of_labels_at_separators(monkeypatch):
+    """n_jobs=2 alone on a tree of labels: the label groups' passes of
+    ``training_partitions=2``, bit for bit, to the one-thread optimum; below
+    ``LABEL_GROUP_MIN_ENTRIES`` unigram factors, or with a callback, the
+    one-thread passes, bit for bit."""
+    from structlearn.learners import gdmm_multilabel
+    from structlearn.learners._gdmm_multilabel_separators import split_labels
+
+    L = 9
+    tree = [(k, k + 1) for k in range(L - 1)]
+    E = np.zeros((L, L), dtype=np.uint8)
+    for a, b in tree:
+        E[a, b] = 1
+    assert split_labels(E, 2).separators.size >= 1
+    X, Y = _multilabel_data(11, n=120, L=L)
+    kw = dict(pairwise=tree, tol=1e-3, max_iter=3000, fit_intercept=False)
+    one = _fit_ml(X, Y, **kw)
+    two = _fit_ml(X, Y, n_jobs=2, **kw)
+    grouped = _fit_ml(X, Y, n_jobs=2, training_partitions=2, **kw)
+    assert one.converged_ and two.converged_
+    np.testing.assert_array_equal(two.coef_, grouped.coef_)
+    assert [r["iter"] for r in two.history_] == [r["iter"] for r in grouped.history_]
+    assert "partitions" not in two.history_[-1]
+    assert not np.array_equal(two.coef_, one.coef_)  # the groups' iterates
+    p1, p2 = one.history_[-1]["primal"], two.history_[-1]["primal"]
+    assert abs(p1 - p2) <= 2e-3 * max(p1, p2)
+    assert two.history_[-1]["dual"] <= p1 + 1e-9 and one.history_[-1]["dual"] <= p2 + 1e-9
+    _assert_weights_follow_the_duals(_fit_ml(X, Y, n_jobs=2, warm_start=True, **kw), X, Y)
+
+    called = []
+    with_callback = _fit_ml(X, Y, n_jobs=2, callback=lambda rec: called.append(rec), **kw)
+    np.testing.assert_array_equal(with_callback.coef_, one.coef_)
+    assert any(rec.get("partial", False) for rec in called)
+    monkeypatch.setattr(gdmm_multilabel, "LABEL_GROUP_MIN_ENTRIES", X.shape[0] * L + 1)
+    np.testing.assert_array_equal(_fit_ml(X, Y, n_jobs=2, **kw).coef_, one.coef_)
+
+
 def test_threads_alone_split_the_labels_without_edges():
     """pairwise='none' with n_jobs=2 and no partitions asked: the labels'
     passes run on the threads, the model and the certified values those of
