@@ -201,7 +201,7 @@ def paired_pass(*blocks_and_args):
     Wc /= row_sigma[:, None]  # undamped
     Pwc -= Pw
     Pwc /= P
-    active = int(tmask.sum() + pool.count.sum())
+    active = int(np.count_nonzero(tmask) + pool.count.sum())
     new = tuple(b.with_duals(A[f:f + b.n_samples], tmask[f:f + b.n_samples],
                              sub_pool(pool, f, f + b.n_samples))
                 for b, f in zip(blocks, firsts[:-1]))

@@ -189,7 +189,8 @@ class LabelGroupRounds:
         self.certs, self.fixed, self.pair_ids = [], [], []
         for k, labels in enumerate(split.groups):
             sub = group_problem(problem, labels)
-            sub_state = GDMMMultilabelState(sub, state.sublinear, signature=())  # never reused
+            sub_state = GDMMMultilabelState(sub, state.sublinear, signature=(),  # never reused
+                                            written=True)
             take_group_state(state, labels, sub_state)
             nbr_ptr, nbr = label_adjacency(sub.E)
             edge_list, pids = edge_pair_ids(sub.E)
@@ -303,9 +304,9 @@ class LabelGroupRounds:
     @property
     def active(self):
         """Active factors summed over the groups (a separator's flags once)."""
-        total = sum(s.tmask.sum() + s.pool.count.sum() for s in self.states)
+        total = sum(np.count_nonzero(s.tmask) + s.pool.count.sum() for s in self.states)
         for r, k in enumerate(self.home):
-            total -= (self.copies[r] - 1) * self.states[k].tmask[:, self.local[r, k]].sum()
+            total -= (self.copies[r] - 1) * np.count_nonzero(self.states[k].tmask[:, self.local[r, k]])
         return float(total)
 
     def close(self):

@@ -27,18 +27,22 @@ class GDMMMultilabelState:
     The unigram duals ``A`` are dense (n, L); the active pair factors live
     in a :class:`PairPool` whose memory follows the active sets (each sample
     starts with ``INITIAL_PAIRS`` slots and widens alone when it needs more).
+    ``written``: the dense arrays' pages are written at once
+    (:func:`structlearn._memory.written_zeros`), for states whose first pass
+    runs beside others on threads.
     """
 
-    def __init__(self, problem, sublinear, signature=None):
+    def __init__(self, problem, sublinear, signature=None, written=False):
         n, L = problem.Y.shape
+        zeros = written_zeros if written else np.zeros
         self.signature = problem.signature() if signature is None else signature
         self.solver = "gdmm"
         self.sublinear = sublinear
-        self.A = written_zeros((n, L))
-        self.tmask = written_zeros((n, L), dtype=np.uint8)
+        self.A = zeros((n, L))
+        self.tmask = zeros((n, L), dtype=np.uint8)
         cap = min(INITIAL_PAIRS, max(problem.n_edges, 1))
         self.pool = new_pair_pool(np.full(n, cap, dtype=np.int64), max(n * cap // 2, 64))
-        self.W = written_zeros((problem.n_features, L))
+        self.W = zeros((problem.n_features, L))
         self.Pw = np.zeros(L * (L - 1) // 2)
         self.n_iter = 0
 

@@ -285,7 +285,7 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         if partitions is not None and (partitions.remote
                                        or getattr(partitions, "certifies_itself", False)):
             return partitions.active / max(n, 1)
-        return (state.tmask.sum() + state.pool.count.sum()) / max(n, 1)
+        return (np.count_nonzero(state.tmask) + state.pool.count.sum()) / max(n, 1)
 
     try:
         converged = run_rounds(step, certify, active, state, monitor, stats,
