@@ -802,6 +802,13 @@ def test_threads_alone_split_a_tree_of_labels_at_separators(monkeypatch):
     assert abs(p1 - p2) <= 2e-3 * max(p1, p2)
     assert two.history_[-1]["dual"] <= p1 + 1e-9 and one.history_[-1]["dual"] <= p2 + 1e-9
     _assert_weights_follow_the_duals(_fit_ml(X, Y, n_jobs=2, warm_start=True, **kw), X, Y)
+    # a one-thread state taken over by the groups on a warm start, and given back
+    warm = _fit_ml(X, Y, warm_start=True, **dict(kw, max_iter=3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warm.set_params(n_jobs=2, max_iter=3000).fit(X, Y)
+    assert warm.converged_ and warm.n_iter_ > 3
+    _assert_weights_follow_the_duals(warm, X, Y)
 
     called = []
     with_callback = _fit_ml(X, Y, n_jobs=2, callback=lambda rec: called.append(rec), **kw)
