@@ -9,10 +9,15 @@ pointer from its ``PyArrayObject`` header (the field right after the Python
 object header, ``object.__basicsize__`` bytes in), copies the rows and checks
 them for NaN/inf in the same pass, without the GIL.
 
-The header layout is checked against ``ndarray.ctypes.data`` once per process
-and on the first and last array of every call; where it does not hold (a
-Python build with another object header), :func:`gather_dense_rows` returns
-None and the caller stacks with numpy.
+The same kernel reads the rest of each header it needs (type, dimensions,
+dtype, flags: :func:`dense_headers`) to tell which arrays are float64
+C-contiguous 2-D ``ndarray`` objects and their lengths, in one pass, where
+attribute reads through Python cost 0.1-0.2 us each per array.
+
+The header layout is checked against the arrays' attributes once per process
+and the data pointers on the first and last array of every call; where it
+does not hold (a Python build with another object header), the functions
+here return None and the caller stacks with numpy.
 """
 
 import functools
@@ -24,10 +29,12 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["gather_dense_products", "gather_dense_rows"]
+__all__ = ["dense_headers", "gather_dense_products", "gather_dense_rows"]
 
 # bytes from an object's address to the PyArrayObject's data pointer
 _DATA_FIELD = object.__basicsize__
+_WORD = np.dtype(np.intp).itemsize
+_C_CONTIGUOUS_FLAG = 0x1  # NPY_ARRAY_C_CONTIGUOUS
 _C_CONTIGUOUS = attrgetter("flags.c_contiguous")
 _DTYPE = attrgetter("dtype")
 _FLOAT64 = np.dtype(np.float64)
@@ -69,6 +76,66 @@ def data_addresses(objects, field):
 
 
 @nb.njit(cache=True, nogil=True)
+def _read_headers(objects, fields, array_type, descr, lengths, addresses):
+    """Lengths and data pointers of 2-D C-contiguous arrays of exact type
+    ``array_type`` and dtype ``descr`` (object addresses), one width for
+    all, into ``lengths`` and ``addresses``; returns the width, or -1 as
+    soon as an object is not such an array (the rest is then not read).
+    ``fields``: the byte offsets of ``_HEADER_FIELDS``."""
+    type_at, data_at, nd_at, dims_at, descr_at, flags_at = (
+        fields[0], fields[1], fields[2], fields[3], fields[4], fields[5])
+    width = -1
+    for i in range(objects.shape[0]):
+        o = objects[i]
+        if _load_address(o + type_at) != array_type:  # any object has a type
+            return -1
+        if (_load_address(o + descr_at) != descr
+                or _load_address(o + nd_at) & 0xFFFFFFFF != 2
+                or _load_address(o + flags_at) & _C_CONTIGUOUS_FLAG == 0):
+            return -1
+        dims = _load_address(o + dims_at)
+        n_i, d_i = _load_address(dims), _load_address(dims + 8)
+        if n_i < 1 or (width >= 0 and d_i != width):
+            return -1
+        width = d_i
+        lengths[i] = n_i
+        addresses[i] = _load_address(o + data_at)
+    return width
+
+
+def _header_fields():
+    """Byte offsets from an object's address to its type, then to the
+    fields of numpy's ``PyArrayObject_fields``: data, nd (int), dimensions,
+    descr, flags (int)."""
+    return np.array([_DATA_FIELD - _WORD, _DATA_FIELD, _DATA_FIELD + _WORD,
+                     _DATA_FIELD + 2 * _WORD, _DATA_FIELD + 5 * _WORD, _DATA_FIELD + 6 * _WORD],
+                    dtype=np.intp)
+
+
+def _headers(parts):
+    """``(lengths, width, addresses)`` of :func:`_read_headers`, or None."""
+    n = len(parts)
+    lengths = np.empty(n, dtype=np.int64)
+    addresses = np.empty(n, dtype=np.intp)
+    width = _read_headers(_object_ids(parts), _header_fields(), id(np.ndarray), id(_FLOAT64),
+                          lengths, addresses)
+    return None if width < 0 else (lengths, int(width), addresses)
+
+
+def dense_headers(parts):
+    """The lengths and width of sequences that are all float64 C-contiguous
+    2-D ``ndarray`` objects, non-empty and of one width, read from their
+    headers in one compiled pass: ``(lengths int64 (n,), width)``, or None
+    (any other item, or a header layout not the expected one)."""
+    if not parts or not _headers_hold():
+        return None
+    found = _headers(parts)
+    if found is None or not _addresses_match(parts, found[2]):
+        return None
+    return found[0], found[1]
+
+
+@nb.njit(cache=True, nogil=True)
 def gather_rows(addresses, offsets, n_features, out):
     """Copy sequence ``s`` (C-contiguous float64 rows at ``addresses[s]``)
     into ``out[offsets[s]:offsets[s + 1]]``; the first row holding NaN or
@@ -104,6 +171,27 @@ def _layout_holds():
     return _addresses_match(probe, data_addresses(_object_ids(probe), _DATA_FIELD))
 
 
+def _headers_hold():
+    """Whether :func:`_read_headers` reads what the arrays' attributes say."""
+    return _layout_holds() and _DATA_FIELD >= _WORD and _header_probe()
+
+
+@functools.lru_cache(maxsize=None)
+def _header_probe():
+    """:func:`_read_headers` on arrays that pass and arrays that each fail
+    one test (once per process)."""
+    good = [np.zeros((2, 3)), np.arange(12.0).reshape(4, 3), np.ones((1, 3))]
+    found = _headers(good)
+    if (found is None or found[1] != 3 or found[0].tolist() != [2, 4, 1]
+            or found[2].tolist() != [a.ctypes.data for a in good]):
+        return False
+    failing = [np.zeros(3), np.zeros((2, 3), dtype=np.float32), np.asfortranarray(np.ones((3, 2))),
+               np.ones((3, 4))[:, :3], np.zeros((0, 3)), np.zeros((2, 3, 1)),
+               np.asmatrix(np.zeros((2, 3))), [[0.0, 0.0, 0.0]]]
+    return (all(_headers([a]) is None for a in failing)
+            and _headers([np.zeros((2, 3)), np.zeros((2, 4))]) is None)
+
+
 def _object_ids(parts):
     return np.fromiter(map(id, parts), dtype=np.intp, count=len(parts))
 
@@ -114,12 +202,18 @@ def _addresses_match(parts, addresses):
 
 def _addresses(parts):
     """The parts' data pointers (intp (n,)), or None when a part is not
-    float64 and C-contiguous or the header layout is not the expected one."""
-    if not parts or set(map(_DTYPE, parts)) != {_FLOAT64}:
+    float64 and C-contiguous or the header layout is not the expected one.
+    Plain ``ndarray`` objects of one width are read in one compiled pass;
+    subclasses (``np.memmap``) through their attributes."""
+    if not parts or not _layout_holds():
         return None
-    if not all(map(_C_CONTIGUOUS, parts)) or not _layout_holds():
+    found = _headers(parts) if _headers_hold() else None
+    if found is not None:
+        addresses = found[2]
+    elif set(map(_DTYPE, parts)) != {_FLOAT64} or not all(map(_C_CONTIGUOUS, parts)):
         return None
-    addresses = data_addresses(_object_ids(parts), _DATA_FIELD)
+    else:
+        addresses = data_addresses(_object_ids(parts), _DATA_FIELD)
     return addresses if _addresses_match(parts, addresses) else None
 
 

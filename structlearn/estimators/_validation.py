@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_array
 
-from ._dense_gather import gather_dense_products, gather_dense_rows
+from ._dense_gather import dense_headers, gather_dense_products, gather_dense_rows
 
 __all__ = [
     "append_constant",
@@ -258,7 +258,11 @@ def _plain_arrays(seqs):
     """The common case at once: every sequence a non-empty 2-D ndarray of
     real numbers, all of one width; ``(parts, lengths, width)``, or None to
     let :func:`_checked_items` name the first problem.  Every pass is a
-    C-level ``map``: no Python bytecode runs per item."""
+    C-level ``map``: no Python bytecode runs per item; float64 C-contiguous
+    arrays in one compiled pass over their headers (:func:`dense_headers`)."""
+    dense = dense_headers(seqs)
+    if dense is not None:
+        return seqs, dense[0], dense[1]
     if set(map(type, seqs)) != {np.ndarray}:
         return None
     if any(dt.kind not in "biuf" for dt in set(map(_DTYPE, seqs))):

@@ -146,3 +146,60 @@ def test_a_non_finite_value_names_its_sequence_and_token(model, value):
     for call in (model.predict, model.decision_function, lambda X: model.predict_topk(X, 2)):
         with pytest.raises(ValueError, match=r"X\[17\] contains NaN or infinity \(token 2\)"):
             call(X)
+
+
+def _item(kind, rng, n, d):
+    """One item of a sequence list, of a kind the header reader must accept
+    (``plain``) or reject (every other)."""
+    x = rng.standard_normal((n, d))
+    return {"plain": x, "empty": x[:0], "fortran": np.asfortranarray(np.ones((n + 1, d))),
+            "strided": rng.standard_normal((2 * n, d))[::2], "float32": x.astype(np.float32), "int": (x * 10).astype(np.int64),
+            "one_d": x.ravel(), "three_d": x[..., None], "matrix": np.asmatrix(x),
+            "wider": rng.standard_normal((n, d + 1)), "list": x.tolist(),
+            "big_endian": x.astype(">f8")}[kind]
+
+
+def _expected_headers(parts):
+    """The naive reference of :func:`dense_headers`."""
+    if not parts:
+        return None
+    for p in parts:
+        if (type(p) is not np.ndarray or p.dtype != np.float64 or p.ndim != 2
+                or not p.flags.c_contiguous or p.shape[0] < 1 or p.shape[1] != parts[0].shape[1]):
+            return None
+    return [p.shape[0] for p in parts], parts[0].shape[1]
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.asmatrix
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**32 - 1),
+       st.lists(st.sampled_from(["plain"] * 6 + ["empty", "fortran", "strided", "float32", "int",
+                                                 "one_d", "three_d", "matrix", "wider", "list",
+                                                 "big_endian"]),
+                min_size=0, max_size=8))
+def test_header_reader_against_the_arrays_attributes(seed, kinds):
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(1, 5))
+    parts = [_item(k, rng, int(rng.integers(1, 5)), d) for k in kinds]
+    expected = _expected_headers(parts)
+    found = gather.dense_headers(parts)
+    if expected is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert found[0].tolist() == expected[0] and found[1] == expected[1]
+        addresses = gather._addresses(parts)
+        assert addresses.tolist() == [p.ctypes.data for p in parts]
+
+
+def test_header_reader_falls_back_where_the_layout_does_not_hold(monkeypatch):
+    parts = [np.ones((2, 3)), np.ones((1, 3))]
+    assert gather.dense_headers(parts)[1] == 3
+    monkeypatch.setattr(gather, "_DATA_FIELD", gather._DATA_FIELD + 8)
+    gather._layout_holds.cache_clear()
+    try:
+        assert gather.dense_headers(parts) is None
+        # the checks then take the arrays' attributes, with the same answers
+        assert check_sequence_items(parts)[2] == 3
+    finally:
+        gather._layout_holds.cache_clear()
