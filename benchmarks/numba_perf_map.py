@@ -18,9 +18,10 @@ Usage (the soft arc search on two networks)::
 or ``chain-fit`` with a Porttinari sentence count (``SequenceSSVM(C=0.1,
 tol=0.01)``, ``--n-jobs``), or ``multilabel-fit`` with a data set of
 ``../shared/data/multilabel`` (five ``MultiLabelSSVM(C=0.1, tol=0.01)`` fits;
-``--n-jobs 2`` with as many ``training_partitions``).  A function inlined into its caller counts as the
-caller (``inline="always"``); the sizes are the gaps between the listed
-starts, so a function's last bytes may be counted to it alone.
+``--n-jobs 2`` with as many ``training_partitions``). A function inlined into
+its caller counts as the caller (``inline="always"``); the sizes are the gaps
+between the listed starts, so a function's last bytes may be counted to it
+alone.
 """
 
 import argparse

@@ -81,7 +81,7 @@ def _read_headers(objects, fields, array_type, descr, lengths, addresses):
     ``array_type`` and dtype ``descr`` (object addresses), one width for
     all, into ``lengths`` and ``addresses``; returns the width, or -1 as
     soon as an object is not such an array (the rest is then not read).
-    ``fields``: the byte offsets of ``_HEADER_FIELDS``."""
+    ``fields``: the byte offsets of :func:`_header_fields`."""
     type_at, data_at, nd_at, dims_at, descr_at, flags_at = (
         fields[0], fields[1], fields[2], fields[3], fields[4], fields[5])
     width = -1
@@ -94,7 +94,7 @@ def _read_headers(objects, fields, array_type, descr, lengths, addresses):
                 or _load_address(o + flags_at) & _C_CONTIGUOUS_FLAG == 0):
             return -1
         dims = _load_address(o + dims_at)
-        n_i, d_i = _load_address(dims), _load_address(dims + 8)
+        n_i, d_i = _load_address(dims), _load_address(dims + _WORD)
         if n_i < 1 or (width >= 0 and d_i != width):
             return -1
         width = d_i

@@ -306,7 +306,8 @@ class LabelGroupRounds:
         """Active factors summed over the groups (a separator's flags once)."""
         total = sum(np.count_nonzero(s.tmask) + s.pool.count.sum() for s in self.states)
         for r, k in enumerate(self.home):
-            total -= (self.copies[r] - 1) * np.count_nonzero(self.states[k].tmask[:, self.local[r, k]])
+            flags = self.states[k].tmask[:, self.local[r, k]]
+            total -= (self.copies[r] - 1) * np.count_nonzero(flags)
         return float(total)
 
     def close(self):

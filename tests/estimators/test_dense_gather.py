@@ -149,12 +149,13 @@ def test_a_non_finite_value_names_its_sequence_and_token(model, value):
 
 
 def _item(kind, rng, n, d):
-    """One item of a sequence list, of a kind the header reader must accept
-    (``plain``) or reject (every other)."""
+    """One item of a sequence list: a plain float64 array, or one of a kind
+    the header reader leaves to the attribute checks (most of them always;
+    a one-column Fortran array or a one-row strided view is C-contiguous)."""
     x = rng.standard_normal((n, d))
     return {"plain": x, "empty": x[:0], "fortran": np.asfortranarray(np.ones((n + 1, d))),
-            "strided": rng.standard_normal((2 * n, d))[::2], "float32": x.astype(np.float32), "int": (x * 10).astype(np.int64),
-            "one_d": x.ravel(), "three_d": x[..., None], "matrix": np.asmatrix(x),
+            "strided": rng.standard_normal((2 * n, d))[::2], "float32": x.astype(np.float32),
+            "int": (x * 10).astype(np.int64), "one_d": x.ravel(), "three_d": x[..., None], "matrix": np.asmatrix(x),
             "wider": rng.standard_normal((n, d + 1)), "list": x.tolist(),
             "big_endian": x.astype(">f8")}[kind]
 
