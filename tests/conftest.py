@@ -40,7 +40,7 @@ def _parallel_chunks_at_any_size(monkeypatch):
     """Tests run small inputs: let ``n_jobs`` cut them into chunks and
     multilabel labels into groups as it would large ones (``MIN_CHUNK_WORK``
     and ``LABEL_GROUP_MIN_ENTRIES`` keep small work in one thread), so that
-    the parallel paths are the ones tested.
-    ``tests/test_parallel_chunks.py`` tests the threshold itself."""
+    the parallel paths are the ones tested.  ``tests/test_parallel_chunks.py``
+    and ``tests/learners/test_partitions.py`` test the thresholds themselves."""
     monkeypatch.setattr("structlearn._parallel.MIN_CHUNK_WORK", 1)
     monkeypatch.setattr("structlearn.learners.gdmm_multilabel.LABEL_GROUP_MIN_ENTRIES", 0)
