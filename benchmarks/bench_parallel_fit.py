@@ -2,7 +2,8 @@
 
 Each section fits the same estimator three ways to the same certified gap:
 ``n_jobs=1``; ``n_jobs=J`` with one partition (the certificate on J
-threads); ``n_jobs=J, training_partitions=J`` (J = the largest of
+threads; gdmm chains' passes split by factor type, multilabel labels split
+into groups where the edges allow); ``n_jobs=J, training_partitions=J`` (J = the largest of
 ``--jobs``, 2 by default), in turn (``--rounds 2`` repeats the three,
 alternating, so all see the same phases of a shared machine), and reports
 the fit time, passes (rounds), the final certified gap, the held-out score
