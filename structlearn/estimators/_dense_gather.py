@@ -112,14 +112,24 @@ def _header_fields():
                     dtype=np.intp)
 
 
-def _headers(parts):
-    """``(lengths, width, addresses)`` of :func:`_read_headers`, or None."""
+def _headers(parts, objects):
+    """``(lengths, width, addresses)`` of :func:`_read_headers` over the
+    parts (``objects``: their ids), or None."""
     n = len(parts)
     lengths = np.empty(n, dtype=np.int64)
     addresses = np.empty(n, dtype=np.intp)
-    width = _read_headers(_object_ids(parts), _header_fields(), id(np.ndarray), id(_FLOAT64),
-                          lengths, addresses)
+    width = _read_headers(objects, _header_fields(), id(np.ndarray), id(_FLOAT64), lengths,
+                          addresses)
     return None if width < 0 else (lengths, int(width), addresses)
+
+
+def _verified_headers(parts, objects):
+    """:func:`_headers` where the header layout holds and the first and last
+    data pointers are the arrays' own, else None."""
+    if not _headers_hold():
+        return None
+    found = _headers(parts, objects)
+    return found if found is not None and _addresses_match(parts, found[2]) else None
 
 
 def dense_headers(parts):
@@ -127,12 +137,8 @@ def dense_headers(parts):
     2-D ``ndarray`` objects, non-empty and of one width, read from their
     headers in one compiled pass: ``(lengths int64 (n,), width)``, or None
     (any other item, or a header layout not the expected one)."""
-    if not parts or not _headers_hold():
-        return None
-    found = _headers(parts)
-    if found is None or not _addresses_match(parts, found[2]):
-        return None
-    return found[0], found[1]
+    found = _verified_headers(parts, _object_ids(parts)) if parts else None
+    return None if found is None else found[:2]
 
 
 @nb.njit(cache=True, nogil=True)
@@ -185,15 +191,16 @@ def _header_probe():
     """:func:`_read_headers` on arrays that pass and arrays that each fail
     one test (once per process)."""
     good = [np.zeros((2, 3)), np.arange(12.0).reshape(4, 3), np.ones((1, 3))]
-    found = _headers(good)
+    found = _headers(good, _object_ids(good))
     if (found is None or found[1] != 3 or found[0].tolist() != [2, 4, 1]
             or found[2].tolist() != [a.ctypes.data for a in good]):
         return False
     failing = [np.zeros(3), np.zeros((2, 3), dtype=np.float32), np.asfortranarray(np.ones((3, 2))),
                np.ones((3, 4))[:, :3], np.zeros((0, 3)), np.zeros((2, 3, 1)),
                np.zeros((2, 3)).view(_ProbeSubclass), [[0.0, 0.0, 0.0]]]
-    return (all(_headers([a]) is None for a in failing)
-            and _headers([np.zeros((2, 3)), np.zeros((2, 4))]) is None)
+    mixed = [np.zeros((2, 3)), np.zeros((2, 4))]
+    return (all(_headers([a], _object_ids([a])) is None for a in failing)
+            and _headers(mixed, _object_ids(mixed)) is None)
 
 
 def _object_ids(parts):
@@ -211,13 +218,13 @@ def _addresses(parts):
     subclasses (``np.memmap``) through their attributes."""
     if not parts or not _layout_holds():
         return None
-    found = _headers(parts) if _headers_hold() else None
+    objects = _object_ids(parts)
+    found = _verified_headers(parts, objects)
     if found is not None:
-        addresses = found[2]
-    elif set(map(_DTYPE, parts)) != {_FLOAT64} or not all(map(_C_CONTIGUOUS, parts)):
+        return found[2]
+    if set(map(_DTYPE, parts)) != {_FLOAT64} or not all(map(_C_CONTIGUOUS, parts)):
         return None
-    else:
-        addresses = data_addresses(_object_ids(parts), _DATA_FIELD)
+    addresses = data_addresses(objects, _DATA_FIELD)
     return addresses if _addresses_match(parts, addresses) else None
 
 
