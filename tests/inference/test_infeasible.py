@@ -48,6 +48,19 @@ def test_exact_methods_prove_what_propagation_cannot(method):
     assert_infeasible(solve_map(odd_cycle(), method))
 
 
+@pytest.mark.parametrize("method", ["brute_force", "ilp", "exact", "auto"])
+@pytest.mark.parametrize("time_limit", [None, 5.0])
+def test_an_infeasible_cycle_beside_a_variable_of_one_state(method, time_limit):
+    """The one-state variable is fixed before the search, which leaves the
+    cycle's variables open (label -1) when it proves them infeasible: the
+    answer is still a valid labeling, not an error."""
+    graph = FactorGraph([2, 2, 2, 1], scopes=[(0, 1), (1, 2), (0, 2), (0, 3)],
+                        tables=[DIFFERENT, DIFFERENT, DIFFERENT, np.zeros((2, 1))])
+    res = solve_map(graph, method, time_limit=time_limit)
+    assert_infeasible(res)
+    assert np.all((res.labels >= 0) & (res.labels < graph.n_states))
+
+
 @pytest.mark.parametrize("method", ITERATIVE)
 def test_relaxations_report_no_feasible_labeling_found(method):
     res = solve_map(odd_cycle(), method, max_iter=30)

@@ -952,12 +952,15 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         statuses.append(status)
         labels[variables_left[variables]] = lab
         total_gap += ub - score
-    score = float(graph.score(labels))
     status = next((s for s in ("infeasible", "time_limit", "node_limit") if s in statuses),
                   "exact")
     if status == "infeasible":
+        # an infeasible component's variables keep their open label (-1)
+        # from the persistency pass: any labeling scores -inf
+        labels[labels < 0] = 0
         score, ub = -np.inf, -np.inf
     else:
+        score = float(graph.score(labels))
         ub = score + total_gap
     return MapResult(labels=labels, score=score, upper_bound=float(ub), n_iter=max(n_nodes, 1),
                      converged=status in ("exact", "infeasible"), time=time.perf_counter() - t0,
