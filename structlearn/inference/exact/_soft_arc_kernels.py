@@ -210,7 +210,12 @@ class Workspace(NamedTuple):
     consistency, then dead-end elimination; unary costs rose this round),
     ``minima`` float64 (2, K) and ``gainers`` int64 (K,) (a full support's
     projections per label of its end, then extensions per label of the other;
-    an edge block update's row and column minima), ``sizes`` int64 (n,)
+    an edge block update's row and column minima), ``domains`` int64
+    (n, K + 1) (per variable, how many labels are listed, then those labels
+    in increasing order: every label of its domain, listed when the node's
+    evaluation began or its domain last shrank, so the scans skip the labels
+    removed before; a label removed since is still listed and is skipped by
+    its infinite cost), ``sizes`` int64 (n,)
     (domain sizes), ``message`` float64 (n * K,) (a leaf's dynamic
     programming: per eliminated variable, its subtree's least cost per label
     of its parent)."""
@@ -223,6 +228,7 @@ class Workspace(NamedTuple):
     touched: np.ndarray
     minima: np.ndarray
     gainers: np.ndarray
+    domains: np.ndarray
     sizes: np.ndarray
     message: np.ndarray
 
@@ -245,15 +251,16 @@ def _edge_cost(pair, shift, K, e, s, x, y):
 # reads (atomic adds) cost more than the work itself in the propagation loops.
 
 @borrowing_kernel
-def _support(pair, shift, unary, residue, n_states, ends, K, e, s, eps):
+def _support(pair, shift, unary, residue, domains, ends, K, e, s, eps):
     """Arc consistency of end ``s`` of edge ``e``: each label's minimum edge
     cost over the other end's domain moves onto the label's unary cost
     (labels with none finite are removed); ``residue`` is row 0 of
-    ``SearchState.residue``.  Returns RAISED | REMOVED flags, or WIPED when
-    the domain empties."""
+    ``SearchState.residue``, ``domains`` the workspace's.  Returns RAISED |
+    REMOVED flags, or WIPED when the domain empties."""
     i, j = ends[e, s], ends[e, 1 - s]
     flags, alive = 0, 0
-    for x in range(n_states[i]):
+    for a in range(1, domains[i, 0] + 1):
+        x = domains[i, a]
         if unary[i * K + x] == np.inf:
             continue
         r = residue[(2 * e + s) * K + x]
@@ -261,7 +268,8 @@ def _support(pair, shift, unary, residue, n_states, ends, K, e, s, eps):
             alive += 1
             continue
         m = np.inf
-        for y in range(n_states[j]):
+        for b in range(1, domains[j, 0] + 1):
+            y = domains[j, b]
             if unary[j * K + y] != np.inf:
                 c = _edge_cost(pair, shift, K, e, s, x, y)
                 if c < m:
@@ -282,17 +290,17 @@ def _support(pair, shift, unary, residue, n_states, ends, K, e, s, eps):
 
 
 @borrowing_kernel
-def _full_support(pair, shift, unary, residue, n_states, ends, K, e, s, eps, minima, gainers):
+def _full_support(pair, shift, unary, residue, domains, ends, K, e, s, eps, minima, gainers):
     """Directional arc consistency of end ``s`` of edge ``e`` towards the
     other end: the other end's unary costs are extended into the edge as far
     as the projection needs, then each label's minimum of edge plus unary
     cost moves onto it (``residue``: row 1 of ``SearchState.residue``;
-    ``minima``, ``gainers``: the workspace's).  Returns RAISED | REMOVED |
-    EXTENDED flags, or WIPED."""
+    ``domains``, ``minima``, ``gainers``: the workspace's).  Returns RAISED |
+    REMOVED | EXTENDED flags, or WIPED."""
     i, j = ends[e, s], ends[e, 1 - s]
     flags, alive, n_gain = 0, 0, 0
-    for x in range(n_states[i]):
-        minima[0, x] = np.inf
+    for a in range(1, domains[i, 0] + 1):
+        x = domains[i, a]
         if unary[i * K + x] == np.inf:
             continue
         # (an inf unary or edge cost makes the sum inf: no test for removed labels)
@@ -302,7 +310,8 @@ def _full_support(pair, shift, unary, residue, n_states, ends, K, e, s, eps, min
             alive += 1
             continue
         m = np.inf
-        for y in range(n_states[j]):
+        for b in range(1, domains[j, 0] + 1):
+            y = domains[j, b]
             c = _edge_cost(pair, shift, K, e, s, x, y) + unary[j * K + y]
             if c < m:
                 m, r = c, y
@@ -322,15 +331,17 @@ def _full_support(pair, shift, unary, residue, n_states, ends, K, e, s, eps, min
         return WIPED
     if n_gain == 0:
         return flags
-    k_j = n_states[j]
-    for y in range(k_j):
-        minima[1, y] = 0.0
+    k_j = domains[j, 0]
+    for b in range(1, k_j + 1):
+        minima[1, domains[j, b]] = 0.0
     for g in range(n_gain):  # row by row: each reads the edge's row of one gainer
         x = gainers[g]
-        for y in range(k_j):
+        for b in range(1, k_j + 1):
+            y = domains[j, b]
             minima[1, y] = max(minima[1, y],
                                minima[0, x] - _edge_cost(pair, shift, K, e, s, x, y))
-    for y in range(k_j):
+    for b in range(1, k_j + 1):
+        y = domains[j, b]
         uy = unary[j * K + y]
         if uy == np.inf:
             continue
@@ -371,6 +382,18 @@ def _take_least_unary(unary, n_states, K, i):
 
 
 @borrowing_kernel
+def _list_domain(unary, domains, K, i):
+    """List the labels of ``i`` left in its domain into row ``i`` of the
+    workspace's ``domains``."""
+    count = 0
+    for x in range(K):
+        if unary[i * K + x] != np.inf:
+            count += 1
+            domains[i, count] = x
+    domains[i, 0] = count
+
+
+@borrowing_kernel
 def _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, v):
     """The stars of ``v`` and its neighbours need an existential check (and
     a dead-end one)."""
@@ -381,13 +404,13 @@ def _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, v):
 
 
 @borrowing_kernel
-def _fully_supported(pair, shift, unary, residue, n_states, adj_ptr, adjacency, eliminated, K,
+def _fully_supported(pair, shift, unary, residue, domains, adj_ptr, adjacency, eliminated, K,
                      i, x, eps):
     """Whether label ``x`` of ``i`` has, on every edge to a variable not
     eliminated, a label of the other end at edge plus unary cost 0 (its star
     cost is then its unary cost); stops at the first edge without one.
     ``residue``: row 1 of ``SearchState.residue``, updated with the supports
-    found."""
+    found; ``domains``: the workspace's."""
     for k in range(adj_ptr[i], adj_ptr[i + 1]):
         e, si, j = adjacency[k, 0], adjacency[k, 1], adjacency[k, 2]
         if eliminated[j]:
@@ -396,7 +419,8 @@ def _fully_supported(pair, shift, unary, residue, n_states, adj_ptr, adjacency, 
         if _edge_cost(pair, shift, K, e, si, x, r) + unary[j * K + r] <= eps:
             continue
         found = False
-        for y in range(n_states[j]):
+        for b in range(1, domains[j, 0] + 1):
+            y = domains[j, b]
             if _edge_cost(pair, shift, K, e, si, x, y) + unary[j * K + y] <= eps:
                 residue[(2 * e + si) * K + x] = y
                 found = True
@@ -419,7 +443,7 @@ def _existential_pass(net, state, work, eps):
     unary, shift, residue = state.unary, state.shift, state.residue[1]
     full_support, edge_weight, eliminated = state.full_support, state.edge_weight, state.eliminated
     star_dirty, dee_dirty = work.star_dirty, work.dee_dirty
-    minima, gainers = work.minima, work.gainers
+    minima, gainers, domains = work.minima, work.gainers, work.domains
     shrunk, edge_dirty = work.shrunk, work.edge_dirty
     for i in range(n_states.shape[0]):
         if not star_dirty[i]:
@@ -434,7 +458,7 @@ def _existential_pass(net, state, work, eps):
         for step in range(k_i):
             x = (hint + step) % k_i
             if unary[i * K + x] <= eps and _fully_supported(pair, shift, unary, residue,
-                                                            n_states, adj_ptr, adjacency,
+                                                            domains, adj_ptr, adjacency,
                                                             eliminated, K, i, x, eps):
                 full_support[i] = x
                 supported = True
@@ -445,7 +469,7 @@ def _existential_pass(net, state, work, eps):
             e, si = adjacency[k, 0], adjacency[k, 1]
             if eliminated[adjacency[k, 2]]:
                 continue
-            flags = _full_support(pair, shift, unary, residue, n_states, ends, K, e, si, eps,
+            flags = _full_support(pair, shift, unary, residue, domains, ends, K, e, si, eps,
                                   minima, gainers)
             if flags == WIPED:
                 edge_weight[e] += 1.0
@@ -488,6 +512,7 @@ def _eliminate_dead_ends(net, state, work):
     K = net.K
     unary, shift, eliminated = state.unary, state.shift, state.eliminated
     full_support, dee_dirty, shrunk = state.full_support, work.dee_dirty, work.shrunk
+    domains = work.domains
     removed = False
     for i in range(n_states.shape[0]):
         if not dee_dirty[i]:
@@ -499,7 +524,8 @@ def _eliminate_dead_ends(net, state, work):
         ub = unary[i * K + b]
         if ub == np.inf:
             continue
-        for a in range(n_states[i]):
+        for t in range(1, domains[i, 0] + 1):
+            a = domains[i, t]
             slack = unary[i * K + a] - ub
             if a == b or slack == np.inf or slack < 0.0:
                 continue
@@ -508,7 +534,8 @@ def _eliminate_dead_ends(net, state, work):
                 if eliminated[j]:  # its part has least cost 0 under either label
                     continue
                 worst = -np.inf
-                for y in range(n_states[j]):
+                for u in range(1, domains[j, 0] + 1):
+                    y = domains[j, u]
                     if unary[j * K + y] == np.inf:
                         continue
                     cb = _edge_cost(pair, shift, K, e, si, b, y)
@@ -545,12 +572,14 @@ def _propagate(net, state, work, cut, eps):
     edge_dirty, shrunk, raised = work.edge_dirty, work.shrunk, work.raised
     star_dirty, dee_dirty, touched = work.star_dirty, work.dee_dirty, work.touched
     minima, gainers, dac_order, dac_pos = work.minima, work.gainers, net.dac_order, net.dac_pos
+    domains = work.domains
     counters, scalars = state.counters, state.scalars
     for _ in range(MAX_ROUNDS):
         counters[ROUNDS] += 1
         for i in range(n):  # a shrunk domain may leave labels of its neighbours unsupported
             if shrunk[i]:
                 shrunk[i] = 0
+                _list_domain(unary, domains, K, i)
                 _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, i)
                 for k in range(adj_ptr[i], adj_ptr[i + 1]):
                     edge_dirty[adjacency[k, 0]] |= 1 << (1 - adjacency[k, 1])
@@ -564,7 +593,7 @@ def _propagate(net, state, work, cut, eps):
             for s in range(2):
                 if not (ends_dirty >> s) & 1:
                     continue
-                flags = _support(pair, shift, unary, arc_residue, n_states, ends, K, e, s, eps)
+                flags = _support(pair, shift, unary, arc_residue, domains, ends, K, e, s, eps)
                 if flags == WIPED:
                     edge_weight[e] += 1.0
                     _clear(work)
@@ -582,7 +611,7 @@ def _propagate(net, state, work, cut, eps):
                 e, sj, i = adjacency[k, 0], adjacency[k, 1], adjacency[k, 2]
                 if dac_pos[i] > t or eliminated[i]:
                     continue
-                flags = _full_support(pair, shift, unary, full_residue, n_states, ends, K, e,
+                flags = _full_support(pair, shift, unary, full_residue, domains, ends, K, e,
                                       1 - sj, eps, minima, gainers)
                 if flags == WIPED:
                     edge_weight[e] += 1.0
@@ -620,7 +649,8 @@ def _propagate(net, state, work, cut, eps):
         for i in range(n):  # labels that cannot beat the incumbent
             if eliminated[i]:
                 continue
-            for x in range(n_states[i]):
+            for a in range(1, domains[i, 0] + 1):
+                x = domains[i, a]
                 u = unary[i * K + x]
                 if u != np.inf and lower + u >= cut:
                     unary[i * K + x] = np.inf
@@ -664,13 +694,13 @@ def _eliminate(net, state, work, i, parent, edge, eps):
     for k in range(net.adj_ptr[i], net.adj_ptr[i + 1]):
         e, si, j = net.adjacency[k, 0], net.adjacency[k, 1], net.adjacency[k, 2]
         if sizes[j] == 1:
-            if _support(net.pair, shift, unary, residue[0], net.n_states, net.ends, K, e, si,
+            if _support(net.pair, shift, unary, residue[0], work.domains, net.ends, K, e, si,
                         eps) == WIPED:
                 state.edge_weight[e] += 1.0
                 return False
     if parent >= 0:
         s = 1 if net.ends[edge, 1] == parent else 0
-        flags = _full_support(net.pair, shift, unary, residue[1], net.n_states, net.ends, K,
+        flags = _full_support(net.pair, shift, unary, residue[1], work.domains, net.ends, K,
                               edge, s, eps, work.minima, work.gainers)
         if flags == WIPED:
             state.edge_weight[edge] += 1.0
@@ -729,6 +759,8 @@ def _evaluate(net, state, work, cut, eps):
     """A node: EDAC* from the flags in ``work``, then the elimination of
     variables of at most one free neighbour, each followed by EDAC* again.
     Returns False when the node fails (the flags are then cleared)."""
+    for i in range(net.n_states.shape[0]):
+        _list_domain(state.unary, work.domains, net.K, i)
     while True:
         if not _propagate(net, state, work, cut, eps):
             return False

@@ -199,7 +199,8 @@ class SoftArcSearch:
                               np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
                               np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
                               np.zeros((2, K)), np.zeros(K, dtype=np.int64),
-                              np.zeros(n, dtype=np.int64), np.zeros(n * K))
+                              np.zeros((n, K + 1), dtype=np.int64), np.zeros(n, dtype=np.int64),
+                              np.zeros(n * K))
         self._root = None        # the root's node (RootNode), once evaluated
         self._open = OpenNodes(n * K, OPEN_MAX_BYTES)
         self._dive = DIVE_BACKTRACKS  # backtracks per dive
