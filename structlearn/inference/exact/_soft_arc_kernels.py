@@ -358,6 +358,15 @@ def _full_support(pair, shift, unary, residue, domains, ends, K, e, s, eps, mini
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
+def _least_listed_unary(unary, domains, K, i):
+    """The least unary cost of variable ``i`` over its listed labels."""
+    m = np.inf
+    for a in range(1, domains[i, 0] + 1):
+        m = min(m, unary[i * K + domains[i, a]])
+    return m
+
+
+@nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
 def _least_unary(unary, n_states, K, i):
     """The least unary cost of variable ``i`` (``inf``: an empty domain)."""
     m = np.inf
@@ -367,17 +376,18 @@ def _least_unary(unary, n_states, K, i):
 
 
 @borrowing_kernel
-def _take_least_unary(unary, n_states, K, i):
+def _take_least_unary(unary, domains, K, i):
     """Node consistency of ``i``: its least unary cost, when positive, is
     subtracted from its costs and returned, for the bound (0 when not
-    positive; ``inf``: an empty domain, the costs left as they are)."""
-    m = _least_unary(unary, n_states, K, i)
+    positive; ``inf``: an empty domain, the costs left as they are).
+    ``domains``: the workspace's, listing every label of ``i`` left."""
+    m = _least_listed_unary(unary, domains, K, i)
     if m == np.inf:
         return m
     if m <= 0.0:
         return 0.0
-    for x in range(n_states[i]):
-        unary[i * K + x] -= m
+    for a in range(1, domains[i, 0] + 1):
+        unary[i * K + domains[i, a]] -= m
     return m
 
 
@@ -430,6 +440,13 @@ def _fully_supported(pair, shift, unary, residue, domains, adj_ptr, adjacency, e
     return True
 
 
+@nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
+def _rotated(first, step, k):
+    """Label ``(first + step) % k`` for ``first, step < k``, without a division."""
+    x = first + step
+    return x - k if x >= k else x
+
+
 @borrowing_kernel
 def _existential_pass(net, state, work, eps):
     """Existential arc consistency of each flagged variable ``i``: a label's
@@ -456,7 +473,7 @@ def _existential_pass(net, state, work, eps):
         k_i, hint = n_states[i], full_support[i]
         supported = False
         for step in range(k_i):
-            x = (hint + step) % k_i
+            x = _rotated(hint, step, k_i)
             if unary[i * K + x] <= eps and _fully_supported(pair, shift, unary, residue,
                                                             domains, adj_ptr, adjacency,
                                                             eliminated, K, i, x, eps):
@@ -483,7 +500,7 @@ def _existential_pass(net, state, work, eps):
         # (a label is left: an emptied domain returned WIPED above)
         least, least_label = np.inf, hint
         for step in range(k_i):
-            x = (hint + step) % k_i
+            x = _rotated(hint, step, k_i)
             if unary[i * K + x] < least:
                 least, least_label = unary[i * K + x], x
         full_support[i] = least_label
@@ -636,7 +653,7 @@ def _propagate(net, state, work, cut, eps):
         for i in range(n):  # node consistency: unary minima into the bound
             if eliminated[i]:
                 continue
-            m = _take_least_unary(unary, n_states, K, i)
+            m = _take_least_unary(unary, domains, K, i)
             if m == np.inf:
                 _clear(work)
                 return False
@@ -709,7 +726,7 @@ def _eliminate(net, state, work, i, parent, edge, eps):
         work.shrunk[parent] |= (flags & REMOVED) >> 1
         work.touched[parent] |= flags & RAISED
     else:  # node consistency of i itself: its least cost joins the bound
-        m = _take_least_unary(unary, net.n_states, K, i)
+        m = _take_least_unary(unary, work.domains, K, i)
         if m == np.inf:
             return False
         state.scalars[LOWER] += m
@@ -854,7 +871,8 @@ def _dual_ascent(net, state, work):
         before = bound
     lower = state.scalars[LOWER]
     for i in range(n):
-        m = _take_least_unary(unary, net.n_states, K, i)
+        _list_domain(unary, work.domains, K, i)
+        m = _take_least_unary(unary, work.domains, K, i)
         if m != np.inf:  # an empty domain: the root's propagation reports it
             lower += m
     state.scalars[LOWER] = lower
