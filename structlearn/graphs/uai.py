@@ -156,9 +156,14 @@ def _ranges(starts, lengths):
     )
 
 
+_MAX_COUNT = 2.0**53  # counts, ids and labels above are not exact in float64
+_NOT_COUNT = "is not a non-negative integer of at most 2**53"
+
+
 def _is_count(x):
-    """Elementwise: x is a non-negative integer value."""
-    return (x >= 0) & (x == np.floor(x)) & np.isfinite(x)
+    """Elementwise: x is a non-negative integer value of at most 2**53 (so
+    that it casts to int64 exactly)."""
+    return (x >= 0) & (x == np.floor(x)) & (x <= _MAX_COUNT)
 
 
 # ------------------------------------------------------------- table dedupe
@@ -236,7 +241,7 @@ def _parse_header(nums):
     if n_vals < 1:
         raise nums.error("file ends before the number of variables")
     if not _is_count(vals[0]):
-        raise nums.error(f"number of variables {_fmt(vals[0])} is not a non-negative integer", 0)
+        raise nums.error(f"number of variables {_fmt(vals[0])} {_NOT_COUNT}", 0)
     n_vars = int(vals[0])
     if n_vals < n_vars + 2:
         raise nums.error(
@@ -248,12 +253,13 @@ def _parse_header(nums):
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise nums.error(
-            f"cardinality of variable {i} is {_fmt(cards[i])}; it must be a positive integer",
+            f"cardinality of variable {i} is {_fmt(cards[i])}; it must be a positive integer "
+            "of at most 2**53",
             1 + i,
         )
     if not _is_count(vals[n_vars + 1]):
         raise nums.error(
-            f"number of factors {_fmt(vals[n_vars + 1])} is not a non-negative integer",
+            f"number of factors {_fmt(vals[n_vars + 1])} {_NOT_COUNT}",
             n_vars + 1,
         )
     n_factors = int(vals[n_vars + 1])
@@ -295,7 +301,7 @@ def _walk(nums, start, n_factors, block, unit, need=None, size_error=None):
     if not _is_count(count):
         raise nums.error(
             f"size of the {block} of factor {done} is {_fmt(count)}; it must be a "
-            "non-negative integer",
+            "non-negative integer of at most 2**53",
             end,
         )
     if need is not None and count != need[done]:
@@ -531,7 +537,7 @@ def read_uai_evidence(path):
     bad = ~_is_count(vals)
     if bad.any():
         k = int(np.flatnonzero(bad)[0])
-        raise nums.error(f"evidence value {_fmt(vals[k])} is not a non-negative integer", k)
+        raise nums.error(f"evidence value {_fmt(vals[k])} {_NOT_COUNT}", k)
     vals = vals.astype(np.int64)
     n = vals.shape[0]
     if n == 1 + 2 * vals[0]:

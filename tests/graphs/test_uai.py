@@ -335,6 +335,9 @@ def test_read_evidence(tmp_path, text, expected):
         ("1 0 x", "non-numeric token 'x'"),
         ("1 0 -1", "not a non-negative integer"),
         ("1 0 1.5", "not a non-negative integer"),
+        # beyond int64: an error, not a RuntimeWarning and a wrapped-around value
+        ("1 0 99999999999999999999", r"value 1e\+20 is not a non-negative integer of at most"),
+        ("99999999999999999999 0 1", r"value 1e\+20 is not a non-negative integer of at most"),
         ("2 0 1 0 0", "variable 0 is observed with two different states"),
         ("2 1 0 1 1 1 0", "evidence samples"),
     ],
@@ -433,6 +436,8 @@ def test_good_reference_file_parses():
         ("MARKOV\n2\n2", "file ends inside the header"),
         ("MARKOV\n2.5\n2 2 0", r"number of variables 2\.5"),
         ("MARKOV\n2\n2 0\n0\n", "cardinality of variable 1 is 0"),
+        ("MARKOV\n2\n2 1e20\n0\n", r"cardinality of variable 1 is 1e\+20; .* at most 2\*\*53"),
+        ("MARKOV\n1e20\n2 2 0", r"number of variables 1e\+20 is not a non-negative integer"),
         ("MARKOV\n2\n2 3\n-1\n", "number of factors -1"),
         (GOOD[: GOOD.index("6\n")], "file ends before the table of factor 1"),
         (GOOD[: GOOD.index(" 4 5")], r"the table of factor 1 \(6 entries\) runs past the end"),
