@@ -713,6 +713,12 @@ def read_uai_solutions(path):
             labels.append([int(v) for v in row[4:]])
         except (ValueError, IndexError):
             raise ValueError(f"{source}: malformed rank on line {line_no}") from None
+        bad = [v for v in labels[-1] if not 0 <= v <= _MAX_COUNT]
+        if bad:
+            raise ValueError(f"{source}: label {bad[0]} on line {line_no} {_NOT_COUNT}")
+        if n != len(labels[0]):
+            raise ValueError(f"{source}: the rank on line {line_no} has {n} labels, the first "
+                             f"rank {len(labels[0])}")
     n_vars = len(labels[0]) if labels else 0
     return (np.asarray(labels, dtype=np.int64).reshape(m, n_vars),
             np.asarray(scores), np.asarray(bounds))

@@ -347,6 +347,26 @@ def test_bad_evidence(tmp_path, text, message):
         read_uai_evidence(write_text(tmp_path, "e.evid", text))
 
 
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("MBEST 1\n1 -1.5 -1.5 3 0 1 99999999999999999999\n",
+         "label 99999999999999999999 on line 2 is not a non-negative integer"),
+        ("MBEST 1\n1 -1.5 -1.5 3 0 -1 1\n", "label -1 on line 2"),
+        ("MBEST 2\n1 -1.5 -1.5 3 0 1 1\n2 -2.0 -1.0 2 1 1\n",
+         "the rank on line 3 has 2 labels, the first rank 3"),
+        ("MBEST 1\n1 -1.5 -1.5 3 0 1\n", "malformed rank on line 2"),
+        ("MBEST 2\n1 -1.5 -1.5 3 0 1 1\n", "header announces 2 ranks, found 1"),
+    ],
+)
+def test_bad_mbest_solutions(tmp_path, text, message):
+    """(Labels beyond int64 raised OverflowError, ragged ranks numpy's own error.)"""
+    from structlearn.graphs import read_uai_solutions
+
+    with pytest.raises(ValueError, match=r"^s\.MBEST: " + message):
+        read_uai_solutions(write_text(tmp_path, "s.MBEST", text))
+
+
 def test_evidence_is_clamped_and_keeps_indices(tmp_path):
     from structlearn.inference import solve_map
 
