@@ -28,6 +28,7 @@ import tempfile
 import time
 
 import numpy as np
+from _fuzz import report_failures
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "..", "..", "shared", "data", "porttinari_pos.conllu.gz")
@@ -119,10 +120,7 @@ def main():
           f"{seconds:.1f} s")
     print("read_conllu:", dict(reader))
     print("tag predict:", dict(command))
-    print("failures:", len(failures))
-    for f in failures[:10]:
-        print("  ", f)
-    return 1 if failures else 0
+    return report_failures(failures)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ import sys
 import time
 
 import numpy as np
+from _fuzz import report_failures
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
@@ -153,10 +154,7 @@ def main():
           f"labeling) in {seconds:.0f} s, seed {args.seed}")
     print("refused (the wrong structure for the back-end):",
           {k: v for k, v in counts.items() if k.endswith("refused")})
-    print("failures:", len(failures))
-    for f in failures[:10]:
-        print("  ", f)
-    return 1 if failures else 0
+    return report_failures(failures)
 
 
 if __name__ == "__main__":

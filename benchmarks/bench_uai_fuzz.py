@@ -33,6 +33,7 @@ import time
 import warnings
 
 import numpy as np
+from _fuzz import report_failures
 
 NETWORK = """MARKOV
 3
@@ -141,10 +142,7 @@ def main():
     seconds = time.perf_counter() - t0
     print(f"{args.cases} mutated files (a fifth gzip), {seconds:.1f} s, seed {args.seed}")
     print(dict(sorted(outcomes.items())))
-    print("failures:", len(failures))
-    for f in failures[:10]:
-        print("  ", f)
-    return 1 if failures else 0
+    return report_failures(failures)
 
 
 if __name__ == "__main__":
