@@ -358,20 +358,12 @@ def _full_support(pair, shift, unary, residue, domains, ends, K, e, s, eps, mini
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
-def _least_listed_unary(unary, domains, K, i):
-    """The least unary cost of variable ``i`` over its listed labels."""
+def _least_unary(unary, domains, K, i):
+    """The least unary cost of variable ``i`` over its listed labels
+    (``inf``: an empty domain)."""
     m = np.inf
     for a in range(1, domains[i, 0] + 1):
         m = min(m, unary[i * K + domains[i, a]])
-    return m
-
-
-@nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
-def _least_unary(unary, n_states, K, i):
-    """The least unary cost of variable ``i`` (``inf``: an empty domain)."""
-    m = np.inf
-    for x in range(n_states[i]):
-        m = min(m, unary[i * K + x])
     return m
 
 
@@ -381,7 +373,7 @@ def _take_least_unary(unary, domains, K, i):
     subtracted from its costs and returned, for the bound (0 when not
     positive; ``inf``: an empty domain, the costs left as they are).
     ``domains``: the workspace's, listing every label of ``i`` left."""
-    m = _least_listed_unary(unary, domains, K, i)
+    m = _least_unary(unary, domains, K, i)
     if m == np.inf:
         return m
     if m <= 0.0:
@@ -853,8 +845,10 @@ def _dual_ascent(net, state, work):
     start than soft arc consistency alone (the local polytope's bound is
     what these fixpoints approach), and every node below inherits it."""
     n, E, K = net.n_states.shape[0], net.ends.shape[0], net.K
-    unary = state.unary
+    unary, domains = state.unary, work.domains
     row, col = work.minima[0], work.minima[1]
+    for i in range(n):  # (the updates remove labels, never restore one)
+        _list_domain(unary, domains, K, i)
     before = -np.inf
     for sweep in range(MAX_ASCENT_SWEEPS):
         for e in range(E):
@@ -863,7 +857,7 @@ def _dual_ascent(net, state, work):
             continue
         bound = 0.0
         for i in range(n):
-            bound += _least_unary(unary, net.n_states, K, i)
+            bound += _least_unary(unary, domains, K, i)
         if bound == np.inf:
             break
         if bound - before <= ASCENT_GAIN * abs(bound):
@@ -871,8 +865,7 @@ def _dual_ascent(net, state, work):
         before = bound
     lower = state.scalars[LOWER]
     for i in range(n):
-        _list_domain(unary, work.domains, K, i)
-        m = _take_least_unary(unary, work.domains, K, i)
+        m = _take_least_unary(unary, domains, K, i)
         if m != np.inf:  # an empty domain: the root's propagation reports it
             lower += m
     state.scalars[LOWER] = lower
