@@ -1006,7 +1006,16 @@ def _offer_leaf(net, state, work, current):
     cost = labeling_cost(net, current)
     if cost < state.scalars[UPPER]:
         state.scalars[UPPER] = cost
-        state.labels[:] = current
+        _copy(current, state.labels)
+
+
+@borrowing_kernel
+def _copy(src, dst):
+    """``dst[:] = src`` for 1-D arrays of one length, as a plain loop (the
+    slice assignment compiles numba's broadcasting machinery: about 2 s of
+    the search's first call from an empty cache)."""
+    for k in range(src.shape[0]):
+        dst[k] = src[k]
 
 
 @borrowing_kernel
@@ -1081,7 +1090,7 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral):
             counters[NODES] += 1
             state.scalars[LOWER] = 0.0
             state.shift[:] = 0.0
-            state.unary[:] = net.unary
+            _copy(net.unary, state.unary)
             work.edge_dirty[:] = BOTH_ENDS
             work.raised[:] = 1
             work.star_dirty[:] = 1
@@ -1101,8 +1110,8 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral):
                 continue
             a = _choose_label(net, state, v, eps)
             d = counters[DEPTH]
-            state.saved_unary[d] = state.unary
-            state.saved_shift[d] = state.shift
+            _copy(state.unary, state.saved_unary[d])
+            _copy(state.shift, state.saved_shift[d])
             state.saved_lower[d] = state.scalars[LOWER]
             state.branch[d, 0], state.branch[d, 1] = v, a
             state.branch[d, 2] = counters[ELIMINATED]
@@ -1127,8 +1136,8 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral):
             if counters[BACKTRACKS_LEFT] > 0:
                 counters[BACKTRACKS_LEFT] -= 1
             counters[DEPTH] = d
-            state.unary[:] = state.saved_unary[d]
-            state.shift[:] = state.saved_shift[d]
+            _copy(state.saved_unary[d], state.unary)
+            _copy(state.saved_shift[d], state.shift)
             state.scalars[LOWER] = state.saved_lower[d]
             v, a = state.branch[d, 0], state.branch[d, 1]
             _keep_eliminated(state, state.branch[d, 2])
@@ -1185,8 +1194,8 @@ def restore_node(net, state, work, root, mask, tol, offset, eps, integral):
     counters = state.counters
     eliminated, unary = state.eliminated, state.unary
     _keep_eliminated(state, root.eliminated[0])
-    unary[:] = root.unary
-    state.shift[:] = root.shift
+    _copy(root.unary, unary)
+    _copy(root.shift, state.shift)
     state.scalars[LOWER] = root.lower[0]
     for i in range(net.n_states.shape[0]):
         if eliminated[i]:
