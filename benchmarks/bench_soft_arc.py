@@ -53,6 +53,7 @@ def main():
     ap.add_argument("--no-toulbar2", action="store_true")
     ap.add_argument("--depth-first", action="store_true",
                     help="plain depth-first search (best_first=False)")
+    ap.add_argument("--n-jobs", type=int, default=None, help="the search's threads")
     args = ap.parse_args()
 
     warm, _ = load("wcsp30_d5_f50_s0")
@@ -63,7 +64,7 @@ def main():
     times = []
     for name in args.instances.split(","):
         graph, _ = load(name)
-        search = SoftArcSearch(graph, best_first=not args.depth_first)
+        search = SoftArcSearch(graph, best_first=not args.depth_first, n_jobs=args.n_jobs)
         t0 = time.perf_counter()
         search.run(deadline=t0 + args.time_limit)
         seconds = time.perf_counter() - t0

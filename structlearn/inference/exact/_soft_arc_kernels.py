@@ -1039,7 +1039,7 @@ def cutoff(upper, tol, offset, integral):
     return upper - margin
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral):
     """Depth-first branch and bound with FDAC* and the elimination of
     variables of at most one free neighbour at every node, resumable.
@@ -1163,7 +1163,7 @@ class RootNode(NamedTuple):
     eliminated: np.ndarray
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def restore_node(net, state, work, root, mask, tol, offset, eps, integral):
     """Make an open node the search's current one, at depth 0: the root's
     node with the labels outside ``mask`` removed, propagated again (a

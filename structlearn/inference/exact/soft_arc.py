@@ -40,6 +40,7 @@ from ...graphs.factor_graph import FactorGraph
 from ._soft_arc_kernels import (BACKTRACK, BACKTRACKS_LEFT, CONSISTENT, DEPTH, DONE, ELIMINATED,
                                 LOWER, NODES, NOT_STARTED, PHASE, ROUNDS, UPPER)
 from .soft_arc_open import OpenNodes
+from .soft_arc_threads import THREADS_MIN_NODES
 
 __all__ = ["SoftArcSearch", "soft_arc_bytes"]
 
@@ -148,6 +149,11 @@ class SoftArcSearch:
         a poor first choice is left for better-bounded ones: the incumbent
         improves sooner and the certified bound rises with the least open
         bound.  False: plain depth-first search.
+    n_jobs : int or None, default=None
+        Threads that take dives side by side (best-first search only; see
+        :mod:`.soft_arc_threads`), from the search's
+        :data:`~.soft_arc_threads.THREADS_MIN_NODES`-th node on; None or 1:
+        one.  As in scikit-learn, -1 is all CPUs.
 
     Attributes
     ----------
@@ -162,7 +168,9 @@ class SoftArcSearch:
         Nodes evaluated so far.
     """
 
-    def __init__(self, graph, *, tol=1e-6, incumbent=None, existential=True, best_first=True):
+    def __init__(self, graph, *, tol=1e-6, incumbent=None, existential=True, best_first=True,
+                 n_jobs=None):
+        from ..._parallel import check_n_jobs
         from ._soft_arc_kernels import SearchState, Workspace
 
         if not isinstance(graph, FactorGraph):
@@ -177,6 +185,14 @@ class SoftArcSearch:
         if not isinstance(best_first, (bool, np.bool_)):
             raise TypeError(f"best_first must be True or False, got {best_first!r}")
         self.best_first = bool(best_first)
+        n_jobs = check_n_jobs(n_jobs)
+        if n_jobs is None:
+            self.n_threads = 1
+        else:
+            from joblib import effective_n_jobs
+
+            self.n_threads = max(1, int(effective_n_jobs(n_jobs)))
+        self._helpers = []  # copies diving on threads beside this search (soft_arc_threads)
         self.net, self.offset = _cost_network(graph, existential)
         n, E = graph.n_vars, graph.n_factors
         K = self.net.unary.shape[0] // max(n, 1)
@@ -229,6 +245,8 @@ class SoftArcSearch:
     def proved(self):
         if self.state.counters[PHASE] != DONE:
             return False
+        if any(h.state.counters[PHASE] != DONE for h in self._helpers):
+            return False
         return self._open.least_bound() >= self._cutoff()
 
     @property
@@ -252,22 +270,28 @@ class SoftArcSearch:
         current node and under the open nodes: the least of their bounds, or
         the incumbent's cost when that is less, bounds every labeling's cost
         from below."""
-        counters, scalars = self.state.counters, self.state.scalars
         if self.proved:
             return self.score
-        if counters[PHASE] == NOT_STARTED:
-            lower = 0.0  # every cost is non-negative
-        else:
-            depth = int(counters[DEPTH])
-            lower = float(self.state.saved_lower[:depth].min()) if depth else np.inf
-            if counters[PHASE] == CONSISTENT:
-                lower = min(lower, float(scalars[LOWER]))
+        lower = min([self._path_lower()] + [h._path_lower() for h in self._helpers])
+        if self.state.counters[PHASE] != NOT_STARTED:
             lower = min(lower, self._open.least_bound())
-        return self.offset - min(lower, float(scalars[UPPER]))
+        return self.offset - min(lower, float(self.state.scalars[UPPER]))
+
+    def _path_lower(self):
+        """The least bound of what the current dive has left unexplored."""
+        counters, scalars = self.state.counters, self.state.scalars
+        if counters[PHASE] == NOT_STARTED:
+            return 0.0  # every cost is non-negative
+        depth = int(counters[DEPTH])
+        lower = float(self.state.saved_lower[:depth].min()) if depth else np.inf
+        if counters[PHASE] == CONSISTENT:
+            lower = min(lower, float(scalars[LOWER]))
+        return lower
 
     @property
     def n_nodes(self):
-        return int(self.state.counters[NODES])
+        return int(self.state.counters[NODES]) + sum(
+            int(h.state.counters[NODES]) for h in self._helpers)
 
     @property
     def eliminated(self):
@@ -319,8 +343,6 @@ class SoftArcSearch:
     def run(self, *, max_nodes=None, deadline=None):
         """Search on for ``max_nodes`` more nodes and/or until ``deadline``
         (a ``time.perf_counter()`` value); returns :attr:`proved`."""
-        from ._soft_arc_kernels import soft_arc_search
-
         if self.graph.n_vars == 0:
             self.state.counters[PHASE] = DONE
             self.state.scalars[UPPER] = 0.0
@@ -333,22 +355,48 @@ class SoftArcSearch:
             start = time.perf_counter()
             if deadline is not None and start >= deadline:
                 break
+            if (self.n_threads > 1 and self.best_first and self._root is not None
+                    and self.n_nodes >= THREADS_MIN_NODES):
+                return self._run_on_threads(left, deadline)
             before = self.n_nodes
             if self.best_first and counters[PHASE] == DONE:  # the dive ended: the next one
-                self._restore_best()
+                node = self._open.pop(self._cutoff())
+                if node is not None:
+                    self._restore(node)
             else:
                 step = left if deadline is None else min(left, chunk)
                 if self.best_first and counters[PHASE] == NOT_STARTED:
                     step = 1  # the root alone, to copy it
-                soft_arc_search(self.net, self.state, self.work, step, self.tol, self.offset,
-                                self.eps, self.integral)
+                self._search_chunk(step)
                 if self.best_first:
                     self._end_of_step()
             done = self.n_nodes - before
             left -= done
-            # the next chunk lasts about CHUNK_SECONDS at the rate just seen
-            per_node = (time.perf_counter() - start) / max(done, 1)
-            chunk = int(min(max(CHUNK_SECONDS / max(per_node, 1e-9), 1), 2 * chunk + 1))
+            chunk = self._next_chunk(chunk, start, done)
+        return self.proved
+
+    def _search_chunk(self, max_nodes):
+        """The search kernel for ``max_nodes`` nodes at most."""
+        from ._soft_arc_kernels import soft_arc_search
+
+        soft_arc_search(self.net, self.state, self.work, max_nodes, self.tol, self.offset,
+                        self.eps, self.integral)
+
+    @staticmethod
+    def _next_chunk(chunk, start, done):
+        """The next kernel call's nodes: about CHUNK_SECONDS at the rate of
+        the last call (``done`` nodes since ``start``)."""
+        per_node = (time.perf_counter() - start) / max(done, 1)
+        return int(min(max(CHUNK_SECONDS / max(per_node, 1e-9), 1), 2 * chunk + 1))
+
+    def _run_on_threads(self, max_nodes, deadline):
+        """:meth:`run` with helpers diving beside the search, on
+        :attr:`n_threads` threads in all (:mod:`.soft_arc_threads`)."""
+        from .soft_arc_threads import dive_on_threads, make_helpers
+
+        if not self._helpers:
+            self._helpers = make_helpers(self, self.n_threads - 1)
+        dive_on_threads(self, self.n_nodes + max_nodes, deadline)
         return self.proved
 
     def _compile_kernels(self):
@@ -430,15 +478,12 @@ class SoftArcSearch:
                         state.saved_lower[first:last], self._depth + 1 + levels, cut)
         return True
 
-    def _restore_best(self):
-        """Start the next dive at the open node of least bound (deepest on
-        ties), dropping those the incumbent prunes; adapt the dives' length
-        to what restoring costs."""
+    def _restore(self, node):
+        """Start the next dive at ``node``, the open node of least bound
+        (deepest on ties) as :meth:`.OpenNodes.pop` returns it; adapt the
+        dives' length to what restoring costs."""
         from ._soft_arc_kernels import restore_node
 
-        node = self._open.pop(self._cutoff())
-        if node is None:
-            return
         _, depth, mask = node
         counters = self.state.counters
         rounds = counters[ROUNDS]

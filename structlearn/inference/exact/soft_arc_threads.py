@@ -1,0 +1,165 @@
+"""The soft arc search's dives on several threads (:mod:`.soft_arc`).
+
+Hybrid best-first search splits the tree into dives, each from an open node
+rebuilt from the root's node: independent work but for the open nodes and
+the incumbent.  With ``n_jobs`` threads, *helpers* (copies of the search
+with their own state and workspace, sharing the network, the root's node and
+the open nodes) take dives beside the search itself:
+
+* a thread whose dive has ended takes the open node of least bound; the
+  open nodes and each dive's end (which opens nodes) are handled under one
+  lock, the dives themselves and the nodes' rebuilding run in compiled
+  kernels that release the GIL;
+* after each of its kernel calls (about :data:`.soft_arc.CHUNK_SECONDS`) a
+  thread trades incumbents with the crew: the best labeling found by any
+  prunes every dive from then on;
+* a thread with no open node to take waits for one; when all wait, no node
+  is left below the incumbent: the search is proved.
+
+The optimum is the same for any ``n_jobs`` (every node below the incumbent
+is searched by some thread), the nodes searched and, among labelings of
+equal cost, the one returned depend on the threads' timing.  Each thread
+keeps its own ``dom / wdeg`` weights.
+"""
+
+import threading
+import time
+
+import numpy as np
+
+from ._soft_arc_kernels import DEPTH, DONE, NODES, PHASE, ROUNDS, UPPER
+
+__all__ = ["THREADS_MIN_NODES", "dive_on_threads"]
+
+# nodes the search takes alone before helpers join it: proofs shorter than
+# this (milliseconds) would spend more on starting threads than they save
+THREADS_MIN_NODES = 256
+
+
+class _Crew:
+    """What the threads share: the lock (and its condition) over the open
+    nodes and the incumbent, the best labeling, the stop flag and how many
+    wait for an open node."""
+
+    def __init__(self, divers, stop_nodes, deadline):
+        self.divers = divers
+        self.cond = threading.Condition()
+        self.stop = False
+        self.idle = 0
+        self.stop_nodes = stop_nodes
+        self.deadline = deadline
+        self.error = None
+        best = min(divers, key=lambda d: d.state.scalars[UPPER])
+        self.cost = float(best.state.scalars[UPPER])
+        self.labels = best.state.labels.copy()
+
+    def nodes(self):
+        return sum(int(d.state.counters[NODES]) for d in self.divers)
+
+    def trade(self, diver):
+        """Exchange incumbents with ``diver`` (under the lock)."""
+        state = diver.state
+        if state.scalars[UPPER] < self.cost:
+            self.cost = float(state.scalars[UPPER])
+            self.labels[:] = state.labels
+        elif self.cost < state.scalars[UPPER]:
+            state.scalars[UPPER] = self.cost
+            state.labels[:] = self.labels
+
+    def out_of_budget(self):
+        return ((self.stop_nodes is not None and self.nodes() >= self.stop_nodes)
+                or (self.deadline is not None and time.perf_counter() >= self.deadline))
+
+    def halt(self):
+        """Stop every thread (under the lock)."""
+        self.stop = True
+        self.cond.notify_all()
+
+
+def _dive_on(diver, crew):
+    """One thread's loop: dives from the open nodes until the crew stops."""
+    chunk = 1
+    try:
+        while True:
+            node = None
+            with crew.cond:
+                if crew.stop:
+                    return
+                crew.trade(diver)
+                if crew.out_of_budget():
+                    crew.halt()
+                    return
+                if diver.state.counters[PHASE] == DONE:
+                    node = diver._open.pop(diver._cutoff())
+                    if node is None:
+                        crew.idle += 1
+                        if crew.idle == len(crew.divers):  # nothing is left anywhere
+                            crew.halt()
+                            return
+                        crew.cond.wait(diver_wait_seconds(crew))
+                        crew.idle -= 1
+                        continue
+            start = time.perf_counter()
+            before = int(diver.state.counters[NODES])
+            if node is not None:
+                diver._restore(node)
+            else:
+                diver._search_chunk(chunk)
+                with crew.cond:
+                    opened = len(diver._open)
+                    diver._end_of_step()
+                    if len(diver._open) > opened:
+                        crew.cond.notify_all()
+            done = int(diver.state.counters[NODES]) - before
+            chunk = diver._next_chunk(chunk, start, done)
+    except BaseException as exc:  # re-raised in the calling thread
+        with crew.cond:
+            crew.error = exc
+            crew.halt()
+
+
+def diver_wait_seconds(crew):
+    """How long an idle thread sleeps at most before it looks at the budget
+    again (a busy thread wakes it when it opens nodes)."""
+    if crew.deadline is None:
+        return 0.05
+    return max(min(0.05, crew.deadline - time.perf_counter()), 0.0)
+
+
+def dive_on_threads(search, stop_nodes, deadline):
+    """Run ``search`` (a best-first :class:`.soft_arc.SoftArcSearch` past its
+    root) and its helpers on their threads until it is proved, the crew has
+    searched ``stop_nodes`` nodes in all (None: no limit) or ``deadline``
+    passes; the search then holds the best incumbent found."""
+    divers = [search] + search._helpers
+    crew = _Crew(divers, stop_nodes, deadline)
+    threads = [threading.Thread(target=_dive_on, args=(d, crew), daemon=True)
+               for d in divers[1:]]
+    for t in threads:
+        t.start()
+    _dive_on(search, crew)
+    for t in threads:
+        t.join()
+    crew.trade(search)
+    if crew.error is not None:
+        raise crew.error
+
+
+def make_helpers(search, count):
+    """``count`` copies of ``search`` (past its root) that share its network,
+    root's node and open nodes, each with a state and workspace of its own
+    and no dive under way."""
+    import copy
+
+    helpers = []
+    for _ in range(count):
+        h = copy.copy(search)
+        h.state = type(search.state)(*(np.array(a, copy=True) for a in search.state))
+        h.work = type(search.work)(*(np.array(a, copy=True) for a in search.work))
+        h.state.counters[PHASE] = DONE
+        h.state.counters[NODES] = h.state.counters[ROUNDS] = h.state.counters[DEPTH] = 0
+        h._helpers = []
+        h._restore_rounds = 0
+        h._depth = 0
+        helpers.append(h)
+    return helpers

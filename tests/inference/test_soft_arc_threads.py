@@ -1,0 +1,142 @@
+"""The soft arc search's dives on several threads against enumeration and
+against the search on one thread."""
+
+import threading
+import time
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import structlearn.inference.exact.soft_arc as soft_arc
+from structlearn.graphs import FactorGraph
+from structlearn.inference.exact.soft_arc import SoftArcSearch
+
+from _graphgen import all_labelings, dense_gaussian_network, random_weighted_csp
+from test_soft_arc import deep_random_network, planted_weighted_csp
+
+
+def threads_from_the_start():
+    """Helpers join from the first node after the root, and every dive ends
+    at its first backtrack: the open nodes pass between the threads even on
+    graphs of a few variables."""
+    return mock.patch.multiple(soft_arc, THREADS_MIN_NODES=1, DIVE_BACKTRACKS=1,
+                               MIN_DIVE_BACKTRACKS=1, MAX_DIVE_BACKTRACKS=1)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 10**6), ties=st.booleans(), p_inf=st.sampled_from([0.0, 0.3, 0.6]),
+       start=st.booleans(), n_jobs=st.sampled_from([2, 3]), deep=st.booleans())
+def test_dives_on_threads_prove_the_enumerated_optimum(seed, ties, p_inf, start, n_jobs, deep):
+    graph = (deep_random_network(seed, p_inf, ties) if deep
+             else random_weighted_csp(seed, p_inf=p_inf, ties=ties, parallel=True))
+    labelings = all_labelings(graph)
+    scores = graph.score_many(labelings)
+    best = scores.max()
+    with threads_from_the_start():
+        search = SoftArcSearch(graph, n_jobs=n_jobs,
+                               incumbent=labelings[int(np.argmin(scores))] if start else None)
+        assert search.run()
+    assert search.proved
+    if best == -np.inf:
+        assert search.score == -np.inf and search.upper_bound == -np.inf
+        return
+    slack = 1e-6 * max(1.0, abs(best))
+    assert search.score == pytest.approx(best, abs=slack)
+    assert graph.score(search.labels) == search.score
+    assert search.upper_bound == pytest.approx(best, abs=slack)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), ties=st.booleans(), p_inf=st.sampled_from([0.0, 0.3]),
+       stops=st.lists(st.integers(1, 6), min_size=1, max_size=10))
+def test_on_threads_the_upper_bound_holds_wherever_the_search_stops(seed, ties, p_inf, stops):
+    """Stopped after any number of nodes (in all threads), the bound covers
+    the optimum and the incumbent (the helpers' unfinished dives count), and
+    the search resumes to the optimum."""
+    graph = deep_random_network(seed, p_inf, ties)
+    best = graph.score_many(all_labelings(graph)).max()
+    slack = 1e-6 * max(1.0, abs(best)) if np.isfinite(best) else 0.0
+    with threads_from_the_start():
+        search = SoftArcSearch(graph, n_jobs=2)
+        nodes = 0
+        for step in stops:
+            search.run(max_nodes=step)
+            assert search.n_nodes >= nodes
+            nodes = search.n_nodes
+            assert search.upper_bound >= best - slack
+            assert search.upper_bound >= search.score - slack
+            if search.proved:
+                break
+        assert search.run()
+    if best == -np.inf:
+        assert search.score == -np.inf
+    else:
+        assert search.score == pytest.approx(best, abs=slack)
+        assert search.upper_bound == pytest.approx(best, abs=slack)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_two_threads_prove_what_one_proves_on_weighted_csps(seed):
+    """Networks whose proof takes thousands of nodes, at the default
+    thresholds: the same optimum, the helper having taken dives."""
+    graph = planted_weighted_csp(seed, n=40, k=8, forbid=0.3, planted_scores=True)
+    one = SoftArcSearch(graph)
+    assert one.run()
+    two = SoftArcSearch(graph, n_jobs=2)
+    assert two.run()
+    assert two.score == pytest.approx(one.score, abs=1e-9)
+    assert graph.score(two.labels) == two.score
+    assert len(two._helpers) == 1 and two._helpers[0].n_nodes > 0
+
+
+def test_an_infeasible_network_is_proved_so_on_threads():
+    ne = np.array([[-np.inf, 0.0], [0.0, -np.inf]])
+    graph = FactorGraph([2, 2, 2], scopes=[(0, 1), (1, 2), (0, 2)], tables=[ne, ne, ne])
+    with threads_from_the_start():
+        search = SoftArcSearch(graph, n_jobs=2)
+        assert search.run() and search.score == -np.inf
+
+
+def test_a_deadline_stops_every_thread_with_a_true_score():
+    graph = dense_gaussian_network(0)
+    search = SoftArcSearch(graph, n_jobs=2)
+    threads = threading.active_count()
+    start = time.perf_counter()
+    proved = search.run(deadline=start + 0.3)
+    assert time.perf_counter() - start < 2.0
+    assert threading.active_count() == threads
+    assert np.isfinite(search.score) and graph.score(search.labels) == search.score
+    if not proved:
+        assert search.upper_bound >= search.score
+
+
+def test_a_helpers_error_reaches_the_caller(monkeypatch):
+    graph = planted_weighted_csp(0, n=30, k=6, forbid=0.3, planted_scores=True)
+    with threads_from_the_start():
+        search = SoftArcSearch(graph, n_jobs=2)
+        search.run(max_nodes=3)  # the root and a first node: the helper exists
+    assert search._helpers
+
+    restore = SoftArcSearch._restore
+
+    def broken(self, node):
+        if self is not search:
+            raise RuntimeError("a helper failed")
+        restore(self, node)
+
+    monkeypatch.setattr(SoftArcSearch, "_restore", broken)
+    threads = threading.active_count()
+    with threads_from_the_start(), pytest.raises(RuntimeError, match="a helper failed"):
+        search.run()
+    assert threading.active_count() == threads
+
+
+def test_bad_n_jobs():
+    pair = FactorGraph([2, 3], scopes=[(0, 1)], tables=[np.zeros(6)])
+    with pytest.raises(ValueError, match="n_jobs"):
+        SoftArcSearch(pair, n_jobs=0)
+    with pytest.raises(TypeError, match="n_jobs"):
+        SoftArcSearch(pair, n_jobs="2")
