@@ -38,7 +38,8 @@ METHODS = ["gdmm", "gdmm_binary", "ad3", "psdd", "fista", "scm", "trn", "trn_lbf
 # variants of a registered method: name -> (method, parameters)
 VARIANTS = {"trn_lbfgs": ("trn", {"hessian": "lbfgs"}), "gdmm_1pass": ("gdmm", {"n_pass": 1}),
             "ad3_cycles": ("ad3", {"cycles": 1000}), "gdmm_cycles": ("gdmm", {"cycles": 1000}),
-            "exact_no_persistency": ("exact", {"persistency": False})}
+            "exact_no_persistency": ("exact", {"persistency": False}),
+            "exact_2threads": ("exact", {"n_jobs": 2})}
 SYNTHETIC = ["potts_grid_k21", "complete_k400", "matching_k1000"]
 # frustrated Potts grids (couplings uniform in [-1, 1]) and random sparse
 # large-domain graphs; not in the default "all" run (see --instances)

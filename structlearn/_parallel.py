@@ -13,10 +13,12 @@ import contextlib
 import functools
 import itertools
 import numbers
+import os
 
 import numpy as np
 
-__all__ = ["check_n_jobs", "chunk_bounds", "iter_chunks", "map_chunks", "single_threaded_blas"]
+__all__ = ["check_n_jobs", "chunk_bounds", "iter_chunks", "map_chunks", "single_threaded_blas",
+           "thread_count"]
 
 
 def check_n_jobs(n_jobs):
@@ -37,6 +39,20 @@ def check_n_jobs(n_jobs):
     if n_jobs == 0:
         raise ValueError("n_jobs == 0 has no meaning; use None or 1 for one job, -1 for all CPUs")
     return int(n_jobs)
+
+
+def thread_count(n_jobs):
+    """The threads ``n_jobs`` asks for (validated by :func:`check_n_jobs`):
+    1 for None, ``cpu_count + 1 + n_jobs`` (at least 1) for a negative
+    count, as in scikit-learn; without importing joblib (about 50 ms on a
+    first call).  For work that runs on threads of its own, not through
+    joblib's back-ends."""
+    n_jobs = check_n_jobs(n_jobs)
+    if n_jobs is None:
+        return 1
+    if n_jobs < 0:
+        return max(1, (os.cpu_count() or 1) + 1 + n_jobs)
+    return n_jobs
 
 
 def chunk_bounds(weights, n_chunks):

@@ -157,8 +157,14 @@ def auto_choice(graph):
 
 def resolve_auto(graph, params):
     """What ``method="auto"`` runs: the method, why, and ``params`` with the
-    settings auto adds (``cycles`` for ``ad3`` unless given)."""
+    settings auto adds (``cycles`` for ``ad3`` unless given); ``n_jobs``
+    (validated) is dropped for a method that runs on one thread."""
     method, reason = auto_choice(graph)
+    if "n_jobs" in params and "n_jobs" not in method_parameters(method):
+        from .._parallel import check_n_jobs
+
+        check_n_jobs(params["n_jobs"])
+        params = {k: v for k, v in params.items() if k != "n_jobs"}
     if method == "ad3" and "cycles" not in params:
         params = dict(params, cycles=AUTO_CYCLES)
     if method == "exact" and "max_search_vars" not in params:
@@ -202,7 +208,10 @@ def solve_map(graph, method="auto", *, time_limit=None, **params):
         also take ``cycles=N``: the relaxation is tightened with up to ``N``
         cluster factors over the most frustrated triangles and 4-cycles of
         the pairwise factors (:mod:`structlearn.inference.lp.tightening`); the
-        result's ``n_clusters`` says how many were added.
+        result's ``n_clusters`` says how many were added.  ``"exact"`` takes
+        ``n_jobs``: its soft arc consistent search's dives run on that many
+        threads (``"auto"`` passes it on to ``"exact"`` and drops it for the
+        methods that run on one).
 
     Returns
     -------

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import structlearn.inference.exact.soft_arc as soft_arc
 from structlearn.graphs import FactorGraph
+from structlearn.inference import method_parameters, solve_map
 from structlearn.inference.exact.soft_arc import SoftArcSearch
 
 from _graphgen import all_labelings, dense_gaussian_network, random_weighted_csp
@@ -140,3 +141,37 @@ def test_bad_n_jobs():
         SoftArcSearch(pair, n_jobs=0)
     with pytest.raises(TypeError, match="n_jobs"):
         SoftArcSearch(pair, n_jobs="2")
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), ties=st.booleans(), p_inf=st.sampled_from([0.3, 0.6]),
+       time_limit=st.sampled_from([None, 30.0]))
+def test_exact_map_on_threads_reports_the_enumerated_optimum(seed, ties, p_inf, time_limit):
+    """``solve_map(method="exact", n_jobs=2)`` through the soft arc search
+    (every table with forbidden pairs): the status and score are those of
+    enumeration."""
+    graph = random_weighted_csp(seed, p_inf=p_inf, ties=ties)
+    best = graph.score_many(all_labelings(graph)).max()
+    with threads_from_the_start():
+        res = solve_map(graph, "exact", n_jobs=2, enumeration_limit=0, time_limit=time_limit)
+    if best == -np.inf:
+        assert res.status == "infeasible" and res.score == -np.inf
+        return
+    assert res.status == "exact"
+    assert res.score == pytest.approx(best, abs=1e-6 * max(1.0, abs(best)))
+    assert graph.score(res.labels) == res.score
+
+
+def test_auto_passes_n_jobs_to_exact_and_drops_it_elsewhere():
+    assert "n_jobs" in method_parameters("exact")
+    wcsp = planted_weighted_csp(1, n=40, k=8, forbid=0.3, planted_scores=True)
+    one, two = solve_map(wcsp, "exact"), solve_map(wcsp, "auto", n_jobs=2)
+    assert two.method == "exact" and two.status == "exact"
+    assert two.score == pytest.approx(one.score, abs=1e-9)
+    chain = FactorGraph([3, 3, 3], unary=np.arange(9.0).reshape(3, 3), scopes=[(0, 1), (1, 2)],
+                        tables=[np.eye(3), np.eye(3)])
+    assert solve_map(chain, "auto", n_jobs=2).status == "exact"  # a tree: one thread
+    with pytest.raises(ValueError, match="n_jobs"):
+        solve_map(chain, "auto", n_jobs=0)
+    with pytest.raises(ValueError, match="n_jobs"):
+        solve_map(wcsp, "exact", n_jobs=0)

@@ -73,6 +73,7 @@ import numpy as np
 from ...graphs import (component_subgraphs, is_forest, merge_parallel_factors,
                       propagate_forbidden_labels, prune_dominated_labels)
 from ...graphs.factor_graph import FactorGraph
+from ..._parallel import check_n_jobs
 from .._budget import check_time_limit
 from ..lp._lp_common import COMMON_DEFAULTS, Problem, Tracker
 from .._progress import quiet, report
@@ -250,6 +251,7 @@ class _Search:
         # a dense component's soft arc search already run for a first slice:
         # its incumbent seeds this search, and a loose root resumes it (or None)
         self.loose_search = None
+        self.n_jobs = None  # the soft arc search's threads
         self.richer = richer            # tightened with larger clusters too (or None)
         self.score_graph = score_graph  # the component as given (scores labelings)
         self.method = method
@@ -449,7 +451,7 @@ class _Search:
         if branch is not None and self._open(ub) and self._loose(ub):
             g = self.dfbb_graph
             self.soft_search = self.loose_search or SoftArcSearch(
-                g, tol=self.tol, existential=not _dense(g))
+                g, tol=self.tol, existential=not _dense(g), n_jobs=self.n_jobs)
             self.soft_whole = True
         if branch is not None and self._open(ub) and self._depth_first(DFBB_WORK):
             branch = None  # proved optimal by the depth-first search
@@ -723,7 +725,7 @@ def _cycle_relaxations(graph, n_cycles, deadline=None):
 def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_params=None,
                          tighten=AUTO_CYCLES, max_nodes=None, dominance=True, persistency=True,
                          tol=1e-6, enumeration_limit=None, max_search_vars=None,
-                         depth_first=True):
+                         depth_first=True, n_jobs=None):
     """Exact MAP by best-first branch and bound (see the module docstring).
 
     Parameters
@@ -776,6 +778,12 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         Components with more variables get their root solve only (the
         tightened LP and its local search; status ``"node_limit"`` unless
         the root is certified), not a search; ``None``: no such cap.
+    n_jobs : int or None, default=None
+        Threads for the soft arc consistent search's dives
+        (:mod:`.soft_arc_threads`); None or 1: one, -1: all CPUs.  The
+        optimum is the same for any count; which of several optimal
+        labelings is returned, and the nodes searched, depend on the
+        threads' timing.
 
     Returns
     -------
@@ -819,6 +827,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
             raise ValueError(f"{name} must be True or False, got {value!r}")
     if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol >= 0):
         raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
+    n_jobs = check_n_jobs(n_jobs)
 
     merged = merge_parallel_factors(graph)
     propagation = propagate_forbidden_labels(merged)
@@ -835,7 +844,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
             sub, time_limit=limit, bound_method=bound_method, bound_params=bound_params,
             tighten=tighten, max_nodes=nodes, dominance=dominance, persistency=persistency,
             tol=tol, enumeration_limit=enumeration_limit, max_search_vars=max_search_vars,
-            depth_first=depth_first)
+            depth_first=depth_first, n_jobs=n_jobs)
 
     labels = np.zeros(graph.n_vars, dtype=np.int64)
     variables_left = np.arange(graph.n_vars)  # variable j of `work` is variables_left[j]
@@ -865,7 +874,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         left = len(parts) - rank  # components not yet solved, this one included
         share = None if deadline is None else time.perf_counter() + \
             (deadline - time.perf_counter()) / left
-        soft = None if forest else _soft_arc_first(sub, depth_first, share, tol)
+        soft = None if forest else _soft_arc_first(sub, depth_first, share, tol, n_jobs)
         # (less left than HiGHS' shortest slice: nothing of the LP route would fit)
         time_up = share is not None and share - time.perf_counter() < MILP_MIN_SECONDS
         if soft is not None and (soft.proved or time_up):
@@ -904,7 +913,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
             n_nodes += 1
             continue
         dense = None if soft is not None or dfbb_graph is None else \
-            _dense_soft_arc_first(sub, share, tol, first_labels)
+            _dense_soft_arc_first(sub, share, tol, first_labels, n_jobs)
         if dense is not None:
             n_nodes += dense.n_nodes
             if dense.proved:
@@ -921,7 +930,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
             first = time.perf_counter() + _milp_slice(share)
             search = _Search(tight, score_graph, bound_method, params, first, tol, nodes, t0,
                              history, richer=richer, dfbb_graph=dfbb_graph, soft_search=soft)
-            search.loose_search = dense
+            search.loose_search, search.n_jobs = dense, n_jobs
             lab, score, ub, status = search.run()
             n_nodes += search.n_nodes
             if status != "exact":
@@ -936,7 +945,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
                              soft_search=soft)
             if soft is None:  # (the soft arc search resumes on the component as it is)
                 search.restricted = restricted
-            search.loose_search = dense
+            search.loose_search, search.n_jobs = dense, n_jobs
             stall = share is not None and _milp_columns(sub) <= MILP_STALL_MAX_COLUMNS
             if stall:
                 now = time.perf_counter()
@@ -994,7 +1003,7 @@ def _persistent_labels(graph):
     return kovtun_persistency(graph)
 
 
-def _soft_arc_first(sub, depth_first, share_end, tol):
+def _soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
     """On a pairwise component with hard constraints (at least
     ``AUTO_SOFT_ARC_FORBIDDEN`` of its table entries forbidden) whose
     search state fits in :data:`SOFT_ARC_MAX_BYTES`, the soft arc
@@ -1002,13 +1011,14 @@ def _soft_arc_first(sub, depth_first, share_end, tol):
     :data:`SOFT_ARC_FIRST_SHARE` of the time left before ``share_end`` or up
     to :data:`SOFT_ARC_SOLO_SECONDS` of it (less :data:`SOFT_ARC_LP_BOUND_SHARE`
     for the LP root's bound), whichever is longer (or for
-    :data:`SOFT_ARC_FIRST_NODES` nodes without a deadline); None elsewhere."""
+    :data:`SOFT_ARC_FIRST_NODES` nodes without a deadline), on ``n_jobs``
+    threads; None elsewhere."""
     if not (depth_first and sub.n_vars and sub.table_data.size
             and np.all(sub.factor_orders == 2)
             and np.isneginf(sub.table_data).mean() >= AUTO_SOFT_ARC_FORBIDDEN
             and soft_arc_bytes(sub) <= SOFT_ARC_MAX_BYTES):
         return None
-    search = PolishedSoftArcSearch(sub, tol=tol)
+    search = PolishedSoftArcSearch(sub, tol=tol, n_jobs=n_jobs)
     if share_end is None:
         search.run(max_nodes=SOFT_ARC_FIRST_NODES)
     else:
@@ -1027,19 +1037,19 @@ def _dense(sub):
     return 2 * sub.n_factors >= DENSE_MEAN_DEGREE * sub.n_vars
 
 
-def _dense_soft_arc_first(sub, share_end, tol, incumbent):
+def _dense_soft_arc_first(sub, share_end, tol, incumbent, n_jobs):
     """On a dense pairwise component (:func:`_dense`) whose search state fits
     in :data:`SOFT_ARC_MAX_BYTES`, the soft arc consistent search at FDAC*
     from ``incumbent`` (labels, or None; first improved by iterated
     conditional modes) run for :data:`DENSE_FIRST_SHARE` of the time left
     before ``share_end`` (for :data:`SOFT_ARC_FIRST_NODES` nodes without a
-    deadline); None elsewhere."""
+    deadline), on ``n_jobs`` threads; None elsewhere."""
     if not (sub.n_vars and _dense(sub) and soft_arc_bytes(sub) <= SOFT_ARC_MAX_BYTES):
         return None
     if incumbent is not None:  # (a better one prunes more: 5-15 % fewer nodes)
         incumbent = incumbent.copy()
         Problem(sub).improve(incumbent)
-    search = SoftArcSearch(sub, tol=tol, incumbent=incumbent, existential=False)
+    search = SoftArcSearch(sub, tol=tol, incumbent=incumbent, existential=False, n_jobs=n_jobs)
     if share_end is None:
         search.run(max_nodes=SOFT_ARC_FIRST_NODES)
     else:
@@ -1103,5 +1113,6 @@ def _milp_proof(sub, share_end):
 METHODS = (
     dict(name="exact", solver=branch_and_bound_map, exact=True,
          params=("bound_method", "bound_params", "tighten", "max_nodes", "dominance",
-                 "persistency", "tol", "enumeration_limit", "max_search_vars", "depth_first")),
+                 "persistency", "tol", "enumeration_limit", "max_search_vars", "depth_first",
+                 "n_jobs")),
 )

@@ -170,7 +170,7 @@ class SoftArcSearch:
 
     def __init__(self, graph, *, tol=1e-6, incumbent=None, existential=True, best_first=True,
                  n_jobs=None):
-        from ..._parallel import check_n_jobs
+        from ..._parallel import thread_count
         from ._soft_arc_kernels import SearchState, Workspace
 
         if not isinstance(graph, FactorGraph):
@@ -185,13 +185,7 @@ class SoftArcSearch:
         if not isinstance(best_first, (bool, np.bool_)):
             raise TypeError(f"best_first must be True or False, got {best_first!r}")
         self.best_first = bool(best_first)
-        n_jobs = check_n_jobs(n_jobs)
-        if n_jobs is None:
-            self.n_threads = 1
-        else:
-            from joblib import effective_n_jobs
-
-            self.n_threads = max(1, int(effective_n_jobs(n_jobs)))
+        self.n_threads = thread_count(n_jobs)
         self._helpers = []  # copies diving on threads beside this search (soft_arc_threads)
         self.net, self.offset = _cost_network(graph, existential)
         n, E = graph.n_vars, graph.n_factors

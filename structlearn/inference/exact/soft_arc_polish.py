@@ -119,8 +119,9 @@ class PolishedSoftArcSearch(SoftArcSearch):
     this module improve the incumbent between its slices (the same
     parameters and properties)."""
 
-    def __init__(self, graph, *, tol=1e-6, incumbent=None, best_first=True):
-        super().__init__(graph, tol=tol, incumbent=incumbent, best_first=best_first)
+    def __init__(self, graph, *, tol=1e-6, incumbent=None, best_first=True, n_jobs=None):
+        super().__init__(graph, tol=tol, incumbent=incumbent, best_first=best_first,
+                         n_jobs=n_jobs)
         self._polisher = _Polisher(graph)
 
     def run(self, *, max_nodes=None, deadline=None):
