@@ -8,7 +8,7 @@ import types
 
 import numpy as np
 import pytest
-from _graphgen import all_labelings
+from _graphgen import all_labelings, random_weighted_csp
 
 import structlearn
 from structlearn.__main__ import main
@@ -259,3 +259,18 @@ def test_shared_instance_through_the_command_line(capsys, tmp_path):
     path = uai_instance("ProteinFolding_15")
     status, out, err = run_main(capsys, ["map", path, "--method", "brute_force", "--no-write"])
     assert_one_line_error(status, out, err, 2, "brute_force would enumerate")
+
+
+def test_exact_map_takes_n_jobs(capsys, tmp_path):
+    graph = random_weighted_csp(7, p_inf=0.3)
+    path = tmp_path / "wcsp.uai"
+    write_uai(graph, path)
+    one = json.loads(run_main(capsys, ["map", path, "--no-write", "--method", "exact"])[1])
+    for method in ("exact", "auto"):
+        status, out, err = run_main(capsys, ["map", path, "--no-write", "--method", method,
+                                             "-p", "n_jobs=2"])
+        assert status == 0, err
+        assert json.loads(out)["score"] == pytest.approx(one["score"])
+    for bad in ("n_jobs=0", "n_jobs=\"two\""):
+        status, out, err = run_main(capsys, ["map", path, "--method", "exact", "-p", bad])
+        assert_one_line_error(status, out, err, 2, "n_jobs")

@@ -175,3 +175,13 @@ def test_auto_passes_n_jobs_to_exact_and_drops_it_elsewhere():
         solve_map(chain, "auto", n_jobs=0)
     with pytest.raises(ValueError, match="n_jobs"):
         solve_map(wcsp, "exact", n_jobs=0)
+
+
+def test_no_helper_where_its_copy_of_the_state_would_not_fit(monkeypatch):
+    graph = planted_weighted_csp(1, n=40, k=8, forbid=0.3, planted_scores=True)
+    one = SoftArcSearch(graph)
+    assert one.run()
+    monkeypatch.setattr(soft_arc, "HELPERS_MAX_BYTES", 1)
+    capped = SoftArcSearch(graph, n_jobs=4)
+    assert capped.run() and capped._helpers == []
+    assert capped.n_nodes == one.n_nodes and capped.score == one.score

@@ -30,6 +30,10 @@ take no longer.
 The search is resumable: :class:`SoftArcSearch` runs for a node budget or up
 to a deadline, takes better incumbents found elsewhere (:meth:`offer`), and
 goes on from where it stopped.
+
+With ``n_jobs`` threads, copies of the search with states of their own take
+dives beside it, from the same open nodes and against the same incumbent
+(:mod:`.soft_arc_threads`).
 """
 
 import time
@@ -40,7 +44,7 @@ from ...graphs.factor_graph import FactorGraph
 from ._soft_arc_kernels import (BACKTRACK, BACKTRACKS_LEFT, CONSISTENT, DEPTH, DONE, ELIMINATED,
                                 LOWER, NODES, NOT_STARTED, PHASE, ROUNDS, UPPER)
 from .soft_arc_open import OpenNodes
-from .soft_arc_threads import THREADS_MIN_NODES
+from .soft_arc_threads import HELPERS_MAX_BYTES, THREADS_MIN_NODES
 
 __all__ = ["SoftArcSearch", "soft_arc_bytes"]
 
@@ -349,7 +353,7 @@ class SoftArcSearch:
             start = time.perf_counter()
             if deadline is not None and start >= deadline:
                 break
-            if (self.n_threads > 1 and self.best_first and self._root is not None
+            if (self.best_first and self._root is not None and self._helper_count()
                     and self.n_nodes >= THREADS_MIN_NODES):
                 return self._run_on_threads(left, deadline)
             before = self.n_nodes
@@ -383,13 +387,21 @@ class SoftArcSearch:
         per_node = (time.perf_counter() - start) / max(done, 1)
         return int(min(max(CHUNK_SECONDS / max(per_node, 1e-9), 1), 2 * chunk + 1))
 
+    def _helper_count(self):
+        """Helpers to dive beside the search: one per thread past the first,
+        as many as :data:`HELPERS_MAX_BYTES` holds copies of its state."""
+        if self.n_threads == 1:
+            return 0
+        nbytes = sum(a.nbytes for a in self.state) + sum(a.nbytes for a in self.work)
+        return int(min(self.n_threads - 1, HELPERS_MAX_BYTES // max(nbytes, 1)))
+
     def _run_on_threads(self, max_nodes, deadline):
         """:meth:`run` with helpers diving beside the search, on
         :attr:`n_threads` threads in all (:mod:`.soft_arc_threads`)."""
         from .soft_arc_threads import dive_on_threads, make_helpers
 
         if not self._helpers:
-            self._helpers = make_helpers(self, self.n_threads - 1)
+            self._helpers = make_helpers(self, self._helper_count())
         dive_on_threads(self, self.n_nodes + max_nodes, deadline)
         return self.proved
 

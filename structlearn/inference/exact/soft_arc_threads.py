@@ -19,7 +19,8 @@ the open nodes) take dives beside the search itself:
 The optimum is the same for any ``n_jobs`` (every node below the incumbent
 is searched by some thread), the nodes searched and, among labelings of
 equal cost, the one returned depend on the threads' timing.  Each thread
-keeps its own ``dom / wdeg`` weights.
+keeps its own ``dom / wdeg`` weights, and a copy of the search's state: a
+search of state ``S`` bytes gets at most ``HELPERS_MAX_BYTES // S`` helpers.
 """
 
 import threading
@@ -29,11 +30,15 @@ import numpy as np
 
 from ._soft_arc_kernels import DEPTH, DONE, NODES, PHASE, ROUNDS, UPPER
 
-__all__ = ["THREADS_MIN_NODES", "dive_on_threads"]
+__all__ = ["HELPERS_MAX_BYTES", "THREADS_MIN_NODES", "dive_on_threads", "make_helpers"]
 
 # nodes the search takes alone before helpers join it: proofs shorter than
 # this (milliseconds) would spend more on starting threads than they save
 THREADS_MIN_NODES = 256
+# the helpers' copies of the search's state at most, together (a search's
+# state is at most branch_and_bound.SOFT_ARC_MAX_BYTES): fewer helpers than
+# threads where more would not fit
+HELPERS_MAX_BYTES = 256 << 20
 
 
 class _Crew:
