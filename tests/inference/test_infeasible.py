@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from test_soft_arc import planted_weighted_csp
 
 from structlearn.__main__ import main
 from structlearn.graphs import FactorGraph, graph_from_edges, grid_graph, write_uai
@@ -132,3 +133,22 @@ def test_cli_writes_no_solution_without_a_finite_labeling(graph, method, expecte
     assert code == expected_exit and record["status"] == status
     assert record["score"] is None and record["solution"] is None
     assert not (tmp_path / "model.uai.MAP").exists()
+
+
+def test_a_component_without_a_labeling_at_the_limit_certifies_no_bound(monkeypatch):
+    """The soft arc search stopped by the limit before any finite labeling:
+    the status says none was found and the upper bound is +inf (not nan)."""
+    from types import SimpleNamespace
+
+    import structlearn.inference.exact.branch_and_bound as bnb
+
+    graph = planted_weighted_csp(0, n=20, k=4, forbid=0.3)
+
+    def stopped(sub, *args):
+        return SimpleNamespace(proved=False, score=-np.inf, upper_bound=5.0, n_nodes=1,
+                               labels=np.zeros(sub.n_vars, dtype=np.int64))
+
+    monkeypatch.setattr(bnb, "_soft_arc_first", stopped)
+    res = solve_map(graph, "exact", enumeration_limit=0, time_limit=0.01)
+    assert res.status == "no_feasible_found"
+    assert res.score == -np.inf and res.upper_bound == np.inf

@@ -970,7 +970,9 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         score, ub = -np.inf, -np.inf
     else:
         score = float(graph.score(labels))
-        ub = score + total_gap
+        # (a component left without a finite labeling at the limit: -inf
+        # plus its infinite gap would be nan; no bound is certified then)
+        ub = score + total_gap if score > -np.inf else np.inf
     return MapResult(labels=labels, score=score, upper_bound=float(ub), n_iter=max(n_nodes, 1),
                      converged=status in ("exact", "infeasible"), time=time.perf_counter() - t0,
                      history=history, method="exact", status=status)
