@@ -77,7 +77,7 @@ ASCENT_GAIN = 2e-3        # ... on while they raise it by this share
 # state.scalars
 LOWER, UPPER = 0, 1
 # state.counters
-DEPTH, NODES, PHASE, ROUNDS, LAST_CONFLICT, ELIMINATED, BACKTRACKS_LEFT = 0, 1, 2, 3, 4, 5, 6
+DEPTH, NODES, PHASE, ROUNDS, LAST_CONFLICT, ELIMINATED, BACKTRACKS_LEFT, FLOOR = range(8)
 # phases of the resumable search
 NOT_STARTED, CONSISTENT, BACKTRACK, DONE = 0, 1, 2, 3
 # flags returned by the support kernels
@@ -175,13 +175,16 @@ class SearchState(NamedTuple):
     scalars : float64 (2,)
         ``[LOWER, UPPER]``: the current node's bound, the incumbent's cost
         (``inf``: none).
-    counters : int64 (7,)
+    counters : int64 (8,)
         ``[DEPTH, NODES, PHASE, ROUNDS, LAST_CONFLICT, ELIMINATED,
-        BACKTRACKS_LEFT]``: ROUNDS counts the propagation rounds run;
+        BACKTRACKS_LEFT, FLOOR]``: ROUNDS counts the propagation rounds run;
         LAST_CONFLICT is the variable whose fixing last failed (-1: none),
         branched on first while it is free; ELIMINATED the variables
         eliminated on the current path; BACKTRACKS_LEFT the backtracks the
-        search may still make before it stops (-1: no limit).
+        search may still make before it stops (-1: no limit); FLOOR the
+        first level of the path whose right branch is still the search's
+        (those above were handed to the open nodes: the search ends its
+        dive instead of backtracking to them).
     """
 
     unary: np.ndarray
@@ -1095,7 +1098,7 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral):
             work.raised[:] = 1
             work.star_dirty[:] = 1
             work.dee_dirty[:] = 1
-            counters[DEPTH] = 0
+            counters[DEPTH] = counters[FLOOR] = 0
             counters[ELIMINATED] = 0
             state.eliminated[:] = 0
             _dual_ascent(net, state, work)
@@ -1128,7 +1131,7 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral):
                 counters[LAST_CONFLICT] = v
         else:  # BACKTRACK: the other branch of the deepest open level
             d = counters[DEPTH] - 1
-            if d < 0:
+            if d < counters[FLOOR]:
                 counters[PHASE] = DONE
                 break
             if counters[BACKTRACKS_LEFT] == 0:  # the dive's budget is spent
@@ -1204,7 +1207,7 @@ def restore_node(net, state, work, root, mask, tol, offset, eps, integral):
             if not mask[i * K + x] and unary[i * K + x] != np.inf:
                 unary[i * K + x] = np.inf
                 work.shrunk[i] = 1
-    counters[DEPTH] = 0
+    counters[DEPTH] = counters[FLOOR] = 0
     counters[NODES] += 1
     ok = _evaluate(net, state, work, cutoff(state.scalars[UPPER], tol, offset, integral), eps)
     counters[PHASE] = CONSISTENT if ok else DONE

@@ -42,6 +42,7 @@ import numpy as np
 
 from ...graphs.factor_graph import FactorGraph
 from ._soft_arc_kernels import (BACKTRACK, BACKTRACKS_LEFT, CONSISTENT, DEPTH, DONE, ELIMINATED,
+                                FLOOR,
                                 LOWER, NODES, NOT_STARTED, PHASE, ROUNDS, UPPER)
 from .soft_arc_open import OpenNodes
 from .soft_arc_threads import HELPERS_MAX_BYTES, THREADS_MIN_NODES
@@ -208,7 +209,7 @@ class SoftArcSearch:
             np.zeros((2, E * 2 * K), dtype=np.int64), np.ones(E),
             np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.int64),
             np.full(n, -1, dtype=np.int64), np.array([0.0, np.inf]),
-            np.array([0, 0, 0, 0, -1, 0, -1], dtype=np.int64))
+            np.array([0, 0, 0, 0, -1, 0, -1, 0], dtype=np.int64))
         self.work = Workspace(np.zeros(E, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
                               np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
                               np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
@@ -280,8 +281,8 @@ class SoftArcSearch:
         counters, scalars = self.state.counters, self.state.scalars
         if counters[PHASE] == NOT_STARTED:
             return 0.0  # every cost is non-negative
-        depth = int(counters[DEPTH])
-        lower = float(self.state.saved_lower[:depth].min()) if depth else np.inf
+        floor, depth = int(counters[FLOOR]), int(counters[DEPTH])
+        lower = float(self.state.saved_lower[floor:depth].min()) if depth > floor else np.inf
         if counters[PHASE] == CONSISTENT:
             lower = min(lower, float(scalars[LOWER]))
         return lower
@@ -456,18 +457,32 @@ class SoftArcSearch:
         counters = self.state.counters
         cut = self._cutoff()
         self._open.prune(cut)
-        depth = int(counters[DEPTH])
-        if depth:
-            bounds = self.state.saved_lower[:depth]
+        floor, depth = int(counters[FLOOR]), int(counters[DEPTH])
+        if depth > floor:
+            bounds = self.state.saved_lower[floor:depth]
             level = depth - 1 - int(np.argmin(bounds[::-1]))  # the deepest of the least
-            if bounds[level] <= self._open.least_bound():
+            if bounds[level - floor] <= self._open.least_bound():
                 if self._open_levels(level + 1, depth, cut):
                     counters[DEPTH] = level + 1  # the kernel takes its right branch next
                     counters[BACKTRACKS_LEFT] = self._dive
                 return
-        if self._open_levels(0, depth, cut):  # the whole path
+        if self._open_levels(floor, depth, cut):  # the whole path
             counters[PHASE] = DONE
-            counters[DEPTH] = 0
+            counters[DEPTH] = counters[FLOOR] = 0
+
+    def _hand_over(self):
+        """Open the right branch of the first level of the current path
+        that is still the search's own, for an idle thread to take (the
+        dive then ends instead of backtracking to it); only when the path
+        keeps another.  Returns whether a node was opened."""
+        counters = self.state.counters
+        floor, depth = int(counters[FLOOR]), int(counters[DEPTH])
+        if counters[PHASE] == DONE or depth - floor < 2:
+            return False
+        if not self._open_levels(floor, floor + 1, self._cutoff()):
+            return False
+        counters[FLOOR] = floor + 1
+        return True
 
     def _open_levels(self, first, last, cut):
         """Open the right branches of levels ``first:last`` of the current

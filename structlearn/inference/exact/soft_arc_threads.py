@@ -13,8 +13,12 @@ the open nodes) take dives beside the search itself:
 * after each of its kernel calls (about :data:`.soft_arc.CHUNK_SECONDS`) a
   thread trades incumbents with the crew: the best labeling found by any
   prunes every dive from then on;
-* a thread with no open node to take waits for one; when all wait, no node
-  is left below the incumbent: the search is proved.
+* a thread with no open node to take waits for one; a busy thread that
+  sees it waiting (and no open node) hands it the right branch of the
+  first level of its path (the dive then ends there instead of
+  backtracking to it), so the threads share even the first dive's tree;
+* when all wait, no node is left below the incumbent: the search is
+  proved.
 
 The optimum is the same for any ``n_jobs`` (every node below the incumbent
 is searched by some thread), the nodes searched and, among labelings of
@@ -34,7 +38,7 @@ __all__ = ["HELPERS_MAX_BYTES", "THREADS_MIN_NODES", "dive_on_threads", "make_he
 
 # nodes the search takes alone before helpers join it: proofs shorter than
 # this (milliseconds) would spend more on starting threads than they save
-THREADS_MIN_NODES = 256
+THREADS_MIN_NODES = 64
 # the helpers' copies of the search's state at most, together (a search's
 # state is at most branch_and_bound.SOFT_ARC_MAX_BYTES): fewer helpers than
 # threads where more would not fit
@@ -113,6 +117,8 @@ def _dive_on(diver, crew):
                 with crew.cond:
                     opened = len(diver._open)
                     diver._end_of_step()
+                    if crew.idle and not len(diver._open):  # a thread waits for work
+                        diver._hand_over()
                     if len(diver._open) > opened:
                         crew.cond.notify_all()
             done = int(diver.state.counters[NODES]) - before
