@@ -29,6 +29,10 @@ LEARNER_ENTRY_POINTS = {
     "learners.online_chain.fit_online_chain",
     "learners.sgd_chain.fit_chain_crf_sgd",
 }
+# MAP back-ends: keyword-only options that solve_map and the command line pass
+MAP_BACKENDS = {
+    "inference.exact.branch_and_bound.branch_and_bound_map",
+}
 # helpers called per factor step or per list entry in the hottest loops:
 # grouping their arrays into tuples made the kernels measurably slower
 # (tuples of arrays are reference-counted on every call)
@@ -48,7 +52,7 @@ HOT_HELPERS = {
     "inference.chains._kbest_kernels._pop_merged",
     "inference.chains._chain_kernels._fb_log_seq",
 }
-DOCUMENTED = ESTIMATOR_CONSTRUCTORS | LEARNER_ENTRY_POINTS | HOT_HELPERS
+DOCUMENTED = ESTIMATOR_CONSTRUCTORS | LEARNER_ENTRY_POINTS | MAP_BACKENDS | HOT_HELPERS
 
 
 def _parameter_counts():
