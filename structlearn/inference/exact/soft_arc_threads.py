@@ -165,7 +165,12 @@ def make_helpers(search, count):
     helpers = []
     for _ in range(count):
         h = copy.copy(search)
-        h.state = type(search.state)(*(np.array(a, copy=True) for a in search.state))
+        # (the path's saved nodes are written before they are read: a dive
+        # starts from a rebuilt open node)
+        h.state = search.state._replace(**{
+            name: (np.empty_like(a) if name in ("saved_unary", "saved_shift")
+                   else np.array(a, copy=True))
+            for name, a in search.state._asdict().items()})
         h.work = type(search.work)(*(np.array(a, copy=True) for a in search.work))
         h.state.counters[PHASE] = DONE
         h.state.counters[NODES] = h.state.counters[ROUNDS] = h.state.counters[DEPTH] = 0
