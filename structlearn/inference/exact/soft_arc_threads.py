@@ -79,6 +79,13 @@ class _Crew:
         return ((self.stop_nodes is not None and self.nodes() >= self.stop_nodes)
                 or (self.deadline is not None and time.perf_counter() >= self.deadline))
 
+    def capped(self, chunk):
+        """``chunk`` nodes, or fewer where the node budget ends sooner (by
+        the nodes all threads have searched so far)."""
+        if self.stop_nodes is None:
+            return chunk
+        return max(min(chunk, self.stop_nodes - self.nodes()), 1)
+
     def halt(self):
         """Stop every thread (under the lock)."""
         self.stop = True
@@ -105,7 +112,7 @@ def _dive_on(diver, crew):
                         if crew.idle == len(crew.divers):  # nothing is left anywhere
                             crew.halt()
                             return
-                        crew.cond.wait(diver_wait_seconds(crew))
+                        crew.cond.wait(_wait_seconds(crew))
                         crew.idle -= 1
                         continue
             start = time.perf_counter()
@@ -113,7 +120,7 @@ def _dive_on(diver, crew):
             if node is not None:
                 diver._restore(node)
             else:
-                diver._search_chunk(chunk)
+                diver._search_chunk(crew.capped(chunk))
                 with crew.cond:
                     opened = len(diver._open)
                     diver._end_of_step()
@@ -129,7 +136,7 @@ def _dive_on(diver, crew):
             crew.halt()
 
 
-def diver_wait_seconds(crew):
+def _wait_seconds(crew):
     """How long an idle thread sleeps at most before it looks at the budget
     again (a busy thread wakes it when it opens nodes)."""
     if crew.deadline is None:
