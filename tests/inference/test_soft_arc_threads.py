@@ -190,3 +190,17 @@ def test_no_helper_where_its_copy_of_the_state_would_not_fit(monkeypatch):
     capped = SoftArcSearch(graph, n_jobs=4)
     assert capped.run() and capped._helpers == []
     assert capped.n_nodes == one.n_nodes and capped.score == one.score
+
+
+@pytest.mark.parametrize("backend", ["loky", "threading"])
+def test_the_threads_are_the_searchs_own_under_any_joblib_backend(backend):
+    import joblib
+
+    graph = planted_weighted_csp(2, n=40, k=8, forbid=0.3, planted_scores=True)
+    one = SoftArcSearch(graph)
+    assert one.run()
+    with joblib.parallel_config(backend=backend):
+        two = SoftArcSearch(graph, n_jobs=2)
+        assert two.run()
+    assert two.score == pytest.approx(one.score, abs=1e-9)
+    assert len(two._helpers) == 1 and two._helpers[0].n_nodes > 0

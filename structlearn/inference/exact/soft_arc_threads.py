@@ -25,6 +25,8 @@ is searched by some thread), the nodes searched and, among labelings of
 equal cost, the one returned depend on the threads' timing.  Each thread
 keeps its own ``dom / wdeg`` weights, and a copy of the search's state: a
 search of state ``S`` bytes gets at most ``HELPERS_MAX_BYTES // S`` helpers.
+The threads are the search's own whatever joblib back-end is configured
+(``joblib.parallel_config``): processes would not share the open nodes.
 """
 
 import threading
