@@ -354,8 +354,9 @@ class SoftArcSearch:
             start = time.perf_counter()
             if deadline is not None and start >= deadline:
                 break
-            if (self.best_first and self._root is not None and self._helper_count()
-                    and self.n_nodes >= THREADS_MIN_NODES):
+            if (self.n_threads > 1 and self.best_first and self._root is not None
+                    and self.n_nodes >= THREADS_MIN_NODES
+                    and (self._helpers or self._helper_count())):
                 return self._run_on_threads(left, deadline)
             before = self.n_nodes
             if self.best_first and counters[PHASE] == DONE:  # the dive ended: the next one
