@@ -101,9 +101,9 @@ def _dive_on(diver, crew):
         while True:
             node = None
             with crew.cond:
+                crew.trade(diver)  # (first: a labeling found in the last call is kept)
                 if crew.stop:
                     return
-                crew.trade(diver)
                 if crew.out_of_budget():
                     crew.halt()
                     return
@@ -160,6 +160,8 @@ def dive_on_threads(search, stop_nodes, deadline):
     _dive_on(search, crew)
     for t in threads:
         t.join()
+    for diver in divers:  # every thread's last labeling, then the best to the search
+        crew.trade(diver)
     crew.trade(search)
     if crew.error is not None:
         raise crew.error
