@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 import structlearn.inference.exact.soft_arc as soft_arc
 from structlearn.graphs import FactorGraph
 from structlearn.inference import method_parameters, solve_map
+from structlearn.inference.exact._soft_arc_kernels import (CREW_COST, CREW_HUNGRY, CREW_SHARED,
+                                                           DEPTH, DONE, FLOOR, PHASE, UPPER)
 from structlearn.inference.exact.soft_arc import SoftArcSearch
 
 from _graphgen import all_labelings, dense_gaussian_network, random_weighted_csp
@@ -208,3 +210,98 @@ def test_the_threads_are_the_searchs_own_under_any_joblib_backend(backend):
         assert two.run()
     assert two.score == pytest.approx(one.score, abs=1e-9)
     assert len(two._helpers) == 1 and two._helpers[0].n_nodes > 0
+
+
+# ------------------------------------------------------------- the crew's signals
+def _crew_cost(search, score):
+    """The cost in ``search``'s network of a labeling scoring ``score``."""
+    return search.offset - score
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), ties=st.booleans(), p_inf=st.sampled_from([0.0, 0.3]),
+       shared=st.booleans())
+def test_the_crews_cost_cuts_every_node_of_the_kernel(seed, ties, p_inf, shared):
+    """Told that some thread holds a labeling of the enumerated optimum's
+    cost, the kernel adopts no labeling of its own (every node is cut against
+    that cost) and ends; told the cost of no labeling, it finds the optimum."""
+    graph = deep_random_network(seed, p_inf, ties)
+    best = graph.score_many(all_labelings(graph)).max()
+    if best == -np.inf:
+        return
+    search = SoftArcSearch(graph, best_first=False)
+    search.crew[CREW_COST] = _crew_cost(search, best)
+    search.crew[CREW_SHARED] = float(shared)
+    for _ in range(10**4):  # (a shared crew's kernel returns at every labeling it finds)
+        if search._search_chunk(10**6) or search.state.counters[PHASE] == DONE:
+            break
+    assert search.state.counters[PHASE] == DONE
+    assert search.cost == np.inf and search.score == -np.inf
+    alone = SoftArcSearch(graph, best_first=False)
+    assert alone.run()
+    assert alone.score == pytest.approx(best, abs=1e-6 * max(1.0, abs(best)))
+
+
+def _mid_dive(seed=3):
+    """A depth-first search stopped a few nodes into its first dive, at a
+    depth of 2 or more (levels it could hand over)."""
+    graph = planted_weighted_csp(seed, n=40, k=8, forbid=0.3, planted_scores=True)
+    search = SoftArcSearch(graph, best_first=False)
+    search.run(max_nodes=6)
+    assert search.state.counters[DEPTH] - search.state.counters[FLOOR] >= 2
+    assert search.state.counters[PHASE] != DONE
+    return search
+
+
+def test_a_hungry_crew_makes_the_kernel_return_after_one_node():
+    search = _mid_dive()
+    search.crew[CREW_HUNGRY] = 1.0
+    nodes = search.n_nodes
+    search._search_chunk(1000)  # alone (not shared): the flag means nothing
+    assert search.n_nodes > nodes + 1
+    search = _mid_dive()
+    search.crew[CREW_HUNGRY] = search.crew[CREW_SHARED] = 1.0
+    nodes = search.n_nodes
+    search._search_chunk(1000)
+    assert search.n_nodes == nodes + 1
+
+
+def test_a_cheaper_labeling_elsewhere_makes_the_kernel_return_to_trade():
+    search = _mid_dive()
+    search.state.scalars[UPPER] = 1e9  # an incumbent (any), worse than the crew's
+    search.crew[CREW_COST] = 1e8
+    search.crew[CREW_SHARED] = 1.0
+    nodes = search.n_nodes
+    search._search_chunk(1000)
+    assert search.n_nodes == nodes + 1
+
+
+def test_on_threads_the_local_searches_run_while_the_helpers_dive(monkeypatch):
+    """A slice of the local searches waits until a helper has searched more
+    nodes: it would wait in vain if the helpers stopped for it."""
+    from structlearn.inference.exact import soft_arc_polish
+
+    monkeypatch.setattr(soft_arc_polish, "POLISH_FIRST_NODES", 100)
+    tabu_slice = soft_arc_polish._Polisher.tabu_slice
+    seen = []
+
+    def waiting_slice(self, search, deadline, steps=None):
+        start = time.perf_counter()
+        nodes = [h.n_nodes for h in search._helpers]
+        while time.perf_counter() - start < 5.0:
+            if [h.n_nodes for h in search._helpers] != nodes:
+                break
+            time.sleep(0.001)
+        seen.append([h.n_nodes for h in search._helpers] != nodes)
+        return tabu_slice(self, search, deadline, steps)
+
+    monkeypatch.setattr(soft_arc_polish._Polisher, "tabu_slice", waiting_slice)
+    graph = planted_weighted_csp(1, n=40, k=8, forbid=0.3, planted_scores=True)
+    one = SoftArcSearch(graph)
+    assert one.run()
+    with threads_from_the_start():
+        search = soft_arc_polish.PolishedSoftArcSearch(graph, n_jobs=2)
+        assert search.run()
+    assert any(seen)
+    assert search.score == pytest.approx(one.score, abs=1e-9)
+    assert graph.score(search.labels) == search.score

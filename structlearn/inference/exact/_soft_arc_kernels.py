@@ -84,6 +84,8 @@ NOT_STARTED, CONSISTENT, BACKTRACK, DONE = 0, 1, 2, 3
 RAISED, REMOVED, EXTENDED = 1, 2, 4
 WIPED = -1
 BOTH_ENDS = 3  # work.edge_dirty: both ends' arc consistency
+# the crew's signals, read by every thread's search kernel (see soft_arc_search)
+CREW_COST, CREW_HUNGRY, CREW_SHARED = 0, 1, 2
 
 
 class CostNetwork(NamedTuple):
@@ -992,10 +994,11 @@ def _complete_eliminated(net, state, work, labels):
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True)
-def _offer_leaf(net, state, work, current):
+def _offer_leaf(net, state, work, current, crew):
     """Every variable is fixed or eliminated: adopt the fixed labels with
     the eliminated variables' best ones when that labeling is cheaper than
-    the incumbent."""
+    the incumbent, and its cost as the crew's when cheaper than that
+    (returns whether it was)."""
     n = net.n_states.shape[0]
     K = net.K
     for i in range(n):
@@ -1010,6 +1013,10 @@ def _offer_leaf(net, state, work, current):
     if cost < state.scalars[UPPER]:
         state.scalars[UPPER] = cost
         _copy(current, state.labels)
+    if cost < crew[CREW_COST]:  # (a race may keep a worse one: a weaker cut, still valid)
+        crew[CREW_COST] = cost
+        return True
+    return False
 
 
 @borrowing_kernel
@@ -1043,7 +1050,7 @@ def cutoff(upper, tol, offset, integral):
 
 
 @nb.njit(cache=True, nogil=True)
-def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral):
+def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral, crew):
     """Depth-first branch and bound with FDAC* and the elimination of
     variables of at most one free neighbour at every node, resumable.
 
@@ -1073,6 +1080,15 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral):
         Whether every labeling's cost is an integer: a node is then also
         pruned when its bound exceeds the incumbent's cost less 1 (by
         :data:`INTEGRAL_MARGIN`), since nothing below can be cheaper by 1.
+    crew : float64 (3,)
+        Shared by the threads of one search (:mod:`.soft_arc_threads`;
+        ``crew[CREW_SHARED] > 0``; a search alone keeps its own,
+        ``[inf, 0, 0]``): ``crew[CREW_COST]`` the least cost of a labeling
+        any thread has found, against which every node is cut at once.
+        With threads, the call returns (after its first node) when it finds
+        a labeling of that least cost or another thread has, so that the
+        labelings are traded, and, wherever its path has a level to hand
+        over, while a thread waits for work (``crew[CREW_HUNGRY] > 0``).
 
     Returns
     -------
@@ -1083,11 +1099,16 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral):
     n = net.n_states.shape[0]
     current = np.empty(n, dtype=np.int64)
     counters = state.counters
-    budget = counters[NODES] + max_nodes
+    first = counters[NODES]
+    budget = first + max_nodes
     while counters[PHASE] != DONE:
         if counters[NODES] >= budget:
             return False
-        cut = cutoff(state.scalars[UPPER], tol, offset, integral)
+        if counters[NODES] > first and crew[CREW_SHARED] > 0 and (
+                crew[CREW_COST] < state.scalars[UPPER]  # another thread's labeling: trade
+                or (crew[CREW_HUNGRY] > 0 and counters[DEPTH] - counters[FLOOR] >= 2)):
+            return False
+        cut = cutoff(min(state.scalars[UPPER], crew[CREW_COST]), tol, offset, integral)
         phase = counters[PHASE]
         if phase == NOT_STARTED:
             counters[NODES] += 1
@@ -1108,8 +1129,10 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral):
         elif phase == CONSISTENT:
             v = _choose_variable(net, state, work)
             if v < 0:
-                _offer_leaf(net, state, work, current)
+                found = _offer_leaf(net, state, work, current, crew)
                 counters[PHASE] = BACKTRACK
+                if found and crew[CREW_SHARED] > 0:  # the others trade for it at once
+                    return False
                 continue
             a = _choose_label(net, state, v, eps)
             d = counters[DEPTH]

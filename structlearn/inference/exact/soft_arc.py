@@ -192,6 +192,12 @@ class SoftArcSearch:
         self.best_first = bool(best_first)
         self.n_threads = thread_count(n_jobs)
         self._helpers = []  # copies diving on threads beside this search (soft_arc_threads)
+        # on threads, called in the search's own thread after each of its
+        # kernel calls while the helpers dive (None: nothing)
+        self._between_dives = None
+        # the least cost found by any thread and whether one waits for work
+        # (soft_arc_search's crew: the helpers share this array)
+        self.crew = np.array([np.inf, 0.0, 0.0])
         self.net, self.offset = _cost_network(graph, existential)
         n, E = graph.n_vars, graph.n_factors
         K = self.net.unary.shape[0] // max(n, 1)
@@ -354,9 +360,7 @@ class SoftArcSearch:
             start = time.perf_counter()
             if deadline is not None and start >= deadline:
                 break
-            if (self.n_threads > 1 and self.best_first and self._root is not None
-                    and self.n_nodes >= THREADS_MIN_NODES
-                    and (self._helpers or self._helper_count())):
+            if self._on_threads():
                 return self._run_on_threads(left, deadline)
             before = self.n_nodes
             if self.best_first and counters[PHASE] == DONE:  # the dive ended: the next one
@@ -375,12 +379,21 @@ class SoftArcSearch:
             chunk = self._next_chunk(chunk, start, done)
         return self.proved
 
+    def _on_threads(self):
+        """Whether the search goes on with helpers on threads: several
+        threads, best-first, past the root and its first
+        :data:`.soft_arc_threads.THREADS_MIN_NODES` nodes, and room for a
+        helper."""
+        return (self.n_threads > 1 and self.best_first and self._root is not None
+                and self.n_nodes >= THREADS_MIN_NODES
+                and bool(self._helpers or self._helper_count()))
+
     def _search_chunk(self, max_nodes):
         """The search kernel for ``max_nodes`` nodes at most."""
         from ._soft_arc_kernels import soft_arc_search
 
         soft_arc_search(self.net, self.state, self.work, max_nodes, self.tol, self.offset,
-                        self.eps, self.integral)
+                        self.eps, self.integral, self.crew)
 
     @staticmethod
     def _next_chunk(chunk, start, done):
@@ -422,7 +435,7 @@ class SoftArcSearch:
         if not soft_arc_search.signatures:
             soft_arc_search.compile(tuple(numba.typeof(a) for a in (
                 self.net, state, self.work, 1, self.tol, self.offset, self.eps,
-                self.integral)))
+                self.integral, self.crew)))
         if not self.best_first or restore_node.signatures:
             return
         root = RootNode(state.unary, state.shift, state.scalars[:1], state.counters[:1])

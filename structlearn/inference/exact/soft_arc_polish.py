@@ -126,7 +126,10 @@ class PolishedSoftArcSearch(SoftArcSearch):
 
     def run(self, *, max_nodes=None, deadline=None):
         """Search on for ``max_nodes`` more nodes and/or until ``deadline``;
-        returns :attr:`proved`."""
+        returns :attr:`proved`.
+
+        On threads (:mod:`.soft_arc_threads`) the slices run in the calling
+        thread while the helpers go on diving, instead of between runs."""
         polisher = self._polisher
         stop = None if max_nodes is None else self.n_nodes + int(max_nodes)
         if deadline is not None and not polisher.first_slice_done and polisher.first_time is None:
@@ -138,25 +141,43 @@ class PolishedSoftArcSearch(SoftArcSearch):
                 break
             if stop is not None and self.n_nodes >= stop:
                 break
+            if self._on_threads():
+                self._between_dives = lambda: self._slice_if_due(deadline)
+                try:
+                    super().run(max_nodes=None if stop is None else stop - self.n_nodes,
+                                deadline=deadline)
+                finally:
+                    self._between_dives = None
+                continue
             target = polisher.next_nodes if stop is None else min(polisher.next_nodes, stop)
             timed = (deadline is not None and polisher.first_time is not None
                      and not polisher.first_slice_done)
             until = min(deadline, polisher.first_time) if timed else deadline
             super().run(max_nodes=max(target - self.n_nodes, 1), deadline=until)
-            due = self.n_nodes >= polisher.next_nodes or (
-                timed and time.perf_counter() >= polisher.first_time)
-            if self.proved or not due:
-                continue
-            early = self.n_nodes < polisher.next_nodes  # the timed first slice
-            polisher.first_slice_done = True
-            if self.score > -np.inf:
-                if early:  # as long as the search has run: a node's share of steps is too few
-                    now = time.perf_counter()
-                    polisher.tabu_slice(self, min(deadline, 2 * now - polisher.first_start),
-                                        steps=TIMED_SLICE_MAX_STEPS)
-                else:
-                    polisher.tabu_slice(self, deadline)
-                polisher.polish(self, deadline)
-            else:  # no incumbent yet: look again later
-                polisher.next_nodes = 2 * self.n_nodes
+            if not self.proved:
+                self._slice_if_due(deadline)
         return self.proved
+
+    def _slice_if_due(self, deadline):
+        """The local searches' slice, when the search has reached the
+        polisher's node count (or, before the first slice under a deadline,
+        its time)."""
+        polisher = self._polisher
+        timed = (deadline is not None and polisher.first_time is not None
+                 and not polisher.first_slice_done)
+        due = self.n_nodes >= polisher.next_nodes or (
+            timed and time.perf_counter() >= polisher.first_time)
+        if not due:
+            return
+        early = self.n_nodes < polisher.next_nodes  # the timed first slice
+        polisher.first_slice_done = True
+        if self.score > -np.inf:
+            if early:  # as long as the search has run: a node's share of steps is too few
+                now = time.perf_counter()
+                polisher.tabu_slice(self, min(deadline, 2 * now - polisher.first_start),
+                                    steps=TIMED_SLICE_MAX_STEPS)
+            else:
+                polisher.tabu_slice(self, deadline)
+            polisher.polish(self, deadline)
+        else:  # no incumbent yet: look again later
+            polisher.next_nodes = 2 * self.n_nodes

@@ -10,15 +10,21 @@ the open nodes) take dives beside the search itself:
   open nodes and each dive's end (which opens nodes) are handled under one
   lock, the dives themselves and the nodes' rebuilding run in compiled
   kernels that release the GIL;
-* after each of its kernel calls (about :data:`.soft_arc.CHUNK_SECONDS`) a
-  thread trades incumbents with the crew: the best labeling found by any
-  prunes every dive from then on;
-* a thread with no open node to take waits for one; a busy thread that
-  sees it waiting (and no open node) hands it the right branch of the
-  first level of its path (the dive then ends there instead of
-  backtracking to it), so the threads share even the first dive's tree;
+* the least cost of a labeling any thread has found is shared at once
+  (``soft_arc_search``'s ``crew`` array): it cuts every thread's next
+  node; the labelings themselves are traded after each kernel call (about
+  :data:`.soft_arc.CHUNK_SECONDS`, and at once after a better labeling);
+* a thread with no open node to take waits for one and raises the crew's
+  hunger flag, on which the busy threads' kernels return after their next
+  node; a busy thread that sees a thread waiting (and no open node) hands
+  it the right branch of the first level of its path (the dive then ends
+  there instead of backtracking to it), so the threads share even the
+  first dive's tree;
 * when all wait, no node is left below the incumbent: the search is
-  proved.
+  proved;
+* the local searches of a :class:`.soft_arc_polish.PolishedSoftArcSearch`
+  run in the search's own thread between its kernel calls
+  (``SoftArcSearch._between_dives``) while the helpers go on diving.
 
 The optimum is the same for any ``n_jobs`` (every node below the incumbent
 is searched by some thread), the nodes searched and, among labelings of
@@ -34,7 +40,8 @@ import time
 
 import numpy as np
 
-from ._soft_arc_kernels import DEPTH, DONE, NODES, PHASE, ROUNDS, UPPER
+from ._soft_arc_kernels import (CREW_COST, CREW_HUNGRY, CREW_SHARED, DEPTH, DONE, NODES, PHASE,
+                                ROUNDS, UPPER)
 
 __all__ = ["HELPERS_MAX_BYTES", "THREADS_MIN_NODES", "dive_on_threads", "make_helpers"]
 
@@ -63,6 +70,10 @@ class _Crew:
         best = min(divers, key=lambda d: d.state.scalars[UPPER])
         self.cost = float(best.state.scalars[UPPER])
         self.labels = best.state.labels.copy()
+        self.signals = divers[0].crew  # the array every thread's kernel reads
+        self.signals[CREW_COST] = min(self.signals[CREW_COST], self.cost)
+        self.signals[CREW_HUNGRY] = 0.0
+        self.signals[CREW_SHARED] = 1.0
 
     def nodes(self):
         return sum(int(d.state.counters[NODES]) for d in self.divers)
@@ -76,6 +87,7 @@ class _Crew:
         elif self.cost < state.scalars[UPPER]:
             state.scalars[UPPER] = self.cost
             state.labels[:] = self.labels
+        self.signals[CREW_COST] = min(self.signals[CREW_COST], self.cost)
 
     def out_of_budget(self):
         return ((self.stop_nodes is not None and self.nodes() >= self.stop_nodes)
@@ -99,6 +111,10 @@ def _dive_on(diver, crew):
     chunk = 1
     try:
         while True:
+            if diver._between_dives is not None:  # (the search's own thread only)
+                with crew.cond:
+                    crew.trade(diver)  # the local searches start from the crew's best
+                diver._between_dives()
             node = None
             with crew.cond:
                 crew.trade(diver)  # (first: a labeling found in the last call is kept)
@@ -114,8 +130,11 @@ def _dive_on(diver, crew):
                         if crew.idle == len(crew.divers):  # nothing is left anywhere
                             crew.halt()
                             return
+                        crew.signals[CREW_HUNGRY] = 1.0
                         crew.cond.wait(_wait_seconds(crew))
                         crew.idle -= 1
+                        if not crew.idle:
+                            crew.signals[CREW_HUNGRY] = 0.0
                         continue
             start = time.perf_counter()
             before = int(diver.state.counters[NODES])
@@ -128,6 +147,8 @@ def _dive_on(diver, crew):
                     diver._end_of_step()
                     if crew.idle and not len(diver._open):  # a thread waits for work
                         diver._hand_over()
+                    # a waiting thread finds a node now, or asks again when it wakes
+                    crew.signals[CREW_HUNGRY] = 0.0
                     if len(diver._open) > opened:
                         crew.cond.notify_all()
             done = int(diver.state.counters[NODES]) - before
@@ -186,6 +207,7 @@ def make_helpers(search, count):
         h.state.counters[PHASE] = DONE
         h.state.counters[NODES] = h.state.counters[ROUNDS] = h.state.counters[DEPTH] = 0
         h._helpers = []
+        h._between_dives = None
         h._restore_rounds = 0
         h._depth = 0
         helpers.append(h)

@@ -202,7 +202,7 @@ def _icm_from(graph, var_indptr, var_factors, labels, walk, count):
         queued[queue[(head + r) % n]] = 0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def walk_steps(graph, var_indptr, var_factors, walk, n_steps, max_ball, idle_limit):
     """``n_steps`` steps of an iterated local search, or fewer once
     ``walk.counters[IDLE]`` reaches ``idle_limit``.
