@@ -156,9 +156,8 @@ class SoftArcSearch:
         bound.  False: plain depth-first search.
     n_jobs : int or None, default=None
         Threads that take dives side by side (best-first search only; see
-        :mod:`.soft_arc_threads`), from the search's
-        :data:`~.soft_arc_threads.THREADS_MIN_NODES`-th node on; None or 1:
-        one.  As in scikit-learn, -1 is all CPUs.
+        :mod:`.soft_arc_threads`), from the root's first child on; None or
+        1: one.  As in scikit-learn, -1 is all CPUs.
 
     Attributes
     ----------

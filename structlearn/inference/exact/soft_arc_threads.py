@@ -45,9 +45,12 @@ from ._soft_arc_kernels import (CREW_COST, CREW_HUNGRY, CREW_SHARED, DEPTH, DONE
 
 __all__ = ["HELPERS_MAX_BYTES", "THREADS_MIN_NODES", "dive_on_threads", "make_helpers"]
 
-# nodes the search takes alone before helpers join it: proofs shorter than
-# this (milliseconds) would spend more on starting threads than they save
-THREADS_MIN_NODES = 64
+# nodes the search takes alone before helpers join it (the root's is 1: they
+# join once it is evaluated).  A waiting helper is handed work from the first
+# dive at once, and the nodes near the root cost the most: on the generated
+# weighted CSPs of seeds 50-59, helpers from the 64th node proved 72-73 of 78
+# networks in toulbar2's time, from the root's first child 76-77
+THREADS_MIN_NODES = 1
 # the helpers' copies of the search's state at most, together (a search's
 # state is at most branch_and_bound.SOFT_ARC_MAX_BYTES): fewer helpers than
 # threads where more would not fit
