@@ -248,6 +248,13 @@ def worker(method, name, time_limit):
             solve_map(warm, "exact", enumeration_limit=0, max_nodes=3, **stage)
         # and the soft arc consistent search (components with forbidden pairs)
         solve_map(_wcsp("wcsp6_d3_f40_s0"), "exact", enumeration_limit=0, max_nodes=3)
+        # with its local searches (first run at the search's 1,000th node)
+        from structlearn.inference.exact.soft_arc_polish import PolishedSoftArcSearch
+
+        polished = PolishedSoftArcSearch(_wcsp("wcsp6_d3_f40_s0"))
+        polished.run(max_nodes=3)
+        polished._polisher.tabu_slice(polished, None, steps=10)
+        polished._polisher.polish(polished, None)
     reset_peak()
     base = rss_kb()
     t0 = time.perf_counter()
