@@ -47,9 +47,9 @@ __all__ = ["HELPERS_MAX_BYTES", "THREADS_MIN_NODES", "dive_on_threads", "make_he
 
 # nodes the search takes alone before helpers join it (the root's is 1: they
 # join once it is evaluated).  A waiting helper is handed work from the first
-# dive at once, and the nodes near the root cost the most: on the generated
-# weighted CSPs of seeds 50-59, helpers from the 64th node proved 72-73 of 78
-# networks in toulbar2's time, from the root's first child 76-77
+# dive at once, and the nodes near the root cost the most (BENCHMARKS.md: on
+# the generated weighted CSPs, helpers from the 64th node proved fewer within
+# toulbar2's time)
 THREADS_MIN_NODES = 1
 # the helpers' copies of the search's state at most, together (a search's
 # state is at most branch_and_bound.SOFT_ARC_MAX_BYTES): fewer helpers than
