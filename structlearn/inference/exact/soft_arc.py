@@ -42,8 +42,7 @@ import numpy as np
 
 from ...graphs.factor_graph import FactorGraph
 from ._soft_arc_kernels import (BACKTRACK, BACKTRACKS_LEFT, CONSISTENT, DEPTH, DONE, ELIMINATED,
-                                FLOOR,
-                                LOWER, NODES, NOT_STARTED, PHASE, ROUNDS, UPPER)
+                                FLOOR, LOWER, NODES, NOT_STARTED, PHASE, ROUNDS, UPPER)
 from .soft_arc_open import OpenNodes
 from .soft_arc_threads import HELPERS_MAX_BYTES, THREADS_MIN_NODES
 
