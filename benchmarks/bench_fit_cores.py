@@ -17,12 +17,15 @@ run, each J in ``--jobs`` in turn:
 ``J = 2s`` is the serial solver on two threads (``n_jobs=2``, no
 partitions: its passes split by factor type); ``J = 8x16`` is 8 partitions
 on 16 threads (each partition's passes split on two).
+``J:N`` (to-gap part only) cuts that fit after ``N`` passes: the time
+of its first passes where a whole fit would not fit in the time at hand.
 ``J = 1`` is the serial solver (``training_partitions=None``); ``J = 1d`` the
 same with dense weights where it would keep sparse weight rows (from
 ``SPARSE_WEIGHTS_MIN_ENTRIES`` weights, for memory), the fair single-core
 baseline for speed; below that size both are the same fit.  The
 kernels are compiled on a small task of the same labels and features first.
-Results also go to ``--json`` (rewritten after each fit).
+Results also go to ``--json`` (rewritten after each fit); ``--verbose`` logs
+every pass of the fits to the gap, so a fit cut off still shows its course.
 
 Usage::
 
@@ -51,11 +54,12 @@ def _task(n_sequences, args, seed):
                            random_state=seed)
 
 
-def _model(J, max_iter, partitions):
+def _model(J, max_iter, partitions, verbose=0):
     from structlearn.estimators import SequenceSSVM
 
     return SequenceSSVM(C=0.1, tol=0.01, max_iter=max_iter, random_state=0, n_jobs=J,
-                        training_partitions=partitions if partitions > 1 else None)
+                        training_partitions=partitions if partitions > 1 else None,
+                        verbose=verbose)
 
 
 @contextlib.contextmanager
@@ -74,7 +78,7 @@ def _dense_serial_weights(dense):
         ssvm.SPARSE_WEIGHTS_MIN_ENTRIES = saved
 
 
-def _fit(J, X, y, max_iter):
+def _fit(J, X, y, max_iter, verbose=0):
     """``J``: an int, or ``"1d"`` (the serial solver with dense weights)."""
     from sklearn.exceptions import ConvergenceWarning
 
@@ -88,7 +92,7 @@ def _fit(J, X, y, max_iter):
         P, J = (int(t) for t in J.split("x"))
     else:
         P = J
-    model = _model(J, max_iter, P)
+    model = _model(J, max_iter, P, verbose)
     with warnings.catch_warnings(), _dense_serial_weights(dense):
         warnings.simplefilter("ignore", ConvergenceWarning)
         t0 = time.perf_counter()
@@ -133,13 +137,17 @@ def _to_gap(args, results):
     for J in args.jobs:
         if _over_budget(args, J):
             continue
-        model, r = _fit(J, X, y, args.max_iter)
+        J, max_iter = _pass_cap(J, args.max_iter)
+        model, r = _fit(J, X, y, max_iter, args.verbose)
         r["score"] = float(model.score(Xte, yte))
-        base = base or r["wall"]
-        r["speedup"] = base / r["wall"]
+        if max_iter < args.max_iter:  # cut short: a rate, not a fit to the gap
+            r["J"], r["speedup"] = f"{J}:{max_iter}", float("nan")
+        else:
+            base = base or r["wall"]
+            r["speedup"] = base / r["wall"]
         results["to_gap"].append(r)
         _save(args, results)
-        print(f"| {J} | {r['wall']:.2f} | {r['speedup']:.2f}x | {r['rounds']} | "
+        print(f"| {r['J']} | {r['wall']:.2f} | {r['speedup']:.2f}x | {r['rounds']} | "
               f"{r['local']:.2f} | {r['merge']:.2f} | {r['other']:.2f} | {r['gap']:.4f} | "
               f"{r['primal']:.6g} | {r['score']:.4f} |", flush=True)
 
@@ -176,7 +184,18 @@ def _per_round(args, results):
                       f"whole fits (certificates included) {b['wall'] / r['wall']:.2f}x")
 
 
+def _pass_cap(J, max_iter):
+    """``"J:N"``: the fit of ``J`` cut after ``N`` passes; else ``(J, max_iter)``."""
+    if isinstance(J, str) and ":" in J:
+        J, cap = J.split(":")
+        return _job(J), int(cap)
+    return J, max_iter
+
+
 def _job(text):
+    if ":" in text and text.rsplit(":", 1)[1].isdigit():
+        _job(text.rsplit(":", 1)[0])  # checked here, parsed by _pass_cap
+        return text
     if text == "1d" or (text.endswith("s") and text[:-1].isdigit()):
         return text
     if "x" in text and all(t.isdigit() for t in text.split("x", 1)):
@@ -190,7 +209,8 @@ def main():
                     help='threads (= partitions); "1d": the serial solver with dense weights; '
                          '"Js": J threads without partitions (the serial solver, its passes '
                          'split by factor type on two threads); "PxJ": P partitions on J '
-                         'threads (J = 2P: each partition\'s passes split on two)')
+                         'threads (J = 2P: each partition\'s passes split on two); "J:N": '
+                         'J\'s fit to the gap cut after N passes (its time per pass)')
     ap.add_argument("--sequences", type=int, default=2500)
     ap.add_argument("--length", type=int, default=20)
     ap.add_argument("--labels", type=int, default=1000)
@@ -204,9 +224,16 @@ def main():
     ap.add_argument("--budget", type=float, default=None,
                     help="seconds: no fit starts after this (the rest are reported skipped)")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--verbose", action="store_true",
+                    help="log every pass of the fits to the gap (time, gap when checked)")
     args = ap.parse_args()
 
     import numba
+
+    if args.verbose:
+        import logging
+
+        logging.basicConfig(level=logging.INFO, format="%(relativeCreated)9.0f ms %(message)s")
 
     results = dict(cpus=os.cpu_count(), python=platform.python_version(),
                    numpy=np.__version__, numba=numba.__version__, args=vars(args),
