@@ -11,7 +11,9 @@ turn (``PYTHONPATH``) to compare two schedules.
 down to a 0.2 % gap, then the schedule replayed over those certified gaps
 for ``--lookahead`` x ``--max-interval`` at ``--tols``: the stopping pass,
 the checks, and the cost (passes plus checks weighed by the measured check
-time in passes) against ``LOOKAHEAD = 0.1, MAX_INTERVAL = 10``.  Chains
+time in passes) against the default schedule.  ``--logs``: the same
+replay over ``bench_fit_cores.py --verbose`` logs (checks every 10th pass,
+the gaps in between interpolated).  Chains
 take a lagged check's value three passes later (``CHECK_LAG``) where the
 fit is large enough.
 
@@ -19,6 +21,7 @@ Usage::
 
     .venv/bin/python benchmarks/bench_check_schedule.py [--replay]
         [--data-dir ../shared/data] [--lookahead 0.1 0.2 0.3] [--max-interval 10 20]
+        [--max-share 0 0.25] [--logs fit1.log fit2.log]
 """
 
 import argparse
@@ -63,16 +66,17 @@ def _timed(tasks):
               f"{m.score(Xt, yt):.4f} |", flush=True)
 
 
-def replay(gaps, tol, every, lag, lookahead, max_interval):
+def replay(gaps, tol, every, lag, lookahead, max_interval, max_share=0.0):
     """``(stopping pass, checks)`` of the schedule (:class:`CheckSchedule`
-    with these ``LOOKAHEAD`` and ``MAX_INTERVAL``) over the certified gap of
+    with these ``LOOKAHEAD``, ``MAX_INTERVAL`` and ``MAX_SHARE``) over the certified gap of
     every pass (``gaps[p - 1]``), lagged checks taken ``lag`` passes later
     (0: at once, one at a time) and confirmed at the pass that takes them;
     the stopping pass is None when the gaps never meet ``tol``."""
     from structlearn.learners._ssvm_common import CheckSchedule
 
     schedule = type("Replayed", (CheckSchedule,), {"LOOKAHEAD": lookahead,
-                                                   "MAX_INTERVAL": max_interval})
+                                                   "MAX_INTERVAL": max_interval,
+                                                   "MAX_SHARE": max_share})
     sched = schedule(every, adaptive=True, tol=tol)
     pending, checks = None, 0
     for p in range(1, len(gaps) + 1):
@@ -100,6 +104,8 @@ def replay(gaps, tol, every, lag, lookahead, max_interval):
 
 
 def _replayed(tasks, args):
+    """Every task fitted with a check after every pass: ``(name, gaps,
+    every, lag, check cost in passes)`` per task."""
     import structlearn.learners._lagged_checks as lagged
     from structlearn.estimators import SequenceSSVM
 
@@ -126,22 +132,72 @@ def _replayed(tasks, args):
         runs.append((name, [r["relative_gap"] for r in h], every, lag, ratio))
         print(f"{name}: {len(h)} passes, a check {ratio:.2f} passes, base interval {every}, "
               f"lag {lag}", flush=True)
+    return runs
+
+
+def _logged(paths, every):
+    """Runs from ``--verbose`` logs of fits (``bench_fit_cores.py``) that
+    checked every ``every``-th pass: the gaps between two checks
+    interpolated on a log scale, extended past the last one at its last
+    rate; a check's cost is the time the passes took beyond their pass
+    times and the median such overhead, per check, in median pass times."""
+    import re
+
+    runs = []
+    for path in paths:
+        gap, step, pass_time = {}, {}, {}
+        last = 0.0
+        for line in open(path):
+            m = re.search(r"iter (\d+): (.*) pass ([\d.]+)s elapsed ([\d.]+)s", line)
+            if not m:
+                continue
+            p, elapsed = int(m.group(1)), float(m.group(4))
+            g = re.search(r"rel\. gap ([\d.e+-]+)", m.group(2))
+            if g:
+                gap[p] = float(g.group(1))
+            if p not in step:  # a lagged check's line repeats its pass
+                step[p], pass_time[p] = elapsed - last, float(m.group(3))
+                last = elapsed
+        ps = np.array(sorted(gap))
+        lg = np.log([gap[p] for p in ps])
+        rate = (lg[-1] - lg[-2]) / (ps[-1] - ps[-2])
+        x = np.arange(1, 3 * ps[-1] + 1)
+        gaps = np.exp(np.where(x > ps[-1], lg[-1] + rate * (x - ps[-1]), np.interp(x, ps, lg)))
+        passes = np.array([pass_time[p] for p in sorted(pass_time)])
+        over = np.array([step[p] for p in sorted(step)]) - passes
+        # (a lagged check's time shows in a later pass's step)
+        ratio = float((over.sum() - over.size * np.median(over)) / ps.size / np.median(passes))
+        name = os.path.basename(path)
+        runs.append((name, list(gaps), every, 0, ratio))
+        print(f"{name}: checks up to pass {ps[-1]}, a check {ratio:.2f} passes, base interval "
+              f"{every}", flush=True)
+    return runs
+
+
+def _replay_table(runs, args):
+    from structlearn.learners._ssvm_common import CheckSchedule as S
+
+    default = (S.LOOKAHEAD, S.MAX_INTERVAL, S.MAX_SHARE)
     for tol in args.tols:
-        print(f"\ntol {tol}: stopping pass / checks (cost against 0.1 / 10)\n")
-        print("| lookahead | longest interval | " + " | ".join(r[0] for r in runs) + " |")
-        print("|---:|---:|" + "---|" * len(runs))
+        print(f"\ntol {tol}: stopping pass / checks (cost against the default "
+              f"{default[0]} / {default[1]} / {default[2]})\n")
+        print("| lookahead | longest interval | share | " + " | ".join(r[0] for r in runs)
+              + " |")
+        print("|---:|---:|---:|" + "---|" * len(runs))
         for look in args.lookahead:
             for longest in args.max_interval:
-                cells = []
-                for name, gaps, every, lag, ratio in runs:
-                    stop, checks = replay(gaps, tol, every, lag, look, longest)
-                    base = replay(gaps, tol, every, lag, 0.1, 10)
-                    if stop is None or base[0] is None:
-                        cells.append("n/a")
-                        continue
-                    cost = (stop + ratio * checks) / (base[0] + ratio * base[1])
-                    cells.append(f"{stop} / {checks} ({cost:.3f}x)")
-                print(f"| {look} | {longest} | " + " | ".join(cells) + " |", flush=True)
+                for share in args.max_share:
+                    cells = []
+                    for name, gaps, every, lag, ratio in runs:
+                        stop, checks = replay(gaps, tol, every, lag, look, longest, share)
+                        base = replay(gaps, tol, every, lag, *default)
+                        if stop is None or base[0] is None:
+                            cells.append("n/a")
+                            continue
+                        cost = (stop + ratio * checks) / (base[0] + ratio * base[1])
+                        cells.append(f"{stop} / {checks} ({cost:.3f}x)")
+                    print(f"| {look} | {longest} | {share} | " + " | ".join(cells) + " |",
+                          flush=True)
 
 
 def main():
@@ -152,13 +208,20 @@ def main():
     ap.add_argument("--tols", type=float, nargs="+", default=[0.02, 0.01, 0.005])
     ap.add_argument("--lookahead", type=float, nargs="+", default=[0.1, 0.2, 0.3])
     ap.add_argument("--max-interval", type=int, nargs="+", default=[10, 20])
+    ap.add_argument("--max-share", type=float, nargs="+", default=[0.0],
+                    help="the longest interval is at least this share of the passes run")
+    ap.add_argument("--logs", nargs="+", default=None,
+                    help="replay --verbose logs of bench_fit_cores.py fits instead of "
+                         "fitting the tasks (checks every --log-every passes)")
+    ap.add_argument("--log-every", type=int, default=10)
     args = ap.parse_args()
     warnings.simplefilter("ignore")
-    tasks = _tasks(args.data_dir)
-    if args.replay:
-        _replayed(tasks, args)
+    if args.logs:
+        _replay_table(_logged(args.logs, args.log_every), args)
+    elif args.replay:
+        _replay_table(_replayed(_tasks(args.data_dir), args), args)
     else:
-        _timed(tasks)
+        _timed(_tasks(args.data_dir))
 
 
 if __name__ == "__main__":

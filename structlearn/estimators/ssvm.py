@@ -271,13 +271,14 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         stopping rule, after every ``check_every``-th pass and after the
         last one (the other history records hold NaN there).  The primal
         value needs a loss-augmented Viterbi over all sequences (over the
-        non-zeros of a mostly-zero transition table: about 1-2 GDMM passes
-        at ``K = 1000``, BENCHMARKS.md).
+        non-zeros of a mostly-zero transition table: about 3 GDMM passes on
+        Porttinari, 6-7 at 1,000,000 tokens and ``K = 1000``, BENCHMARKS.md).
         ``"auto"``: every ``max(1, K // 100)``-th pass, spaced out (up to 10
-        passes apart) while the last certified gap is far above ``tol``:
-        after a check at pass ``p`` with relative gap ``g`` the next comes
-        ``0.2 p (g / tol - 1)`` passes later.  The gap falls roughly like
-        ``1 / p``: ``fit`` stops at most ``max(10, K // 100)`` passes (and
+        passes apart, or a quarter of the passes run where that is more)
+        while the last certified gap is far above ``tol``: after a check at
+        pass ``p`` with relative gap ``g`` the next comes ``0.2 p (g / tol -
+        1)`` passes later.  The gap falls roughly like ``1 / p``: ``fit``
+        stops at most ``max(10, K // 100, p / 4)`` passes (and
         usually 1-2) after the gap first met ``tol``, 3 more where checks
         lag (below); the schedule depends only on the gaps, not on timing.
         A fit with ``n_tokens * K >= 2**20`` and no
@@ -787,8 +788,9 @@ default="auto"
         gdmm evaluates its certificate (primal, dual, and so the stopping
         rule) after every ``check_every``-th pass and after the last one;
         the other history records hold NaN there. ``"auto"``: after every
-        pass, spaced out (up to 10 passes apart) while the last certified
-        gap is far above ``tol``, as in :class:`SequenceSSVM`: after a check
+        pass, spaced out (up to 10 passes apart, or a quarter of the passes
+        run where that is more) while the last certified gap is far above
+        ``tol``, as in :class:`SequenceSSVM`: after a check
         at pass ``p`` with relative gap ``g`` the next comes ``0.2 p (g /
         tol - 1)`` passes later.
     max_time : float or None, default=None

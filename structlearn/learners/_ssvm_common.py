@@ -250,7 +250,8 @@ class CheckSchedule:
         Also space the checks out while the last certified gap is far above
         ``tol``: after a check at pass ``p`` with relative gap ``g`` the next
         one comes ``LOOKAHEAD * p * (g / tol - 1)`` passes later, at least
-        ``every`` and at most ``max(every, MAX_INTERVAL)`` passes.  The
+        ``every`` and at most ``max(every, MAX_INTERVAL, MAX_SHARE * p)``
+        passes.  The
         certified gaps of GDMM and BCFW fall roughly like ``1 / p``, so the
         stopping rule fires at most about ``LOOKAHEAD`` of the passes run
         after the gap first met ``tol``.  Deterministic (no timing), so a fit
@@ -266,9 +267,13 @@ class CheckSchedule:
     # look-alike) at tol 0.02, 0.01 and 0.005, the passes plus the checks
     # (weighed by their measured cost) came to 0.93-0.99x those of 0.1, the
     # stopping pass within 2 of it; 0.3, or a longest interval of 20,
-    # overshoots some short multilabel fits (benchmarks/bench_check_schedule.py)
+    # overshoots some short multilabel fits (benchmarks/bench_check_schedule.py).
+    # MAX_SHARE 0.25 (intervals above 10 only after 40 passes): 0.90-1.00x the
+    # cost of none on those fits at tol 0.02-0.005, and 0.81-0.83x on fits of
+    # 1,000,000 tokens (K = 1,000) whose checks cost 6-7 passes (BENCHMARKS.md)
     LOOKAHEAD = 0.2
     MAX_INTERVAL = 10
+    MAX_SHARE = 0.25
 
     def __init__(self, every, adaptive=False, tol=0.0):
         self.every = int(every)
@@ -286,7 +291,8 @@ class CheckSchedule:
         if self.adaptive and rel_gap > self.tol:  # False for a NaN gap
             ratio = rel_gap / self.tol if self.tol > 0 else np.inf
             far = self.LOOKAHEAD * n_pass * (ratio - 1.0)
-            step = int(min(max(far, self.every), max(self.every, self.MAX_INTERVAL)))
+            longest = max(self.every, self.MAX_INTERVAL, self.MAX_SHARE * n_pass)
+            step = int(min(max(far, self.every), longest))
         self.next = n_pass + step
 
 

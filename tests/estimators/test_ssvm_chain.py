@@ -846,8 +846,12 @@ def test_check_schedule_spaces_checks_while_the_gap_is_far_from_tol():
     assert sched.next == 11
     sched.checked(11, 1.2e-3)   # 0.2 * 11 * 0.2 = 0.44 -> the base interval
     assert sched.next == 12
-    sched.checked(60, 3e-3)     # 0.2 * 60 * 2 = 24 -> 10
-    assert sched.next == 70
+    sched.checked(30, 3e-3)     # 0.2 * 30 * 2 = 12 -> 10
+    assert sched.next == 40
+    sched.checked(60, 3e-3)     # 0.2 * 60 * 2 = 24 -> a quarter of the passes run, 15
+    assert sched.next == 75
+    sched.checked(200, 0.9)     # far: a quarter of the passes run
+    assert sched.next == 250
     sched.checked(40, 1.5e-3)   # 0.2 * 40 * 0.5 = 4
     assert sched.next == 44
     sched.checked(50, 5e-4)     # met (the solver stops): the base interval
