@@ -272,7 +272,7 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         last one (the other history records hold NaN there).  The primal
         value needs a loss-augmented Viterbi over all sequences (over the
         non-zeros of a mostly-zero transition table: about 3 GDMM passes on
-        Porttinari, 6-7 at 1,000,000 tokens and ``K = 1000``, BENCHMARKS.md).
+        Porttinari, about 6 at 1,000,000 tokens and ``K = 1000``, BENCHMARKS.md).
         ``"auto"``: every ``max(1, K // 100)``-th pass, spaced out (up to 10
         passes apart, or a quarter of the passes run where that is more)
         while the last certified gap is far above ``tol``: after a check at
