@@ -269,7 +269,7 @@ class CheckSchedule:
     # stopping pass within 2 of it; 0.3, or a longest interval of 20,
     # overshoots some short multilabel fits (benchmarks/bench_check_schedule.py).
     # MAX_SHARE 0.25 (intervals above 10 only after 40 passes): 0.90-1.00x the
-    # cost of none on those fits at tol 0.02-0.005, and 0.81-0.83x on fits of
+    # cost of none on those fits at tol 0.02-0.005, and 0.81-0.85x on fits of
     # 1,000,000 tokens (K = 1,000) whose checks cost about 6 passes (BENCHMARKS.md)
     LOOKAHEAD = 0.2
     MAX_INTERVAL = 10
