@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._chains import TrainingChains
+from ._damping import MeasuredDamping, squared_move
 from ._gdmm_chain_kernels import (ChainWeights, add_row_moves, gdmm_chain_dual,
                                   transitions_from_duals, weights_from_duals)
 from ._gdmm_chain_partitions import build_partitions
@@ -76,13 +77,17 @@ class RemotePartition:
         return TrainingChains(c.data, c.indices, c.indptr, self.offsets, c.y)
 
 
-def _remote_round(rp, changed, values, v, seed, eta):
+def _remote_round(rp, changed, values, v, seed, eta, damping):
     """One local pass on a worker, after setting the entries ``changed`` (flat
-    indices) of its weight rows to ``values``; returns ``(rp, (moved, moves,
-    dv, res2, stats, active))``: the flat indices of the rows' non-zero
-    undamped moves and the moves, the table's move, the squared residual, the
-    pass counters and the summed slot and pair counts."""
+    indices) of its weight rows to ``values``, under ``damping`` (the weight
+    rows' and the table's, :mod:`._damping`); returns ``(rp, (moved, moves,
+    dv, res2, stats, active, spread))``: the flat indices of the rows'
+    non-zero undamped moves and the moves, the table's move, the squared
+    residual, the pass counters, the summed slot and pair counts and the
+    squared norms of the rows' and the table's moves."""
     part = rp.part
+    part.damp(damping[0])
+    rp.settings = rp.settings._replace(transition_sigma=damping[1])
     if changed is None:
         rp.rows_copy.ravel()[:] = values
     else:
@@ -99,8 +104,11 @@ def _remote_round(rp, changed, values, v, seed, eta):
     full_pairs = stats[2] > 0 or rp.pairs.count.max() >= rp.pairs.left_label.shape[1]
     if full_slots or full_pairs:
         rp.slots, rp.pairs = grown(rp.slots, rp.pairs, K, full_slots, full_pairs)
-    moved, moves = sparse_or_dense(part.W.ravel(), np.flatnonzero(part.W))
-    return rp, (moved, moves, dv, float(res2), stats, active)
+    flat = part.W.ravel()
+    moved, moves = sparse_or_dense(flat, np.flatnonzero(flat))
+    spread = (squared_move(flat.astype(np.float64), np.zeros(flat.shape[0]), 1.0),
+              float(dv @ dv))
+    return rp, (moved, moves, dv, float(res2), stats, active, spread)
 
 
 def sparse_or_dense(flat, selected):
@@ -198,6 +206,8 @@ class DaskChainPartitions(DaskPartitions):
         self.state = state
         self.float32 = bool(float32)
         self.K = state.W.shape[1]
+        self.damping = MeasuredDamping(self.n_parts if remote is None else len(remote))
+        self.last_damping = None
         # the entries of W changed since the partitions' copies were last
         # brought up to date (all of them after W is rebuilt from the duals)
         self.changed = np.zeros(state.W.shape, dtype=bool)
@@ -215,7 +225,9 @@ class DaskChainPartitions(DaskPartitions):
         # the moves are added to another array: with workers in this process a
         # sent array is shared, and a later partition's task may still read it
         v_merged = v.copy()
-        totals = np.zeros(3)  # squared residual, active slots and pairs, merge seconds
+        W_start = state.W.copy()  # the merged move's norm, for the next damping
+        totals = np.zeros(5)  # squared residual, active slots and pairs, merge seconds,
+        # the partitions' moves' squared norms (rows, table)
         round_stats = np.zeros_like(stats)
 
         def merge(p, result):
@@ -223,7 +235,7 @@ class DaskChainPartitions(DaskPartitions):
             if p == 0:  # every copy now holds the rows as sent
                 self.changed[...] = False
                 self.all_changed = False
-            moved, moves, dv, r2, st, act = result
+            moved, moves, dv, r2, st, act, spread = result
             rows = self.rows[p]
             self.bytes_received += moves.nbytes + dv.nbytes + (0 if moved is None
                                                                else moved.nbytes)
@@ -238,19 +250,25 @@ class DaskChainPartitions(DaskPartitions):
             v_merged[...] += dv
             totals[0] += r2
             totals[1] += act
+            totals[3:5] += spread
             round_stats[...] += st
             totals[2] += time.perf_counter() - start
 
         # the arrays are made as each partition's task is sent, and the moves
         # merged as each comes back: the client holds one partition's at a time
         t0 = time.perf_counter()
+        damping = self.damping
+        self.last_damping = (damping.weights, damping.transitions)
         ok = self.run_round(_remote_round, (self._changed_entries(rows) + (v,)
                                             for rows in self.rows),
-                            [(int(seed), float(eta)) for seed in seeds], consume=merge)
+                            [(int(seed), float(eta), self.last_damping) for seed in seeds],
+                            consume=merge)
         elapsed = time.perf_counter() - t0
         if ok is None:
             return np.nan, elapsed - totals[2], totals[2], np.nan
         state.v[...] = v_merged.reshape(state.v.shape)
+        damping.update(squared_move(state.W.ravel(), W_start.ravel(), 1.0), totals[3],
+                       squared_move(v_merged, v, 1.0), totals[4])
         stats += round_stats
         return float(totals[0]), elapsed - totals[2], float(totals[2]), int(totals[1])
 

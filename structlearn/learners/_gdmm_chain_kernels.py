@@ -691,7 +691,7 @@ def add_row_moves(W, rows, moves, first, stop):
 
 
 @nb.njit(cache=True, nogil=True)
-def merge_copies(W, rows, sigma, offsets, copies, f0, f1, block):
+def merge_copies(W, rows, sigma, offsets, copies, f0, f1, block, norms):
     """Merge the partitions' copies into the rows ``f0:f1`` of ``W`` and bring
     the copies back to the merged rows, in blocks of ``block`` rows that stay
     in cache.
@@ -719,6 +719,9 @@ def merge_copies(W, rows, sigma, offsets, copies, f0, f1, block):
         The global row range.
     block : int
         Global rows per block.
+    norms : float64 (2,)
+        ``[||sum_p move_p||^2, sum_p ||move_p||^2]`` over the range, added
+        to (:class:`._damping.MeasuredDamping`).
     """
     P = offsets.shape[0] - 1
     cur = np.empty(P, dtype=np.int64)
@@ -728,6 +731,8 @@ def merge_copies(W, rows, sigma, offsets, copies, f0, f1, block):
         cur[p] = offsets[p] + np.searchsorted(seg, f0)
         end[p] = offsets[p] + np.searchsorted(seg, f1)
     first = np.empty(P, dtype=np.int64)
+    before = np.empty((min(block, max(f1 - f0, 0)), W.shape[1]))
+    merged = spread = 0.0
     for g in range(f0, f1, block):
         stop = min(g + block, f1)
         for p in range(P):  # the moves, against the rows before any is added
@@ -741,19 +746,27 @@ def merge_copies(W, rows, sigma, offsets, copies, f0, f1, block):
                     moved = c[k]
                     c[k] = start[k]  # cast as the gather cast it
                     c[k] = (moved - c[k]) / s
+                    spread += np.float64(c[k]) * np.float64(c[k])
                 cur[p] += 1
+        before[:stop - g] = W[g:stop]
         for p in range(P):
             for i in range(first[p], cur[p]):
                 dst = W[rows[i]]
                 c = copies[i]
                 for k in range(dst.shape[0]):
                     dst[k] += c[k]
+        for r in range(stop - g):
+            for k in range(W.shape[1]):
+                d = W[g + r, k] - before[r, k]
+                merged += d * d
         for p in range(P):
             for i in range(first[p], cur[p]):
                 src = W[rows[i]]
                 c = copies[i]
                 for k in range(src.shape[0]):
                     c[k] = src[k]
+    norms[0] += merged
+    norms[1] += spread
 
 
 @nb.njit(cache=True, inline="always")

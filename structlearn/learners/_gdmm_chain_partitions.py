@@ -28,7 +28,9 @@ ranges of rows, the partitions in order), the copies take the merged rows
 (both in one sweep over blocks of rows that stay in cache:
 :func:`._gdmm_chain_kernels.merge_copies`; the next passes need no gather
 unless ``W`` was rebuilt), and ``v = sum_j beta_j`` is rebuilt from the
-duals.  The added moves carry the copies' rounding (float32
+duals.  The merge measures the moves' alignment, which sets the next
+round's damping (:mod:`._damping`; each feature's ``sigma_f`` is at most
+the partitions that use it).  The added moves carry the copies' rounding (float32
 copies: about 1e-7 of ``W`` per round), so ``W`` is rebuilt exactly from
 the duals (``W = sum_j x_j (x) alpha_j``) for each certificate and at the
 end (:meth:`ChainPartitions.rebuild_weights`).
@@ -38,6 +40,7 @@ import time
 
 import numpy as np
 
+from ._damping import MeasuredDamping, scale_steps, squared_move
 from ._gdmm_chain_kernels import (ChainData, ChainWeights, EdgePairs, PassWorkspace, TokenSlots,
                                   gather_rows, gdmm_chain_multipliers, gdmm_chain_pass,
                                   merge_copies, refresh_transitions, rows_to_moves,
@@ -76,12 +79,9 @@ class _Partition:
         self.rows, local = local_features(chain.indices[p0:p1])
         data = chain.data[p0:p1]
         indptr = chain.indptr[t0:t1 + 1] - p0
-        # each feature's moves and curvature scaled by the partitions that use it
-        step_data = data * feature_sigma[chain.indices[p0:p1]]
-        xnorm2 = np.add.reduceat(data * step_data, indptr[:-1]) if data.size else np.zeros(n)
-        xnorm2[indptr[:-1] == indptr[1:]] = 0.0  # reduceat's value for an empty token
-        self.chain = ChainData(data, local, indptr, chain.y[t0:t1], xnorm2,
-                               chain.has_left[t0:t1], chain.has_right[t0:t1], step_data)
+        self.chain = ChainData(data, local, indptr, chain.y[t0:t1], np.zeros(n),
+                               chain.has_left[t0:t1], chain.has_right[t0:t1],
+                               np.empty_like(data))
         edges = np.flatnonzero(self.chain.has_right).astype(np.int64)
         self.factors = np.concatenate([np.arange(n, dtype=np.int64), n + edges])
         self.local_offsets = offsets - t0
@@ -90,8 +90,20 @@ class _Partition:
                                               N + t0 + edges])
         dtype = np.float32 if float32 else np.float64
         self.W = np.zeros((self.rows.shape[0], K), dtype=dtype)
-        self.row_sigma = feature_sigma[self.rows]
+        self.count = feature_sigma[self.rows]  # the partitions using each row's feature
+        self.row_sigma = np.empty_like(self.count)
+        self.sigma = None
+        self.damp(np.inf)
         self.acc = np.empty(K, dtype=np.float32) if float32 else None
+
+    def damp(self, sigma):
+        """Scale each feature's moves and curvature by its damping, ``min(the
+        partitions that use it, sigma)`` (:mod:`._damping`), in place."""
+        if sigma != self.sigma:
+            c = self.chain
+            scale_steps(c.data, c.indices, c.indptr, self.count, sigma, self.row_sigma,
+                        c.step_data, c.xnorm2)
+            self.sigma = sigma
 
     def init_search(self, state, sublinear, K):
         """The partition's copy of the transition table, its search structure
@@ -232,7 +244,12 @@ class ChainPartitions:
         for part, o0, o1 in zip(self.parts, self.offsets[:-1], self.offsets[1:]):
             part.W = self.copies[o0:o1]
         self.rows = np.concatenate([part.rows for part in self.parts])
+        # the parts' dampings as views of one array that the merge reads
         self.row_sigma = np.concatenate([part.row_sigma for part in self.parts])
+        for part, o0, o1 in zip(self.parts, self.offsets[:-1], self.offsets[1:]):
+            part.row_sigma = self.row_sigma[o0:o1]
+        self.damping = MeasuredDamping(P)
+        self.last_damping = None
         self.block = max(1, MERGE_BLOCK_BYTES // (K * (8 + P * self.copies.itemsize)))
         self._stale_copies = True  # gathered before the first passes
 
@@ -251,12 +268,13 @@ class ChainPartitions:
         data, tokens, ptr = self.xt
         weights_from_duals(data, tokens, ptr[f0:f1 + 1], self.state.slots, self.state.W[f0:f1])
 
-    def _merge_rows(self, f0, f1):
+    def _merge_rows(self, f0, f1, norms):
         """Every partition's move added to the rows ``f0:f1`` of ``W`` in
         partition order (the sum does not depend on the threads), and the
-        copies of those rows brought to the merged ones."""
+        copies of those rows brought to the merged ones; the moves' norms
+        added to ``norms`` (see :func:`._gdmm_chain_kernels.merge_copies`)."""
         merge_copies(self.state.W, self.rows, self.row_sigma, self.offsets, self.copies,
-                     f0, f1, self.block)
+                     f0, f1, self.block, norms)
 
     def rebuild_weights(self):
         """``W = sum_j x_j (x) alpha_j`` from the duals (on the threads); the
@@ -265,8 +283,15 @@ class ChainPartitions:
         self.threads.map(self._rebuild_rows, b[:-1], b[1:])
         self._stale_copies = True
 
-    def _refresh(self, part, v):
-        return part.refresh(v, self.tau)
+    def _refresh(self, part, v, v_start):
+        """Bring the partition's table to the merged ``v``; returns its move's
+        squared norm, undamped, from the round's start ``v_start``."""
+        spread = squared_move(part.v, v_start, self.settings.transition_sigma)
+        part.refresh(v, self.tau)
+        return spread
+
+    def _damp(self, part):
+        part.damp(self.damping.weights)
 
     def round(self, rng, eta, stats):
         """One round: local passes and multiplier steps, then the merge.
@@ -287,11 +312,23 @@ class ChainPartitions:
         for part in self.parts:
             stats += part.work.stats
         b = self.row_bounds
-        self.threads.map(self._merge_rows, b[:-1], b[1:])
+        norms = np.zeros((b.shape[0] - 1, 2))
+        self.threads.map(self._merge_rows, b[:-1], b[1:], norms)
         v = state.v.ravel()  # the state's (K, K) table, contiguous: a view
+        v_start = v.copy()
         transitions_from_duals(state.pairs, self.chain.has_right, v)
-        self.threads.map(self._refresh, self.parts, [v] * self.n_parts)
+        P = self.n_parts
+        spread_v = self.threads.map(self._refresh, self.parts, [v] * P, [v_start] * P)
+        self._next_damping(norms.sum(axis=0), squared_move(v, v_start, 1.0), sum(spread_v))
         return float(sum(res)), t1 - t0, time.perf_counter() - t1, None
+
+    def _next_damping(self, norms_w, merged_v, spread_v):
+        """Record the round's damping and set the next round's from its moves."""
+        damping = self.damping
+        self.last_damping = (damping.weights, damping.transitions)
+        damping.update(float(norms_w[0]), float(norms_w[1]), float(merged_v), float(spread_v))
+        self.settings = self.settings._replace(transition_sigma=damping.transitions)
+        self.threads.map(self._damp, self.parts)
 
     def close(self):
         """Write the partitions' search back-off to the state; stop the threads."""

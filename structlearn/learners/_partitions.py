@@ -12,6 +12,8 @@ weights is ``sigma'`` times theirs (``PassSettings.sigma``), which bounds
 at most the sum of the local objectives' decreases below the start, so a
 round never increases the objective, whatever the overlap of the partitions'
 features.  The certificate is taken on the merged whole, as for one process.
+GDMM chains set ``sigma'`` each round from the alignment of the last
+round's moves instead (:mod:`._damping`), from ``P`` down to 1.
 
 A partition's copy holds only the weight rows of the features its samples
 use (its memory follows the partition, not the feature space), and its
@@ -77,8 +79,12 @@ def round_record(partitions, local_time, merge_time):
     ``merge_time`` and, for partitions on dask workers, the bytes sent to and
     received from them and the partitions that went back to their copies, so
     far (``partitions``: the partitions of a round, ``n_groups`` where the
-    remote units are sample blocks grouped anew each round)."""
+    remote units are sample blocks grouped anew each round), and, where
+    the damping is measured (:mod:`._damping`), the round's ``damping`` of
+    the weight rows and of the transitions."""
     record = dict(partitions=getattr(partitions, "n_groups", partitions.n_parts), local_time=local_time, merge_time=merge_time)
+    if getattr(partitions, "last_damping", None) is not None:
+        record["damping"] = partitions.last_damping  # (weight rows, transitions)
     if partitions.remote:
         record.update(bytes_sent=partitions.bytes_sent, bytes_received=partitions.bytes_received,
                       partitions_recovered=partitions.recovered)

@@ -75,9 +75,17 @@ def test_merge_copies_equals_moves_then_adds_then_gathers(dtype, seed):
     offsets = np.concatenate([[0], np.cumsum([r.shape[0] for r in parts])]).astype(np.int64)
     flat = np.concatenate(copies).reshape(-1, K).astype(dtype)
     got_W = W.copy()
+    norms = np.zeros(2)
     merge_copies(got_W, np.concatenate(parts).astype(np.int64), np.concatenate(sigmas),
-                 offsets, flat, f0, f1, int(rng.integers(1, 6)))
+                 offsets, flat, f0, f1, int(rng.integers(1, 6)), norms)
     np.testing.assert_array_equal(got_W, expected_W)
+    # the norms of the merged move and of the partitions' moves, over the range
+    merged = expected_W - W
+    spread = sum(float(np.square(((c.astype(np.float64) - W[r].astype(dtype)) / sg[:, None])
+                                 [(r >= f0) & (r < f1)]).sum())
+                 for r, c, sg in zip(parts, copies, sigmas))
+    np.testing.assert_allclose(norms, [np.square(merged[f0:f1]).sum(), spread],
+                               rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-300)
     for p, c in enumerate(expected):
         inside = (parts[p] >= f0) & (parts[p] < f1)
         np.testing.assert_array_equal(flat[offsets[p]:offsets[p + 1]][inside], c[inside])

@@ -1,0 +1,93 @@
+"""Passes to the certified gap against the number of training partitions.
+
+The partitions' damping (:mod:`structlearn.learners._damping`) decides how
+many more passes a partitioned fit needs than one partition; the passes do
+not depend on the threads, so this runs on any machine.  For each task and
+each P in ``--partitions``: ``SequenceSSVM(C=0.1, tol=0.01,
+training_partitions=P)`` (P = 1: no partitions), fitted on ``--n-jobs``
+threads: passes, their ratio to P = 1's, the final certified gap, primal
+value, held-out accuracy, seconds, and the last round's damping (weight
+rows, transitions) where the fit records it.
+
+Tasks (``--tasks``): ``lookalike``, ``lookalike2``, ``ocr``, ``porttinari``
+(``bench_parallel_fit``'s), ``wide`` (``--wide-sequences`` of 20 tokens,
+1,000 labels, 16,000 features, 20 a token: ``bench_fit_cores``' shape).
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_partition_damping.py --tasks lookalike,lookalike2 \\
+        --partitions 1 2 4 8 16
+    PYTHONPATH=<another checkout> .venv/bin/python benchmarks/bench_partition_damping.py ...
+"""
+
+import argparse
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_parallel_fit import (_lookalike, _lookalike_small_k, _ocr,  # noqa: E402
+                                _porttinari)
+
+
+
+def _wide(n_sequences):
+    from structlearn.datasets import make_chain_data
+
+    X, y = make_chain_data(n_sequences + n_sequences // 5, length=20, n_labels=1000,
+                           n_features=16000, density=20 / 16000, random_state=0)
+    return X[:n_sequences], y[:n_sequences], X[n_sequences:], y[n_sequences:]
+
+
+def _accuracy(model, X, y):
+    pred = model.predict(X)
+    return float(np.mean(np.concatenate(pred) == np.concatenate(y)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tasks", default="lookalike,lookalike2,ocr")
+    ap.add_argument("--partitions", type=int, nargs="+", default=[1, 2, 4, 8, 16])
+    ap.add_argument("--n-jobs", type=int, default=2)
+    ap.add_argument("--max-iter", type=int, default=1000)
+    ap.add_argument("--sentences", type=int, default=1000)
+    ap.add_argument("--porttinari", default="../shared/data/porttinari_pos.conllu.gz")
+    ap.add_argument("--wide-sequences", type=int, default=2500)
+    args = ap.parse_args()
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from structlearn.estimators import SequenceSSVM
+
+    loaders = {"lookalike": _lookalike, "lookalike2": _lookalike_small_k, "ocr": _ocr,
+               "porttinari": lambda: _porttinari(args.porttinari, args.sentences),
+               "wide": lambda: _wide(args.wide_sequences)}
+    print(f"{'task':<11}{'P':>4}{'passes':>8}{'x P=1':>7}{'gap':>9}{'primal':>13}"
+          f"{'held-out':>10}{'s':>9}  last damping")
+    for task in args.tasks.split(","):
+        X, y, Xte, yte = loaders[task]()
+        base = None
+        for P in args.partitions:
+            model = SequenceSSVM(C=0.1, tol=0.01, max_iter=args.max_iter, random_state=0,
+                                 n_jobs=args.n_jobs, training_partitions=None if P == 1 else P)
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                model.fit(X, y)
+            seconds = time.perf_counter() - t0
+            h = model.history_
+            passes = len(h)
+            base = base or passes
+            damping = h[-1].get("damping")
+            print(f"{task:<11}{P:>4}{passes:>8}{passes / base:>7.2f}"
+                  f"{h[-1]['relative_gap']:>9.4f}{h[-1]['primal']:>13.4f}"
+                  f"{_accuracy(model, Xte, yte):>10.4f}{seconds:>9.1f}  "
+                  f"{'' if damping is None else '%.2f, %.2f' % tuple(damping)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
