@@ -234,9 +234,13 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         ``P > 1``: the sequences are split into ``P`` runs of about equal
         tokens that take their passes side by side on ``n_jobs`` threads
         against their own copy of the weight rows they use, merged after
-        each pass (CoCoA+ adding, each shared weight's steps damped by the
-        partitions that share it; the certified gap is taken on the whole
-        problem as always).  A partition's extra memory is its weight rows
+        each pass (CoCoA+ adding; the certified gap is taken on the whole
+        problem as always).  GDMM damps each round's steps by a measure of
+        how the last round's moves added up (from ``P`` in the first round
+        down to 1, a feature at most by the partitions that use it;
+        ``history_`` records each round's ``damping`` of the weight rows
+        and of the transitions); BCFW damps each shared weight's steps by
+        the partitions that share it.  A partition's extra memory is its weight rows
         and search tables, never a copy of all of ``coef_``.  The result
         depends on ``random_state`` and ``P``, not on ``n_jobs``; the
         dense weights are kept (no sparse rows).  A partition of at least
@@ -252,12 +256,14 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         passes; the weights are rebuilt from all the duals, so the
         certificate stays valid; ``history_`` counts
         ``partitions_recovered``).  A client closed during the fit ends it
-        with a ``RuntimeError``.  The damping costs passes
-        where the partitions' features overlap: on Porttinari UPOS+FEATS
-        two partitions need 1.75x the passes of one (1.05x the time on two
-        cores, where ``n_jobs=2`` alone gives 0.53-0.60x), on sparse weakly
-        shared features 1.1-1.2x (BENCHMARKS.md, "Training on several cores
-        and on a cluster").  With ``solver="bcfw"`` the
+        with a ``RuntimeError``; there the client holds a second copy of
+        the weights during each pass (the merged move's norm, for the
+        damping).  The damping costs passes where the partitions' moves
+        add up: on Porttinari UPOS+FEATS 2, 4 and 8 partitions need 1.52x,
+        1.58x and 1.63x the passes of one (``n_jobs=2`` alone gives
+        0.53-0.60x the time on two cores), on generated chains 1.05-1.25x,
+        and on the OCR letters' dense pixels 3.5x and more (BENCHMARKS.md,
+        "Training on several cores and on a cluster").  With ``solver="bcfw"`` the
         partitions are drawn anew each round and run on threads whatever
         the joblib back-end (each block's line search counts a shared
         row's curvature once per partition that uses it).
