@@ -33,8 +33,9 @@ next ``sigma'`` rises with the ratio.
 import math
 
 import numba as nb
+import numpy as np
 
-__all__ = ["MeasuredDamping", "scale_steps", "squared_move"]
+__all__ = ["MeasuredDamping", "scale_steps", "squared_distance", "squared_move", "squared_norm"]
 
 SAFETY = 4.0
 GRID = 4
@@ -109,12 +110,35 @@ def scale_steps(data, indices, indptr, count, sigma, row_sigma, step_data, xnorm
         xnorm2[j] = total
 
 
-@nb.njit(cache=True, nogil=True)
+# the sums of squares below may be reassociated (vectorized): a damping
+# rounds its measure up to a grid, and a strict order of additions would
+# make the merge's sweep several times slower
+@nb.njit(cache=True, nogil=True, fastmath={"reassoc", "nsz"})
 def squared_move(moved, start, scale):
     """``||(moved - start) / scale||^2`` of two float64 arrays of one shape
     (a partition's move of the transition table, undamped)."""
     total = 0.0
     for i in range(moved.shape[0]):
         d = (moved[i] - start[i]) / scale
+        total += d * d
+    return total
+
+
+@nb.njit(cache=True, nogil=True, fastmath={"reassoc", "nsz"})
+def squared_norm(a):
+    """``sum a^2`` of a 1-D array, in float64."""
+    total = 0.0
+    for k in range(a.shape[0]):
+        x = np.float64(a[k])
+        total += x * x
+    return total
+
+
+@nb.njit(cache=True, nogil=True, fastmath={"reassoc", "nsz"})
+def squared_distance(a, b):
+    """``sum (a - b)^2`` of two 1-D float64 arrays of one length."""
+    total = 0.0
+    for k in range(a.shape[0]):
+        d = a[k] - b[k]
         total += d * d
     return total

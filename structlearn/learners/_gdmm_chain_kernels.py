@@ -47,6 +47,7 @@ import numba as nb
 import numpy as np
 
 from .._borrowing import borrowing_kernel
+from ._damping import squared_distance, squared_norm
 from ..oracles._indicator_kernels import (
     indicator_add,
     indicator_build,
@@ -746,7 +747,7 @@ def merge_copies(W, rows, sigma, offsets, copies, f0, f1, block, norms):
                     moved = c[k]
                     c[k] = start[k]  # cast as the gather cast it
                     c[k] = (moved - c[k]) / s
-                    spread += np.float64(c[k]) * np.float64(c[k])
+                spread += squared_norm(c)
                 cur[p] += 1
         before[:stop - g] = W[g:stop]
         for p in range(P):
@@ -756,9 +757,7 @@ def merge_copies(W, rows, sigma, offsets, copies, f0, f1, block, norms):
                 for k in range(dst.shape[0]):
                     dst[k] += c[k]
         for r in range(stop - g):
-            for k in range(W.shape[1]):
-                d = W[g + r, k] - before[r, k]
-                merged += d * d
+            merged += squared_distance(W[g + r], before[r])
         for p in range(P):
             for i in range(first[p], cur[p]):
                 src = W[rows[i]]

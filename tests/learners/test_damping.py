@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from structlearn.datasets import make_chain_data
 from structlearn.estimators import SequenceSSVM
 from structlearn.learners._damping import (GRID, SAFETY, MeasuredDamping, scale_steps,
-                                           squared_move)
+                                           squared_distance, squared_move, squared_norm)
 
 
 def _on_grid(x):
@@ -75,6 +75,9 @@ def test_scale_steps_against_numpy(seed):
     np.testing.assert_allclose(x2, expected, atol=1e-12)
     a, b = rng.normal(size=7), rng.normal(size=7)
     assert squared_move(a, b, 2.0) == pytest.approx(float(np.sum(((a - b) / 2) ** 2)))
+    assert squared_distance(a, b) == pytest.approx(float(np.sum((a - b) ** 2)))
+    for x in (a, a.astype(np.float32), a[:0]):
+        assert squared_norm(x) == pytest.approx(float(np.sum(x.astype(np.float64) ** 2)))
 
 
 def test_partitioned_fit_records_a_damping_below_the_partitions():
