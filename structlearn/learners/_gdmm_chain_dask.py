@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._chains import TrainingChains
-from ._damping import MeasuredDamping, squared_move
+from ._damping import MeasuredDamping, squared_distance, squared_move, squared_norm
 from ._gdmm_chain_kernels import (ChainWeights, add_row_moves, gdmm_chain_dual,
                                   transitions_from_duals, weights_from_duals)
 from ._gdmm_chain_partitions import build_partitions
@@ -106,8 +106,7 @@ def _remote_round(rp, changed, values, v, seed, eta, damping):
         rp.slots, rp.pairs = grown(rp.slots, rp.pairs, K, full_slots, full_pairs)
     flat = part.W.ravel()
     moved, moves = sparse_or_dense(flat, np.flatnonzero(flat))
-    spread = (squared_move(flat.astype(np.float64), np.zeros(flat.shape[0]), 1.0),
-              float(dv @ dv))
+    spread = (squared_norm(flat), squared_norm(dv))
     return rp, (moved, moves, dv, float(res2), stats, active, spread)
 
 
@@ -267,7 +266,7 @@ class DaskChainPartitions(DaskPartitions):
         if ok is None:
             return np.nan, elapsed - totals[2], totals[2], np.nan
         state.v[...] = v_merged.reshape(state.v.shape)
-        damping.update(squared_move(state.W.ravel(), W_start.ravel(), 1.0), totals[3],
+        damping.update(squared_distance(state.W.ravel(), W_start.ravel()), totals[3],
                        squared_move(v_merged, v, 1.0), totals[4])
         stats += round_stats
         return float(totals[0]), elapsed - totals[2], float(totals[2]), int(totals[1])
