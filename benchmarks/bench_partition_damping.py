@@ -13,6 +13,10 @@ Tasks (``--tasks``): ``lookalike``, ``lookalike2``, ``ocr``, ``porttinari``
 (``bench_parallel_fit``'s), ``wide`` (``--wide-sequences`` of 20 tokens,
 1,000 labels, 16,000 features, 20 a token: ``bench_fit_cores``' shape).
 
+``--random N``: instead, N small generated chain tasks (sizes, ``C`` and P
+drawn from seeds 0..N-1; P up to one sequence per partition), each fitted
+with ``tol=0.01``: passes, final gap, the least damping of its rounds.
+
 Usage::
 
     .venv/bin/python benchmarks/bench_partition_damping.py --tasks lookalike,lookalike2 \\
@@ -48,6 +52,31 @@ def _accuracy(model, X, y):
     return float(np.mean(np.concatenate(pred) == np.concatenate(y)))
 
 
+def random_tasks(count, n_jobs):
+    """Small generated tasks, many partitions, ``C`` from 0.01 to 30."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from structlearn.datasets import make_chain_data
+    from structlearn.estimators import SequenceSSVM
+
+    print(f"{'seed':>4}{'seqs':>6}{'labels':>7}{'feats':>6}{'P':>4}{'C':>8}{'passes':>8}"
+          f"{'gap':>9}  least damping")
+    for seed in range(count):
+        rng = np.random.default_rng(seed)
+        n, K, d = int(rng.integers(4, 60)), int(rng.integers(2, 40)), int(rng.integers(5, 300))
+        X, y = make_chain_data(n, length=int(rng.integers(1, 9)), n_labels=K, n_features=d,
+                               density=float(rng.uniform(0.02, 0.5)), random_state=seed)
+        P, C = int(rng.integers(2, n + 1)), float(10 ** rng.uniform(-2, 1.5))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            h = SequenceSSVM(C=C, tol=0.01, max_iter=3000, random_state=seed, n_jobs=n_jobs,
+                             training_partitions=P).fit(X, y).history_
+        least = (np.min([r["damping"] for r in h], axis=0) if "damping" in h[-1] else None)
+        print(f"{seed:>4}{n:>6}{K:>7}{d:>6}{P:>4}{C:>8.3f}{len(h):>8}"
+              f"{h[-1]['relative_gap']:>9.4f}  "
+              f"{'' if least is None else '%.2f, %.2f' % tuple(least)}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", default="lookalike,lookalike2,ocr")
@@ -57,7 +86,10 @@ def main():
     ap.add_argument("--sentences", type=int, default=1000)
     ap.add_argument("--porttinari", default="../shared/data/porttinari_pos.conllu.gz")
     ap.add_argument("--wide-sequences", type=int, default=2500)
+    ap.add_argument("--random", type=int, default=0)
     args = ap.parse_args()
+    if args.random:
+        return random_tasks(args.random, args.n_jobs)
 
     from sklearn.exceptions import ConvergenceWarning
 
