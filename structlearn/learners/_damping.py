@@ -35,7 +35,7 @@ import math
 import numba as nb
 import numpy as np
 
-__all__ = ["MeasuredDamping", "scale_steps", "squared_distance", "squared_move", "squared_norm"]
+__all__ = ["MeasuredDamping", "scale_steps", "squared_distance", "squared_norm"]
 
 SAFETY = 4.0
 GRID = 4
@@ -113,17 +113,6 @@ def scale_steps(data, indices, indptr, count, sigma, row_sigma, step_data, xnorm
 # the sums of squares below may be reassociated (vectorized): a damping
 # rounds its measure up to a grid, and a strict order of additions would
 # make the merge's sweep several times slower
-@nb.njit(cache=True, nogil=True, fastmath={"reassoc", "nsz"})
-def squared_move(moved, start, scale):
-    """``||(moved - start) / scale||^2`` of two float64 arrays of one shape
-    (a partition's move of the transition table, undamped)."""
-    total = 0.0
-    for i in range(moved.shape[0]):
-        d = (moved[i] - start[i]) / scale
-        total += d * d
-    return total
-
-
 @nb.njit(cache=True, nogil=True, fastmath={"reassoc", "nsz"})
 def squared_norm(a):
     """``sum a^2`` of a 1-D array, in float64."""

@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._chains import TrainingChains
-from ._damping import MeasuredDamping, squared_distance, squared_move, squared_norm
+from ._damping import MeasuredDamping, squared_distance, squared_norm
 from ._gdmm_chain_kernels import (ChainWeights, add_row_moves, gdmm_chain_dual,
                                   transitions_from_duals, weights_from_duals)
 from ._gdmm_chain_partitions import build_partitions
@@ -267,7 +267,7 @@ class DaskChainPartitions(DaskPartitions):
             return np.nan, elapsed - totals[2], totals[2], np.nan
         state.v[...] = v_merged.reshape(state.v.shape)
         damping.update(squared_distance(state.W.ravel(), W_start.ravel()), totals[3],
-                       squared_move(v_merged, v, 1.0), totals[4])
+                       squared_distance(v_merged, v), totals[4])
         stats += round_stats
         return float(totals[0]), elapsed - totals[2], float(totals[2]), int(totals[1])
 

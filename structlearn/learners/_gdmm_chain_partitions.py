@@ -40,7 +40,7 @@ import time
 
 import numpy as np
 
-from ._damping import MeasuredDamping, scale_steps, squared_move
+from ._damping import MeasuredDamping, scale_steps, squared_distance
 from ._gdmm_chain_kernels import (ChainData, ChainWeights, EdgePairs, PassWorkspace, TokenSlots,
                                   gather_rows, gdmm_chain_multipliers, gdmm_chain_pass,
                                   merge_copies, refresh_transitions, rows_to_moves,
@@ -286,7 +286,7 @@ class ChainPartitions:
     def _refresh(self, part, v, v_start):
         """Bring the partition's table to the merged ``v``; returns its move's
         squared norm, undamped, from the round's start ``v_start``."""
-        spread = squared_move(part.v, v_start, self.settings.transition_sigma)
+        spread = squared_distance(part.v, v_start) / self.settings.transition_sigma ** 2
         part.refresh(v, self.tau)
         return spread
 
@@ -319,7 +319,7 @@ class ChainPartitions:
         transitions_from_duals(state.pairs, self.chain.has_right, v)
         P = self.n_parts
         spread_v = self.threads.map(self._refresh, self.parts, [v] * P, [v_start] * P)
-        self._next_damping(norms.sum(axis=0), squared_move(v, v_start, 1.0), sum(spread_v))
+        self._next_damping(norms.sum(axis=0), squared_distance(v, v_start), sum(spread_v))
         return float(sum(res)), t1 - t0, time.perf_counter() - t1, None
 
     def _next_damping(self, norms_w, merged_v, spread_v):

@@ -10,7 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 from structlearn.datasets import make_chain_data
 from structlearn.estimators import SequenceSSVM
 from structlearn.learners._damping import (GRID, SAFETY, MeasuredDamping, scale_steps,
-                                           squared_distance, squared_move, squared_norm)
+                                           squared_distance, squared_norm)
 
 
 def _on_grid(x):
@@ -74,7 +74,6 @@ def test_scale_steps_against_numpy(seed):
     expected = [float(data[a:b] @ step[a:b]) for a, b in zip(indptr[:-1], indptr[1:])]
     np.testing.assert_allclose(x2, expected, atol=1e-12)
     a, b = rng.normal(size=7), rng.normal(size=7)
-    assert squared_move(a, b, 2.0) == pytest.approx(float(np.sum(((a - b) / 2) ** 2)))
     assert squared_distance(a, b) == pytest.approx(float(np.sum((a - b) ** 2)))
     for x in (a, a.astype(np.float32), a[:0]):
         assert squared_norm(x) == pytest.approx(float(np.sum(x.astype(np.float64) ** 2)))
