@@ -179,8 +179,9 @@ def _run(name, make, data, configs, rounds):
               f"{min(times[c]) / base:.2f}x")
 
 
-def _run_cluster(name, make, data):
-    """One process, P = 2 on threads, P = 2 on a 2-process LocalCluster."""
+def _run_cluster(name, make, data, parts=2):
+    """One process, ``parts`` partitions on two threads, ``parts`` on a
+    2-process LocalCluster."""
     import joblib
     from distributed import Client, LocalCluster
     from sklearn.exceptions import ConvergenceWarning
@@ -193,10 +194,10 @@ def _run_cluster(name, make, data):
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=":0") as cluster, Client(cluster):
         runs = (("one process, n_jobs=1", 1, None, False),
-                ("threads, n_jobs=2, P=2", 2, 2, False),
-                ("dask workers, P=2", None, 2, True))
-        for label, n_jobs, parts, remote in runs:
-            model = make(n_jobs, parts)
+                (f"threads, n_jobs=2, P={parts}", 2, parts, False),
+                (f"dask workers, P={parts}", None, parts, True))
+        for label, n_jobs, n_parts, remote in runs:
+            model = make(n_jobs, n_parts)
             backend = joblib.parallel_config(backend="dask") if remote else \
                 joblib.parallel_config(backend="threading")
             with warnings.catch_warnings(), backend:
@@ -528,6 +529,8 @@ def _run_crf_bag(n_parts=2, per_part=5000, n_labels=20, n_features=40000, max_it
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sections", default="porttinari,bibtex,lookalike,lookalike2")
+    ap.add_argument("--cluster-partitions", type=int, default=2,
+                    help="partitions of the cluster-bibtex sections")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--jobs", type=int, nargs="+", default=[2])
     ap.add_argument("--sentences", type=int, default=1000)
@@ -607,10 +610,11 @@ def main():
         _run_bag(per_part=args.bag_sequences, external=args.external_scheduler)
     if "cluster-bibtex" in sections:
         _run_cluster("bibtex, MultiLabelSSVM(C=0.1, tol=0.01)", multilabel,
-                     _bibtex(args.bibtex))
+                     _bibtex(args.bibtex), args.cluster_partitions)
     if "cluster-bibtex-lookalike" in sections:
         _run_cluster("bibtex look-alike (4,880 samples, 159 labels, 1,836 words), "
-                     "MultiLabelSSVM(C=0.1, tol=0.01)", multilabel, _bibtex_lookalike())
+                     "MultiLabelSSVM(C=0.1, tol=0.01)", multilabel, _bibtex_lookalike(),
+                     args.cluster_partitions)
     if "cluster-multilabel-bag" in sections:
         _run_multilabel_bag("bibtex", args.bibtex, external=args.external_scheduler)
     if "cluster-multilabel-bag-corel5k" in sections:

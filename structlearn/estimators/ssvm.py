@@ -767,16 +767,21 @@ default="auto"
         (from ``random_state``) that take their passes side by side on
         ``n_jobs`` threads, each with its own copy of the weight rows its
         features use and of the pair weights, merged after the round (as
-        in :class:`SequenceSSVM`; the progress records between blocks are
-        then not made).  Partitions kept fixed stall on bag-of-words data:
+        in :class:`SequenceSSVM`: the damping is measured from the last
+        round's moves, ``P`` in the first round, and ``history_`` records
+        each round's ``damping`` of the weight rows and of the pair
+        weights; the progress records between blocks are then not made).  Partitions kept fixed stall on bag-of-words data:
         543 rounds to the gap on bibtex, against 41 drawn anew and 21
         passes of one process.  The result depends on ``random_state`` and
         ``P``, not on ``n_jobs``.  Inside
         ``joblib.parallel_config(backend="dask")`` the samples live on the
         ``dask.distributed`` workers in ``2 P`` blocks: each partition keeps
         a home block and takes a visiting block drawn anew each round, so
-        only half the samples move.  Where the samples share most
-        features the damping costs passes (BENCHMARKS.md).  On threads,
+        only half the samples move (the client keeps a copy of the weight
+        rows a round moves, for the damping's measure).  Where the samples
+        share most features the damping costs passes: with 2, 4 and 8
+        partitions bibtex takes 2.0x, 3.0x and 4.9x the passes of one
+        process (BENCHMARKS.md).  On threads,
         where the ``pairwise`` edges form a forest (``"none"``, ``"tree"``,
         ``"auto"`` beyond a few labels), the *labels* are split instead,
         into at most ``P`` groups of about equal labels: whole trees, and a

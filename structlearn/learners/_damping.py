@@ -35,7 +35,8 @@ import math
 import numba as nb
 import numpy as np
 
-__all__ = ["MeasuredDamping", "scale_steps", "squared_distance", "squared_norm"]
+__all__ = ["MeasuredDamping", "scale_steps", "squared_distance", "squared_norm",
+           "squared_row_distance"]
 
 SAFETY = 4.0
 GRID = 4
@@ -130,4 +131,14 @@ def squared_distance(a, b):
     for k in range(a.shape[0]):
         d = a[k] - b[k]
         total += d * d
+    return total
+
+
+@nb.njit(cache=True, nogil=True, fastmath={"reassoc", "nsz"})
+def squared_row_distance(W, rows, start):
+    """``sum_r ||W[rows[r]] - start[r]||^2`` (``W`` float64 (d, K), ``rows``
+    int64 (m,), ``start`` float64 (m, K)), without gathering the rows."""
+    total = 0.0
+    for r in range(rows.shape[0]):
+        total += squared_distance(W[rows[r]], start[r])
     return total

@@ -47,15 +47,11 @@ from ._gdmm_chain_kernels import (ChainData, ChainWeights, EdgePairs, PassWorksp
                                   transitions_from_duals, weights_from_duals)
 from ._gdmm_chain_type_split import TypeSplitPass, splits
 from ._gdmm_chain_visits import SequenceMajorOrder, search_table
-from ._partitions import (PartitionThreads, feature_sigmas, local_features, n_threads,
-                          split_by_weight)
+from ._partitions import (PartitionThreads, feature_sigmas, local_features, merge_block,
+                          n_threads, split_by_weight)
 
 __all__ = ["ChainPartitions", "build_partitions"]
 
-# rows merged per block: the block's weight rows and every partition's copies
-# of them take about this many bytes (they stay in cache between the merge
-# and the copies' refresh)
-MERGE_BLOCK_BYTES = 1 << 20
 # a partition's search structure over the transition table is built anew,
 # rather than updated entry by entry, when more than 1 / REBUILD_SHARE of the
 # table changed in a round (an update costs about 30x an entry of the build:
@@ -250,7 +246,7 @@ class ChainPartitions:
             part.row_sigma = self.row_sigma[o0:o1]
         self.damping = MeasuredDamping(P)
         self.last_damping = None
-        self.block = max(1, MERGE_BLOCK_BYTES // (K * (8 + P * self.copies.itemsize)))
+        self.block = merge_block(K, P, self.copies.itemsize)
         self._stale_copies = True  # gathered before the first passes
 
     @property

@@ -6,9 +6,9 @@ other ``P`` blocks visit: each round draws a permutation ``perm`` and
 partition ``p`` takes its pass over its home block and block ``P +
 perm[p]``, in one random order over both.  A round's pass runs against a
 copy of the weight rows its two blocks use and of the pair weights (CoCoA+
-adding, each feature's steps damped by the partitions that use it this
-round, the pair weights' by ``P``: :mod:`._partitions`), then its
-multiplier step; it returns the undamped moves.
+adding: :mod:`._partitions`, under the round's damping, which the client
+measures from the moves: :mod:`._damping`), then its multiplier step; it
+returns the undamped moves.
 
 Why pair the blocks anew: fixed partitions stall on bag-of-words data
 (:mod:`._gdmm_multilabel_threads`: 543 rounds to the 1 % gap on bibtex with
@@ -118,13 +118,13 @@ def draw_pairing(rng, n_blocks):
     return groups, seeds
 
 
-def pairing_rows(block_rows, groups, n_features):
+def pairing_rows(block_rows, groups, n_features, cap=np.inf):
     """The weight rows each group's blocks use and, per feature, the groups
-    that use it (the damping ``sigma``, float64 (n_features,)); returns
-    ``(rows per group, sigma)``."""
+    that use it, at most ``cap`` (the damping ``sigma``, float64
+    (n_features,)); returns ``(rows per group, sigma)``."""
     rows = [np.unique(np.concatenate([block_rows[b] for b in g])) for g in groups]
     sigma = np.bincount(np.concatenate(rows), minlength=n_features).astype(np.float64)
-    return rows, np.maximum(sigma, 1.0)
+    return rows, np.clip(sigma, 1.0, max(float(cap), 1.0))
 
 
 def paired_pass(*blocks_and_args):
@@ -144,7 +144,8 @@ def paired_pass(*blocks_and_args):
     row_sigma : ndarray of float64 (d_g,)
         Their damping this round.
     settings : tuple
-        ``(edges, C, rho, rounds, P)``.
+        ``(edges, C, rho, rounds, sigma)``: ``sigma`` damps the pair
+        weights' moves and curvature.
     seed : int
         Draws the visiting order.
     eta : float
@@ -161,7 +162,7 @@ def paired_pass(*blocks_and_args):
     k = len(blocks_and_args) - 9
     blocks = blocks_and_args[:k]
     W, Pw, rows, row_sigma, settings, seed, eta, deadline, n_blocks = blocks_and_args[k:]
-    edges, C, rho, rounds, P = settings
+    edges, C, rho, rounds, pair_sigma = settings
     E, n_edges, nbr_ptr, nbr, edge_list, pids = edges
     sizes = np.array([b.n_samples for b in blocks], dtype=np.int64)
     firsts = np.concatenate([[0], np.cumsum(sizes)])
@@ -191,7 +192,7 @@ def paired_pass(*blocks_and_args):
             pos, need = gdmm_multilabel_pass(
                 samples, LabelEdges(E, n_edges, nbr_ptr, nbr, *up, no_fixed),
                 MultilabelDuals(Wc, Pwc, A, tmask), pool, order[:stop_at], pos, C, rho, rounds,
-                stats, step_data, float(P))
+                stats, step_data, float(pair_sigma))
             if need:
                 pool = compacted_pool(pool, need)
         if deadline is not None and time.perf_counter() >= deadline:
@@ -200,7 +201,7 @@ def paired_pass(*blocks_and_args):
     Wc -= W
     Wc /= row_sigma[:, None]  # undamped
     Pwc -= Pw
-    Pwc /= P
+    Pwc /= pair_sigma
     active = int(np.count_nonzero(tmask) + pool.count.sum())
     new = tuple(b.with_duals(A[f:f + b.n_samples], tmask[f:f + b.n_samples],
                              sub_pool(pool, f, f + b.n_samples))

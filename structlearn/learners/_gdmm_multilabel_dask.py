@@ -4,7 +4,9 @@ The sample blocks of :mod:`._gdmm_multilabel_blocks` live on the workers
 for the whole fit, each with its unigram duals, active flags and pair pool;
 each round pairs every partition's home block with a visiting block drawn
 anew.  Per round the client sends each pair the rows of ``W`` its features
-use and the pair weights, and adds the undamped moves it gets back.  The certificate is
+use, the pair weights and the round's damping, and adds the undamped moves
+it gets back; how they added up sets the next round's damping
+(:mod:`._damping`: the client keeps a copy of the rows they move for that).  The certificate is
 assembled from per-partition parts computed on the workers (the hinge
 losses of its samples: exact on a forest of label edges, else the
 Lagrangian bound; the exact unrelaxed objective of small loopy problems
@@ -19,6 +21,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from ._damping import MeasuredDamping, squared_distance, squared_norm, squared_row_distance
 from ._dask_partitions import DaskPartitions, worker_addresses
 from ._gdmm_multilabel_kernels import gdmm_multilabel_dual, lp_hinge_bound
 from ._gdmm_multilabel_blocks import blocks_of, draw_pairing, paired_pass, pairing_rows
@@ -114,20 +117,23 @@ class MultilabelBlockRounds(DaskPartitions):
         self.rho = float(rho)
         self.forest = forest
         self.n_groups = max(1, len(blocks) // 2)
-        self.settings = (edges, float(C), float(rho), int(rounds), self.n_groups)
+        self.settings = (edges, float(C), float(rho), int(rounds))
         self.active = 0
+        self.damping = MeasuredDamping(self.n_groups)
+        self.last_damping = None
 
     def round(self, rng, eta, stats, deadline, n_blocks):
         """One round; returns ``(res2, finished, local_time, merge_time)`` and
         sets ``self.active`` (NaN for a round that lost a partition)."""
         groups, seeds = draw_pairing(rng, self.n_parts)
-        state = self.state
-        rows, sigma = pairing_rows(self.block_rows, groups, state.W.shape[0])
+        state, damping = self.state, self.damping
+        rows, sigma = pairing_rows(self.block_rows, groups, state.W.shape[0], damping.weights)
         remaining = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
+        settings = self.settings + (damping.transitions,)
         t0 = time.perf_counter()
         results = self.run_round(
             paired_pass, [(state.W[r], state.Pw, r, sigma[r]) for r in rows],
-            [(self.settings, int(seed), float(eta), remaining, int(n_blocks)) for seed in seeds],
+            [(settings, int(seed), float(eta), remaining, int(n_blocks)) for seed in seeds],
             groups=groups)
         t1 = time.perf_counter()
         if results is None:
@@ -136,15 +142,23 @@ class MultilabelBlockRounds(DaskPartitions):
         res2 = 0.0
         active = 0
         finished = True
+        moved = np.unique(np.concatenate(rows))
+        W_start, Pw_start = state.W[moved], state.Pw.copy()
+        spread_w = spread_v = 0.0
         for r, (W_move, Pw_move, r2, done, st, act) in zip(rows, results):
             self.bytes_received += W_move.nbytes + Pw_move.nbytes
             state.W[r] += W_move
             state.Pw += Pw_move
+            spread_w += squared_norm(W_move.reshape(-1))
+            spread_v += squared_norm(Pw_move)
             res2 += r2
             finished &= done
             active += act
             stats += st
         self.active = active
+        self.last_damping = (damping.weights, damping.transitions)
+        damping.update(squared_row_distance(state.W, moved, W_start), spread_w,
+                       squared_distance(state.Pw, Pw_start), spread_v)
         return res2, finished, t1 - t0, time.perf_counter() - t1
 
     def rebuild(self):

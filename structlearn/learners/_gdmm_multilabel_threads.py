@@ -3,10 +3,13 @@
 A round draws a random permutation of the samples and cuts it into ``P``
 runs of about equal non-zeros; each run is a partition for that round only.
 Its pass visits its samples in the permutation's order against a copy of
-the weight rows they use and of the pair weights (CoCoA+ adding, each
-feature's steps damped by the partitions that use it this round, the pair
-weights' by ``P``: :mod:`._partitions`), then the moves are merged and the
-multiplier step runs on the whole problem, as after a pass of one process.
+the weight rows they use and of the pair weights (CoCoA+ adding:
+:mod:`._partitions`), then the moves are merged and the multiplier step
+runs on the whole problem, as after a pass of one process.  The damping is
+measured from the moves (:mod:`._damping`): each round's merge measures how
+the partitions' moves of the weight rows and of the pair weights added up,
+which sets the next round's ``sigma'`` of each (``P`` in the first round); a
+feature keeps at most the partitions that use it this round.
 
 Why not keep each partition's samples for the whole fit?  Dual coordinate
 ascent on bag-of-words data is very sensitive to a fixed order: on bibtex,
@@ -32,13 +35,14 @@ import time
 
 import numpy as np
 
-from ._gdmm_chain_kernels import gather_rows, rows_to_moves
+from ._damping import MeasuredDamping, squared_distance, squared_norm
+from ._gdmm_chain_kernels import gather_rows, merge_copies
 from ._gdmm_multilabel_kernels import (LabelEdges, MultilabelDuals, gdmm_multilabel_multipliers,
                                        gdmm_multilabel_pass)
 from ._gdmm_multilabel_storage import _positive_edges, close_regions, region_views
 from ._multilabel_kernels import SampleFeatures
 from ._partition_kernels import RoundLayout
-from ._partitions import PartitionThreads, n_threads, split_by_weight
+from ._partitions import PartitionThreads, merge_block, n_threads, split_by_weight
 
 __all__ = ["ThreadMultilabelPartitions"]
 
@@ -48,14 +52,12 @@ _MIN_FREE_SLOTS = 64
 
 class _RoundPartition:
     """One partition's pass in one round: its samples in visiting order,
-    its weight rows and their copies, and where its pass stands."""
+    its copy of its weight rows (a view of the round's copies) and of the
+    pair weights, and where its pass stands."""
 
-    def __init__(self, ids, rows, row_sigma, W, Pw, n_blocks):
+    def __init__(self, ids, W, Pw, n_blocks):
         self.ids = ids
-        self.rows = rows
-        self.row_sigma = row_sigma
-        self.W = np.empty((rows.shape[0], W.shape[1]))
-        gather_rows(W, rows, self.W)
+        self.W = W
         self.Pw = Pw.copy()
         self.block_ends = np.unique(
             np.linspace(0, ids.shape[0], n_blocks + 1).astype(np.int64))[1:]
@@ -101,26 +103,30 @@ class ThreadMultilabelPartitions:
         self.sample_weights = np.diff(problem.indptr).astype(np.float64) + 1.0
         self.fixed = np.zeros(problem.Y.shape[1], dtype=np.uint8)
         self.threads = PartitionThreads(n_threads(n_jobs, self.n_parts))
+        self.damping = MeasuredDamping(self.n_parts)
+        self.last_damping = None
+        self.copies = None
 
     def _draw(self, rng, n_blocks):
-        """This round's partitions (and their layout), drawn from ``rng``."""
+        """This round's partitions (and their layout and weight copies),
+        drawn from ``rng``."""
         n = self.problem.Y.shape[0]
         order = rng.permutation(n).astype(np.int64)
         bounds = split_by_weight(self.sample_weights[order], self.n_parts)
-        self.layout.redraw(order, bounds)
-        sigma = self.layout.sigma
-        parts = []
-        for k in range(bounds.shape[0] - 1):
-            rows = self.layout.part_rows(k)
-            parts.append(_RoundPartition(order[bounds[k]:bounds[k + 1]], rows, sigma[rows],
-                                         self.state.W, self.state.Pw, n_blocks))
-        return parts
+        layout = self.layout
+        layout.redraw(order, bounds, self.damping.weights)
+        rows = layout.rows[:layout.rows_ptr[-1]]
+        self.copies = np.empty((rows.shape[0], self.state.W.shape[1]))
+        gather_rows(self.state.W, rows, self.copies)
+        ptr = layout.rows_ptr
+        return [_RoundPartition(order[bounds[k]:bounds[k + 1]], self.copies[ptr[k]:ptr[k + 1]],
+                                self.state.Pw, n_blocks) for k in range(bounds.shape[0] - 1)]
 
     def _pass(self, part, pool, deadline):
         """Go on with ``part``'s pass on the pool view ``pool`` until it ends,
         needs pair slots its part lacks (``part.need``) or, between blocks,
         ``perf_counter()`` passes ``deadline``.  At its end the partition's
-        copies become its undamped moves."""
+        pair weights' copy becomes its undamped move."""
         E, n_edges, nbr_ptr, nbr, edge_list, pids = self.edges
         C, rho, rounds = self.params
         problem, state, layout = self.problem, self.state, self.layout
@@ -134,15 +140,14 @@ class ThreadMultilabelPartitions:
                 part.pos, part.need = gdmm_multilabel_pass(
                     samples, LabelEdges(E, n_edges, nbr_ptr, nbr, *up, self.fixed), duals, pool,
                     part.ids[:stop_at], part.pos, C, rho, rounds, part.stats,
-                    layout.step_data, float(self.n_parts))
+                    layout.step_data, self.damping.transitions)
                 if part.need:
                     return
             part.block += 1
             if deadline is not None and time.perf_counter() >= deadline:
                 break
-        rows_to_moves(state.W, part.rows, part.W, part.row_sigma)
         part.Pw -= state.Pw
-        part.Pw /= self.n_parts
+        part.Pw /= self.damping.transitions
 
     def _ensure_room(self, n_runs):
         state = self.state
@@ -184,13 +189,32 @@ class ThreadMultilabelPartitions:
         t1 = time.perf_counter()
         for part in parts:
             stats += part.stats
-            state.W[part.rows] += part.W
-            state.Pw += part.Pw
+        self._merge(parts)
         C = self.params[0]
         res2 = gdmm_multilabel_multipliers(self.problem.Y, state.A, C, float(eta), state.tmask,
                                            state.pool)
         return (float(res2), all(part.finished for part in parts), t1 - t0,
                 time.perf_counter() - t1)
+
+    def _merge(self, parts):
+        """Add the partitions' moves to ``W`` and the pair weights (in
+        partition order) and set the next round's damping from them."""
+        state, layout = self.state, self.layout
+        rows = layout.rows[:layout.rows_ptr[-1]]
+        norms = np.zeros(2)
+        L = state.W.shape[1]
+        merge_copies(state.W, rows, layout.sigma[rows], layout.rows_ptr, self.copies, 0,
+                     state.W.shape[0], merge_block(L, len(parts), 8), norms)
+        self.copies = None
+        start = state.Pw.copy()
+        spread_v = 0.0
+        for part in parts:
+            state.Pw += part.Pw
+            spread_v += squared_norm(part.Pw)
+        damping = self.damping
+        self.last_damping = (damping.weights, damping.transitions)
+        damping.update(float(norms[0]), float(norms[1]), squared_distance(state.Pw, start),
+                       spread_v)
 
     def sync_pool(self):
         """(The state's pool is the partitions' own.)"""

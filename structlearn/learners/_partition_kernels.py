@@ -8,10 +8,11 @@ __all__ = ["RoundLayout"]
 
 
 @nb.njit(cache=True, nogil=True)
-def _layout_kernel(csr, order, bounds, out, scratch):
+def _layout_kernel(csr, order, bounds, cap, out, scratch):
     """Fill the layout of the partitions ``order[bounds[k]:bounds[k + 1]]``.
 
-    ``csr``: ``(data, indices, indptr)``; ``out``: ``(local, step_data,
+    ``csr``: ``(data, indices, indptr)``; ``cap``: the round's damping (a
+    feature's ``sigma`` is at most it); ``out``: ``(local, step_data,
     xnorm_sigma, sigma, rows, rows_ptr)`` as in :class:`RoundLayout`;
     ``scratch``: ``(stamp, where)``, int64 (d,) each, ``stamp`` all -1
     (and left so).
@@ -37,8 +38,7 @@ def _layout_kernel(csr, order, bounds, out, scratch):
     rows_ptr[P] = n_rows
     for f in range(sigma.shape[0]):
         stamp[f] = -1
-        if sigma[f] < 1.0:
-            sigma[f] = 1.0
+        sigma[f] = min(max(sigma[f], 1.0), cap)
     for k in range(P):
         for r in range(rows_ptr[k], rows_ptr[k + 1]):
             where[rows[r]] = r - rows_ptr[k]
@@ -71,7 +71,8 @@ class RoundLayout:
     xnorm_sigma : ndarray of float64, shape (n,)
         ``sum_f sigma_f x_if^2`` per sample: its steps' curvature.
     sigma : ndarray of float64, shape (d,)
-        The partitions of this round that use each feature (at least 1).
+        The partitions of this round that use each feature (at least 1),
+        at most the round's damping (:mod:`._damping`).
     rows, rows_ptr : ndarray of int64, shapes (<= nnz,), (P + 1,)
         Partition ``k``'s weight rows, increasing:
         ``rows[rows_ptr[k]:rows_ptr[k + 1]]``.
@@ -98,13 +99,13 @@ class RoundLayout:
         self._stamp = np.full(n_features, -1, dtype=np.int64)
         self._where = np.zeros(n_features, dtype=np.int64)
 
-    def redraw(self, order, bounds):
+    def redraw(self, order, bounds, cap=np.inf):
         """Lay out the partitions ``order[bounds[k]:bounds[k + 1]]`` (int64
-        sample ids; every sample in at most one of them).  O(nnz of the
-        partitions' samples + d)."""
+        sample ids; every sample in at most one of them), each feature's
+        damping at most ``cap``.  O(nnz of the partitions' samples + d)."""
         data, indices, indptr = self._csr
         self.rows_ptr = np.zeros(bounds.shape[0], dtype=np.int64)
-        _layout_kernel((data, indices, indptr), order, bounds,
+        _layout_kernel((data, indices, indptr), order, bounds, float(cap),
                        (self.local, self.step_data, self.xnorm_sigma, self.sigma, self.rows,
                         self.rows_ptr), (self._stamp, self._where))
 

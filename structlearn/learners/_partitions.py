@@ -33,7 +33,7 @@ import numpy as np
 from .._parallel import check_n_jobs, chunk_bounds
 
 __all__ = ["PartitionThreads", "active_dask_client", "check_training_partitions", "feature_sigmas", "local_features",
-           "n_threads", "round_record", "split_by_weight"]
+           "merge_block", "n_threads", "round_record", "split_by_weight"]
 
 
 def check_training_partitions(n_parts, n_samples, what="samples"):
@@ -98,6 +98,18 @@ def n_threads(n_jobs, n_parts):
 
     n_jobs = check_n_jobs(n_jobs)
     return int(max(1, min(effective_n_jobs(1 if n_jobs is None else n_jobs), n_parts)))
+
+
+# rows merged per block: a block's weight rows and every partition's copies
+# of them take about this many bytes (they stay in cache through the merge)
+MERGE_BLOCK_BYTES = 1 << 20
+
+
+def merge_block(n_cols, n_parts, itemsize):
+    """Weight rows per block of :func:`._gdmm_chain_kernels.merge_copies`:
+    rows of ``n_cols`` float64 values and ``n_parts`` copies of ``itemsize``
+    bytes per value in about :data:`MERGE_BLOCK_BYTES`."""
+    return max(1, MERGE_BLOCK_BYTES // (n_cols * (8 + n_parts * itemsize)))
 
 
 def split_by_weight(weights, n_parts):

@@ -381,7 +381,8 @@ def test_round_layout_matches_a_direct_count(seed):
         P = rng.randint(1, n + 1)
         bounds = np.unique(np.r_[0, np.sort(rng.choice(np.arange(1, n), P - 1, replace=False)), n]
                            ).astype(np.int64) if P > 1 else np.array([0, n], dtype=np.int64)
-        layout.redraw(order, bounds)
+        cap = [np.inf, 1.0, 1.5, 2.0][rng.randint(4)]
+        layout.redraw(order, bounds, cap)
         count = np.zeros(d)
         for k in range(bounds.size - 1):
             ids = order[bounds[k]:bounds[k + 1]]
@@ -391,7 +392,7 @@ def test_round_layout_matches_a_direct_count(seed):
             for i in ids:
                 p = slice(X.indptr[i], X.indptr[i + 1])
                 np.testing.assert_array_equal(used[layout.local[p]], X.indices[p])
-        sigma = np.maximum(count, 1.0)
+        sigma = np.minimum(np.maximum(count, 1.0), cap)
         np.testing.assert_array_equal(layout.sigma, sigma)
         np.testing.assert_allclose(layout.step_data, X.data * sigma[X.indices])
         np.testing.assert_allclose(layout.xnorm_sigma,
@@ -472,6 +473,38 @@ def test_partitioned_multilabel_reaches_the_same_certified_optimum(pairwise):
     p1, p2 = one.history_[-1]["primal"], two.history_[-1]["primal"]
     assert abs(p1 - p2) <= 2e-3 * max(p1, p2)
     assert two.history_[-1]["dual"] <= p1 + 1e-9 and one.history_[-1]["dual"] <= p2 + 1e-9
+
+
+def test_partitioned_multilabel_damping_is_measured():
+    """Eight partitions on bag-of-words data: the first round damps by P,
+    later ones by less (the moves hardly add up), the dampings and weights
+    do not depend on the threads, and the fit reaches the certified gap."""
+    from structlearn.datasets import make_sparse_multilabel
+
+    X, Y = make_sparse_multilabel(400, n_labels=12, n_features=300, labels_per_sample=2.0,
+                                  random_state=3)
+    edges = np.sort([[i, (i + 1) % 12] for i in range(12)], axis=1)  # a cycle: samples split
+    one = _fit_ml(X, Y, pairwise=edges, training_partitions=8, n_jobs=1, max_iter=400)
+    two = _fit_ml(X, Y, pairwise=edges, training_partitions=8, n_jobs=2, max_iter=400)
+    assert one.converged_
+    damping = np.array([h["damping"] for h in one.history_])
+    assert damping[0].tolist() == [8.0, 8.0]
+    assert damping[:, 0].min() < 8.0
+    assert np.all((damping >= 1.0) & (damping <= 8.0))
+    np.testing.assert_array_equal(damping, [h["damping"] for h in two.history_])
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+    np.testing.assert_array_equal(one.pairwise_coef_, two.pairwise_coef_)
+
+
+def test_pairing_rows_cap_the_damping():
+    from structlearn.learners._gdmm_multilabel_blocks import pairing_rows
+
+    block_rows = [np.array([0, 2]), np.array([2, 3]), np.array([0, 2, 3]), np.array([1])]
+    groups = [(0, 2), (1, 3)]
+    rows, sigma = pairing_rows(block_rows, groups, 5)
+    assert [r.tolist() for r in rows] == [[0, 2, 3], [1, 2, 3]]
+    assert sigma.tolist() == [1, 1, 2, 2, 1]
+    assert pairing_rows(block_rows, groups, 5, cap=1.5)[1].tolist() == [1, 1, 1.5, 1.5, 1]
 
 
 def test_partitioned_multilabel_weights_follow_the_duals():

@@ -129,9 +129,10 @@ def test_bcfw_partitions_stay_on_threads_under_dask():
     assert "bytes_sent" not in under.history_[-1]
 
 
-def _block_rounds(problem, n_rounds, C, rho, eta, seed):
+def _block_rounds(problem, n_rounds, C, rho, eta, seed, n_parts=2):
     """The state after ``n_rounds`` rounds of the dask path's paired blocks,
     run here one after the other (the workers' arithmetic)."""
+    from structlearn.learners._damping import MeasuredDamping
     from structlearn.learners._gdmm_multilabel_blocks import (blocks_of, draw_pairing,
                                                               paired_pass, pairing_rows)
     from structlearn.learners._gdmm_multilabel_storage import edge_pair_ids, joined_pools
@@ -141,14 +142,17 @@ def _block_rounds(problem, n_rounds, C, rho, eta, seed):
     state = GDMMMultilabelState(problem, True)
     edges, pids = edge_pair_ids(problem.E)
     edge_data = (problem.E, problem.n_edges, *label_adjacency(problem.E), edges, pids)
-    blocks, bounds = blocks_of(problem, state, 2)
-    settings = (edge_data, C, rho, _SAMPLE_ROUNDS, len(blocks) // 2)
+    blocks, bounds = blocks_of(problem, state, n_parts)
+    damping = MeasuredDamping(len(blocks) // 2)
     rng = np.random.RandomState(seed)
     drawn = set()
+    state.dampings = []
     for _ in range(n_rounds):
         groups, seeds = draw_pairing(rng, len(blocks))
         drawn.add(tuple(groups))
-        rows, sigma = pairing_rows([b.rows for b in blocks], groups, problem.n_features)
+        rows, sigma = pairing_rows([b.rows for b in blocks], groups, problem.n_features,
+                                   damping.weights)
+        settings = (edge_data, C, rho, _SAMPLE_ROUNDS, damping.transitions)
         moves = []
         for g, r, part_seed in zip(groups, rows, seeds):
             *new, out = paired_pass(*[blocks[b] for b in g], state.W[r], state.Pw, r, sigma[r],
@@ -156,17 +160,22 @@ def _block_rounds(problem, n_rounds, C, rho, eta, seed):
             for b, block in zip(g, new):
                 blocks[b] = block
             moves.append((r, out))
+        W0, Pw0 = state.W.copy(), state.Pw.copy()
         for r, out in moves:
             state.W[r] += out[0]
             state.Pw += out[1]
+        state.dampings.append((damping.weights, damping.transitions))
+        damping.update(np.sum((state.W - W0) ** 2), sum(np.sum(out[0] ** 2) for _, out in moves),
+                       np.sum((state.Pw - Pw0) ** 2), sum(np.sum(out[1] ** 2) for _, out in moves))
     state.A = np.concatenate([b.A for b in blocks])
     state.pool = joined_pools([b.pool for b in blocks])
-    assert len(drawn) == 2  # both pairings of four blocks came up
+    assert len(drawn) >= 2  # the pairings are drawn anew
     return state
 
 
-@pytest.mark.parametrize("pairwise", ["full", "tree"])  # the LP bound / exact forest hinges
-def test_dask_multilabel_partitions_pair_blocks_anew(pairwise):
+# the LP bound / exact forest hinges; 2 partitions keep the damping at 2 here, 4 lower it
+@pytest.mark.parametrize("pairwise, n_parts", [("full", 2), ("tree", 4)])
+def test_dask_multilabel_partitions_pair_blocks_anew(pairwise, n_parts):
     """On the workers each partition keeps a home block and takes a visiting
     block drawn each round: the rounds are those of the same pairings run one
     after the other in one process (to rounding); the fit reaches the
@@ -186,8 +195,8 @@ def test_dask_multilabel_partitions_pair_blocks_anew(pairwise):
     problem = MultilabelProblem(Xc.data, Xc.indices.astype(np.int64),
                                 Xc.indptr.astype(np.int64), Y,
                                 _edge_mask(_resolve_pairwise(pairwise, Y), 5), 10)
-    expected = _block_rounds(problem, 6, 0.1, 1.0, 1.0, 0)
-    params = dict(C=0.1, tol=0.01, max_iter=300, random_state=0, training_partitions=2,
+    expected = _block_rounds(problem, 6, 0.1, 1.0, 1.0, 0, n_parts)
+    params = dict(C=0.1, tol=0.01, max_iter=300, random_state=0, training_partitions=n_parts,
                   pairwise=pairwise)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=":0") as cluster, \
@@ -196,14 +205,15 @@ def test_dask_multilabel_partitions_pair_blocks_anew(pairwise):
             warnings.simplefilter("ignore", ConvergenceWarning)
             W, P, h, state, _ = fit_gdmm_multilabel(
                 problem, C=0.1, rho=1.0, eta=1.0, max_iter=6, tol=0.0, sublinear=True,
-                rng=np.random.RandomState(0), training_partitions=2)
+                rng=np.random.RandomState(0), training_partitions=n_parts)
         assert len(h) == 6 and h[-1]["bytes_sent"] > 0
+        assert [r["damping"] for r in h] == expected.dampings
         np.testing.assert_allclose(state.W, expected.W, atol=1e-12)
         np.testing.assert_allclose(state.Pw, expected.Pw, atol=1e-12)
         np.testing.assert_array_equal(state.A, expected.A)
         remote = MultiLabelSSVM(warm_start=True, **params).fit(X, Y)
         h = remote.history_
-        assert remote.converged_ and h[-1]["partitions"] == 2
+        assert remote.converged_ and h[-1]["partitions"] == n_parts
         # the duals and pools came back to the client's state: a warm start goes on
         state = remote._solver_state
         np.testing.assert_allclose(state.W[:10], X.T @ state.A, atol=1e-10)
