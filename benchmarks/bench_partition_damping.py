@@ -4,7 +4,7 @@ The partitions' damping (:mod:`structlearn.learners._damping`) decides how
 many more passes a partitioned fit needs than one partition; the passes do
 not depend on the threads, so this runs on any machine.  For each task and
 each P in ``--partitions``: ``SequenceSSVM(C=0.1, tol=0.01,
-training_partitions=P)`` (P = 1: no partitions), fitted on ``--n-jobs``
+training_partitions=P, solver=--solver)`` (P = 1: no partitions), fitted on ``--n-jobs``
 threads: passes, their ratio to P = 1's, the final certified gap, primal
 value, held-out accuracy, seconds, and the last round's damping (weight
 rows, transitions) where the fit records it.
@@ -116,6 +116,7 @@ def main():
     ap.add_argument("--wide-sequences", type=int, default=2500)
     ap.add_argument("--random", type=int, default=0)
     ap.add_argument("--extra-edges", type=int, default=16)
+    ap.add_argument("--solver", default="gdmm", help="the chain tasks' solver (gdmm or bcfw)")
     args = ap.parse_args()
     if args.random:
         return random_tasks(args.random, args.n_jobs)
@@ -137,7 +138,7 @@ def main():
             settings = dict(C=0.1, tol=0.01, max_iter=args.max_iter, random_state=0,
                             n_jobs=args.n_jobs, training_partitions=None if P == 1 else P)
             model = (MultiLabelSSVM(pairwise=edges, **settings) if edges is not None
-                     else SequenceSSVM(**settings))
+                     else SequenceSSVM(solver=args.solver, **settings))
             t0 = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)

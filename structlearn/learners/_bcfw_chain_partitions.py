@@ -3,10 +3,12 @@
 A round draws a random permutation of the sequences and cuts it into ``P``
 runs of about equal tokens.  Each run's BCFW pass (in the permutation's
 order) moves a copy of the weight rows its tokens use and of the
-transition table: each row's steps and line-search curvature counted as
-many times as this round's partitions use the row, the table's ``P``
-times (CoCoA+ adding, :mod:`._partitions`).  The copies' moves, with the
-damping undone, are added to the weights.  The blocks (token marginals,
+transition table, each step's line-search curvature counted ``sigma'``
+times (CoCoA+ adding, :mod:`._partitions`).  ``sigma'`` is measured from
+the last round's moves, one for the weight rows (a row at most the
+partitions that use it this round) and one for the table, ``P`` in the
+first round (:mod:`._damping`).  The copies' moves, with the damping undone,
+are added to the weights.  The blocks (token marginals,
 losses, expected transition counts) belong to one sequence each and are
 written in place: the partitions hold disjoint sequences, and every
 sequence has room for one more visit's transition counts before the round
@@ -22,7 +24,7 @@ import numpy as np
 
 from ._bcfw_chain_kernels import BlockTransitions, bcfw_chain_pass
 from ._chains import TrainingChains
-from ._gdmm_chain_kernels import gather_rows, rows_to_moves
+from ._damping import MeasuredDamping, squared_distance, squared_norm
 from ._partition_kernels import RoundLayout
 from ._partitions import PartitionThreads, n_threads, split_by_weight
 
@@ -56,6 +58,9 @@ class BCFWChainPartitions:
                                   problem.n_features)
         self.lengths = np.diff(problem.offsets)
         self.threads = PartitionThreads(n_threads(n_jobs, self.n_parts))
+        self.damping = MeasuredDamping(self.n_parts)
+        self.last_damping = None
+        self.copies = None
 
     def _draw(self, rng):
         """This round's partitions as sequence ids, and their layout."""
@@ -67,17 +72,18 @@ class BCFWChainPartitions:
         first = np.repeat(offsets[order] - np.cumsum(lengths) + lengths, lengths)
         tokens = first + np.arange(int(lengths.sum()), dtype=np.int64)
         token_bounds = np.r_[0, np.cumsum(lengths)][bounds].astype(np.int64)
-        self.layout.redraw(tokens, token_bounds)
+        self.layout.redraw(tokens, token_bounds, self.damping.weights)
+        self.copies = self.layout.gather_copies(self.state.W)
         return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
     def _pass(self, k, sequences):
-        """Partition ``k``'s pass; returns its undamped moves of its weight
-        rows and of the transition table, and its counters."""
+        """Partition ``k``'s pass on its copy of its weight rows; returns its
+        undamped move of the transition table and its counters."""
         problem, state, layout = self.problem, self.state, self.layout
         rows = layout.part_rows(k)
-        W = np.empty((rows.shape[0], state.W.shape[1]))
-        gather_rows(state.W, rows, W)
+        W = self.copies[layout.rows_ptr[k]:layout.rows_ptr[k + 1]]
         v = state.v.copy()
+        v_sigma = self.damping.transitions
         chains = TrainingChains(problem.data, layout.local, problem.indptr, problem.offsets,
                                 problem.y)
         transitions = BlockTransitions(state.pr_start, state.pr_n, state.pr_a, state.pr_b,
@@ -87,11 +93,10 @@ class BCFWChainPartitions:
         stats = np.zeros(2)
         sigma = np.ascontiguousarray(layout.sigma[rows])
         bcfw_chain_pass(chains, sequences, self.C, W, v, state.mu, state.loss, transitions,
-                        scratch, stats, (sigma, float(self.n_parts)))
-        rows_to_moves(state.W, rows, W, sigma)
+                        scratch, stats, (sigma, v_sigma))
         v -= state.v
-        v /= self.n_parts
-        return rows, W, v, stats
+        v /= v_sigma
+        return v, stats
 
     def round(self, rng, stats):
         """One round: the draw (from ``rng``), the partitions' passes and the
@@ -103,10 +108,18 @@ class BCFWChainPartitions:
         moves = self.threads.map(self._pass, range(len(parts)), parts)
         t1 = time.perf_counter()
         state = self.state
-        for rows, W, v, part_stats in moves:
-            state.W[rows] += W
+        merged_w, spread_w = self.layout.merge_copies(state.W, self.copies)
+        self.copies = None
+        v_start = state.v.copy()
+        spread_v = 0.0
+        for v, part_stats in moves:
             state.v += v
+            spread_v += squared_norm(v.reshape(-1))
             stats += part_stats
+        damping = self.damping
+        self.last_damping = (damping.weights, damping.transitions)
+        damping.update(merged_w, spread_w, squared_distance(state.v.reshape(-1),
+                                                            v_start.reshape(-1)), spread_v)
         return t1 - t0, time.perf_counter() - t1
 
     def close(self):

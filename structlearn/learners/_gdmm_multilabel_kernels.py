@@ -440,8 +440,9 @@ def gdmm_multilabel_pass(samples, edges, duals, pool, order, start, C, rho, roun
     ``step_data`` (float64 (nnz,)) are the feature values ``W`` moves by and
     ``sigma`` the scale of the pair weights' moves and curvature: ``data``
     and 1 for a pass over all the samples; a partitioned pass
-    (:mod:`._partitions`) scales each feature by the partitions that use it
-    (``xnorm2`` then ``sum_f sigma_f x_f^2``) and ``sigma`` is their number.
+    (:mod:`._partitions`) scales each feature by its damping ``sigma_f``
+    (``xnorm2`` then ``sum_f sigma_f x_f^2``) and ``sigma`` is the pair
+    weights' damping.
 
     Capacity: no step is ever dropped.  When a sample's next step could
     activate more pairs than its row of ``fa, fb, fv, fnu`` holds, the

@@ -36,13 +36,12 @@ import time
 import numpy as np
 
 from ._damping import MeasuredDamping, squared_distance, squared_norm
-from ._gdmm_chain_kernels import gather_rows, merge_copies
 from ._gdmm_multilabel_kernels import (LabelEdges, MultilabelDuals, gdmm_multilabel_multipliers,
                                        gdmm_multilabel_pass)
 from ._gdmm_multilabel_storage import _positive_edges, close_regions, region_views
 from ._multilabel_kernels import SampleFeatures
 from ._partition_kernels import RoundLayout
-from ._partitions import PartitionThreads, merge_block, n_threads, split_by_weight
+from ._partitions import PartitionThreads, n_threads, split_by_weight
 
 __all__ = ["ThreadMultilabelPartitions"]
 
@@ -115,9 +114,7 @@ class ThreadMultilabelPartitions:
         bounds = split_by_weight(self.sample_weights[order], self.n_parts)
         layout = self.layout
         layout.redraw(order, bounds, self.damping.weights)
-        rows = layout.rows[:layout.rows_ptr[-1]]
-        self.copies = np.empty((rows.shape[0], self.state.W.shape[1]))
-        gather_rows(self.state.W, rows, self.copies)
+        self.copies = layout.gather_copies(self.state.W)
         ptr = layout.rows_ptr
         return [_RoundPartition(order[bounds[k]:bounds[k + 1]], self.copies[ptr[k]:ptr[k + 1]],
                                 self.state.Pw, n_blocks) for k in range(bounds.shape[0] - 1)]
@@ -199,12 +196,8 @@ class ThreadMultilabelPartitions:
     def _merge(self, parts):
         """Add the partitions' moves to ``W`` and the pair weights (in
         partition order) and set the next round's damping from them."""
-        state, layout = self.state, self.layout
-        rows = layout.rows[:layout.rows_ptr[-1]]
-        norms = np.zeros(2)
-        L = state.W.shape[1]
-        merge_copies(state.W, rows, layout.sigma[rows], layout.rows_ptr, self.copies, 0,
-                     state.W.shape[0], merge_block(L, len(parts), 8), norms)
+        state = self.state
+        merged_w, spread_w = self.layout.merge_copies(state.W, self.copies)
         self.copies = None
         start = state.Pw.copy()
         spread_v = 0.0
@@ -213,8 +206,7 @@ class ThreadMultilabelPartitions:
             spread_v += squared_norm(part.Pw)
         damping = self.damping
         self.last_damping = (damping.weights, damping.transitions)
-        damping.update(float(norms[0]), float(norms[1]), squared_distance(state.Pw, start),
-                       spread_v)
+        damping.update(merged_w, spread_w, squared_distance(state.Pw, start), spread_v)
 
     def sync_pool(self):
         """(The state's pool is the partitions' own.)"""

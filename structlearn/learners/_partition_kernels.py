@@ -4,6 +4,9 @@ rows, the samples' features renumbered to them, and the damped steps."""
 import numba as nb
 import numpy as np
 
+from ._gdmm_chain_kernels import gather_rows, merge_copies
+from ._partitions import merge_block
+
 __all__ = ["RoundLayout"]
 
 
@@ -112,4 +115,25 @@ class RoundLayout:
     def part_rows(self, k):
         """Partition ``k``'s weight rows (a view)."""
         return self.rows[self.rows_ptr[k]:self.rows_ptr[k + 1]]
+
+    def gather_copies(self, W):
+        """The partitions' copies of their weight rows of ``W`` (d, K), one
+        array (sum d_k, K): partition ``k``'s are rows
+        ``rows_ptr[k]:rows_ptr[k + 1]``."""
+        rows = self.rows[:self.rows_ptr[-1]]
+        copies = np.empty((rows.shape[0], W.shape[1]))
+        gather_rows(W, rows, copies)
+        return copies
+
+    def merge_copies(self, W, copies):
+        """Add each partition's move of its rows (its copy against ``W``,
+        the damping ``sigma`` undone) to ``W``, in partition order.  Returns
+        ``(||sum_k move_k||^2, sum_k ||move_k||^2)`` (:mod:`._damping`);
+        ``copies`` are overwritten."""
+        rows = self.rows[:self.rows_ptr[-1]]
+        norms = np.zeros(2)
+        P = self.rows_ptr.shape[0] - 1
+        merge_copies(W, rows, self.sigma[rows], self.rows_ptr, copies, 0, W.shape[0],
+                     merge_block(W.shape[1], P, copies.itemsize), norms)
+        return float(norms[0]), float(norms[1])
 

@@ -12,8 +12,9 @@ weights is ``sigma'`` times theirs (``PassSettings.sigma``), which bounds
 at most the sum of the local objectives' decreases below the start, so a
 round never increases the objective, whatever the overlap of the partitions'
 features.  The certificate is taken on the merged whole, as for one process.
-GDMM chains set ``sigma'`` each round from the alignment of the last
-round's moves instead (:mod:`._damping`), from ``P`` down to 1.
+The learners set ``sigma'`` each round from the alignment of the last
+round's moves instead (:mod:`._damping`), from ``P`` down to 1: a round
+may then raise the objective, and the next one is damped more.
 
 A partition's copy holds only the weight rows of the features its samples
 use (its memory follows the partition, not the feature space), and its
