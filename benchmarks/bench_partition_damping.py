@@ -13,8 +13,8 @@ Tasks (``--tasks``): ``lookalike``, ``lookalike2``, ``ocr``, ``porttinari``
 (``bench_parallel_fit``'s), ``wide`` (``--wide-sequences`` of 20 tokens,
 1,000 labels, 16,000 features, 20 a token: ``bench_fit_cores``' shape).
 
-Multilabel tasks (``bibtex``, ``corel5k``, ``bibtex-lookalike``:
-``bench_parallel_fit``'s): ``MultiLabelSSVM(C=0.1, tol=0.01,
+Multilabel tasks (``bibtex``, ``corel5k``, ``bibtex-lookalike``,
+``synthetic1k``: ``bench_parallel_fit``'s): ``MultiLabelSSVM(C=0.1, tol=0.01,
 training_partitions=P)`` over the labels' Chow-Liu tree and the
 ``--extra-edges`` most frequent label pairs outside it (cycles: the samples
 are partitioned, not the labels); held-out score is ``score``.
@@ -43,9 +43,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_parallel_fit import (_bibtex, _bibtex_lookalike, _lookalike,  # noqa: E402
                                 _lookalike_small_k, _ocr, _porttinari)
 
+def _synthetic1k():
+    from bench_multilabel import make_lookalike
+
+    return make_lookalike()
+
+
 MULTILABEL = {"bibtex": lambda: _bibtex("../shared/data/multilabel/bibtex.npz"),
               "corel5k": lambda: _bibtex("../shared/data/multilabel/corel5k.npz"),
-              "bibtex-lookalike": _bibtex_lookalike}
+              "bibtex-lookalike": _bibtex_lookalike, "synthetic1k": _synthetic1k}
 
 
 def _wide(n_sequences):
