@@ -122,12 +122,24 @@ def ocr_predict(times, repeat):
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = SequenceSSVM(C=0.1, max_iter=20, random_state=0).fit(
             [ocr.X[i] for i in train], [ocr.y[i] for i in train])
+    from threadpoolctl import threadpool_limits
+
     X = list(ocr.X) * times
     model.predict(X[:100])
     t1, t2, o1, o2 = best_of_alternating(model, lambda m: m.predict(X), repeat)
+    # n_jobs=1 leaves the BLAS its threads: its token scores' products run on
+    # every core; the one-core baseline keeps the BLAS to one thread
+    one_core = float("inf")
+    model.set_params(n_jobs=1)
+    for _ in range(repeat):
+        with threadpool_limits(1):
+            t0 = time.perf_counter()
+            model.predict(X)
+            one_core = min(one_core, time.perf_counter() - t0)
     print(f"SequenceSSVM.predict over {len(X)} OCR words ({sum(len(x) for x in X)} letters), "
           f"best of {repeat}: n_jobs=1 {t1:.3f} s, n_jobs=2 {t2:.3f} s, speed-up {t1 / t2:.2f}x, "
-          f"identical {_identical(o1, o2)}")
+          f"identical {_identical(o1, o2)}; n_jobs=1 with a one-thread BLAS {one_core:.3f} s, "
+          f"speed-up {one_core / t2:.2f}x")
 
 
 def blas_concurrency(K, repeat, rows=64, calls=20000):
