@@ -770,9 +770,9 @@ default="auto"
         in :class:`SequenceSSVM`: the damping is measured from the last
         round's moves, ``P`` in the first round, and ``history_`` records
         each round's ``damping`` of the weight rows and of the pair
-        weights; the progress records between blocks are then not made).  Partitions kept fixed stall on bag-of-words data:
-        543 rounds to the gap on bibtex, against 41 drawn anew and 21
-        passes of one process.  The result depends on ``random_state`` and
+        weights; the progress records between blocks are then not made).
+        Partitions kept fixed stall on bag-of-words data: 543 rounds to the
+        gap on bibtex, against 41 drawn anew and 21 passes of one process.  The result depends on ``random_state`` and
         ``P``, not on ``n_jobs``.  Inside
         ``joblib.parallel_config(backend="dask")`` the samples live on the
         ``dask.distributed`` workers in ``2 P`` blocks: each partition keeps

@@ -1,5 +1,7 @@
-"""Numba kernel of partitions redrawn every round: each partition's weight
-rows, the samples' features renumbered to them, and the damped steps."""
+"""Partitions redrawn every round: each partition's weight rows, the
+samples' features renumbered to them and the damped steps (a numba
+kernel), the partitions' copies of their rows and the merge of the copies'
+moves."""
 
 import numba as nb
 import numpy as np

@@ -33,8 +33,9 @@ import numpy as np
 
 from .._parallel import check_n_jobs, chunk_bounds
 
-__all__ = ["PartitionThreads", "active_dask_client", "check_training_partitions", "feature_sigmas", "local_features",
-           "merge_block", "n_threads", "round_record", "split_by_weight"]
+__all__ = ["PartitionThreads", "active_dask_client", "check_training_partitions",
+           "feature_sigmas", "local_features", "merge_block", "n_threads", "round_record",
+           "split_by_weight"]
 
 
 def check_training_partitions(n_parts, n_samples, what="samples"):
@@ -82,10 +83,11 @@ def round_record(partitions, local_time, merge_time):
     far (``partitions``: the partitions of a round, ``n_groups`` where the
     remote units are sample blocks grouped anew each round), and, where
     the damping is measured (:mod:`._damping`), the round's ``damping`` of
-    the weight rows and of the transitions."""
-    record = dict(partitions=getattr(partitions, "n_groups", partitions.n_parts), local_time=local_time, merge_time=merge_time)
+    the weight rows and of the transitions (multilabel: the pair weights)."""
+    record = dict(partitions=getattr(partitions, "n_groups", partitions.n_parts),
+                  local_time=local_time, merge_time=merge_time)
     if getattr(partitions, "last_damping", None) is not None:
-        record["damping"] = partitions.last_damping  # (weight rows, transitions)
+        record["damping"] = partitions.last_damping  # (weight rows, transitions or pairs)
     if partitions.remote:
         record.update(bytes_sent=partitions.bytes_sent, bytes_received=partitions.bytes_received,
                       partitions_recovered=partitions.recovered)
