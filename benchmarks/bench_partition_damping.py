@@ -19,6 +19,10 @@ training_partitions=P)`` over the labels' Chow-Liu tree and the
 ``--extra-edges`` most frequent label pairs outside it (cycles: the samples
 are partitioned, not the labels); held-out score is ``score``.
 
+``--random-multilabel N``: instead, N small generated multilabel tasks
+(20-400 samples, 3-29 labels on a cycle, P up to 64, ``C`` from 0.01 to
+30), the same columns.
+
 ``--random N``: instead, N small generated chain tasks (sizes, ``C`` and P
 drawn from seeds 0..N-1; P up to one sequence per partition), each fitted
 with ``tol=0.01``: passes, final gap, the least damping of its rounds.
@@ -111,6 +115,34 @@ def random_tasks(count, n_jobs):
               f"{'' if least is None else '%.2f, %.2f' % tuple(least)}", flush=True)
 
 
+def random_multilabel_tasks(count, n_jobs):
+    """Small generated multilabel tasks over a cycle of labels (so that the
+    samples are partitioned), many partitions, ``C`` from 0.01 to 30."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from structlearn.datasets import make_sparse_multilabel
+    from structlearn.estimators import MultiLabelSSVM
+
+    print(f"{'seed':>4}{'samples':>8}{'labels':>7}{'feats':>6}{'P':>4}{'C':>8}{'rounds':>8}"
+          f"{'gap':>9}  least damping")
+    for seed in range(count):
+        rng = np.random.default_rng(1000 + seed)
+        n, L, d = int(rng.integers(20, 400)), int(rng.integers(3, 30)), int(rng.integers(10, 400))
+        X, Y = make_sparse_multilabel(n, n_labels=L, n_features=d,
+                                      labels_per_sample=float(rng.uniform(1.0, min(L, 6))),
+                                      random_state=seed)
+        edges = np.sort([[i, (i + 1) % L] for i in range(L)], axis=1)
+        P, C = int(rng.integers(2, min(n, 64) + 1)), float(10 ** rng.uniform(-2, 1.5))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            h = MultiLabelSSVM(C=C, tol=0.01, max_iter=3000, random_state=seed, n_jobs=n_jobs,
+                               pairwise=edges, training_partitions=P).fit(X, Y).history_
+        least = (np.min([r["damping"] for r in h], axis=0) if "damping" in h[-1] else None)
+        print(f"{seed:>4}{n:>8}{L:>7}{d:>6}{P:>4}{C:>8.3f}{len(h):>8}"
+              f"{h[-1]['relative_gap']:>9.4f}  "
+              f"{'' if least is None else '%.2f, %.2f' % tuple(least)}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", default="lookalike,lookalike2,ocr")
@@ -121,11 +153,14 @@ def main():
     ap.add_argument("--porttinari", default="../shared/data/porttinari_pos.conllu.gz")
     ap.add_argument("--wide-sequences", type=int, default=2500)
     ap.add_argument("--random", type=int, default=0)
+    ap.add_argument("--random-multilabel", type=int, default=0)
     ap.add_argument("--extra-edges", type=int, default=16)
     ap.add_argument("--solver", default="gdmm", help="the chain tasks' solver (gdmm or bcfw)")
     args = ap.parse_args()
     if args.random:
         return random_tasks(args.random, args.n_jobs)
+    if args.random_multilabel:
+        return random_multilabel_tasks(args.random_multilabel, args.n_jobs)
 
     from sklearn.exceptions import ConvergenceWarning
 
