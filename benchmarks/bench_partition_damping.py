@@ -25,7 +25,7 @@ are partitioned, not the labels); held-out score is ``score``.
 
 ``--random N``: instead, N small generated chain tasks (sizes, ``C`` and P
 drawn from seeds 0..N-1; P up to one sequence per partition), each fitted
-with ``tol=0.01``: passes, final gap, the least damping of its rounds.
+with ``tol=0.01`` by ``--solver``: passes, final gap, the least damping of its rounds.
 
 Usage::
 
@@ -90,7 +90,7 @@ def _score(model, X, y):
     return float(np.mean(np.concatenate(pred) == np.concatenate(y)))
 
 
-def random_tasks(count, n_jobs):
+def random_tasks(count, n_jobs, solver="gdmm"):
     """Small generated tasks, many partitions, ``C`` from 0.01 to 30."""
     from sklearn.exceptions import ConvergenceWarning
 
@@ -108,7 +108,7 @@ def random_tasks(count, n_jobs):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             h = SequenceSSVM(C=C, tol=0.01, max_iter=3000, random_state=seed, n_jobs=n_jobs,
-                             training_partitions=P).fit(X, y).history_
+                             training_partitions=P, solver=solver).fit(X, y).history_
         least = (np.min([r["damping"] for r in h], axis=0) if "damping" in h[-1] else None)
         print(f"{seed:>4}{n:>6}{K:>7}{d:>6}{P:>4}{C:>8.3f}{len(h):>8}"
               f"{h[-1]['relative_gap']:>9.4f}  "
@@ -158,7 +158,7 @@ def main():
     ap.add_argument("--solver", default="gdmm", help="the chain tasks' solver (gdmm or bcfw)")
     args = ap.parse_args()
     if args.random:
-        return random_tasks(args.random, args.n_jobs)
+        return random_tasks(args.random, args.n_jobs, args.solver)
     if args.random_multilabel:
         return random_multilabel_tasks(args.random_multilabel, args.n_jobs)
 

@@ -235,12 +235,13 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         tokens that take their passes side by side on ``n_jobs`` threads
         against their own copy of the weight rows they use, merged after
         each pass (CoCoA+ adding; the certified gap is taken on the whole
-        problem as always).  Each round's steps are damped by a measure of
+        problem as always).  GDMM damps each round's steps by a measure of
         how the last round's moves added up (from ``P`` in the first round
         down to 1, a feature at most by the partitions that use it;
         ``history_`` records each round's ``damping`` of the weight rows
-        and of the transitions; BCFW's moves align more and keep it near
-        ``P``).  A partition's extra memory is its weight rows
+        and of the transitions); BCFW damps each shared weight's steps by
+        the partitions that share it (its dual never falls).  A partition's
+        extra memory is its weight rows
         and search tables, never a copy of all of ``coef_``.  The result
         depends on ``random_state`` and ``P``, not on ``n_jobs``; the
         dense weights are kept (no sparse rows).  A partition of at least

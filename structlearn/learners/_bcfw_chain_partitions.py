@@ -3,12 +3,13 @@
 A round draws a random permutation of the sequences and cuts it into ``P``
 runs of about equal tokens.  Each run's BCFW pass (in the permutation's
 order) moves a copy of the weight rows its tokens use and of the
-transition table, each step's line-search curvature counted ``sigma'``
-times (CoCoA+ adding, :mod:`._partitions`).  ``sigma'`` is measured from
-the last round's moves, one for the weight rows (a row at most the
-partitions that use it this round) and one for the table, ``P`` in the
-first round (:mod:`._damping`).  The copies' moves, with the damping undone,
-are added to the weights.  The blocks (token marginals,
+transition table: each row's steps and line-search curvature counted as
+many times as this round's partitions use the row, the table's ``P``
+times (CoCoA+ adding, :mod:`._partitions`), so that no round lowers the
+dual.  The copies' moves, with the damping undone, are added to the
+weights.  (The damping measured from the last round's moves, as GDMM's
+partitions take it, stays near ``P`` for BCFW's steps toward a vertex and
+gave better and worse final gaps in turn on generated tasks: BENCHMARKS.md.)  The blocks (token marginals,
 losses, expected transition counts) belong to one sequence each and are
 written in place: the partitions hold disjoint sequences, and every
 sequence has room for one more visit's transition counts before the round
@@ -24,7 +25,6 @@ import numpy as np
 
 from ._bcfw_chain_kernels import BlockTransitions, bcfw_chain_pass
 from ._chains import TrainingChains
-from ._damping import MeasuredDamping, squared_distance, squared_norm
 from ._partition_kernels import RoundLayout
 from ._partitions import PartitionThreads, n_threads, split_by_weight
 
@@ -58,8 +58,6 @@ class BCFWChainPartitions:
                                   problem.n_features)
         self.lengths = np.diff(problem.offsets)
         self.threads = PartitionThreads(n_threads(n_jobs, self.n_parts))
-        self.damping = MeasuredDamping(self.n_parts)
-        self.last_damping = None
         self.copies = None
 
     def _draw(self, rng):
@@ -72,7 +70,7 @@ class BCFWChainPartitions:
         first = np.repeat(offsets[order] - np.cumsum(lengths) + lengths, lengths)
         tokens = first + np.arange(int(lengths.sum()), dtype=np.int64)
         token_bounds = np.r_[0, np.cumsum(lengths)][bounds].astype(np.int64)
-        self.layout.redraw(tokens, token_bounds, self.damping.weights)
+        self.layout.redraw(tokens, token_bounds)
         self.copies = self.layout.gather_copies(self.state.W)
         return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
@@ -83,7 +81,7 @@ class BCFWChainPartitions:
         rows = layout.part_rows(k)
         W = self.copies[layout.rows_ptr[k]:layout.rows_ptr[k + 1]]
         v = state.v.copy()
-        v_sigma = self.damping.transitions
+        v_sigma = float(self.n_parts)
         chains = TrainingChains(problem.data, layout.local, problem.indptr, problem.offsets,
                                 problem.y)
         transitions = BlockTransitions(state.pr_start, state.pr_n, state.pr_a, state.pr_b,
@@ -108,18 +106,11 @@ class BCFWChainPartitions:
         moves = self.threads.map(self._pass, range(len(parts)), parts)
         t1 = time.perf_counter()
         state = self.state
-        merged_w, spread_w = self.layout.merge_copies(state.W, self.copies)
+        self.layout.merge_copies(state.W, self.copies)
         self.copies = None
-        v_start = state.v.copy()
-        spread_v = 0.0
         for v, part_stats in moves:
             state.v += v
-            spread_v += squared_norm(v.reshape(-1))
             stats += part_stats
-        damping = self.damping
-        self.last_damping = (damping.weights, damping.transitions)
-        damping.update(merged_w, spread_w, squared_distance(state.v.reshape(-1),
-                                                            v_start.reshape(-1)), spread_v)
         return t1 - t0, time.perf_counter() - t1
 
     def close(self):
