@@ -90,10 +90,21 @@ def _score(model, X, y):
     return float(np.mean(np.concatenate(pred) == np.concatenate(y)))
 
 
-def random_tasks(count, n_jobs, solver="gdmm"):
-    """Small generated tasks, many partitions, ``C`` from 0.01 to 30."""
+def _fit_row(model, X, y, task):
+    """Fit ``model`` and print the row ``task`` (its columns, formatted)
+    followed by the passes, the final gap and the least damping of its rounds."""
     from sklearn.exceptions import ConvergenceWarning
 
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        h = model.fit(X, y).history_
+    least = (np.min([r["damping"] for r in h], axis=0) if "damping" in h[-1] else None)
+    print(f"{task}{len(h):>8}{h[-1]['relative_gap']:>9.4f}  "
+          f"{'' if least is None else '%.2f, %.2f' % tuple(least)}", flush=True)
+
+
+def random_tasks(count, n_jobs, solver="gdmm"):
+    """Small generated tasks, many partitions, ``C`` from 0.01 to 30."""
     from structlearn.datasets import make_chain_data
     from structlearn.estimators import SequenceSSVM
 
@@ -105,21 +116,14 @@ def random_tasks(count, n_jobs, solver="gdmm"):
         X, y = make_chain_data(n, length=int(rng.integers(1, 9)), n_labels=K, n_features=d,
                                density=float(rng.uniform(0.02, 0.5)), random_state=seed)
         P, C = int(rng.integers(2, n + 1)), float(10 ** rng.uniform(-2, 1.5))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            h = SequenceSSVM(C=C, tol=0.01, max_iter=3000, random_state=seed, n_jobs=n_jobs,
-                             training_partitions=P, solver=solver).fit(X, y).history_
-        least = (np.min([r["damping"] for r in h], axis=0) if "damping" in h[-1] else None)
-        print(f"{seed:>4}{n:>6}{K:>7}{d:>6}{P:>4}{C:>8.3f}{len(h):>8}"
-              f"{h[-1]['relative_gap']:>9.4f}  "
-              f"{'' if least is None else '%.2f, %.2f' % tuple(least)}", flush=True)
+        model = SequenceSSVM(C=C, tol=0.01, max_iter=3000, random_state=seed, n_jobs=n_jobs,
+                             training_partitions=P, solver=solver)
+        _fit_row(model, X, y, f"{seed:>4}{n:>6}{K:>7}{d:>6}{P:>4}{C:>8.3f}")
 
 
 def random_multilabel_tasks(count, n_jobs):
     """Small generated multilabel tasks over a cycle of labels (so that the
     samples are partitioned), many partitions, ``C`` from 0.01 to 30."""
-    from sklearn.exceptions import ConvergenceWarning
-
     from structlearn.datasets import make_sparse_multilabel
     from structlearn.estimators import MultiLabelSSVM
 
@@ -133,14 +137,9 @@ def random_multilabel_tasks(count, n_jobs):
                                       random_state=seed)
         edges = np.sort([[i, (i + 1) % L] for i in range(L)], axis=1)
         P, C = int(rng.integers(2, min(n, 64) + 1)), float(10 ** rng.uniform(-2, 1.5))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            h = MultiLabelSSVM(C=C, tol=0.01, max_iter=3000, random_state=seed, n_jobs=n_jobs,
-                               pairwise=edges, training_partitions=P).fit(X, Y).history_
-        least = (np.min([r["damping"] for r in h], axis=0) if "damping" in h[-1] else None)
-        print(f"{seed:>4}{n:>8}{L:>7}{d:>6}{P:>4}{C:>8.3f}{len(h):>8}"
-              f"{h[-1]['relative_gap']:>9.4f}  "
-              f"{'' if least is None else '%.2f, %.2f' % tuple(least)}", flush=True)
+        model = MultiLabelSSVM(C=C, tol=0.01, max_iter=3000, random_state=seed, n_jobs=n_jobs,
+                               pairwise=edges, training_partitions=P)
+        _fit_row(model, X, Y, f"{seed:>4}{n:>8}{L:>7}{d:>6}{P:>4}{C:>8.3f}")
 
 
 def main():
