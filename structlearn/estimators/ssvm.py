@@ -773,9 +773,9 @@ default="auto"
         each round's ``damping`` of the weight rows and of the pair
         weights; the progress records between blocks are then not made).
         Partitions kept fixed stall on bag-of-words data: 543 rounds to the
-        gap on bibtex, against 41 drawn anew and 21 passes of one process.  The result depends on ``random_state`` and
-        ``P``, not on ``n_jobs``.  Inside
-        ``joblib.parallel_config(backend="dask")`` the samples live on the
+        gap on bibtex, against 41 drawn anew and 21 passes of one process.
+        The result depends on ``random_state`` and ``P``, not on ``n_jobs``.
+        Inside ``joblib.parallel_config(backend="dask")`` the samples live on the
         ``dask.distributed`` workers in ``2 P`` blocks: each partition keeps
         a home block and takes a visiting block drawn anew each round, so
         only half the samples move (the client keeps a copy of the weight

@@ -9,10 +9,11 @@ times (CoCoA+ adding, :mod:`._partitions`), so that no round lowers the
 dual.  The copies' moves, with the damping undone, are added to the
 weights.  (The damping measured from the last round's moves, as GDMM's
 partitions take it, stays near ``P`` for BCFW's steps toward a vertex and
-gave better and worse final gaps in turn on generated tasks: BENCHMARKS.md.)  The blocks (token marginals,
-losses, expected transition counts) belong to one sequence each and are
-written in place: the partitions hold disjoint sequences, and every
-sequence has room for one more visit's transition counts before the round
+gave better and worse final gaps in turn on generated tasks:
+BENCHMARKS.md.)  The blocks (token marginals, losses, expected transition
+counts) belong to one sequence each and are written in place: the
+partitions hold disjoint sequences, and every sequence has room for one
+more visit's transition counts before the round
 (:meth:`.bcfw.BCFWChainState.ensure_capacity`).
 
 Why drawn anew each round: see :mod:`._gdmm_multilabel_threads` (fixed
