@@ -543,21 +543,45 @@ def dense_normal(seed, n, k):
     return complete_graph(rng.normal(size=(n, k)), rng.normal(size=(n * (n - 1) // 2, k, k)))
 
 
+def _spy_method(monkeypatch, owner, name, keep):
+    """Wrap method ``name`` of class ``owner``: each call appends
+    ``keep(first argument, result)`` to the list returned."""
+    calls = []
+    real = getattr(owner, name)
+
+    def spy(self, arg):
+        result = real(self, arg)
+        calls.append(keep(arg, result))
+        return result
+
+    monkeypatch.setattr(owner, name, spy)
+    return calls
+
+
 def _count_soft_arc_searches(monkeypatch):
     """Record the soft arc searches that branch and bound starts after a
     loose root (the first depth-first attempt, which proves small graphs
     before any LP, is cut to one node)."""
     import structlearn.inference.exact.branch_and_bound as bb
 
-    started = []
     monkeypatch.setattr(bb, "DFBB_FIRST_WORK", 1)
+    return _started_searches(monkeypatch, "SoftArcSearch")
 
-    class Counted(bb.SoftArcSearch):
+
+def _started_searches(monkeypatch, name):
+    """Record the sizes of the searches that branch and bound starts
+    through its class ``name`` (``SoftArcSearch`` or
+    ``PolishedSoftArcSearch``)."""
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    started = []
+
+    class Counted(getattr(bb, name)):
         def __init__(self, graph, **kw):
             started.append(graph.n_vars)
             super().__init__(graph, **kw)
 
-    monkeypatch.setattr(bb, "SoftArcSearch", Counted)
+    monkeypatch.setattr(bb, name, Counted)
     return started
 
 
@@ -570,16 +594,9 @@ def test_a_loose_root_hands_the_component_to_the_soft_arc_search(seed, n, k):
     import structlearn.inference.exact.branch_and_bound as bb
 
     mp = pytest.MonkeyPatch()
-    loose = []
     try:
         started = _count_soft_arc_searches(mp)
-        was_loose = bb._Search._loose
-
-        def spy(self, ub):
-            loose.append(was_loose(self, ub))
-            return loose[-1]
-
-        mp.setattr(bb._Search, "_loose", spy)
+        loose = _spy_method(mp, bb._Search, "_loose", lambda _, answer: answer)
         graph = dense_normal(seed, n, k)
         # (a root of few iterations and no local search: loose, so handed over)
         res = solve_map(graph, "exact", enumeration_limit=0, persistency=False, tighten=0,
@@ -664,6 +681,13 @@ def test_a_loose_dense_component_is_searched_without_existential_consistency(
     assert res.score == pytest.approx(solve_map(graph, "ilp").score, abs=1e-9)
 
 
+def _assert_certified_like_the_ilp(graph, res):
+    """``res`` holds HiGHS' optimum of ``graph``, scored right and certified."""
+    assert res.score == pytest.approx(solve_map(graph, "ilp").score, abs=1e-9)
+    assert res.score == graph.score(res.labels)
+    assert res.upper_bound == pytest.approx(res.score, abs=1e-6)
+
+
 def _dense_searches(monkeypatch):
     """Record the dense first searches (their graphs' sizes and whether they
     proved) and the cycle searches that branch and bound starts; the first
@@ -702,9 +726,7 @@ def test_a_dense_component_is_searched_before_the_cycles_and_the_lp_root(
                     persistency=False)
     assert [n for n, _, _ in dense] == [13] and dense[0][1].proved and not cycles
     assert res.status == "exact" and res.converged
-    assert res.score == pytest.approx(solve_map(graph, "ilp").score, abs=1e-9)
-    assert res.score == graph.score(res.labels)
-    assert res.upper_bound == pytest.approx(res.score, abs=1e-6)
+    _assert_certified_like_the_ilp(graph, res)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -717,22 +739,8 @@ def test_a_dense_first_search_left_open_seeds_the_root_and_resumes_after_it(
 
     dense, cycles = _dense_searches(monkeypatch)
     monkeypatch.setattr(bb, "SOFT_ARC_FIRST_NODES", 40)
-    started = []
-
-    class Counted(bb.SoftArcSearch):
-        def __init__(self, graph, **kw):
-            started.append(graph.n_vars)
-            super().__init__(graph, **kw)
-
-    monkeypatch.setattr(bb, "SoftArcSearch", Counted)
-    adopted = []
-    real_adopt = bb._Search._adopt
-
-    def adopt_spy(self, labels):
-        adopted.append(labels.copy())
-        return real_adopt(self, labels)
-
-    monkeypatch.setattr(bb._Search, "_adopt", adopt_spy)
+    started = _started_searches(monkeypatch, "SoftArcSearch")
+    adopted = _spy_method(monkeypatch, bb._Search, "_adopt", lambda labels, _: labels.copy())
     graph = dense_normal(seed, 13, 3)
     res = solve_map(graph, "exact", enumeration_limit=0, persistency=False,
                     bound_params={"polish": 0.0, "local_search": False, "max_iter": 3})
@@ -761,3 +769,98 @@ def test_sparser_components_keep_the_lp_route(monkeypatch):
     res = solve_map(graph, "exact", enumeration_limit=0, persistency=False)
     assert not dense and cycles
     assert res.score == pytest.approx(solve_map(graph, "ilp").score, abs=1e-9)
+
+
+def sparse_normal(seed, n, k, p_edge, p_inf=0.0):
+    """A connected sparse random graph (a path plus random edges) with
+    N(0, 1) tables, fewer than DENSE_MEAN_DEGREE neighbours; a share
+    ``p_inf`` of the table entries forbidden."""
+    from structlearn.graphs import graph_from_edges
+
+    rng = np.random.default_rng(seed)
+    pairs = {(a, a + 1) for a in range(n - 1)}
+    pairs |= {(a, b) for a in range(n) for b in range(a + 2, n) if rng.random() < p_edge}
+    edges = np.array(sorted(pairs))
+    tables = rng.normal(size=(len(edges), k, k))
+    tables[rng.random(tables.shape) < p_inf] = -np.inf
+    return graph_from_edges(rng.normal(size=(n, k)), edges, tables)
+
+
+def _sparse_searches(monkeypatch):
+    """Record the sparse first searches (their sizes and the search objects)
+    and the cycle searches that branch and bound starts."""
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    sparse, cycles = [], []
+    real_sparse, real_cycles = bb._sparse_soft_arc_first, bb._cycle_relaxations
+
+    def sparse_spy(sub, *args):
+        search = real_sparse(sub, *args)
+        if search is not None:
+            sparse.append((sub.n_vars, search, search.n_nodes))
+        return search
+
+    def cycles_spy(*args):
+        cycles.append(1)
+        return real_cycles(*args)
+
+    monkeypatch.setattr(bb, "_sparse_soft_arc_first", sparse_spy)
+    monkeypatch.setattr(bb, "_cycle_relaxations", cycles_spy)
+    return sparse, cycles
+
+
+@pytest.mark.parametrize("time_limit", [None, 30.0])
+def test_a_small_frustrated_grid_is_proved_by_the_sparse_first_search(monkeypatch, time_limit):
+    """A 10 x 10 frustrated Potts grid (100 variables: too many for the
+    depth-first search, too sparse for the dense route): the first soft arc
+    search proves it before any cycle search or LP root; HiGHS agrees."""
+    from structlearn.graphs import grid_graph
+
+    sparse, cycles = _sparse_searches(monkeypatch)
+    rng = np.random.default_rng(4)
+    k = 3
+    couplings = rng.uniform(-1.0, 1.0, size=(180, 1, 1)) * np.eye(k)
+    graph = grid_graph(rng.normal(size=(10, 10, k)), np.broadcast_to(couplings, (180, k, k)))
+    res = solve_map(graph, "exact", time_limit=time_limit, persistency=False)
+    assert [n for n, _, _ in sparse] == [100] and sparse[0][1].proved and not cycles
+    assert res.status == "exact" and res.converged
+    _assert_certified_like_the_ilp(graph, res)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_loose_sparse_root_resumes_the_first_search(monkeypatch, seed):
+    """70 variables, N(0, 1) tables, about 3 neighbours each: the first
+    search, cut to no node, leaves the component open; a root without local
+    search leaves a gap wider than SPARSE_LOOSE_ROOT_GAP, so that same search
+    resumes (no second one starts) and proves HiGHS's optimum."""
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    sparse, _ = _sparse_searches(monkeypatch)
+    monkeypatch.setattr(bb, "SPARSE_FIRST_NODES_PER_VAR", 0)
+    started = _started_searches(monkeypatch, "PolishedSoftArcSearch")
+    loose = _spy_method(monkeypatch, bb._Search, "_loose", lambda _, answer: answer)
+    graph = sparse_normal(seed, 70, 3, 0.03)
+    assert graph.n_vars > bb.DFBB_MAX_VARS and 2 * graph.n_factors < 12 * graph.n_vars
+    res = solve_map(graph, "exact", persistency=False, tighten=0,
+                    bound_params={"polish": 0.0, "local_search": False, "max_iter": 3})
+    assert started == [70] and len(sparse) == 1
+    _, first, nodes_before = sparse[0]
+    assert nodes_before <= 1 and loose[0] and first.n_nodes > nodes_before
+    assert res.status == "exact" and first.proved
+    _assert_certified_like_the_ilp(graph, res)
+
+
+def test_large_domains_and_hard_constraints_skip_the_sparse_first_search(monkeypatch):
+    """Domains of AUTO_LARGE_DOMAIN labels and ``depth_first=False`` keep the
+    LP route; forbidden pairs keep the soft arc route of their own."""
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    graph = sparse_normal(0, 70, 3, 0.03)
+    assert bb._sparse_soft_arc_first(graph, True, None, 1e-6, None) is not None
+    assert bb._sparse_soft_arc_first(graph, False, None, 1e-6, None) is None
+    wide = sparse_normal(0, 66, bb.AUTO_LARGE_DOMAIN, 0.0)
+    assert bb._sparse_soft_arc_first(wide, True, None, 1e-6, None) is None
+    sparse, _ = _sparse_searches(monkeypatch)
+    hard = sparse_normal(0, 70, 3, 0.03, p_inf=0.3)
+    res = solve_map(hard, "exact", time_limit=5.0, persistency=False)
+    assert not sparse and res.status in ("exact", "infeasible")
