@@ -832,7 +832,8 @@ def test_a_loose_sparse_root_resumes_the_first_search(monkeypatch, seed):
     """70 variables, N(0, 1) tables, about 3 neighbours each: the first
     search, cut to no node, leaves the component open; a root without local
     search leaves a gap wider than SPARSE_LOOSE_ROOT_GAP, so that same search
-    resumes (no second one starts) and proves HiGHS's optimum."""
+    resumes in place of the depth-first search (no second one starts) and
+    proves HiGHS's optimum."""
     import structlearn.inference.exact.branch_and_bound as bb
 
     sparse, _ = _sparse_searches(monkeypatch)

@@ -191,10 +191,13 @@ DENSE_FIRST_SHARE = 0.25
 # small frustrated and attractive Potts grids (18 x 18 to 24 x 24, 4-10
 # labels) and Segmentation_11 in 0.6 nodes a variable or fewer, 2-6x sooner
 # than the LP root alone.  A root that then leaves a relative gap wider than
-# SPARSE_LOOSE_ROOT_GAP resumes that search for the rest of the time: on
-# sparse random graphs of 70-130 variables (N(0, 1) tables) the LP-bounded
-# tree leaves gaps of 2-7 % after 10 s that the search's own bound closes in
-# 0.01-4 s.
+# SPARSE_LOOSE_ROOT_GAP resumes that search in place of the depth-first search
+# (SOFT_ARC_FIRST_SHARE of the time left), then the LP-bounded tree goes on:
+# on sparse random graphs of 70-200 variables (N(0, 1) tables) the tree alone
+# leaves gaps of 0.8-2 % after 10 s that the search's own bound closes in
+# 0.01-4 s; the tree's later incumbents are the better ones where neither
+# proves (all the time to the search lost 0.3-1.5 on three of four such
+# networks at 10 s).
 SPARSE_FIRST_SHARE = 0.1
 SPARSE_FIRST_NODES_PER_VAR = 4
 SPARSE_LOOSE_ROOT_GAP = 1e-2
@@ -264,7 +267,8 @@ class _Search:
         self.root_cut = -np.inf         # the cutoff the root's pruned labels were last cut at
         self.dfbb_graph = dfbb_graph    # not tightened, for the depth-first search (or None)
         self.soft_search = soft_search  # a (Polished)SoftArcSearch to resume instead (or None)
-        self.soft_whole = False         # whether it takes all the time left (a loose root)
+        self.soft_whole = False         # whether it takes all the time left (a loose
+                                        # root of a small component)
         # a dense or sparse component's soft arc search already run for a first
         # slice: its incumbent seeds this search, and a loose root resumes it
         # (or None)
@@ -470,7 +474,9 @@ class _Search:
             g = self.dfbb_graph
             self.soft_search = self.loose_search or SoftArcSearch(
                 g, tol=self.tol, existential=not _dense(g), n_jobs=self.n_jobs)
-            self.soft_whole = True
+            # (a larger sparse one's search stands in for the depth-first
+            # search: half the time left, then the LP-bounded tree)
+            self.soft_whole = g is not None
         if branch is not None and self._open(ub) and self._depth_first(DFBB_WORK):
             branch = None  # proved optimal by the depth-first search
         if branch is not None and self._open(ub) and self.soft_whole:
@@ -600,7 +606,8 @@ class _Search:
         :data:`LOOSE_ROOT_GAP` on a small pairwise component without a soft
         arc search (see :data:`LOOSE_ROOT_GAP`), or wider than
         :data:`SPARSE_LOOSE_ROOT_GAP` on a larger sparse one whose first
-        search (:attr:`loose_search`) is left to resume."""
+        search (:attr:`loose_search`) is left to resume (for a share of the
+        time only: see :data:`SPARSE_FIRST_SHARE`)."""
         if self.soft_search is not None or not np.isfinite(ub):
             return False
         if self.loose_search is None and (self.dfbb_graph is None or soft_arc_bytes(
@@ -1091,7 +1098,8 @@ def _sparse_soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
     soft arc consistent search with the local searches run for
     :data:`SPARSE_FIRST_NODES_PER_VAR` nodes a variable, at most
     :data:`SPARSE_FIRST_SHARE` of the time left before ``share_end``, on
-    ``n_jobs`` threads (a loose root resumes it); None elsewhere."""
+    ``n_jobs`` threads (a loose root resumes it for a share of the time
+    left); None elsewhere."""
     if not (depth_first and sub.n_vars > DFBB_MAX_VARS and sub.table_data.size
             and np.all(sub.factor_orders == 2)
             and int(sub.n_states.max()) < AUTO_LARGE_DOMAIN and not _dense(sub)
