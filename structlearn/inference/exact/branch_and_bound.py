@@ -196,7 +196,7 @@ DENSE_FIRST_SHARE = 0.25
 # on sparse random graphs of 70-200 variables (N(0, 1) tables) the tree alone
 # leaves gaps of 0.8-2 % after 10 s that the search's own bound closes in
 # 0.01-4 s; the tree's later incumbents are the better ones where neither
-# proves (all the time to the search lost 0.3-1.5 on three of four such
+# proves (all the time to the search lost 0.3-1.5 on three of six such
 # networks at 10 s).
 SPARSE_FIRST_SHARE = 0.1
 SPARSE_FIRST_NODES_PER_VAR = 4
