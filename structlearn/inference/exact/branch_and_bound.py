@@ -189,8 +189,8 @@ DENSE_FIRST_SHARE = 0.25
 # gets that search (with the local searches) for SPARSE_FIRST_NODES_PER_VAR
 # nodes a variable, at most SPARSE_FIRST_SHARE of its time: it proves the
 # small frustrated and attractive Potts grids (18 x 18 to 24 x 24, 4-10
-# labels) and Segmentation_11 in 0.6 nodes a variable or fewer, 2-6x sooner
-# than the LP root alone.  A root that then leaves a relative gap wider than
+# labels) and Segmentation_11 in 0.6 nodes a variable or fewer, 1.6-7x sooner
+# than the LP route.  A root that then leaves a relative gap wider than
 # SPARSE_LOOSE_ROOT_GAP resumes that search in place of the depth-first search
 # (SOFT_ARC_FIRST_SHARE of the time left), then the LP-bounded tree goes on:
 # on sparse random graphs of 70-200 variables (N(0, 1) tables) the tree alone
@@ -941,17 +941,18 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
             labels[variables_left[variables]] = res.labels
             n_nodes += 1
             continue
-        dense = None if soft is not None or dfbb_graph is None else \
+        # a dense or larger sparse component's first soft arc search (or None)
+        early = None if soft is not None or dfbb_graph is None else \
             _dense_soft_arc_first(sub, share, tol, first_labels, n_jobs)
-        if dense is None and soft is None and dfbb_graph is None and not forest:
-            dense = _sparse_soft_arc_first(sub, depth_first, share, tol, n_jobs)
-        if dense is not None:
-            n_nodes += dense.n_nodes
-            if dense.proved:
-                if dense.score == -np.inf:
+        if early is None and soft is None and dfbb_graph is None and not forest:
+            early = _sparse_soft_arc_first(sub, depth_first, share, tol, n_jobs)
+        if early is not None:
+            n_nodes += early.n_nodes
+            if early.proved:
+                if early.score == -np.inf:
                     statuses.append("infeasible")
                     continue
-                labels[variables_left[variables]] = dense.labels
+                labels[variables_left[variables]] = early.labels
                 continue
         tight, richer = _cycle_relaxations(sub, int(tighten), deadline)
         nodes = int(max_nodes) if sub.n_vars <= search_cap else 1
@@ -961,7 +962,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
             first = time.perf_counter() + _milp_slice(share)
             search = _Search(tight, score_graph, bound_method, params, first, tol, nodes, t0,
                              history, richer=richer, dfbb_graph=dfbb_graph, soft_search=soft)
-            search.loose_search, search.n_jobs = dense, n_jobs
+            search.loose_search, search.n_jobs = early, n_jobs
             lab, score, ub, status = search.run()
             n_nodes += search.n_nodes
             if status != "exact":
@@ -976,7 +977,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
                              soft_search=soft)
             if soft is None:  # (the soft arc search resumes on the component as it is)
                 search.restricted = restricted
-            search.loose_search, search.n_jobs = dense, n_jobs
+            search.loose_search, search.n_jobs = early, n_jobs
             stall = share is not None and _milp_columns(sub) <= MILP_STALL_MAX_COLUMNS
             if stall:
                 now = time.perf_counter()
@@ -1083,11 +1084,8 @@ def _dense_soft_arc_first(sub, share_end, tol, incumbent, n_jobs):
         incumbent = incumbent.copy()
         Problem(sub).improve(incumbent)
     search = SoftArcSearch(sub, tol=tol, incumbent=incumbent, existential=False, n_jobs=n_jobs)
-    if share_end is None:
-        search.run(max_nodes=SOFT_ARC_FIRST_NODES)
-    else:
-        now = time.perf_counter()
-        search.run(deadline=now + DENSE_FIRST_SHARE * max(share_end - now, 0.0))
+    end = _slice_end(share_end, DENSE_FIRST_SHARE)
+    search.run(max_nodes=SOFT_ARC_FIRST_NODES if end is None else None, deadline=end)
     return search
 
 
@@ -1106,13 +1104,18 @@ def _sparse_soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
             and soft_arc_bytes(sub) <= SOFT_ARC_MAX_BYTES):
         return None
     search = PolishedSoftArcSearch(sub, tol=tol, n_jobs=n_jobs)
-    nodes = SPARSE_FIRST_NODES_PER_VAR * sub.n_vars
-    deadline = None
-    if share_end is not None:
-        now = time.perf_counter()
-        deadline = now + SPARSE_FIRST_SHARE * max(share_end - now, 0.0)
-    search.run(max_nodes=nodes, deadline=deadline)
+    search.run(max_nodes=SPARSE_FIRST_NODES_PER_VAR * sub.n_vars,
+               deadline=_slice_end(share_end, SPARSE_FIRST_SHARE))
     return search
+
+
+def _slice_end(share_end, share):
+    """When ``share`` of the time left before ``share_end`` ends (None
+    without a ``share_end``)."""
+    if share_end is None:
+        return None
+    now = time.perf_counter()
+    return now + share * max(share_end - now, 0.0)
 
 
 def _milp_columns(sub):
