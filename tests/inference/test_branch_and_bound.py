@@ -865,3 +865,20 @@ def test_large_domains_and_hard_constraints_skip_the_sparse_first_search(monkeyp
     hard = sparse_normal(0, 70, 3, 0.03, p_inf=0.3)
     res = solve_map(hard, "exact", time_limit=5.0, persistency=False)
     assert not sparse and res.status in ("exact", "infeasible")
+
+
+def test_the_loose_root_gap_is_narrower_on_sparse_components():
+    """A small component's root is loose above LOOSE_ROOT_GAP where it is
+    dense, above SPARSE_LOOSE_ROOT_GAP where it is sparse."""
+    from types import SimpleNamespace
+
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    sparse, dense = sparse_normal(0, 30, 3, 0.05), dense_normal(0, 14, 3)
+    assert not bb._dense(sparse) and bb._dense(dense)
+    for graph, loose_from in ((sparse, bb.SPARSE_LOOSE_ROOT_GAP), (dense, bb.LOOSE_ROOT_GAP)):
+        for share, loose in ((0.5 * loose_from, False), (2.0 * loose_from, True)):
+            ub = 100.0
+            stub = SimpleNamespace(soft_search=None, loose_search=None, dfbb_graph=graph,
+                                   score=ub - share * ub)
+            assert bb._Search._loose(stub, ub) is loose
