@@ -96,30 +96,49 @@ def draw_sparse(case, seed):
     return graph_from_edges(unary, edges, tables)
 
 
+def timed_cases(seconds, seed, draw):
+    """``(case, graph)`` drawn by ``draw(case, seed)`` for ``seconds``."""
+    t0 = time.perf_counter()
+    case = 0
+    while time.perf_counter() - t0 < seconds:
+        case += 1
+        yield case, draw(case, seed)
+
+
+def check_map_methods(graph, methods, limit, best, case, counts, failures):
+    """``solve_map`` with each of ``methods`` (keyword arguments ``limit``)
+    checked against the optimum ``best``: a refusal (``ValueError`` /
+    ``TypeError``) is counted, anything wrong appended to ``failures``."""
+    from structlearn.inference import solve_map
+
+    for method in methods:
+        try:
+            problem = map_problems(graph, solve_map(graph, method, **limit), best)
+        except (ValueError, TypeError):
+            counts[f"{method} refused"] += 1
+            continue
+        except Exception as exc:  # noqa: BLE001 - what the benchmark counts
+            problem = repr(exc)[:150]
+        if problem:
+            failures.append((case, "solve_map", method, problem))
+
+
 def sparse_cases(args, solve_map):
     """``--sparse``: ``exact`` and ``auto`` against HiGHS' optimum."""
     counts = collections.Counter()
     failures = []
     t0 = time.perf_counter()
-    case = 0
-    while time.perf_counter() - t0 < args.seconds:
-        case += 1
-        graph = draw_sparse(case, args.seed)
+    for case, graph in timed_cases(args.seconds, args.seed, draw_sparse):
         ref = solve_map(graph, "ilp", time_limit=60.0)
         if ref.status not in ("exact", "infeasible"):
             counts["not proved by HiGHS"] += 1
             continue
         counts["graphs"] += 1
         limit = {"time_limit": (None, 0.5, 2.0)[case % 3]}
-        for method in ("exact", "auto"):
-            try:
-                problem = map_problems(graph, solve_map(graph, method, **limit), ref.score)
-            except Exception as exc:  # noqa: BLE001 - what the benchmark counts
-                problem = repr(exc)[:150]
-            if problem:
-                failures.append((case, "solve_map", method, problem))
+        check_map_methods(graph, ("exact", "auto"), limit, ref.score, case, counts, failures)
     print(f"{counts['graphs']} sparse graphs in {time.perf_counter() - t0:.0f} s, seed "
-          f"{args.seed} ({counts['not proved by HiGHS']} skipped: not proved by HiGHS)")
+          f"{args.seed} ({counts['not proved by HiGHS']} skipped: not proved by HiGHS; "
+          f"refused: {dict((k, v) for k, v in counts.items() if k.endswith('refused'))})")
     return report_failures(failures)
 
 
@@ -180,10 +199,7 @@ def main():
     counts = collections.Counter()
     failures = []
     t0 = time.perf_counter()
-    case = 0
-    while time.perf_counter() - t0 < args.seconds:
-        case += 1
-        graph = draw_graph(case, args.seed)
+    for case, graph in timed_cases(args.seconds, args.seed, draw_graph):
         labelings = all_labelings(graph)
         if labelings.shape[0] > MAX_LABELINGS:
             continue
@@ -192,16 +208,7 @@ def main():
         counts["graphs"] += 1
         counts["without a finite labeling"] += best == -np.inf
         limit = {"time_limit": 5.0} if case % 2 else {}
-        for method in MAP_METHODS:
-            try:
-                problem = map_problems(graph, solve_map(graph, method, **limit), best)
-            except (ValueError, TypeError):
-                counts[f"{method} refused"] += 1
-                continue
-            except Exception as exc:  # noqa: BLE001 - what the benchmark counts
-                problem = repr(exc)[:150]
-            if problem:
-                failures.append((case, "solve_map", method, problem))
+        check_map_methods(graph, MAP_METHODS, limit, best, case, counts, failures)
         m = int(np.random.default_rng([args.seed, case, 1]).integers(1, 6))
         ranked = np.sort(scores)[::-1]
         finite = ranked[np.isfinite(ranked)]
