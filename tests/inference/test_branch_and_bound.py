@@ -561,10 +561,12 @@ def _spy_method(monkeypatch, owner, name, keep):
 def _count_soft_arc_searches(monkeypatch):
     """Record the soft arc searches that branch and bound starts after a
     loose root (the first depth-first attempt, which proves small graphs
-    before any LP, is cut to one node)."""
+    before any LP, is cut to one node, and the first soft arc search is
+    skipped)."""
     import structlearn.inference.exact.branch_and_bound as bb
 
     monkeypatch.setattr(bb, "DFBB_FIRST_WORK", 1)
+    monkeypatch.setattr(bb, "_small_soft_arc_first", lambda *args: None)
     return _started_searches(monkeypatch, "SoftArcSearch")
 
 
@@ -695,7 +697,7 @@ def _dense_searches(monkeypatch):
     import structlearn.inference.exact.branch_and_bound as bb
 
     dense, cycles = [], []
-    real_dense, real_cycles = bb._dense_soft_arc_first, bb._cycle_relaxations
+    real_dense, real_cycles = bb._small_soft_arc_first, bb._cycle_relaxations
 
     def dense_spy(sub, *args):
         search = real_dense(sub, *args)
@@ -709,7 +711,7 @@ def _dense_searches(monkeypatch):
         return real_cycles(*args)
 
     monkeypatch.setattr(bb, "DFBB_FIRST_WORK", 1)
-    monkeypatch.setattr(bb, "_dense_soft_arc_first", dense_spy)
+    monkeypatch.setattr(bb, "_small_soft_arc_first", dense_spy)
     monkeypatch.setattr(bb, "_cycle_relaxations", cycles_spy)
     return dense, cycles
 
@@ -755,10 +757,13 @@ def test_a_dense_first_search_left_open_seeds_the_root_and_resumes_after_it(
     assert res.score == graph.score(res.labels)
 
 
-def test_sparser_components_keep_the_lp_route(monkeypatch):
-    """Fewer than DENSE_MEAN_DEGREE neighbours on average: no dense first
-    search (the route of the shared UAI sets and the grids)."""
+def test_sparser_small_components_are_searched_first_with_existential_consistency(
+        monkeypatch):
+    """Fewer than DENSE_MEAN_DEGREE neighbours on average: the first search
+    runs at EDAC* and proves HiGHS's optimum before any cycle search."""
     from structlearn.graphs import graph_from_edges
+
+    import structlearn.inference.exact.branch_and_bound as bb
 
     dense, cycles = _dense_searches(monkeypatch)
     rng = np.random.default_rng(3)
@@ -767,8 +772,9 @@ def test_sparser_components_keep_the_lp_route(monkeypatch):
     graph = graph_from_edges(rng.normal(size=(n, 3)), edges, rng.normal(size=(len(edges), 3, 3)))
     assert 2 * len(edges) < 12 * n
     res = solve_map(graph, "exact", enumeration_limit=0, persistency=False)
-    assert not dense and cycles
-    assert res.score == pytest.approx(solve_map(graph, "ilp").score, abs=1e-9)
+    assert [m for m, _, _ in dense] == [16] and dense[0][1].proved and not cycles
+    assert dense[0][1].net.existential and not bb._dense(graph)
+    _assert_certified_like_the_ilp(graph, res)
 
 
 def sparse_normal(seed, n, k, p_edge, p_inf=0.0):

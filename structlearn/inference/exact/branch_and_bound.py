@@ -58,12 +58,12 @@ consistent search resumes there instead, pruning against the root's
 incumbent.  A small component whose root leaves a gap wider than
 :data:`LOOSE_ROOT_GAP` is handed to the soft arc consistent search for all
 of its time instead (its root solve stops at the first stall): its bound
-proves what no LP-bounded tree closes.  Where the component's variables have
-:data:`DENSE_MEAN_DEGREE` neighbours or more on average that search stops at
-FDAC* (no existential arc consistency), and it runs first, for
-:data:`DENSE_FIRST_SHARE` of the component's time, before the cycle search
-and the LP root (from the short depth-first search's labeling); the root
-starts from its incumbent, and a loose root resumes it.
+proves what no LP-bounded tree closes.  That search runs first, for
+:data:`SMALL_FIRST_SHARE` of the component's time, before the cycle search
+and the LP root (from the short depth-first search's labeling); where the
+component's variables have :data:`DENSE_MEAN_DEGREE` neighbours or more on
+average it stops at FDAC* (no existential arc consistency).  The root starts
+from its incumbent, and a loose root resumes it.
 """
 
 import heapq
@@ -179,13 +179,15 @@ LOOSE_SOFT_ARC_NODES = 1000
 # variables cost more than the nodes they save (1.2-4x slower proofs), where
 # on grids and weighted constraint networks (4-6 neighbours) they pay
 DENSE_MEAN_DEGREE = 12
-# such a dense component (without the forbidden entries that send it to the
-# soft arc search anyway) first gets that search for DENSE_FIRST_SHARE of its
-# time (without a time limit, SOFT_ARC_FIRST_NODES nodes) before the cycle
-# search and the LP root: on complete 14-15-variable graphs those two took
-# 0.4-0.5 s of the 0.6 s to a proof the search alone reaches in 0.15 s.  A
-# root that is loose then resumes the same search.
-DENSE_FIRST_SHARE = 0.25
+# a small component (a ``dfbb_graph``, without the forbidden entries that send
+# it to the soft arc search anyway) first gets that search for
+# SMALL_FIRST_SHARE of its time (without a time limit, SOFT_ARC_FIRST_NODES
+# nodes) before the cycle search and the LP root: on complete 14-15-variable
+# graphs those two took 0.4-0.5 s of the 0.6 s to a proof the search alone
+# reaches in 0.15 s; on sparse random graphs of 30-64 variables with N(0, 1)
+# tables it proves in 0.01-0.2 s (one in 1.6 s) what the LP route took
+# 0.05-3.3 s for.  A root that is loose then resumes the same search.
+SMALL_FIRST_SHARE = 0.25
 # a sparse pairwise component too large for the depth-first search (more than
 # DFBB_MAX_VARS variables, domains below AUTO_LARGE_DOMAIN, fewer neighbours
 # than DENSE_MEAN_DEGREE, no forbidden entries to send it to the soft arc
@@ -273,9 +275,9 @@ class _Search:
         self.soft_search = soft_search  # a (Polished)SoftArcSearch to resume instead (or None)
         self.soft_whole = False         # whether it takes all the time left (a loose
                                         # root of a small component)
-        # a dense or sparse component's soft arc search already run for a first
-        # slice: its incumbent seeds this search, and a loose root resumes it
-        # (or None)
+        # a small or larger sparse component's soft arc search already run for
+        # a first slice: its incumbent seeds this search, and a loose root
+        # resumes it (or None)
         self.loose_search = None
         self.n_jobs = None  # the soft arc search's threads
         self.richer = richer            # tightened with larger clusters too (or None)
@@ -946,9 +948,9 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
             labels[variables_left[variables]] = res.labels
             n_nodes += 1
             continue
-        # a dense or larger sparse component's first soft arc search (or None)
+        # a small or larger sparse component's first soft arc search (or None)
         early = None if soft is not None or dfbb_graph is None else \
-            _dense_soft_arc_first(sub, share, tol, first_labels, n_jobs)
+            _small_soft_arc_first(sub, share, tol, first_labels, n_jobs)
         if early is None and soft is None and dfbb_graph is None and not forest:
             early = _sparse_soft_arc_first(sub, depth_first, share, tol, n_jobs)
         if early is not None:
@@ -1076,20 +1078,22 @@ def _dense(sub):
     return 2 * sub.n_factors >= DENSE_MEAN_DEGREE * sub.n_vars
 
 
-def _dense_soft_arc_first(sub, share_end, tol, incumbent, n_jobs):
-    """On a dense pairwise component (:func:`_dense`) whose search state fits
-    in :data:`SOFT_ARC_MAX_BYTES`, the soft arc consistent search at FDAC*
-    from ``incumbent`` (labels, or None; first improved by iterated
-    conditional modes) run for :data:`DENSE_FIRST_SHARE` of the time left
-    before ``share_end`` (for :data:`SOFT_ARC_FIRST_NODES` nodes without a
-    deadline), on ``n_jobs`` threads; None elsewhere."""
-    if not (sub.n_vars and _dense(sub) and soft_arc_bytes(sub) <= SOFT_ARC_MAX_BYTES):
+def _small_soft_arc_first(sub, share_end, tol, incumbent, n_jobs):
+    """On a small pairwise component (a ``dfbb_graph``) whose search state
+    fits in :data:`SOFT_ARC_MAX_BYTES`, the soft arc consistent search (at
+    FDAC* where it is dense, :func:`_dense`) from ``incumbent`` (labels, or
+    None; first improved by iterated conditional modes) run for
+    :data:`SMALL_FIRST_SHARE` of the time left before ``share_end`` (for
+    :data:`SOFT_ARC_FIRST_NODES` nodes without a deadline), on ``n_jobs``
+    threads; None elsewhere."""
+    if not (sub.n_vars and soft_arc_bytes(sub) <= SOFT_ARC_MAX_BYTES):
         return None
     if incumbent is not None:  # (a better one prunes more: 5-15 % fewer nodes)
         incumbent = incumbent.copy()
         Problem(sub).improve(incumbent)
-    search = SoftArcSearch(sub, tol=tol, incumbent=incumbent, existential=False, n_jobs=n_jobs)
-    end = _slice_end(share_end, DENSE_FIRST_SHARE)
+    search = SoftArcSearch(sub, tol=tol, incumbent=incumbent, existential=not _dense(sub),
+                           n_jobs=n_jobs)
+    end = _slice_end(share_end, SMALL_FIRST_SHARE)
     search.run(max_nodes=SOFT_ARC_FIRST_NODES if end is None else None, deadline=end)
     return search
 
