@@ -241,8 +241,9 @@ class SequenceSSVM(_SSVMParamsMixin, SequenceEstimatorMixin, BaseEstimator):
         ``history_`` records each round's ``damping`` of the weight rows
         and of the transitions); BCFW damps each shared weight's steps by
         the partitions that share it (its dual never falls).  A partition's
-        extra memory is its weight rows
-        and search tables, never a copy of all of ``coef_``.  The result
+        extra memory is its copy of the weight rows its tokens use (float32
+        where the passes are) and its search tables: nearly all of
+        ``coef_`` where every partition uses nearly every feature.  The result
         depends on ``random_state`` and ``P``, not on ``n_jobs``; the
         dense weights are kept (no sparse rows).  A partition of at least
         ``2**16`` token scores steps its factors in the split order of the
