@@ -14,17 +14,31 @@ from _graphgen import (all_labelings, dense_gaussian_network, random_weighted_cs
                        sparse_weighted_csp)
 
 
+def path_storage(trail):
+    """With ``trail``, the path's nodes kept on the trail, as on large
+    networks (else saved whole, as small networks keep them)."""
+    import contextlib
+    from unittest import mock
+
+    import structlearn.inference.exact.soft_arc as soft_arc
+
+    return mock.patch.object(soft_arc, "SNAPSHOT_MAX_BYTES", 0) if trail else (
+        contextlib.nullcontext())
+
+
 @settings(max_examples=200, deadline=None)
 @given(seed=st.integers(0, 10**6), ties=st.booleans(), parallel=st.booleans(),
-       p_inf=st.sampled_from([0.0, 0.3, 0.6]), start=st.booleans(), existential=st.booleans())
+       p_inf=st.sampled_from([0.0, 0.3, 0.6]), start=st.booleans(), existential=st.booleans(),
+       trail=st.booleans())
 def test_the_search_proves_the_enumerated_optimum(seed, ties, parallel, p_inf, start,
-                                                  existential):
+                                                  existential, trail):
     graph = random_weighted_csp(seed, p_inf=p_inf, ties=ties, parallel=parallel)
     labelings = all_labelings(graph)
     scores = graph.score_many(labelings)
     best = scores.max()
     incumbent = labelings[int(np.argmin(scores))] if start else None
-    search = SoftArcSearch(graph, incumbent=incumbent, existential=existential)
+    with path_storage(trail):
+        search = SoftArcSearch(graph, incumbent=incumbent, existential=existential)
     assert search.run()
     assert search.proved
     if best == -np.inf:
@@ -36,9 +50,9 @@ def test_the_search_proves_the_enumerated_optimum(seed, ties, parallel, p_inf, s
 
 @settings(max_examples=200, deadline=None)
 @given(seed=st.integers(0, 10**6), ties=st.booleans(), p_inf=st.sampled_from([0.0, 0.3, 0.6]),
-       start=st.booleans())
+       start=st.booleans(), trail=st.booleans())
 def test_the_search_with_eliminated_variables_proves_the_enumerated_optimum(seed, ties, p_inf,
-                                                                           start):
+                                                                           start, trail):
     """Trees and near-trees: most variables are eliminated (one free
     neighbour or none) and take their labels at the leaves by dynamic
     programming."""
@@ -46,7 +60,9 @@ def test_the_search_with_eliminated_variables_proves_the_enumerated_optimum(seed
     labelings = all_labelings(graph)
     scores = graph.score_many(labelings)
     best = scores.max()
-    search = SoftArcSearch(graph, incumbent=labelings[int(np.argmin(scores))] if start else None)
+    with path_storage(trail):
+        search = SoftArcSearch(graph,
+                               incumbent=labelings[int(np.argmin(scores))] if start else None)
     assert search.run()
     if best == -np.inf:
         assert search.score == -np.inf
@@ -159,27 +175,39 @@ def test_the_root_reparameterization_keeps_every_cost_and_is_arc_consistent(seed
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10**6))
 def test_a_search_run_one_node_at_a_time_ends_where_one_run_does(seed):
+    """Whatever keeps the path's nodes (saved whole or on a trail that
+    starts without room and grows)."""
+    import structlearn.inference.exact.soft_arc as soft_arc
+
     graph = random_weighted_csp(seed, p_inf=0.3, ties=False)
     whole = SoftArcSearch(graph)
     whole.run()
     steps = SoftArcSearch(graph)
     while not steps.run(max_nodes=1):
         pass
-    assert steps.n_nodes == whole.n_nodes
-    assert steps.score == whole.score and np.array_equal(steps.labels, whole.labels)
+    with path_storage(True), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(soft_arc, "TRAIL_FIRST_NODES", 0)
+        trailed = SoftArcSearch(graph)
+        trailed.run()
+    for other in (steps, trailed):
+        assert other.n_nodes == whole.n_nodes
+        assert other.score == whole.score and np.array_equal(other.labels, whole.labels)
 
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10**6), ties=st.booleans(), p_inf=st.sampled_from([0.0, 0.3, 0.6]),
-       stops=st.lists(st.integers(1, 6), min_size=1, max_size=8), existential=st.booleans())
-def test_the_upper_bound_holds_wherever_the_search_stops(seed, ties, p_inf, stops, existential):
+       stops=st.lists(st.integers(1, 6), min_size=1, max_size=8), existential=st.booleans(),
+       trail=st.booleans())
+def test_the_upper_bound_holds_wherever_the_search_stops(seed, ties, p_inf, stops, existential,
+                                                         trail):
     """Stopped after any number of nodes, the search's upper bound is at
     least the enumerated optimum and its incumbent's score, never rises, and
     equals the score once proved (with existential arc consistency or FDAC*
     alone)."""
     graph = random_weighted_csp(seed, p_inf=p_inf, ties=ties, parallel=True)
     best = graph.score_many(all_labelings(graph)).max()
-    search = SoftArcSearch(graph, existential=existential)
+    with path_storage(trail):
+        search = SoftArcSearch(graph, existential=existential)
     bounds = [search.upper_bound]
     for nodes in stops:
         search.run(max_nodes=nodes)
@@ -243,9 +271,9 @@ def deep_random_network(seed, p_inf, ties):
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10**6), ties=st.booleans(), p_inf=st.sampled_from([0.0, 0.3]),
-       start=st.booleans(), existential=st.booleans())
+       start=st.booleans(), existential=st.booleans(), trail=st.booleans())
 def test_best_first_dives_prove_the_enumerated_optimum_with_a_true_bound_at_every_node(
-        seed, ties, p_inf, start, existential):
+        seed, ties, p_inf, start, existential, trail):
     """Dives of one backtrack, one node per call: after every node the bound
     covers the optimum and never falls below the incumbent; the end is the
     optimum (or no finite labeling)."""
@@ -254,7 +282,7 @@ def test_best_first_dives_prove_the_enumerated_optimum_with_a_true_bound_at_ever
     scores = graph.score_many(labelings)
     best = scores.max()
     slack = 1e-6 * max(1.0, abs(best)) if np.isfinite(best) else 0.0
-    with short_dives():
+    with short_dives(), path_storage(trail):
         search = SoftArcSearch(graph, existential=existential,
                                incumbent=labelings[int(np.argmin(scores))] if start else None)
         while not search.run(max_nodes=1):
@@ -317,6 +345,47 @@ def test_a_restored_open_node_keeps_every_cost_of_its_labelings(seed):
              + pair[np.arange(graph.n_factors), labelings[:, p], labelings[:, q]].sum(1))
     np.testing.assert_allclose(costs[kept], search.offset - scores[kept], atol=1e-9)
     assert lower <= search.offset - scores[inside].max() + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_trail_gives_back_each_level_of_the_path_as_it_was(seed):
+    """Searched one node at a time with the nodes kept on the trail: at
+    every node, undoing the trail down to each level's mark gives that
+    level's node (its costs and shifts, recorded when it was evaluated)
+    exactly, and :func:`path_masks` its domains."""
+    import numba as nb
+
+    from structlearn.inference.exact._soft_arc_kernels import (CONSISTENT, PHASE, TRAIL_TOP,
+                                                               _undo, path_masks)
+
+    @nb.njit
+    def undo(state, K, to):
+        _undo(state, K, to)
+
+    graph = dense_gaussian_network(seed, n=10, k=4)
+    with path_storage(True):
+        search = SoftArcSearch(graph, best_first=False)
+    K = search.net.K
+    nodes = {}  # depth: (unary, shift) of the node evaluated there last
+    checked = 0
+    while not search.run(max_nodes=1):
+        state = search.state
+        depth = int(state.counters[DEPTH])
+        if state.counters[PHASE] == CONSISTENT:
+            nodes[depth] = (state.unary.copy(), state.shift.copy())
+        if depth < 2:
+            continue
+        masks = np.empty((depth, state.unary.shape[0]), dtype=np.uint8)
+        path_masks(state, K, 0, depth, masks)
+        copy = state._replace(**{f: a.copy() for f, a in state._asdict().items()})
+        for d in range(depth - 1, -1, -1):
+            undo(copy, K, int(state.marks[d, 0]))
+            np.testing.assert_array_equal(copy.unary, nodes[d][0])
+            np.testing.assert_array_equal(copy.shift, nodes[d][1])
+            np.testing.assert_array_equal(masks[d], nodes[d][0] != np.inf)
+        assert copy.counters[TRAIL_TOP] == state.marks[0, 0] == 0
+        checked += 1
+    assert checked > 10
 
 
 def test_past_the_open_nodes_memory_the_dives_go_on_to_their_end(monkeypatch):

@@ -77,7 +77,8 @@ ASCENT_GAIN = 2e-3        # ... on while they raise it by this share
 # state.scalars
 LOWER, UPPER = 0, 1
 # state.counters
-DEPTH, NODES, PHASE, ROUNDS, LAST_CONFLICT, ELIMINATED, BACKTRACKS_LEFT, FLOOR = range(8)
+(DEPTH, NODES, PHASE, ROUNDS, LAST_CONFLICT, ELIMINATED, BACKTRACKS_LEFT, FLOOR, TRAIL_TOP,
+ EPOCH, CLOCK, TRAIL_FULL) = range(12)
 # phases of the resumable search
 NOT_STARTED, CONSISTENT, BACKTRACK, DONE = 0, 1, 2, 3
 # flags returned by the support kernels
@@ -148,10 +149,28 @@ class SearchState(NamedTuple):
         The current node's unary costs (``inf``: removed).
     shift : float64 (E * 2 * K,)
         The current node's shifts, ``shift[(2 e + s) * K + x]``.
-    saved_unary : float64 (n + 1, n * K)
-    saved_shift : float64 (n + 1, E * 2 * K)
+    saved_unary : float64 (n + 1, n * K) or (0, 0)
+    saved_shift : float64 (n + 1, E * 2 * K) or (0, 0)
+        The node at each level of the current path, before its branch, where
+        the path's nodes are saved whole (small networks: a copy costs less
+        than logging what changes); else empty, and the trail keeps them.
+    stamps : int64 (n + 2 E,)
+        Per *block* (``b < n``: the unary costs of variable ``b``; ``n + 2 e
+        + s``: the shifts of end ``s`` of edge ``e``; ``K`` values each), the
+        epoch at which it was last logged into the trail.
+    trail_blocks : int64 (capacity, 2)
+    trail_values : float64 (capacity, K)
+        The trail: the blocks of the current path's nodes as they were before
+        their first change below each level, so that a backtrack restores a
+        level's node by undoing the entries logged since its branch (block
+        and its stamp before, values).  A level logs each block once;
+        ``counters[TRAIL_TOP]`` entries are used.  Empty where the nodes are
+        saved whole: ``counters[EPOCH]`` then stays 0, and nothing is logged.
+    marks : int64 (n + 1, 2)
+        Per level of the current path: the trail's top and the epoch at its
+        branch.
     saved_lower : float64 (n + 1,)
-        The node at each depth of the current path, before its branch.
+        The bound of the node at each level of the current path.
     branch : int64 (n + 1, 3)
         The variable and label fixed at each depth (the other branch removes
         the label), and how many variables were eliminated before it.
@@ -177,22 +196,31 @@ class SearchState(NamedTuple):
     scalars : float64 (2,)
         ``[LOWER, UPPER]``: the current node's bound, the incumbent's cost
         (``inf``: none).
-    counters : int64 (8,)
+    counters : int64 (12,)
         ``[DEPTH, NODES, PHASE, ROUNDS, LAST_CONFLICT, ELIMINATED,
-        BACKTRACKS_LEFT, FLOOR]``: ROUNDS counts the propagation rounds run;
+        BACKTRACKS_LEFT, FLOOR, TRAIL_TOP, EPOCH, CLOCK, TRAIL_FULL]``:
+        ROUNDS counts the propagation rounds run;
         LAST_CONFLICT is the variable whose fixing last failed (-1: none),
         branched on first while it is free; ELIMINATED the variables
         eliminated on the current path; BACKTRACKS_LEFT the backtracks the
         search may still make before it stops (-1: no limit); FLOOR the
         first level of the path whose right branch is still the search's
         (those above were handed to the open nodes: the search ends its
-        dive instead of backtracking to them).
+        dive instead of backtracking to them); TRAIL_TOP the trail's
+        entries used; EPOCH the deepest open level's epoch (0 at depth 0,
+        where nothing is logged); CLOCK the last epoch given to a level;
+        TRAIL_FULL 1 when the search stopped for lack of room on the trail
+        for one more node (the caller grows it).
     """
 
     unary: np.ndarray
     shift: np.ndarray
     saved_unary: np.ndarray
     saved_shift: np.ndarray
+    stamps: np.ndarray
+    trail_blocks: np.ndarray
+    trail_values: np.ndarray
+    marks: np.ndarray
     saved_lower: np.ndarray
     branch: np.ndarray
     labels: np.ndarray
@@ -238,6 +266,146 @@ class Workspace(NamedTuple):
     message: np.ndarray
 
 
+class Trail(NamedTuple):
+    """The trail of a :class:`SearchState` as the kernels that change
+    costs take it: ``stamps``, ``blocks`` (``trail_blocks``), ``values``
+    (``trail_values``), ``counters`` and ``n`` (the variables: the first
+    shift block's id)."""
+
+    stamps: np.ndarray
+    blocks: np.ndarray
+    values: np.ndarray
+    counters: np.ndarray
+    n: int
+
+
+@nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
+def _trail(state, n):
+    return Trail(state.stamps, state.trail_blocks, state.trail_values, state.counters, n)
+
+
+@nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
+def _log(trail, costs, shifts, index, K):
+    """Log the block of ``K`` costs at ``costs[index * K]`` (of the unary
+    costs, block ``index``, or with ``shifts`` of the shifts, block ``n +
+    index``) before a change, unless the deepest open level has logged it
+    already (or there is no ``trail``: None)."""
+    if trail is None:
+        return
+    block = trail.n + index if shifts else index
+    first = index * K
+    counters = trail.counters
+    epoch = counters[EPOCH]
+    if trail.stamps[block] >= epoch:
+        return
+    t = counters[TRAIL_TOP]
+    trail.blocks[t, 0] = block
+    trail.blocks[t, 1] = trail.stamps[block]
+    for k in range(K):
+        trail.values[t, k] = costs[first + k]
+    counters[TRAIL_TOP] = t + 1
+    trail.stamps[block] = epoch
+
+
+@nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
+def _log_unary(trail, unary, i, K):
+    _log(trail, unary, False, i, K)
+
+
+@nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
+def _log_shift(trail, shift, e, s, K):
+    _log(trail, shift, True, 2 * e + s, K)
+
+
+@nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
+def _log_edge(trail, unary, shift, ends, e, s, K, both):
+    """Log what :func:`_support` of end ``s`` of edge ``e`` may change (its
+    variable's costs and its shifts), and with ``both`` what
+    :func:`_full_support` may (the other end's too)."""
+    _log_unary(trail, unary, ends[e, s], K)
+    _log_shift(trail, shift, e, s, K)
+    if both:
+        _log_unary(trail, unary, ends[e, 1 - s], K)
+        _log_shift(trail, shift, e, 1 - s, K)
+
+
+@borrowing_kernel
+def _undo(state, K, to):
+    """Restore the blocks logged after trail entry ``to``, the latest first."""
+    n = state.unary.shape[0] // K
+    blocks, values, counters = state.trail_blocks, state.trail_values, state.counters
+    for t in range(counters[TRAIL_TOP] - 1, to - 1, -1):
+        b = blocks[t, 0]
+        costs, first = (state.unary, b * K) if b < n else (state.shift, (b - n) * K)
+        for k in range(K):
+            costs[first + k] = values[t, k]
+        state.stamps[b] = blocks[t, 1]
+    counters[TRAIL_TOP] = to
+
+
+@nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
+def _snapshots(state):
+    """Whether the path's nodes are saved whole (``saved_unary``,
+    ``saved_shift``) instead of on the trail."""
+    return state.saved_unary.shape[0] > 0
+
+
+@borrowing_kernel
+def _save_level(state, d):
+    """Keep the current node as level ``d``'s, before its branch: a copy, or
+    a mark on the trail and a new epoch (its blocks logged as they change)."""
+    counters = state.counters
+    if _snapshots(state):
+        _copy(state.unary, state.saved_unary[d])
+        _copy(state.shift, state.saved_shift[d])
+        return
+    counters[CLOCK] += 1
+    state.marks[d, 0], state.marks[d, 1] = counters[TRAIL_TOP], counters[CLOCK]
+    counters[EPOCH] = counters[CLOCK]
+
+
+@borrowing_kernel
+def _restore_level(state, K, d):
+    """Make level ``d``'s node the current one again, for its right branch,
+    which does not come back to the level: from then on the blocks are
+    logged for the level above."""
+    if _snapshots(state):
+        _copy(state.saved_unary[d], state.unary)
+        _copy(state.saved_shift[d], state.shift)
+        return
+    _undo(state, K, state.marks[d, 0])
+    state.counters[EPOCH] = state.marks[d - 1, 1] if d > 0 else 0
+
+
+@nb.njit(cache=True, nogil=True)
+def path_masks(state, K, first, last, out):
+    """The domains of the nodes at levels ``first:last`` of the current
+    path: ``out[d - first, i * K + x]`` is 1 where label ``x`` of ``i`` was
+    left there (uint8 (last - first, n * K)); from the current node's, the
+    trail's entries undone on the unary blocks only."""
+    n = state.unary.shape[0] // K
+    if _snapshots(state):
+        for d in range(first, last):
+            for k in range(n * K):
+                out[d - first, k] = state.saved_unary[d, k] != np.inf
+        return
+    current = np.empty(n * K, dtype=np.uint8)
+    for k in range(n * K):
+        current[k] = state.unary[k] != np.inf
+    blocks, values, marks = state.trail_blocks, state.trail_values, state.marks
+    t = state.counters[TRAIL_TOP]
+    for d in range(state.counters[DEPTH] - 1, first - 1, -1):
+        for q in range(t - 1, marks[d, 0] - 1, -1):
+            b = blocks[q, 0]
+            if b < n:
+                for k in range(K):
+                    current[b * K + k] = values[q, k] != np.inf
+        t = marks[d, 0]
+        if d < last:
+            for k in range(n * K):
+                out[d - first, k] = current[k]
+
+
 @nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
 def _edge_cost(pair, shift, K, e, s, x, y):
     """Current cost of edge ``e`` with label ``x`` at its end ``s`` and
@@ -261,7 +429,8 @@ def _support(pair, shift, unary, residue, domains, ends, K, e, s, eps):
     cost over the other end's domain moves onto the label's unary cost
     (labels with none finite are removed); ``residue`` is row 0 of
     ``SearchState.residue``, ``domains`` the workspace's.  Returns RAISED |
-    REMOVED flags, or WIPED when the domain empties."""
+    REMOVED flags, or WIPED when the domain empties.  The caller logs the
+    blocks it may change (:func:`_log_edge`)."""
     i, j = ends[e, s], ends[e, 1 - s]
     flags, alive = 0, 0
     for a in range(1, domains[i, 0] + 1):
@@ -301,7 +470,8 @@ def _full_support(pair, shift, unary, residue, domains, ends, K, e, s, eps, mini
     as the projection needs, then each label's minimum of edge plus unary
     cost moves onto it (``residue``: row 1 of ``SearchState.residue``;
     ``domains``, ``minima``, ``gainers``: the workspace's).  Returns RAISED |
-    REMOVED | EXTENDED flags, or WIPED."""
+    REMOVED | EXTENDED flags, or WIPED.  The caller logs the blocks it may
+    change (:func:`_log_edge`)."""
     i, j = ends[e, s], ends[e, 1 - s]
     flags, alive, n_gain = 0, 0, 0
     for a in range(1, domains[i, 0] + 1):
@@ -372,17 +542,19 @@ def _least_unary(unary, domains, K, i):
     return m
 
 
-@borrowing_kernel
-def _take_least_unary(unary, domains, K, i):
+@nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
+def _take_least_unary(unary, domains, K, i, trail):
     """Node consistency of ``i``: its least unary cost, when positive, is
-    subtracted from its costs and returned, for the bound (0 when not
-    positive; ``inf``: an empty domain, the costs left as they are).
-    ``domains``: the workspace's, listing every label of ``i`` left."""
+    subtracted from its costs (logged on ``trail`` first) and returned, for
+    the bound (0 when not positive; ``inf``: an empty domain, the costs left
+    as they are).  ``domains``: the workspace's, listing every label of
+    ``i`` left."""
     m = _least_unary(unary, domains, K, i)
     if m == np.inf:
         return m
     if m <= 0.0:
         return 0.0
+    _log_unary(trail, unary, i, K)
     for a in range(1, domains[i, 0] + 1):
         unary[i * K + domains[i, a]] -= m
     return m
@@ -445,12 +617,12 @@ def _rotated(first, step, k):
 
 
 @borrowing_kernel
-def _existential_pass(net, state, work, eps):
+def _existential_pass(net, state, work, eps, trail):
     """Existential arc consistency of each flagged variable ``i``: a label's
     star cost is its unary cost plus, per edge, the least edge plus unary
     cost of the other end; when no label has star cost 0, full supports
-    towards ``i`` on all its edges raise all its labels by their star costs.
-    Returns False when a domain empties."""
+    towards ``i`` on all its edges raise all its labels by their star costs
+    (``trail``: see :func:`_evaluate`).  Returns False when a domain empties."""
     n_states, pair, ends, adj_ptr, adjacency = (net.n_states, net.pair, net.ends, net.adj_ptr,
                                                 net.adjacency)
     K = net.K
@@ -483,6 +655,7 @@ def _existential_pass(net, state, work, eps):
             e, si = adjacency[k, 0], adjacency[k, 1]
             if eliminated[adjacency[k, 2]]:
                 continue
+            _log_edge(trail, unary, shift, ends, e, si, K, True)
             flags = _full_support(pair, shift, unary, residue, domains, ends, K, e, si, eps,
                                   minima, gainers)
             if flags == WIPED:
@@ -516,12 +689,13 @@ def _clear(work):
 
 
 @borrowing_kernel
-def _eliminate_dead_ends(net, state, work):
+def _eliminate_dead_ends(net, state, work, trail):
     """Dead-end elimination against each flagged variable's existentially
     supported label ``b``: a label ``a`` whose unary cost exceeds ``b``'s by
     at least ``sum_j max_y (cost_ij(b, y) - cost_ij(a, y))`` over the
     current domains can be swapped for ``b`` in any labeling at no extra
-    cost, so it is removed (``b`` never is).  Returns whether any was."""
+    cost, so it is removed (``b`` never is; ``trail``: see :func:`_evaluate`).
+    Returns whether any was."""
     n_states, pair, adj_ptr, adjacency = net.n_states, net.pair, net.adj_ptr, net.adjacency
     K = net.K
     unary, shift, eliminated = state.unary, state.shift, state.eliminated
@@ -565,6 +739,7 @@ def _eliminate_dead_ends(net, state, work):
                 if slack < 0.0:
                     break
             if slack >= 0.0:
+                _log_unary(trail, unary, i, K)
                 unary[i * K + a] = np.inf
                 shrunk[i] = 1
                 removed = True
@@ -572,10 +747,10 @@ def _eliminate_dead_ends(net, state, work):
 
 
 @borrowing_kernel
-def _propagate(net, state, work, cut, eps):
-    """Enforce EDAC* from the flags in ``work`` (see the module docstring);
-    returns False when a domain empties or the bound reaches ``cut`` (the
-    flags are then cleared)."""
+def _propagate(net, state, work, cut, eps, trail):
+    """Enforce EDAC* from the flags in ``work`` (see the module docstring;
+    ``trail``: see :func:`_evaluate`); returns False when a domain empties
+    or the bound reaches ``cut`` (the flags are then cleared)."""
     n_states, pair, ends, adj_ptr, adjacency = (net.n_states, net.pair, net.ends, net.adj_ptr,
                                                 net.adjacency)
     n = n_states.shape[0]
@@ -607,6 +782,7 @@ def _propagate(net, state, work, cut, eps):
             for s in range(2):
                 if not (ends_dirty >> s) & 1:
                     continue
+                _log_edge(trail, unary, shift, ends, e, s, K, False)
                 flags = _support(pair, shift, unary, arc_residue, domains, ends, K, e, s, eps)
                 if flags == WIPED:
                     edge_weight[e] += 1.0
@@ -625,6 +801,7 @@ def _propagate(net, state, work, cut, eps):
                 e, sj, i = adjacency[k, 0], adjacency[k, 1], adjacency[k, 2]
                 if dac_pos[i] > t or eliminated[i]:
                     continue
+                _log_edge(trail, unary, shift, ends, e, 1 - sj, K, True)
                 flags = _full_support(pair, shift, unary, full_residue, domains, ends, K, e,
                                       1 - sj, eps, minima, gainers)
                 if flags == WIPED:
@@ -643,14 +820,14 @@ def _propagate(net, state, work, cut, eps):
                 _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, i)
         if not net.existential:
             star_dirty[:] = 0
-        elif not _existential_pass(net, state, work, eps):
+        elif not _existential_pass(net, state, work, eps, trail):
             _clear(work)
             return False
         lower = scalars[LOWER]
         for i in range(n):  # node consistency: unary minima into the bound
             if eliminated[i]:
                 continue
-            m = _take_least_unary(unary, domains, K, i)
+            m = _take_least_unary(unary, domains, K, i, trail)
             if m == np.inf:
                 _clear(work)
                 return False
@@ -667,6 +844,7 @@ def _propagate(net, state, work, cut, eps):
                 x = domains[i, a]
                 u = unary[i * K + x]
                 if u != np.inf and lower + u >= cut:
+                    _log_unary(trail, unary, i, K)
                     unary[i * K + x] = np.inf
                     shrunk[i] = 1
             changed = changed or shrunk[i] == 1 or raised[i] == 1 or star_dirty[i] == 1
@@ -675,7 +853,7 @@ def _propagate(net, state, work, cut, eps):
                 if edge_dirty[e]:
                     changed = True
                     break
-        if not changed and not _eliminate_dead_ends(net, state, work):
+        if not changed and not _eliminate_dead_ends(net, state, work, trail):
             return True
     raised[:] = 0
     return True
@@ -696,10 +874,10 @@ def _domain_sizes(net, state, sizes):
 
 
 @borrowing_kernel
-def _eliminate(net, state, work, i, parent, edge, eps):
+def _eliminate(net, state, work, i, parent, edge, eps, trail):
     """Eliminate free variable ``i`` (see the module docstring) into its one
-    free neighbour ``parent`` over ``edge`` (``parent`` -1: none).  Returns
-    False when a domain empties."""
+    free neighbour ``parent`` over ``edge`` (``parent`` -1: none; ``trail``:
+    see :func:`_evaluate`).  Returns False when a domain empties."""
     K = net.K
     unary, shift, residue = state.unary, state.shift, state.residue
     sizes = work.sizes
@@ -708,12 +886,14 @@ def _eliminate(net, state, work, i, parent, edge, eps):
     for k in range(net.adj_ptr[i], net.adj_ptr[i + 1]):
         e, si, j = net.adjacency[k, 0], net.adjacency[k, 1], net.adjacency[k, 2]
         if sizes[j] == 1:
+            _log_edge(trail, unary, shift, net.ends, e, si, K, False)
             if _support(net.pair, shift, unary, residue[0], work.domains, net.ends, K, e, si,
                         eps) == WIPED:
                 state.edge_weight[e] += 1.0
                 return False
     if parent >= 0:
         s = 1 if net.ends[edge, 1] == parent else 0
+        _log_edge(trail, unary, shift, net.ends, edge, s, K, True)
         flags = _full_support(net.pair, shift, unary, residue[1], work.domains, net.ends, K,
                               edge, s, eps, work.minima, work.gainers)
         if flags == WIPED:
@@ -723,7 +903,7 @@ def _eliminate(net, state, work, i, parent, edge, eps):
         work.shrunk[parent] |= (flags & REMOVED) >> 1
         work.touched[parent] |= flags & RAISED
     else:  # node consistency of i itself: its least cost joins the bound
-        m = _take_least_unary(unary, work.domains, K, i)
+        m = _take_least_unary(unary, work.domains, K, i, trail)
         if m == np.inf:
             return False
         state.scalars[LOWER] += m
@@ -737,10 +917,10 @@ def _eliminate(net, state, work, i, parent, edge, eps):
 
 
 @borrowing_kernel
-def _eliminate_low_degree(net, state, work, eps):
+def _eliminate_low_degree(net, state, work, eps, trail):
     """Eliminate every free variable of at most one free neighbour (not
-    through parallel edges), repeatedly.  Returns -1 when a domain empties,
-    else how many were eliminated."""
+    through parallel edges), repeatedly (``trail``: see :func:`_evaluate`).
+    Returns -1 when a domain empties, else how many were eliminated."""
     n, adj_ptr, adjacency = net.n_states.shape[0], net.adj_ptr, net.adjacency
     sizes = work.sizes
     _domain_sizes(net, state, sizes)
@@ -761,7 +941,7 @@ def _eliminate_low_degree(net, state, work, eps):
                 parent, edge = j, adjacency[k, 0]
             if not low:
                 continue
-            if not _eliminate(net, state, work, i, parent, edge, eps):
+            if not _eliminate(net, state, work, i, parent, edge, eps, trail):
                 return -1
             count += 1
             found = True
@@ -769,16 +949,19 @@ def _eliminate_low_degree(net, state, work, eps):
 
 
 @borrowing_kernel
-def _evaluate(net, state, work, cut, eps):
+def _evaluate(net, state, work, cut, eps, trail):
     """A node: EDAC* from the flags in ``work``, then the elimination of
-    variables of at most one free neighbour, each followed by EDAC* again.
-    Returns False when the node fails (the flags are then cleared)."""
+    variables of at most one free neighbour, each followed by EDAC* again;
+    the blocks changed are logged on ``trail`` (None: nothing is, at depth 0
+    or where the path's nodes are saved whole; a type, so that the kernels
+    compiled for None test nothing).  Returns False when the node fails (the
+    flags are then cleared)."""
     for i in range(net.n_states.shape[0]):
         _list_domain(state.unary, work.domains, net.K, i)
     while True:
-        if not _propagate(net, state, work, cut, eps):
+        if not _propagate(net, state, work, cut, eps, trail):
             return False
-        eliminated = _eliminate_low_degree(net, state, work, eps)
+        eliminated = _eliminate_low_degree(net, state, work, eps, trail)
         if eliminated < 0:
             _clear(work)
             return False
@@ -791,6 +974,15 @@ def _evaluate(net, state, work, cut, eps):
             if work.touched[v]:
                 work.touched[v] = 0
                 _touch_star(work.star_dirty, work.dee_dirty, net.adj_ptr, net.adjacency, v)
+
+
+@borrowing_kernel
+def _evaluate_below(net, state, work, cut, eps):
+    """:func:`_evaluate` of a node below the root, logging on the trail
+    unless the path's nodes are saved whole."""
+    if _snapshots(state):
+        return _evaluate(net, state, work, cut, eps, None)
+    return _evaluate(net, state, work, cut, eps, _trail(state, net.n_states.shape[0]))
 
 
 @borrowing_kernel
@@ -848,7 +1040,8 @@ def _dual_ascent(net, state, work):
     raise the bound by at least :data:`ASCENT_GAIN` of it; then node
     consistency gathers the unary minima into the bound.  Far tighter a
     start than soft arc consistency alone (the local polytope's bound is
-    what these fixpoints approach), and every node below inherits it."""
+    what these fixpoints approach), and every node below inherits it.  Runs
+    at the root only: nothing there is logged on the trail."""
     n, E, K = net.n_states.shape[0], net.ends.shape[0], net.K
     unary, domains = state.unary, work.domains
     row, col = work.minima[0], work.minima[1]
@@ -869,8 +1062,8 @@ def _dual_ascent(net, state, work):
             break
         before = bound
     lower = state.scalars[LOWER]
-    for i in range(n):
-        m = _take_least_unary(unary, domains, K, i)
+    for i in range(n):  # (at the root: nothing to log)
+        m = _take_least_unary(unary, domains, K, i, None)
         if m != np.inf:  # an empty domain: the root's propagation reports it
             lower += m
     state.scalars[LOWER] = lower
@@ -1056,8 +1249,10 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral, cre
 
     Binary branching: the variable chosen by ``dom / wdeg`` is fixed to its
     cheapest label, then (after that subtree) the label is removed.  The
-    current path's nodes are kept in ``state``, so a call that stops at
-    ``max_nodes`` resumes where it stopped.
+    current path's nodes are kept in ``state`` (on its trail), so a call
+    that stops at ``max_nodes`` resumes where it stopped; a call also stops
+    before a node when the trail lacks room for it (``counters[TRAIL_FULL]``
+    set: the caller grows the trail and calls again).
 
     Parameters
     ----------
@@ -1110,6 +1305,10 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral, cre
             return False
         cut = cutoff(min(state.scalars[UPPER], crew[CREW_COST]), tol, offset, integral)
         phase = counters[PHASE]
+        if phase != NOT_STARTED and not _snapshots(state) and (
+                state.trail_values.shape[0] - counters[TRAIL_TOP] < state.stamps.shape[0]):
+            counters[TRAIL_FULL] = 1  # a node logs each block once at most
+            return False
         if phase == NOT_STARTED:
             counters[NODES] += 1
             state.scalars[LOWER] = 0.0
@@ -1121,10 +1320,11 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral, cre
             work.dee_dirty[:] = 1
             counters[DEPTH] = counters[FLOOR] = 0
             counters[ELIMINATED] = 0
+            counters[TRAIL_TOP] = counters[EPOCH] = 0
             state.eliminated[:] = 0
             _dual_ascent(net, state, work)
             work.raised[:] = 1
-            ok = _evaluate(net, state, work, cut, eps)
+            ok = _evaluate(net, state, work, cut, eps, None)  # (depth 0: nothing to log)
             counters[PHASE] = CONSISTENT if ok else DONE
         elif phase == CONSISTENT:
             v = _choose_variable(net, state, work)
@@ -1136,19 +1336,20 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral, cre
                 continue
             a = _choose_label(net, state, v, eps)
             d = counters[DEPTH]
-            _copy(state.unary, state.saved_unary[d])
-            _copy(state.shift, state.saved_shift[d])
+            _save_level(state, d)
             state.saved_lower[d] = state.scalars[LOWER]
             state.branch[d, 0], state.branch[d, 1] = v, a
             state.branch[d, 2] = counters[ELIMINATED]
             counters[DEPTH] = d + 1
             K = net.K
+            if not _snapshots(state):
+                _log_unary(_trail(state, n), state.unary, v, K)
             for x in range(net.n_states[v]):
                 if x != a:
                     state.unary[v * K + x] = np.inf
             work.shrunk[v] = 1
             counters[NODES] += 1
-            ok = _evaluate(net, state, work, cut, eps)
+            ok = _evaluate_below(net, state, work, cut, eps)
             counters[PHASE] = CONSISTENT if ok else BACKTRACK
             if not ok:
                 counters[LAST_CONFLICT] = v
@@ -1162,16 +1363,17 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral, cre
             if counters[BACKTRACKS_LEFT] > 0:
                 counters[BACKTRACKS_LEFT] -= 1
             counters[DEPTH] = d
-            _copy(state.saved_unary[d], state.unary)
-            _copy(state.saved_shift[d], state.shift)
+            K = net.K
+            _restore_level(state, K, d)
             state.scalars[LOWER] = state.saved_lower[d]
             v, a = state.branch[d, 0], state.branch[d, 1]
             _keep_eliminated(state, state.branch[d, 2])
-            K = net.K
+            if not _snapshots(state):
+                _log_unary(_trail(state, n), state.unary, v, K)
             state.unary[v * K + a] = np.inf
             work.shrunk[v] = 1
             counters[NODES] += 1
-            ok = _evaluate(net, state, work, cut, eps)
+            ok = _evaluate_below(net, state, work, cut, eps)
             counters[PHASE] = CONSISTENT if ok else BACKTRACK
     return True
 
@@ -1220,6 +1422,7 @@ def restore_node(net, state, work, root, mask, tol, offset, eps, integral):
     counters = state.counters
     eliminated, unary = state.eliminated, state.unary
     _keep_eliminated(state, root.eliminated[0])
+    counters[TRAIL_TOP] = counters[EPOCH] = 0  # depth 0: nothing to log
     _copy(root.unary, unary)
     _copy(root.shift, state.shift)
     state.scalars[LOWER] = root.lower[0]
@@ -1232,6 +1435,7 @@ def restore_node(net, state, work, root, mask, tol, offset, eps, integral):
                 work.shrunk[i] = 1
     counters[DEPTH] = counters[FLOOR] = 0
     counters[NODES] += 1
-    ok = _evaluate(net, state, work, cutoff(state.scalars[UPPER], tol, offset, integral), eps)
+    ok = _evaluate(net, state, work, cutoff(state.scalars[UPPER], tol, offset, integral), eps,
+                   None)  # (depth 0: nothing to log)
     counters[PHASE] = CONSISTENT if ok else DONE
     return ok

@@ -117,8 +117,8 @@ CYCLE_ENTRIES_PER_SECOND = 10**8  # and of the cycle search's candidate entries
 MILP_FIRST_MAX_COLUMNS = 200_000
 # a pairwise component with hard constraints (AUTO_SOFT_ARC_FORBIDDEN of its
 # table entries forbidden or more) first gets the search kept soft arc
-# consistent (:mod:`.soft_arc`, hybrid best-first; its state at most
-# SOFT_ARC_MAX_BYTES besides its open nodes):
+# consistent (:mod:`.soft_arc`, hybrid best-first; where it fits, see
+# _soft_arc_fits):
 # under a time limit for SOFT_ARC_FIRST_SHARE of the component's time, or all
 # of it up to SOFT_ARC_SOLO_SECONDS, whichever is longer (its own bound, within
 # a few percent of the local polytope's, certifying what it leaves open when
@@ -132,6 +132,11 @@ MILP_FIRST_MAX_COLUMNS = 200_000
 # sets: no forbidden pair, or labels forbidden only by dominance) the LP root
 # proves more in less time.
 SOFT_ARC_MAX_BYTES = 64 << 20
+# ... and where a node's sweeps over every variable's and edge end's costs,
+# (n + 2 E) K of them, times the n levels of a path (and the 2 E K^2 edge
+# costs), stay within SOFT_ARC_MAX_SWEEPS: its nodes cost O(n + E) each, so a
+# share of the time or a few nodes a variable buys too few nodes past it
+SOFT_ARC_MAX_SWEEPS = 8 << 20
 SOFT_ARC_FIRST_SHARE = 0.5
 SOFT_ARC_SOLO_SECONDS = 20.0
 # ... less SOFT_ARC_LP_BOUND_SHARE of it when that is at least MILP_MIN_SECONDS:
@@ -191,7 +196,7 @@ SMALL_FIRST_SHARE = 0.25
 # a sparse pairwise component too large for the depth-first search (more than
 # DFBB_MAX_VARS variables, domains below AUTO_LARGE_DOMAIN, fewer neighbours
 # than DENSE_MEAN_DEGREE, no forbidden entries to send it to the soft arc
-# search anyway) whose soft arc search state fits in SOFT_ARC_MAX_BYTES first
+# search anyway) where the soft arc search fits (_soft_arc_fits) first
 # gets that search (with the local searches) for SPARSE_FIRST_NODES_PER_VAR
 # nodes a variable, at most SPARSE_FIRST_SHARE of its time: it proves the
 # small frustrated and attractive Potts grids (18 x 18 to 24 x 24, 4-10
@@ -616,8 +621,8 @@ class _Search:
         resume (for a share of the time only: see :data:`SPARSE_FIRST_SHARE`)."""
         if self.soft_search is not None or not np.isfinite(ub):
             return False
-        if self.loose_search is None and (self.dfbb_graph is None or soft_arc_bytes(
-                self.dfbb_graph) > SOFT_ARC_MAX_BYTES):
+        if self.loose_search is None and (self.dfbb_graph is None
+                                          or not _soft_arc_fits(self.dfbb_graph)):
             return False
         g = self.dfbb_graph
         gap = LOOSE_ROOT_GAP if g is not None and _dense(g) else SPARSE_LOOSE_ROOT_GAP
@@ -1046,8 +1051,8 @@ def _persistent_labels(graph):
 
 def _soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
     """On a pairwise component with hard constraints (at least
-    ``AUTO_SOFT_ARC_FORBIDDEN`` of its table entries forbidden) whose
-    search state fits in :data:`SOFT_ARC_MAX_BYTES`, the soft arc
+    ``AUTO_SOFT_ARC_FORBIDDEN`` of its table entries forbidden) where the
+    search fits (:func:`_soft_arc_fits`), the soft arc
     consistent search (:mod:`.soft_arc`) run for
     :data:`SOFT_ARC_FIRST_SHARE` of the time left before ``share_end`` or up
     to :data:`SOFT_ARC_SOLO_SECONDS` of it (less :data:`SOFT_ARC_LP_BOUND_SHARE`
@@ -1057,7 +1062,7 @@ def _soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
     if not (depth_first and sub.n_vars and sub.table_data.size
             and np.all(sub.factor_orders == 2)
             and np.isneginf(sub.table_data).mean() >= AUTO_SOFT_ARC_FORBIDDEN
-            and soft_arc_bytes(sub) <= SOFT_ARC_MAX_BYTES):
+            and _soft_arc_fits(sub)):
         return None
     search = PolishedSoftArcSearch(sub, tol=tol, n_jobs=n_jobs)
     if share_end is None:
@@ -1072,6 +1077,15 @@ def _soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
     return search
 
 
+def _soft_arc_fits(sub):
+    """Whether the soft arc search's state over pairwise ``sub`` fits in
+    :data:`SOFT_ARC_MAX_BYTES` and its sweeps in :data:`SOFT_ARC_MAX_SWEEPS`."""
+    n, E = sub.n_vars, sub.n_factors
+    K = int(sub.n_states.max()) if n else 1
+    return (soft_arc_bytes(sub) <= SOFT_ARC_MAX_BYTES
+            and 2 * E * K * K + (n + 3) * (n + 2 * E) * K <= SOFT_ARC_MAX_SWEEPS)
+
+
 def _dense(sub):
     """Whether the variables of pairwise ``sub`` have
     :data:`DENSE_MEAN_DEGREE` neighbours or more on average."""
@@ -1079,14 +1093,14 @@ def _dense(sub):
 
 
 def _small_soft_arc_first(sub, share_end, tol, incumbent, n_jobs):
-    """On a small pairwise component (a ``dfbb_graph``) whose search state
-    fits in :data:`SOFT_ARC_MAX_BYTES`, the soft arc consistent search (at
+    """On a small pairwise component (a ``dfbb_graph``) where the search
+    fits (:func:`_soft_arc_fits`), the soft arc consistent search (at
     FDAC* where it is dense, :func:`_dense`) from ``incumbent`` (labels, or
     None; first improved by iterated conditional modes) run for
     :data:`SMALL_FIRST_SHARE` of the time left before ``share_end`` (for
     :data:`SOFT_ARC_FIRST_NODES` nodes without a deadline), on ``n_jobs``
     threads; None elsewhere."""
-    if not (sub.n_vars and soft_arc_bytes(sub) <= SOFT_ARC_MAX_BYTES):
+    if not (sub.n_vars and _soft_arc_fits(sub)):
         return None
     if incumbent is not None:  # (a better one prunes more: 5-15 % fewer nodes)
         incumbent = incumbent.copy()
@@ -1110,7 +1124,7 @@ def _sparse_soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
     if not (depth_first and sub.n_vars > DFBB_MAX_VARS and sub.table_data.size
             and np.all(sub.factor_orders == 2)
             and int(sub.n_states.max()) < AUTO_LARGE_DOMAIN and not _dense(sub)
-            and soft_arc_bytes(sub) <= SOFT_ARC_MAX_BYTES):
+            and _soft_arc_fits(sub)):
         return None
     search = PolishedSoftArcSearch(sub, tol=tol, n_jobs=n_jobs)
     search.run(max_nodes=SPARSE_FIRST_NODES_PER_VAR * sub.n_vars,

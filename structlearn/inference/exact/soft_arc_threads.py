@@ -200,10 +200,11 @@ def make_helpers(search, count):
     helpers = []
     for _ in range(count):
         h = copy.copy(search)
-        # (the path's saved nodes are written before they are read: a dive
-        # starts from a rebuilt open node)
+        # (the path's saved nodes and trail are written before they are
+        # read: a dive starts from a rebuilt open node)
         h.state = search.state._replace(**{
-            name: (np.empty_like(a) if name in ("saved_unary", "saved_shift")
+            name: (np.empty_like(a) if name in ("saved_unary", "saved_shift", "trail_blocks",
+                                                "trail_values")
                    else np.array(a, copy=True))
             for name, a in search.state._asdict().items()})
         h.work = type(search.work)(*(np.array(a, copy=True) for a in search.work))
