@@ -543,20 +543,40 @@ def _least_unary(unary, domains, K, i):
 
 
 @nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
-def _take_least_unary(unary, domains, K, i, trail):
+def _block_min(costs, first, K):
+    """The least of ``costs[first:first + K]``."""
+    m = np.inf
+    for k in range(first, first + K):
+        m = min(m, costs[k])
+    return m
+
+
+@nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
+def _any_at_least(unary, first, K, lower, cut):
+    """Whether a finite cost of ``unary[first:first + K]`` reaches ``cut``
+    with ``lower`` added."""
+    hit = False
+    for k in range(first, first + K):
+        u = unary[k]
+        hit |= (u != np.inf) & (lower + u >= cut)
+    return hit
+
+
+@nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
+def _take_least_unary(unary, K, i, trail):
     """Node consistency of ``i``: its least unary cost, when positive, is
     subtracted from its costs (logged on ``trail`` first) and returned, for
     the bound (0 when not positive; ``inf``: an empty domain, the costs left
-    as they are).  ``domains``: the workspace's, listing every label of
-    ``i`` left."""
-    m = _least_unary(unary, domains, K, i)
+    as they are).  Over its whole block, in passes without branches (removed
+    and padding labels cost inf, and stay so)."""
+    m = _block_min(unary, i * K, K)
     if m == np.inf:
         return m
     if m <= 0.0:
         return 0.0
     _log_unary(trail, unary, i, K)
-    for a in range(1, domains[i, 0] + 1):
-        unary[i * K + domains[i, a]] -= m
+    for k in range(i * K, i * K + K):
+        unary[k] -= m
     return m
 
 
@@ -827,7 +847,7 @@ def _propagate(net, state, work, cut, eps, trail):
         for i in range(n):  # node consistency: unary minima into the bound
             if eliminated[i]:
                 continue
-            m = _take_least_unary(unary, domains, K, i, trail)
+            m = _take_least_unary(unary, K, i, trail)
             if m == np.inf:
                 _clear(work)
                 return False
@@ -837,16 +857,15 @@ def _propagate(net, state, work, cut, eps, trail):
             _clear(work)
             return False
         changed = False
-        for i in range(n):  # labels that cannot beat the incumbent
+        for i in range(n):  # labels that cannot beat the incumbent (whole blocks)
             if eliminated[i]:
                 continue
-            for a in range(1, domains[i, 0] + 1):
-                x = domains[i, a]
-                u = unary[i * K + x]
-                if u != np.inf and lower + u >= cut:
-                    _log_unary(trail, unary, i, K)
-                    unary[i * K + x] = np.inf
-                    shrunk[i] = 1
+            if _any_at_least(unary, i * K, K, lower, cut):
+                _log_unary(trail, unary, i, K)
+                for k in range(i * K, i * K + K):
+                    if lower + unary[k] >= cut:  # (inf too: it stays so)
+                        unary[k] = np.inf
+                shrunk[i] = 1
             changed = changed or shrunk[i] == 1 or raised[i] == 1 or star_dirty[i] == 1
         if not changed:
             for e in range(ends.shape[0]):
@@ -903,7 +922,7 @@ def _eliminate(net, state, work, i, parent, edge, eps, trail):
         work.shrunk[parent] |= (flags & REMOVED) >> 1
         work.touched[parent] |= flags & RAISED
     else:  # node consistency of i itself: its least cost joins the bound
-        m = _take_least_unary(unary, work.domains, K, i, trail)
+        m = _take_least_unary(unary, K, i, trail)
         if m == np.inf:
             return False
         state.scalars[LOWER] += m
@@ -1063,7 +1082,7 @@ def _dual_ascent(net, state, work):
         before = bound
     lower = state.scalars[LOWER]
     for i in range(n):  # (at the root: nothing to log)
-        m = _take_least_unary(unary, domains, K, i, None)
+        m = _take_least_unary(unary, K, i, None)
         if m != np.inf:  # an empty domain: the root's propagation reports it
             lower += m
     state.scalars[LOWER] = lower
