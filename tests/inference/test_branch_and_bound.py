@@ -13,7 +13,7 @@ from structlearn.graphs import (FactorGraph, component_subgraphs, grid_edges,
                                 prune_dominated_labels)
 from structlearn.inference import solve_map
 
-from _graphgen import all_labelings, random_scores
+from _graphgen import all_labelings, planted_weighted_csp, random_scores
 
 
 def random_loopy(seed, *, n_min=4, n_max=8, k_max=3, p_edge=0.6, p_inf=0.05, integer=False,
@@ -855,6 +855,43 @@ def test_a_loose_sparse_root_resumes_the_first_search(monkeypatch, seed):
     assert nodes_before <= 1 and loose[0] and first.n_nodes > nodes_before
     assert res.status == "exact" and first.proved
     _assert_certified_like_the_ilp(graph, res)
+
+
+def test_a_loose_root_past_the_resumed_sizes_keeps_the_lp_route(monkeypatch):
+    """The first search of a component beyond SOFT_ARC_MAX_RESUMED is not
+    resumed by a loose root: its labeling is adopted, the LP-bounded tree
+    goes on, and the result is HiGHS's optimum, certified."""
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    sparse, _ = _sparse_searches(monkeypatch)
+    monkeypatch.setattr(bb, "SPARSE_FIRST_NODES_PER_VAR", 0)
+    monkeypatch.setattr(bb, "SOFT_ARC_MAX_RESUMED", 0)
+    loose = _spy_method(monkeypatch, bb._Search, "_loose", lambda _, answer: answer)
+    graph = sparse_normal(0, 70, 3, 0.03)
+    res = solve_map(graph, "exact", persistency=False, tighten=0,
+                    bound_params={"polish": 0.0, "local_search": False, "max_iter": 3})
+    _, first, nodes_before = sparse[0]
+    assert len(sparse) == 1 and not any(loose) and first.n_nodes == nodes_before
+    assert res.status == "exact"
+    _assert_certified_like_the_ilp(graph, res)
+
+
+def test_a_weighted_csp_too_large_for_saved_nodes_gets_the_soft_arc_search(monkeypatch):
+    """250 variables of 20 labels, half the pairs forbidden: n saved nodes
+    would take 70 MB, more than SOFT_ARC_MAX_BYTES, the trail a few; the soft
+    arc search gets the network and proves it."""
+    import structlearn.inference.exact.branch_and_bound as bb
+    from structlearn.inference.exact.soft_arc import soft_arc_bytes
+
+    graph = planted_weighted_csp(3, n=250, max_states=20, p_inf=0.5)
+    n, E, K = graph.n_vars, graph.n_factors, int(graph.n_states.max())
+    assert 8 * (n + 1) * (n + 2 * E) * K > bb.SOFT_ARC_MAX_BYTES
+    assert soft_arc_bytes(graph) < bb.SOFT_ARC_MAX_BYTES
+    started = _started_searches(monkeypatch, "PolishedSoftArcSearch")
+    res = solve_map(graph, "exact", time_limit=30.0)
+    assert started and res.status == "exact" and res.score > -np.inf
+    assert res.upper_bound == pytest.approx(res.score)
+    assert graph.score(res.labels) == res.score
 
 
 def test_large_domains_and_hard_constraints_skip_the_sparse_first_search(monkeypatch):

@@ -132,11 +132,23 @@ MILP_FIRST_MAX_COLUMNS = 200_000
 # sets: no forbidden pair, or labels forbidden only by dominance) the LP root
 # proves more in less time.
 SOFT_ARC_MAX_BYTES = 64 << 20
-# ... and where a node's sweeps over every variable's and edge end's costs,
-# (n + 2 E) K of them, times the n levels of a path (and the 2 E K^2 edge
-# costs), stay within SOFT_ARC_MAX_SWEEPS: its nodes cost O(n + E) each, so a
-# share of the time or a few nodes a variable buys too few nodes past it
-SOFT_ARC_MAX_SWEEPS = 8 << 20
+# ... and where n (n + 2 E) stays within SOFT_ARC_MAX_SWEEPS: its nodes sweep
+# every variable and edge end, O(n + E) each, and a proof takes some nodes a
+# variable.  (Before its path was kept on a trail, the memory of n saved nodes
+# set the bound: weighted CSPs of 250-400 variables and 15-20 labels then went
+# to the LP route, which found no labeling at all in 10 s.)  On generated
+# Potts grids of 28 x 28 to 32 x 32 (3, 4, 8 labels, attractive and
+# frustrated, fresh seeds, 10 s) the route this admits took 0.74x the time
+# (geometric mean; 12 of 36 sooner, by up to 7x, 7 later, by up to 2.3x, of
+# 0.03-0.46 s); 36 x 36 to 50 x 50 grids lost up to 2.8x
+SOFT_ARC_MAX_SWEEPS = 4_000_000
+# A loose root resumes a larger component's first search (see
+# SPARSE_LOOSE_ROOT_GAP) only where (n + 3)(n + 2 E) K + 2 E K^2 stays within
+# SOFT_ARC_MAX_RESUMED, the sizes that rule was weighed on (grids up to
+# 24 x 24, random graphs of 70-300 variables); on random graphs of 600-1,000
+# variables (N(0, 1) tables, 4-6 labels) resuming it lost 3-23 at 10 s
+# against the LP-bounded tree's labelings
+SOFT_ARC_MAX_RESUMED = 8 << 20
 SOFT_ARC_FIRST_SHARE = 0.5
 SOFT_ARC_SOLO_SECONDS = 20.0
 # ... less SOFT_ARC_LP_BOUND_SHARE of it when that is at least MILP_MIN_SECONDS:
@@ -621,8 +633,8 @@ class _Search:
         resume (for a share of the time only: see :data:`SPARSE_FIRST_SHARE`)."""
         if self.soft_search is not None or not np.isfinite(ub):
             return False
-        if self.loose_search is None and (self.dfbb_graph is None
-                                          or not _soft_arc_fits(self.dfbb_graph)):
+        resumes = self.loose_search is not None and _resumes(self.loose_search.graph)
+        if not resumes and (self.dfbb_graph is None or not _soft_arc_fits(self.dfbb_graph)):
             return False
         g = self.dfbb_graph
         gap = LOOSE_ROOT_GAP if g is not None and _dense(g) else SPARSE_LOOSE_ROOT_GAP
@@ -1081,9 +1093,16 @@ def _soft_arc_fits(sub):
     """Whether the soft arc search's state over pairwise ``sub`` fits in
     :data:`SOFT_ARC_MAX_BYTES` and its sweeps in :data:`SOFT_ARC_MAX_SWEEPS`."""
     n, E = sub.n_vars, sub.n_factors
-    K = int(sub.n_states.max()) if n else 1
     return (soft_arc_bytes(sub) <= SOFT_ARC_MAX_BYTES
-            and 2 * E * K * K + (n + 3) * (n + 2 * E) * K <= SOFT_ARC_MAX_SWEEPS)
+            and n * (n + 2 * E) <= SOFT_ARC_MAX_SWEEPS)
+
+
+def _resumes(sub):
+    """Whether a loose root hands ``sub``'s time to its first soft arc
+    search (see :data:`SOFT_ARC_MAX_RESUMED`)."""
+    n, E = sub.n_vars, sub.n_factors
+    K = int(sub.n_states.max()) if n else 1
+    return 2 * E * K * K + (n + 3) * (n + 2 * E) * K <= SOFT_ARC_MAX_RESUMED
 
 
 def _dense(sub):
