@@ -447,6 +447,7 @@ def test_hard_constrained_components_are_handed_to_the_milp_when_the_search_does
     monkeypatch.setattr(bb._Search, "run", first_search_gives_up)
     monkeypatch.setattr(bb, "DFBB_MAX_VARS", 0)  # no depth-first proof before the search
     monkeypatch.setattr(bb, "SOFT_ARC_MAX_BYTES", 0)
+    monkeypatch.setattr(bb, "SOFT_ARC_HARD_MAX_BYTES", 0)
     monkeypatch.setattr(bb, "ENUMERATION_WORK", 0)
     res = solve_map(g, "exact", persistency=False, dominance=False, time_limit=30)
     if not np.isfinite(best):
@@ -857,29 +858,11 @@ def test_a_loose_sparse_root_resumes_the_first_search(monkeypatch, seed):
     _assert_certified_like_the_ilp(graph, res)
 
 
-def test_a_loose_root_past_the_resumed_sizes_keeps_the_lp_route(monkeypatch):
-    """The first search of a component beyond SOFT_ARC_MAX_RESUMED is not
-    resumed by a loose root: its labeling is adopted, the LP-bounded tree
-    goes on, and the result is HiGHS's optimum, certified."""
-    import structlearn.inference.exact.branch_and_bound as bb
-
-    sparse, _ = _sparse_searches(monkeypatch)
-    monkeypatch.setattr(bb, "SPARSE_FIRST_NODES_PER_VAR", 0)
-    monkeypatch.setattr(bb, "SOFT_ARC_MAX_RESUMED", 0)
-    loose = _spy_method(monkeypatch, bb._Search, "_loose", lambda _, answer: answer)
-    graph = sparse_normal(0, 70, 3, 0.03)
-    res = solve_map(graph, "exact", persistency=False, tighten=0,
-                    bound_params={"polish": 0.0, "local_search": False, "max_iter": 3})
-    _, first, nodes_before = sparse[0]
-    assert len(sparse) == 1 and not any(loose) and first.n_nodes == nodes_before
-    assert res.status == "exact"
-    _assert_certified_like_the_ilp(graph, res)
-
-
 def test_a_weighted_csp_too_large_for_saved_nodes_gets_the_soft_arc_search(monkeypatch):
     """250 variables of 20 labels, half the pairs forbidden: n saved nodes
-    would take 70 MB, more than SOFT_ARC_MAX_BYTES, the trail a few; the soft
-    arc search gets the network and proves it."""
+    would take 70 MB, more than SOFT_ARC_MAX_BYTES but within
+    SOFT_ARC_HARD_MAX_BYTES, the trail a few; the soft arc search gets the
+    network and proves it."""
     import structlearn.inference.exact.branch_and_bound as bb
     from structlearn.inference.exact.soft_arc import soft_arc_bytes
 

@@ -132,23 +132,17 @@ MILP_FIRST_MAX_COLUMNS = 200_000
 # sets: no forbidden pair, or labels forbidden only by dominance) the LP root
 # proves more in less time.
 SOFT_ARC_MAX_BYTES = 64 << 20
-# ... and where n (n + 2 E) stays within SOFT_ARC_MAX_SWEEPS: its nodes sweep
-# every variable and edge end, O(n + E) each, and a proof takes some nodes a
-# variable.  (Before its path was kept on a trail, the memory of n saved nodes
-# set the bound: weighted CSPs of 250-400 variables and 15-20 labels then went
-# to the LP route, which found no labeling at all in 10 s.)  On generated
-# Potts grids of 28 x 28 to 32 x 32 (3, 4, 8 labels, attractive and
-# frustrated, fresh seeds, 10 s) the route this admits took 0.74x the time
-# (geometric mean; 12 of 36 sooner, by up to 7x, 7 later, by up to 2.3x, of
-# 0.03-0.46 s); 36 x 36 to 50 x 50 grids lost up to 2.8x
-SOFT_ARC_MAX_SWEEPS = 4_000_000
-# A loose root resumes a larger component's first search (see
-# SPARSE_LOOSE_ROOT_GAP) only where (n + 3)(n + 2 E) K + 2 E K^2 stays within
-# SOFT_ARC_MAX_RESUMED, the sizes that rule was weighed on (grids up to
-# 24 x 24, random graphs of 70-300 variables); on random graphs of 600-1,000
-# variables (N(0, 1) tables, 4-6 labels) resuming it lost 3-23 at 10 s
-# against the LP-bounded tree's labelings
-SOFT_ARC_MAX_RESUMED = 8 << 20
+# (its state at first, and at worst its path's trail with every block logged
+# at every level, the bytes of n whole saved nodes, 8 (n + 3)(n + 2 E) K, with
+# the edge costs, 16 E K^2: see _soft_arc_fits).  On hard-constrained
+# components the worst case may reach SOFT_ARC_HARD_MAX_BYTES: there the LP
+# route found no labeling at all in 10 s on weighted CSPs of 250-400
+# variables and 15-20 labels, where the search finds better ones than
+# toulbar2's or proves the optimum (its peaks 14-48 MB).  Elsewhere the
+# bound stays: past it the search's nodes, which sweep every variable and
+# edge, came too slowly (a 20 x 20 Potts grid of 21 labels went unproved in
+# 10 s where the LP route proves it in 4.6 s).
+SOFT_ARC_HARD_MAX_BYTES = 256 << 20
 SOFT_ARC_FIRST_SHARE = 0.5
 SOFT_ARC_SOLO_SECONDS = 20.0
 # ... less SOFT_ARC_LP_BOUND_SHARE of it when that is at least MILP_MIN_SECONDS:
@@ -633,8 +627,8 @@ class _Search:
         resume (for a share of the time only: see :data:`SPARSE_FIRST_SHARE`)."""
         if self.soft_search is not None or not np.isfinite(ub):
             return False
-        resumes = self.loose_search is not None and _resumes(self.loose_search.graph)
-        if not resumes and (self.dfbb_graph is None or not _soft_arc_fits(self.dfbb_graph)):
+        if self.loose_search is None and (self.dfbb_graph is None
+                                          or not _soft_arc_fits(self.dfbb_graph)):
             return False
         g = self.dfbb_graph
         gap = LOOSE_ROOT_GAP if g is not None and _dense(g) else SPARSE_LOOSE_ROOT_GAP
@@ -1064,8 +1058,8 @@ def _persistent_labels(graph):
 def _soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
     """On a pairwise component with hard constraints (at least
     ``AUTO_SOFT_ARC_FORBIDDEN`` of its table entries forbidden) where the
-    search fits (:func:`_soft_arc_fits`), the soft arc
-    consistent search (:mod:`.soft_arc`) run for
+    search fits in :data:`SOFT_ARC_HARD_MAX_BYTES` (:func:`_soft_arc_fits`),
+    the soft arc consistent search (:mod:`.soft_arc`) run for
     :data:`SOFT_ARC_FIRST_SHARE` of the time left before ``share_end`` or up
     to :data:`SOFT_ARC_SOLO_SECONDS` of it (less :data:`SOFT_ARC_LP_BOUND_SHARE`
     for the LP root's bound), whichever is longer (or for
@@ -1074,7 +1068,7 @@ def _soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
     if not (depth_first and sub.n_vars and sub.table_data.size
             and np.all(sub.factor_orders == 2)
             and np.isneginf(sub.table_data).mean() >= AUTO_SOFT_ARC_FORBIDDEN
-            and _soft_arc_fits(sub)):
+            and _soft_arc_fits(sub, SOFT_ARC_HARD_MAX_BYTES)):
         return None
     search = PolishedSoftArcSearch(sub, tol=tol, n_jobs=n_jobs)
     if share_end is None:
@@ -1089,20 +1083,15 @@ def _soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
     return search
 
 
-def _soft_arc_fits(sub):
-    """Whether the soft arc search's state over pairwise ``sub`` fits in
-    :data:`SOFT_ARC_MAX_BYTES` and its sweeps in :data:`SOFT_ARC_MAX_SWEEPS`."""
-    n, E = sub.n_vars, sub.n_factors
-    return (soft_arc_bytes(sub) <= SOFT_ARC_MAX_BYTES
-            and n * (n + 2 * E) <= SOFT_ARC_MAX_SWEEPS)
-
-
-def _resumes(sub):
-    """Whether a loose root hands ``sub``'s time to its first soft arc
-    search (see :data:`SOFT_ARC_MAX_RESUMED`)."""
+def _soft_arc_fits(sub, max_bytes=None):
+    """Whether the soft arc search over pairwise ``sub`` holds at most
+    ``max_bytes`` (:data:`SOFT_ARC_MAX_BYTES` by default) at first and at
+    worst (see there)."""
     n, E = sub.n_vars, sub.n_factors
     K = int(sub.n_states.max()) if n else 1
-    return 2 * E * K * K + (n + 3) * (n + 2 * E) * K <= SOFT_ARC_MAX_RESUMED
+    limit = SOFT_ARC_MAX_BYTES if max_bytes is None else max_bytes
+    worst = 8 * (2 * E * K * K + (n + 3) * (n + 2 * E) * K)
+    return soft_arc_bytes(sub) <= limit and worst <= limit
 
 
 def _dense(sub):

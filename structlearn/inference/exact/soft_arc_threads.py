@@ -52,8 +52,8 @@ __all__ = ["HELPERS_MAX_BYTES", "THREADS_MIN_NODES", "dive_on_threads", "make_he
 # toulbar2's time)
 THREADS_MIN_NODES = 1
 # the helpers' copies of the search's state at most, together (a search's
-# state is at most branch_and_bound.SOFT_ARC_MAX_BYTES): fewer helpers than
-# threads where more would not fit
+# state when helpers start, its trail as it then is included): fewer helpers
+# than threads where more would not fit
 HELPERS_MAX_BYTES = 256 << 20
 
 
