@@ -189,6 +189,8 @@ def test_a_search_run_one_node_at_a_time_ends_where_one_run_does(seed):
         mp.setattr(soft_arc, "TRAIL_FIRST_NODES", 0)
         trailed = SoftArcSearch(graph)
         trailed.run()
+    blocks = trailed.state.stamps.shape[0]  # a level logs each block once at most
+    assert trailed.state.trail_blocks.shape[0] <= (graph.n_vars + 1) * blocks
     for other in (steps, trailed):
         assert other.n_nodes == whole.n_nodes
         assert other.score == whole.score and np.array_equal(other.labels, whole.labels)

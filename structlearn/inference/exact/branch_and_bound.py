@@ -132,16 +132,16 @@ MILP_FIRST_MAX_COLUMNS = 200_000
 # sets: no forbidden pair, or labels forbidden only by dominance) the LP root
 # proves more in less time.
 SOFT_ARC_MAX_BYTES = 64 << 20
-# (its state at first, and at worst its path's trail with every block logged
-# at every level, the bytes of n whole saved nodes, 8 (n + 3)(n + 2 E) K, with
-# the edge costs, 16 E K^2: see _soft_arc_fits).  On hard-constrained
-# components the worst case may reach SOFT_ARC_HARD_MAX_BYTES: there the LP
-# route found no labeling at all in 10 s on weighted CSPs of 250-400
-# variables and 15-20 labels, where the search finds better ones than
-# toulbar2's or proves the optimum (its peaks 14-48 MB).  Elsewhere the
-# bound stays: past it the search's nodes, which sweep every variable and
-# edge, came too slowly (a 20 x 20 Potts grid of 21 labels went unproved in
-# 10 s where the LP route proves it in 4.6 s).
+# (its state at first, and the bytes of n whole saved nodes, 8 (n + 3)(n + 2 E)
+# K, with the edge costs' 16 E K^2, see _soft_arc_fits: its trail holds at
+# worst, every block logged at every level, (K + 2) / K times that path).  On
+# hard-constrained components that measure may reach SOFT_ARC_HARD_MAX_BYTES:
+# there the LP route found no labeling at all in 10 s on weighted CSPs of
+# 250-400 variables and 15-20 labels, where the search finds better ones than
+# toulbar2's or proves the optimum (its peaks 14-48 MB).  Elsewhere the bound
+# stays: past it the search's nodes, which sweep every variable and edge,
+# came too slowly (a 20 x 20 Potts grid of 21 labels went unproved in 10 s
+# where the LP route proves it in 4.6 s).
 SOFT_ARC_HARD_MAX_BYTES = 256 << 20
 SOFT_ARC_FIRST_SHARE = 0.5
 SOFT_ARC_SOLO_SECONDS = 20.0
@@ -1085,13 +1085,13 @@ def _soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
 
 def _soft_arc_fits(sub, max_bytes=None):
     """Whether the soft arc search over pairwise ``sub`` holds at most
-    ``max_bytes`` (:data:`SOFT_ARC_MAX_BYTES` by default) at first and at
-    worst (see there)."""
+    ``max_bytes`` (:data:`SOFT_ARC_MAX_BYTES` by default) at first and with
+    a path of whole saved nodes (see there)."""
     n, E = sub.n_vars, sub.n_factors
     K = int(sub.n_states.max()) if n else 1
     limit = SOFT_ARC_MAX_BYTES if max_bytes is None else max_bytes
-    worst = 8 * (2 * E * K * K + (n + 3) * (n + 2 * E) * K)
-    return soft_arc_bytes(sub) <= limit and worst <= limit
+    whole_path = 8 * (2 * E * K * K + (n + 3) * (n + 2 * E) * K)
+    return soft_arc_bytes(sub) <= limit and whole_path <= limit
 
 
 def _dense(sub):

@@ -86,7 +86,8 @@ def soft_arc_bytes(graph):
     nodes or the trail's first room), besides its open nodes (at most
     :data:`OPEN_MAX_BYTES`); a trail grows with what the path's nodes
     change, by ``8 (K + 2)`` bytes a variable's or an edge end's block of
-    ``K`` costs."""
+    ``K`` costs, to ``8 (n + 1)(n + 2 E)(K + 2)`` bytes at worst (every
+    block logged at every level)."""
     n = graph.n_vars
     K = int(graph.n_states.max()) if n else 1
     E = graph.n_factors
@@ -431,15 +432,19 @@ class SoftArcSearch:
             counters = self.state.counters
 
     def _grow_trail(self):
-        """Twice the trail's room (at least a node's), its entries kept."""
+        """Twice the trail's room (at least a node's, at most what a path
+        of ``n + 1`` levels logs at worst: every block once a level), its
+        entries kept."""
         state = self.state
         top = int(state.counters[TRAIL_TOP])
-        room = max(2 * state.trail_blocks.shape[0], state.stamps.shape[0])
-        blocks = np.empty((room, 2), dtype=np.int64)
-        values = np.empty((blocks.shape[0], state.trail_values.shape[1]))
-        blocks[:top] = state.trail_blocks[:top]
+        blocks = state.stamps.shape[0]
+        room = min(max(2 * state.trail_blocks.shape[0], blocks),
+                   (self.graph.n_vars + 1) * blocks)
+        logged = np.empty((room, 2), dtype=np.int64)
+        values = np.empty((room, state.trail_values.shape[1]))
+        logged[:top] = state.trail_blocks[:top]
         values[:top] = state.trail_values[:top]
-        self.state = state._replace(trail_blocks=blocks, trail_values=values)
+        self.state = state._replace(trail_blocks=logged, trail_values=values)
 
     @staticmethod
     def _next_chunk(chunk, start, done):
