@@ -207,27 +207,6 @@ def random_weighted_csp(seed, *, p_inf=0.4, ties=True, parallel=False):
     return FactorGraph(k, unary=unary, scopes=pairs, tables=tables)
 
 
-def planted_weighted_csp(seed, *, n, max_states, p_inf):
-    """``n`` variables of 2 to ``max_states`` labels, ``3 n`` random pairs,
-    integer costs 0-9 (scores their negatives) and a share ``p_inf`` of each
-    pair table forbidden, except at a planted labeling (so a finite optimum
-    exists)."""
-    rng = np.random.default_rng(seed)
-    k = rng.integers(2, max_states + 1, size=n)
-    planted = np.array([rng.integers(0, kk) for kk in k])
-    every = [(a, b) for a in range(n) for b in range(a + 1, n)]
-    pairs = [every[i] for i in np.sort(rng.choice(len(every), size=min(3 * n, len(every)),
-                                                  replace=False))]
-    tables = []
-    for a, b in pairs:
-        t = -rng.integers(0, 10, size=(k[a], k[b])).astype(float)
-        t[rng.random(t.shape) < p_inf] = -np.inf
-        t[planted[a], planted[b]] = -float(rng.integers(0, 10))
-        tables.append(t.ravel())
-    unary = [-rng.integers(0, 10, size=int(kk)).astype(float) for kk in k]
-    return FactorGraph(k, unary=unary, scopes=pairs, tables=tables)
-
-
 def dense_gaussian_network(seed=0, n=14, k=6):
     """A complete pairwise graph over ``n`` variables of ``k`` labels with
     standard normal scores: no forbidden pair, and far from proved at the

@@ -13,7 +13,7 @@ from structlearn.graphs import (FactorGraph, component_subgraphs, grid_edges,
                                 prune_dominated_labels)
 from structlearn.inference import solve_map
 
-from _graphgen import all_labelings, planted_weighted_csp, random_scores
+from _graphgen import all_labelings, random_scores
 
 
 def random_loopy(seed, *, n_min=4, n_max=8, k_max=3, p_edge=0.6, p_inf=0.05, integer=False,
@@ -866,7 +866,9 @@ def test_a_weighted_csp_too_large_for_saved_nodes_gets_the_soft_arc_search(monke
     import structlearn.inference.exact.branch_and_bound as bb
     from structlearn.inference.exact.soft_arc import soft_arc_bytes
 
-    graph = planted_weighted_csp(3, n=250, max_states=20, p_inf=0.5)
+    from test_soft_arc import planted_weighted_csp
+
+    graph = planted_weighted_csp(3, n=250, k=20, forbid=0.5)
     n, E, K = graph.n_vars, graph.n_factors, int(graph.n_states.max())
     assert 8 * (n + 1) * (n + 2 * E) * K > bb.SOFT_ARC_MAX_BYTES
     assert soft_arc_bytes(graph) < bb.SOFT_ARC_MAX_BYTES
