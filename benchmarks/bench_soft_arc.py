@@ -9,7 +9,9 @@ node, and toulbar2's time and nodes on the same network in its own process
 (its time includes reading the network).  ``--depth-first`` runs the
 search without its best-first choice of dives.  The totals line sums the times of
 the networks both prove.  Compare two versions of the search by running the
-script from each checkout (``PYTHONPATH=<checkout>``) in turn.
+script from each checkout (``PYTHONPATH=<checkout>``) in turn.  ``--memory``
+adds the bytes of a path of whole saved nodes (one per level), the search's
+state at first (``soft_arc_bytes``) and its trail at the end, in MB.
 """
 
 from __future__ import annotations
@@ -46,6 +48,18 @@ def toulbar2(name, time_limit):
     return res["time"], res["n_iter"], res["status"] == "optimal"
 
 
+def _memory(graph, search):
+    """Whole saved nodes, the state at first and the trail at the end, in MB."""
+    from structlearn.inference.exact.soft_arc import soft_arc_bytes
+
+    n, E = graph.n_vars, graph.n_factors
+    K = int(graph.n_states.max())
+    state = search.state
+    trail = state.trail_values.nbytes + state.trail_blocks.nbytes
+    return (f"whole nodes {8 * (n + 1) * (n + 2 * E) * K / 1e6:.1f}, at first "
+            f"{soft_arc_bytes(graph) / 1e6:.1f}, trail {trail / 1e6:.1f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--instances", default=DEFAULT, help="comma-separated network names")
@@ -54,6 +68,8 @@ def main():
     ap.add_argument("--depth-first", action="store_true",
                     help="plain depth-first search (best_first=False)")
     ap.add_argument("--n-jobs", type=int, default=None, help="the search's threads")
+    ap.add_argument("--memory", action="store_true",
+                    help="whole saved nodes, state at first, trail at the end (MB)")
     args = ap.parse_args()
 
     warm, _ = load("wcsp30_d5_f50_s0")
@@ -77,6 +93,8 @@ def main():
             if search.proved and peer[2]:
                 ours_total += seconds
                 peer_total += peer[0]
+        if args.memory:
+            line += "  MB: " + _memory(graph, search)
         print(line, flush=True)
     print(f"search: total {sum(times):.2f} s, geometric mean {np.exp(np.log(times).mean()):.3f} s")
     if peer_total:
