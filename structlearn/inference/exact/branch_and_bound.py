@@ -79,7 +79,7 @@ from .._budget import check_time_limit
 from ..lp._lp_common import COMMON_DEFAULTS, Problem, Tracker
 from .._progress import quiet, report
 from .dfbb import pairwise_dfbb
-from .soft_arc import SoftArcSearch, soft_arc_bytes
+from .soft_arc import SoftArcSearch, soft_arc_bytes, whole_path_bytes
 from .soft_arc_polish import PolishedSoftArcSearch
 from ...graphs.structure import enumeration_is_cheap, labelings_at_most
 from ..registry import (AUTO_CYCLES, AUTO_LARGE_DOMAIN, AUTO_SOFT_ARC_FORBIDDEN,
@@ -1087,11 +1087,8 @@ def _soft_arc_fits(sub, max_bytes=None):
     """Whether the soft arc search over pairwise ``sub`` holds at most
     ``max_bytes`` (:data:`SOFT_ARC_MAX_BYTES` by default) at first and with
     a path of whole saved nodes (see there)."""
-    n, E = sub.n_vars, sub.n_factors
-    K = int(sub.n_states.max()) if n else 1
     limit = SOFT_ARC_MAX_BYTES if max_bytes is None else max_bytes
-    whole_path = 8 * (2 * E * K * K + (n + 3) * (n + 2 * E) * K)
-    return soft_arc_bytes(sub) <= limit and whole_path <= limit
+    return soft_arc_bytes(sub) <= limit and whole_path_bytes(sub) <= limit
 
 
 def _dense(sub):

@@ -47,7 +47,7 @@ from ._soft_arc_kernels import (BACKTRACK, BACKTRACKS_LEFT, CONSISTENT, DEPTH, D
 from .soft_arc_open import OpenNodes
 from .soft_arc_threads import HELPERS_MAX_BYTES, THREADS_MIN_NODES
 
-__all__ = ["SoftArcSearch", "soft_arc_bytes"]
+__all__ = ["SoftArcSearch", "soft_arc_bytes", "whole_path_bytes"]
 
 CHUNK_SECONDS = 0.01    # a kernel call's length under a deadline (chunks of nodes)
 EPS_SCALE = 1e-12       # moves below this times the cost scale are skipped
@@ -94,6 +94,17 @@ def soft_arc_bytes(graph):
     blocks = n + 2 * E
     path = _snapshot_bytes(n, E, K) or 8 * TRAIL_FIRST_NODES * blocks * (K + 2)
     return 8 * (2 * E * K * K + 3 * blocks * K) + path
+
+
+def whole_path_bytes(graph):
+    """Bytes the search over ``graph`` would hold with a whole saved node
+    per level of its path (the padded pair costs, the current node, a copy
+    of the root's and ``n + 1`` saved nodes); its trail holds at worst
+    ``(K + 2) / K`` times the path's part."""
+    n = graph.n_vars
+    K = int(graph.n_states.max()) if n else 1
+    E = graph.n_factors
+    return 8 * (2 * E * K * K + (n + 3) * (n + 2 * E) * K)
 
 
 def _cost_network(graph, existential=True):
@@ -440,6 +451,8 @@ class SoftArcSearch:
         blocks = state.stamps.shape[0]
         room = min(max(2 * state.trail_blocks.shape[0], blocks),
                    (self.graph.n_vars + 1) * blocks)
+        if room <= state.trail_blocks.shape[0]:  # (a path logs no more: see SearchState)
+            raise RuntimeError(f"the soft arc search's trail is full at {room} blocks")
         logged = np.empty((room, 2), dtype=np.int64)
         values = np.empty((room, state.trail_values.shape[1]))
         logged[:top] = state.trail_blocks[:top]
