@@ -86,7 +86,8 @@ def main():
                     help="comma-separated n:D:F (variables, largest domain, %% forbidden)")
     ap.add_argument("--seeds", default="60-64")
     ap.add_argument("--n-jobs", type=int, default=None)
-    ap.add_argument("--time-limit", type=float, default=20.0)
+    ap.add_argument("--time-limit", type=float, default=20.0,
+                    help="seconds per network; 0: no limit (solve_map's own budgets)")
     ap.add_argument("--out", help="where to write this version's times (JSON)")
     ap.add_argument("--compare", nargs=2, metavar=("A", "B"),
                     help="compare two files written by --out")
@@ -94,7 +95,7 @@ def main():
     if args.compare:
         compare(*args.compare)
     elif args.out:
-        run(args.families, args.seeds, args.n_jobs, args.time_limit, args.out)
+        run(args.families, args.seeds, args.n_jobs, args.time_limit or None, args.out)
     else:
         ap.error("give --out or --compare")
 

@@ -461,6 +461,28 @@ def test_weighted_csps_in_the_exact_search_are_proved_by_the_soft_arc_search():
     assert auto.score == res.score
 
 
+def test_without_a_time_limit_the_soft_arc_search_gets_nodes_per_lp_node(monkeypatch):
+    """Without a time limit the hard-constrained component's search runs
+    LOOSE_SOFT_ARC_NODES nodes per node of ``max_nodes`` (at least
+    SOFT_ARC_FIRST_NODES) before any LP: a network it needs about a thousand
+    nodes for is proved by it alone; with a budget below that, the LP route
+    takes over from its incumbent and still ends at the same optimum."""
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    graph = planted_weighted_csp(4, n=40, k=6, forbid=0.3, planted_scores=True)
+    monkeypatch.setattr(bb, "SOFT_ARC_FIRST_NODES", 50)
+    monkeypatch.setattr(bb, "LOOSE_SOFT_ARC_NODES", 10)
+    res = solve_map(graph, "exact", enumeration_limit=0, persistency=False)
+    assert res.status == "exact" and not res.history  # no LP node was evaluated
+    assert res.n_iter > 50
+    short = solve_map(graph, "exact", enumeration_limit=0, persistency=False, max_nodes=2)
+    assert short.history  # 50 nodes (more than 10 per LP node) did not prove it
+    assert short.score <= res.score and short.upper_bound >= res.score - 1e-9
+    if short.status == "exact":
+        assert short.score == res.score
+    assert res.score == pytest.approx(solve_map(graph, "ilp").score)
+
+
 def test_under_a_time_limit_the_exact_search_certifies_by_the_soft_arc_bound():
     """A weighted CSP the soft arc search does not prove in its time: ``exact``
     ends on its incumbent with the search's bound, which is never below the

@@ -122,9 +122,13 @@ MILP_FIRST_MAX_COLUMNS = 200_000
 # under a time limit for SOFT_ARC_FIRST_SHARE of the component's time, or all
 # of it up to SOFT_ARC_SOLO_SECONDS, whichever is longer (its own bound, within
 # a few percent of the local polytope's, certifying what it leaves open when
-# the time is up); without one for SOFT_ARC_FIRST_NODES nodes.  Then it stands
-# in for the depth-first search resumed after the LP root (for that share of
-# the time left).
+# the time is up); without one for LOOSE_SOFT_ARC_NODES nodes per node of
+# ``max_nodes`` (a million by default), at least SOFT_ARC_FIRST_NODES: its
+# nodes cost 0.1-0.2 ms on weighted CSPs of 50-70 variables, the LP-bounded
+# ones 0.3 s, and with SOFT_ARC_FIRST_NODES alone the LP route went on to its
+# node limit after 330 s on a network the search proves in 6 s.  Then it
+# stands in for the depth-first search resumed after the LP root (for that
+# share of the time left).
 # On weighted constraint networks its bound prunes whole subtrees where each
 # LP-bounded node costs milliseconds; the LP root, HiGHS' slices and the
 # LP-bounded nodes slowed its proofs at 20 s and its scores at 1 s, but gave
@@ -921,7 +925,8 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         left = len(parts) - rank  # components not yet solved, this one included
         share = None if deadline is None else time.perf_counter() + \
             (deadline - time.perf_counter()) / left
-        soft = None if forest else _soft_arc_first(sub, depth_first, share, tol, n_jobs)
+        soft = None if forest else _soft_arc_first(sub, depth_first, share, tol, n_jobs,
+                                                   max_nodes)
         # (less left than HiGHS' shortest slice: nothing of the LP route would fit)
         time_up = share is not None and share - time.perf_counter() < MILP_MIN_SECONDS
         if soft is not None and (soft.proved or time_up):
@@ -1055,7 +1060,7 @@ def _persistent_labels(graph):
     return kovtun_persistency(graph)
 
 
-def _soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
+def _soft_arc_first(sub, depth_first, share_end, tol, n_jobs, max_nodes):
     """On a pairwise component with hard constraints (at least
     ``AUTO_SOFT_ARC_FORBIDDEN`` of its table entries forbidden) where the
     search fits in :data:`SOFT_ARC_HARD_MAX_BYTES` (:func:`_soft_arc_fits`),
@@ -1063,8 +1068,9 @@ def _soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
     :data:`SOFT_ARC_FIRST_SHARE` of the time left before ``share_end`` or up
     to :data:`SOFT_ARC_SOLO_SECONDS` of it (less :data:`SOFT_ARC_LP_BOUND_SHARE`
     for the LP root's bound), whichever is longer (or for
-    :data:`SOFT_ARC_FIRST_NODES` nodes without a deadline), on ``n_jobs``
-    threads; None elsewhere."""
+    :data:`LOOSE_SOFT_ARC_NODES` nodes per node of ``max_nodes`` without a
+    deadline, at least :data:`SOFT_ARC_FIRST_NODES`), on ``n_jobs`` threads;
+    None elsewhere."""
     if not (depth_first and sub.n_vars and sub.table_data.size
             and np.all(sub.factor_orders == 2)
             and np.isneginf(sub.table_data).mean() >= AUTO_SOFT_ARC_FORBIDDEN
@@ -1072,7 +1078,9 @@ def _soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
         return None
     search = PolishedSoftArcSearch(sub, tol=tol, n_jobs=n_jobs)
     if share_end is None:
-        search.run(max_nodes=SOFT_ARC_FIRST_NODES)
+        most = np.iinfo(np.int64).max
+        search.run(max_nodes=max(SOFT_ARC_FIRST_NODES,
+                                 min(LOOSE_SOFT_ARC_NODES * int(max_nodes), most)))
     else:
         now = time.perf_counter()
         left = max(share_end - now, 0.0)
