@@ -241,6 +241,8 @@ class Workspace(NamedTuple):
     ``raised``, ``star_dirty``, ``dee_dirty`` and ``touched`` uint8 (n,) (a
     domain lost labels; unary costs rose; a star changed: existential arc
     consistency, then dead-end elimination; unary costs rose this round),
+    ``nc_dirty`` uint8 (n,) (unary costs rose or labels went since the last
+    node consistency: only these variables can have a least cost above 0),
     ``minima`` float64 (2, K) and ``gainers`` int64 (K,) (a full support's
     projections per label of its end, then extensions per label of the other;
     an edge block update's row and column minima), ``domains`` int64
@@ -259,6 +261,7 @@ class Workspace(NamedTuple):
     star_dirty: np.ndarray
     dee_dirty: np.ndarray
     touched: np.ndarray
+    nc_dirty: np.ndarray
     minima: np.ndarray
     gainers: np.ndarray
     domains: np.ndarray
@@ -694,6 +697,7 @@ def _existential_pass(net, state, work, eps, trail):
             if unary[i * K + x] < least:
                 least, least_label = unary[i * K + x], x
         full_support[i] = least_label
+        work.nc_dirty[i] = 1
         _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, i)
     return True
 
@@ -706,6 +710,7 @@ def _clear(work):
     work.star_dirty[:] = 0
     work.dee_dirty[:] = 0
     work.touched[:] = 0
+    work.nc_dirty[:] = 0
 
 
 @borrowing_kernel
@@ -781,13 +786,15 @@ def _propagate(net, state, work, cut, eps, trail):
     edge_dirty, shrunk, raised = work.edge_dirty, work.shrunk, work.raised
     star_dirty, dee_dirty, touched = work.star_dirty, work.dee_dirty, work.touched
     minima, gainers, dac_order, dac_pos = work.minima, work.gainers, net.dac_order, net.dac_pos
-    domains = work.domains
+    domains, nc_dirty = work.domains, work.nc_dirty
     counters, scalars = state.counters, state.scalars
+    swept = -np.inf  # the bound at the last sweep of every variable's labels
     for _ in range(MAX_ROUNDS):
         counters[ROUNDS] += 1
         for i in range(n):  # a shrunk domain may leave labels of its neighbours unsupported
             if shrunk[i]:
                 shrunk[i] = 0
+                nc_dirty[i] = 1
                 _list_domain(unary, domains, K, i)
                 _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, i)
                 for k in range(adj_ptr[i], adj_ptr[i + 1]):
@@ -811,6 +818,7 @@ def _propagate(net, state, work, cut, eps, trail):
                 v = ends[e, s]
                 raised[v] |= flags & RAISED
                 shrunk[v] |= (flags & REMOVED) >> 1
+                nc_dirty[v] |= flags != 0
         for t in range(n - 1, -1, -1):  # later variables first: raised costs flow to earlier ones
             j = dac_order[t]
             if not raised[j]:
@@ -831,6 +839,7 @@ def _propagate(net, state, work, cut, eps, trail):
                 raised[i] |= flags & RAISED
                 shrunk[i] |= (flags & REMOVED) >> 1
                 touched[i] |= flags & RAISED
+                nc_dirty[i] |= (flags & (RAISED | REMOVED)) != 0
                 if flags & EXTENDED:
                     edge_dirty[e] = BOTH_ENDS
                     star_dirty[i] = star_dirty[j] = 1
@@ -845,7 +854,7 @@ def _propagate(net, state, work, cut, eps, trail):
             return False
         lower = scalars[LOWER]
         for i in range(n):  # node consistency: unary minima into the bound
-            if eliminated[i]:
+            if not nc_dirty[i] or eliminated[i]:
                 continue
             m = _take_least_unary(unary, K, i, trail)
             if m == np.inf:
@@ -856,8 +865,17 @@ def _propagate(net, state, work, cut, eps, trail):
         if lower >= cut:
             _clear(work)
             return False
+        # labels that cannot beat the incumbent (whole blocks): of every
+        # variable when the bound rose since the last such sweep, else of
+        # those whose costs rose
+        every = lower > swept
+        swept = max(swept, lower)
         changed = False
-        for i in range(n):  # labels that cannot beat the incumbent (whole blocks)
+        for i in range(n):
+            if not (every or nc_dirty[i]):
+                changed = changed or shrunk[i] == 1 or raised[i] == 1 or star_dirty[i] == 1
+                continue
+            nc_dirty[i] = 0
             if eliminated[i]:
                 continue
             if _any_at_least(unary, i * K, K, lower, cut):
@@ -920,6 +938,7 @@ def _eliminate(net, state, work, i, parent, edge, eps, trail):
             return False
         work.raised[parent] |= flags & RAISED
         work.shrunk[parent] |= (flags & REMOVED) >> 1
+        work.nc_dirty[parent] |= (flags & (RAISED | REMOVED)) != 0
         work.touched[parent] |= flags & RAISED
     else:  # node consistency of i itself: its least cost joins the bound
         m = _take_least_unary(unary, K, i, trail)

@@ -254,12 +254,10 @@ class SoftArcSearch:
             np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.int64),
             np.full(n, -1, dtype=np.int64), np.array([0.0, np.inf]),
             np.array([0, 0, 0, 0, -1, 0, -1, 0, 0, 0, 0, 0], dtype=np.int64))
-        self.work = Workspace(np.zeros(E, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
-                              np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
-                              np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.uint8),
-                              np.zeros((2, K)), np.zeros(K, dtype=np.int64),
-                              np.zeros((n, K + 1), dtype=np.int64), np.zeros(n, dtype=np.int64),
-                              np.zeros(n * K))
+        flags = [np.zeros(n, dtype=np.uint8) for _ in range(6)]
+        self.work = Workspace(np.zeros(E, dtype=np.uint8), *flags, np.zeros((2, K)),
+                              np.zeros(K, dtype=np.int64), np.zeros((n, K + 1), dtype=np.int64),
+                              np.zeros(n, dtype=np.int64), np.zeros(n * K))
         self._root = None        # the root's node (RootNode), once evaluated
         self._open = OpenNodes(n * K, OPEN_MAX_BYTES)
         self._dive = DIVE_BACKTRACKS  # backtracks per dive
