@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 
 from structlearn.graphs import FactorGraph
 from structlearn.inference import solve_map
-from structlearn.inference.exact._soft_arc_kernels import DEPTH, UPPER, restore_node
+from structlearn.inference.exact._soft_arc_kernels import (CONSISTENT, DEPTH, LOWER, PHASE,
+                                                            UPPER, restore_node)
 from structlearn.inference.exact.soft_arc import SoftArcSearch
 
 from _graphgen import (all_labelings, dense_gaussian_network, random_weighted_csp,
@@ -194,6 +195,38 @@ def test_a_search_run_one_node_at_a_time_ends_where_one_run_does(seed):
     for other in (steps, trailed):
         assert other.n_nodes == whole.n_nodes
         assert other.score == whole.score and np.array_equal(other.labels, whole.labels)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(12, 30), k=st.integers(2, 5),
+       forbid=st.sampled_from([0.0, 0.3]), existential=st.booleans(), trail=st.booleans())
+def test_every_node_is_node_consistent_and_keeps_no_label_at_the_cutoff(seed, n, k, forbid,
+                                                                          existential, trail):
+    """After every evaluated node (one node a run, from the optimum as the
+    incumbent: a tight cutoff), every variable neither eliminated nor
+    emptied has least unary cost 0, and none of its labels plus the bound
+    reaches the cutoff: the node consistency and pruning that visit only the
+    variables that changed leave what full sweeps would."""
+    graph = planted_weighted_csp(seed, n=n, k=k, forbid=forbid, planted_scores=True)
+    first = SoftArcSearch(graph)
+    first.run()
+    with path_storage(trail):
+        search = SoftArcSearch(graph, existential=existential, incumbent=first.labels)
+    K = search.net.K
+    checked = 0
+    while not search.run(max_nodes=1):
+        state = search.state
+        if state.counters[PHASE] != CONSISTENT:
+            continue
+        cut, lower = search._cutoff(), state.scalars[LOWER]
+        for i in np.flatnonzero(state.eliminated == 0):
+            costs = state.unary[i * K:(i + 1) * K]
+            finite = costs[np.isfinite(costs)]
+            assert finite.size and finite.min() == 0.0
+            assert np.all(lower + finite < cut)
+        checked += 1
+    assert search.score == first.score
+    assert checked or search.n_nodes <= 1
 
 
 @settings(max_examples=60, deadline=None)
