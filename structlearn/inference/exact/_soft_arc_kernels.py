@@ -1015,10 +1015,10 @@ def _evaluate(net, state, work, cut, eps, trail):
 
 
 @borrowing_kernel
-def _evaluate_below(net, state, work, cut, eps):
+def _evaluate_below(net, state, work, cut, eps, on_trail):
     """:func:`_evaluate` of a node below the root, logging on the trail
-    unless the path's nodes are saved whole."""
-    if _snapshots(state):
+    where the path is kept there (``on_trail``: see :func:`soft_arc_search`)."""
+    if on_trail is None:
         return _evaluate(net, state, work, cut, eps, None)
     return _evaluate(net, state, work, cut, eps, _trail(state, net.n_states.shape[0]))
 
@@ -1281,7 +1281,7 @@ def cutoff(upper, tol, offset, integral):
 
 
 @nb.njit(cache=True, nogil=True)
-def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral, crew):
+def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral, crew, on_trail):
     """Depth-first branch and bound with FDAC* and the elimination of
     variables of at most one free neighbour at every node, resumable.
 
@@ -1322,6 +1322,12 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral, cre
         a labeling of that least cost or another thread has, so that the
         labelings are traded, and, wherever its path has a level to hand
         over, while a thread waits for work (``crew[CREW_HUNGRY] > 0``).
+    on_trail : None or bool
+        None where the path's nodes are saved whole (``state.saved_unary``
+        not empty), True where the path is kept on the trail: its type
+        selects the compiled kernel, so that a process compiles the
+        propagation for the trail only when a network needs it (it doubles
+        the first compilation).
 
     Returns
     -------
@@ -1343,10 +1349,11 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral, cre
             return False
         cut = cutoff(min(state.scalars[UPPER], crew[CREW_COST]), tol, offset, integral)
         phase = counters[PHASE]
-        if phase != NOT_STARTED and not _snapshots(state) and (
-                state.trail_values.shape[0] - counters[TRAIL_TOP] < state.stamps.shape[0]):
-            counters[TRAIL_FULL] = 1  # a node logs each block once at most
-            return False
+        if on_trail is not None:
+            if phase != NOT_STARTED and (state.trail_values.shape[0] - counters[TRAIL_TOP]
+                                         < state.stamps.shape[0]):
+                counters[TRAIL_FULL] = 1  # a node logs each block once at most
+                return False
         if phase == NOT_STARTED:
             counters[NODES] += 1
             state.scalars[LOWER] = 0.0
@@ -1380,14 +1387,14 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral, cre
             state.branch[d, 2] = counters[ELIMINATED]
             counters[DEPTH] = d + 1
             K = net.K
-            if not _snapshots(state):
+            if on_trail is not None:
                 _log_unary(_trail(state, n), state.unary, v, K)
             for x in range(net.n_states[v]):
                 if x != a:
                     state.unary[v * K + x] = np.inf
             work.shrunk[v] = 1
             counters[NODES] += 1
-            ok = _evaluate_below(net, state, work, cut, eps)
+            ok = _evaluate_below(net, state, work, cut, eps, on_trail)
             counters[PHASE] = CONSISTENT if ok else BACKTRACK
             if not ok:
                 counters[LAST_CONFLICT] = v
@@ -1406,12 +1413,12 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral, cre
             state.scalars[LOWER] = state.saved_lower[d]
             v, a = state.branch[d, 0], state.branch[d, 1]
             _keep_eliminated(state, state.branch[d, 2])
-            if not _snapshots(state):
+            if on_trail is not None:
                 _log_unary(_trail(state, n), state.unary, v, K)
             state.unary[v * K + a] = np.inf
             work.shrunk[v] = 1
             counters[NODES] += 1
-            ok = _evaluate_below(net, state, work, cut, eps)
+            ok = _evaluate_below(net, state, work, cut, eps, on_trail)
             counters[PHASE] = CONSISTENT if ok else BACKTRACK
     return True
 

@@ -278,6 +278,12 @@ class SoftArcSearch:
         return -np.inf if upper == np.inf else float(self.graph.score(self.state.labels))
 
     @property
+    def _on_trail(self):
+        """The search kernel's ``on_trail``: None where the path's nodes are
+        saved whole, True where the path is kept on the trail."""
+        return None if self.state.saved_unary.shape[0] else True
+
+    @property
     def cost(self):
         """The incumbent's cost in :attr:`net` (``inf``: none found)."""
         return float(self.state.scalars[UPPER])
@@ -433,7 +439,8 @@ class SoftArcSearch:
         end = int(counters[NODES]) + max_nodes
         while True:
             soft_arc_search(self.net, self.state, self.work, end - int(counters[NODES]),
-                            self.tol, self.offset, self.eps, self.integral, self.crew)
+                            self.tol, self.offset, self.eps, self.integral, self.crew,
+                            self._on_trail)
             if not counters[TRAIL_FULL]:
                 return
             counters[TRAIL_FULL] = 0
@@ -483,7 +490,8 @@ class SoftArcSearch:
         return self.proved
 
     def _compile_kernels(self):
-        """Compile (or load from the cache) the search kernel and, for the
+        """Compile (or load from the cache) the search kernel for the way
+        this search keeps its path (:attr:`_on_trail`) and, for the
         best-first search, the kernel that rebuilds open nodes, at a
         process's first run, whatever its deadline: a first run whose
         deadline has already passed would otherwise leave the search kernel
@@ -494,10 +502,11 @@ class SoftArcSearch:
         from ._soft_arc_kernels import RootNode, restore_node, soft_arc_search
 
         state = self.state
-        if not soft_arc_search.signatures:
+        mode = numba.typeof(self._on_trail)  # (one kernel for each way to keep the path)
+        if not any(sig[-1] == mode for sig in soft_arc_search.signatures):
             soft_arc_search.compile(tuple(numba.typeof(a) for a in (
                 self.net, state, self.work, 1, self.tol, self.offset, self.eps,
-                self.integral, self.crew)))
+                self.integral, self.crew, self._on_trail)))
         if not self.best_first or restore_node.signatures:
             return
         root = RootNode(state.unary, state.shift, state.scalars[:1], state.counters[:1])
