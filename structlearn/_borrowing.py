@@ -23,11 +23,16 @@ import numba as nb
 __all__ = ["borrowing_kernel"]
 
 
-def borrowing_kernel(func=None, *, python_callable=False):
+def borrowing_kernel(func=None, *, python_callable=False, inline=False):
     """Compile ``func`` as a cached numba kernel without the runtime.
 
     Use as ``@borrowing_kernel`` (callable from other kernels only: no Python
     wrapper is compiled) or ``@borrowing_kernel(python_callable=True)``.
+    ``inline=True``: compiled into each calling kernel instead (numba's
+    ``inline="always"``), for helpers called many times a node or sample
+    with many array arguments, whose calls cost more than a longer first
+    compilation.
     """
-    decorate = nb.njit(cache=True, no_cpython_wrapper=not python_callable, _nrt=False)
+    decorate = nb.njit(cache=True, no_cpython_wrapper=not python_callable, _nrt=False,
+                       inline="always" if inline else "never")
     return decorate if func is None else decorate(func)

@@ -425,8 +425,10 @@ def _edge_cost(pair, shift, K, e, s, x, y):
 # tuples, and the kernels below borrow their arrays (see
 # :mod:`structlearn._borrowing`): counting references of the arrays a call
 # reads (atomic adds) cost more than the work itself in the propagation loops.
+# The supports are compiled into their callers: 2.5 % less time on the
+# generated weighted CSPs, 3.5 s more at a process's first compilation.
 
-@borrowing_kernel
+@borrowing_kernel(inline=True)
 def _support(pair, shift, unary, residue, domains, ends, K, e, s, eps):
     """Arc consistency of end ``s`` of edge ``e``: each label's minimum edge
     cost over the other end's domain moves onto the label's unary cost
@@ -466,7 +468,7 @@ def _support(pair, shift, unary, residue, domains, ends, K, e, s, eps):
     return WIPED if alive == 0 else flags
 
 
-@borrowing_kernel
+@borrowing_kernel(inline=True)
 def _full_support(pair, shift, unary, residue, domains, ends, K, e, s, eps, minima, gainers):
     """Directional arc consistency of end ``s`` of edge ``e`` towards the
     other end: the other end's unary costs are extended into the edge as far
@@ -605,7 +607,7 @@ def _touch_star(star_dirty, dee_dirty, adj_ptr, adjacency, v):
         star_dirty[u] = dee_dirty[u] = 1
 
 
-@borrowing_kernel
+@borrowing_kernel(inline=True)
 def _fully_supported(pair, shift, unary, residue, domains, adj_ptr, adjacency, eliminated, K,
                      i, x, eps):
     """Whether label ``x`` of ``i`` has, on every edge to a variable not
