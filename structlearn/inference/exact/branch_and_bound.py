@@ -801,7 +801,10 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         the search (0: none).
     max_nodes : int or None, default=None
         Nodes evaluated at most per component (status ``"node_limit"``);
-        ``None``: 1000 without a time limit, no cap with one.
+        ``None``: 1000 without a time limit, no cap with one.  The soft arc
+        consistent search's nodes (far cheaper) count apart: without a time
+        limit a hard-constrained component's search runs 1,000 of them per
+        node of ``max_nodes`` first (at least 20,000).
     dominance : bool, default=True
         Forbid dominated labels first.
     persistency : bool, default=True
