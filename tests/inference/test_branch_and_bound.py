@@ -183,9 +183,12 @@ def test_identical_labels_keep_one():
 
 
 def test_time_limit_returns_incumbent_and_open_bound():
-    # load every kernel of the search first: one compilation cannot be
-    # interrupted, and this test times the search itself
-    solve_map(spin_glass(4, seed=1), "exact", enumeration_limit=0, max_nodes=3)
+    # load every kernel of the route first (a grid of the same size, without
+    # a limit, two LP nodes): one compilation cannot be interrupted, and this
+    # test times the search itself (a smaller grid took another route: the
+    # timed call compiled the soft arc search on its trail, the cycle search
+    # and the LP, and ran 7-22 s where no other test had loaded them)
+    solve_map(spin_glass(30, seed=1), "exact", max_nodes=2)
     graph = spin_glass(30, seed=0)
     t0 = time.perf_counter()
     res = solve_map(graph, "exact", time_limit=1.0)
