@@ -874,18 +874,16 @@ def _propagate(net, state, work, cut, eps, trail):
         swept = max(swept, lower)
         changed = False
         for i in range(n):
-            if not (every or nc_dirty[i]):
-                changed = changed or shrunk[i] == 1 or raised[i] == 1 or star_dirty[i] == 1
-                continue
-            nc_dirty[i] = 0
             if eliminated[i]:
+                nc_dirty[i] = 0
                 continue
-            if _any_at_least(unary, i * K, K, lower, cut):
+            if (every or nc_dirty[i]) and _any_at_least(unary, i * K, K, lower, cut):
                 _log_unary(trail, unary, i, K)
                 for k in range(i * K, i * K + K):
                     if lower + unary[k] >= cut:  # (inf too: it stays so)
                         unary[k] = np.inf
                 shrunk[i] = 1
+            nc_dirty[i] = 0
             changed = changed or shrunk[i] == 1 or raised[i] == 1 or star_dirty[i] == 1
         if not changed:
             for e in range(ends.shape[0]):
