@@ -72,11 +72,16 @@ SNAPSHOT_MAX_BYTES = 8 << 20
 TRAIL_FIRST_NODES = 4
 
 
+def _path_bytes(n, E, K):
+    """Bytes of a whole saved node per level of a path over ``n`` variables,
+    ``E`` edges and domains of ``K`` (``n + 1`` levels)."""
+    return 8 * (n + 1) * (n + 2 * E) * K
+
+
 def _snapshot_bytes(n, E, K):
-    """Bytes of a saved node per level of a path over ``n`` variables,
-    ``E`` edges and domains of ``K``, where they fit in
-    :data:`SNAPSHOT_MAX_BYTES` (else 0: the path is kept on a trail)."""
-    nbytes = 8 * (n + 1) * (n + 2 * E) * K
+    """:func:`_path_bytes` where they fit in :data:`SNAPSHOT_MAX_BYTES`
+    (else 0: the path is kept on a trail)."""
+    nbytes = _path_bytes(n, E, K)
     return nbytes if nbytes <= SNAPSHOT_MAX_BYTES else 0
 
 
@@ -104,7 +109,7 @@ def whole_path_bytes(graph):
     n = graph.n_vars
     K = int(graph.n_states.max()) if n else 1
     E = graph.n_factors
-    return 8 * (2 * E * K * K + (n + 3) * (n + 2 * E) * K)
+    return 8 * (2 * E * K * K + 2 * (n + 2 * E) * K) + _path_bytes(n, E, K)
 
 
 def _cost_network(graph, existential=True):
