@@ -182,7 +182,9 @@ def feature_sigmas(indices, indptr, row_bounds, n_features):
 
 class PartitionThreads(contextlib.AbstractContextManager):
     """A pool of threads that runs one call per partition and returns the
-    results in partition order (the compiled passes release the GIL).
+    results in partition order (the compiled passes release the GIL).  The
+    caller's thread takes a call of every batch, so ``n_threads`` calls run
+    side by side on ``n_threads - 1`` pool threads.
 
     Parameters
     ----------
@@ -192,18 +194,28 @@ class PartitionThreads(contextlib.AbstractContextManager):
 
     def __init__(self, n_threads):
         self.n_threads = int(n_threads)
-        self._pool = (concurrent.futures.ThreadPoolExecutor(self.n_threads)
+        self._pool = (concurrent.futures.ThreadPoolExecutor(self.n_threads - 1)
                       if self.n_threads > 1 else None)
 
     def map(self, func, *iterables):
-        """``[func(*args) for args in zip(*iterables)]``, on the threads; an
-        exception in any call is raised here after every call has ended (no
-        partition is left running against state the caller goes on to use)."""
-        if self._pool is None:
-            return [func(*args) for args in zip(*iterables)]
-        futures = [self._pool.submit(func, *args) for args in zip(*iterables)]
+        """``[func(*args) for args in zip(*iterables)]``, the last call in the
+        caller's thread and the others on the pool's; an exception in any
+        call is raised here (the first in partition order) after every call
+        has ended (no partition is left running against state the caller
+        goes on to use)."""
+        calls = list(zip(*iterables))
+        if self._pool is None or len(calls) < 2:
+            return [func(*args) for args in calls]
+        futures = [self._pool.submit(func, *args) for args in calls[:-1]]
+        try:
+            last, error = func(*calls[-1]), None
+        except BaseException as exc:  # raised once the others have ended
+            last, error = None, exc
         concurrent.futures.wait(futures)
-        return [f.result() for f in futures]
+        values = [f.result() for f in futures]
+        if error is not None:
+            raise error
+        return values + [last]
 
     def beside(self, here, there):
         """``there()`` on a thread of the pool while ``here()`` runs in the
