@@ -178,6 +178,35 @@ def test_partition_threads_keep_order_and_raise_after_all_ended():
     assert sorted(done) == [0, 2]
 
 
+def test_partition_threads_run_the_last_call_in_the_caller_after_the_others_started():
+    import threading
+    import time
+
+    caller = threading.get_ident()
+    ended = []
+
+    def slow(i):
+        time.sleep(0.05)
+        ended.append(i)
+        return threading.get_ident()
+
+    def fail_here(i):
+        if i == 2:
+            raise KeyError("the caller's call failed")
+        return slow(i)
+
+    with PartitionThreads(3) as threads:
+        idents = threads.map(lambda i: threading.get_ident(), range(3))
+        assert idents[-1] == caller and caller not in idents[:-1]
+        with pytest.raises(KeyError, match="caller's call"):  # raised once the others ended
+            threads.map(fail_here, range(3))
+        assert sorted(ended) == [0, 1]
+        ended.clear()
+        with pytest.raises(RuntimeError, match="partition 0"):  # the first in partition order
+            threads.map(lambda i: (_ for _ in ()).throw(RuntimeError(f"partition {i}")),
+                        range(3))
+
+
 @pytest.mark.parametrize("n", [1, 2])
 def test_partition_threads_run_one_call_beside_another(n):
     import threading
