@@ -58,14 +58,21 @@ def test_a_small_prediction_stays_in_the_calling_thread(threshold):
 
 
 def test_chunks_run_on_threads_and_come_back_in_order():
+    beside = threading.Event()
+
     def work(i, delay):
+        if i == 1:
+            beside.set()
+        elif i == 0:  # ends only once chunk 1 runs beside it, on the other thread
+            beside.wait(10)
         time.sleep(delay)
         return i, threading.get_ident()
 
     chunks = [(i, 0.02 * (4 - i)) for i in range(4)]  # the first ends last
     out = map_chunks(work, chunks, 2)
     assert [i for i, _ in out] == [0, 1, 2, 3]
-    assert threading.get_ident() not in {t for _, t in out}
+    threads = {t for _, t in out}  # a helper thread and the caller's
+    assert len(threads) == 2 and threading.get_ident() in threads
     # another configured back-end goes through joblib
     with joblib.parallel_config(backend="sequential"):
         out = map_chunks(work, chunks, 2)
@@ -85,6 +92,24 @@ def test_closing_early_drops_the_chunks_not_started():
     gen.close()
     time.sleep(0.1)
     assert len(started) < 20  # the rest were cancelled
+
+
+def test_results_and_failures_come_in_chunk_order_whichever_thread_ran_them():
+    def work(i):
+        time.sleep(0.03 if i == 0 else 0.0)
+        if i in (2, 3):
+            raise ValueError(f"chunk {i} failed")
+        return i
+
+    gen = iter_chunks(work, [(i,) for i in range(6)], 2)
+    assert next(gen) == 0 and next(gen) == 1  # (chunk 3 may have failed first)
+    with pytest.raises(ValueError, match="chunk 2"):
+        next(gen)
+    gen.close()
+    # a failure that is not an Exception leaves the caller at once
+    with pytest.raises(KeyboardInterrupt):
+        map_chunks(lambda i: (_ for _ in ()).throw(KeyboardInterrupt()) if i == 1 else i,
+                   [(i,) for i in range(4)], 2)
 
 
 def test_a_failing_chunk_raises_in_the_caller():
