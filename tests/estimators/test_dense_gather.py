@@ -204,3 +204,11 @@ def test_header_reader_falls_back_where_the_layout_does_not_hold(monkeypatch):
         assert check_sequence_items(parts)[2] == 3
     finally:
         gather._layout_holds.cache_clear()
+
+
+def test_object_ids_read_from_a_list_are_the_ids():
+    parts = [np.zeros((2, 3)), np.ones((1, 3)), "not an array", None] * 50
+    assert gather._list_layout_holds()  # (CPython: the list's item pointers are read)
+    np.testing.assert_array_equal(gather._object_ids(parts), [id(p) for p in parts])
+    for other in (tuple(parts), type("Listed", (list,), {})(parts), parts[:0]):
+        np.testing.assert_array_equal(gather._object_ids(other), [id(p) for p in other])
