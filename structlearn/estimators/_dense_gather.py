@@ -230,8 +230,10 @@ def _list_item_ids(list_address, n, out):
 @functools.lru_cache(maxsize=None)
 def _list_layout_holds():
     """Whether :func:`_list_item_ids` reads a list's items (CPython's list
-    layout: the size word, then the item pointers), probed once."""
-    if sys.implementation.name != "cpython" or list.__basicsize__ != _LIST_ITEMS + 2 * _WORD:
+    layout: the size word, then the item pointers), probed once; never
+    without a GIL, which keeps a list from changing while it is read."""
+    if (sys.implementation.name != "cpython" or list.__basicsize__ != _LIST_ITEMS + 2 * _WORD
+            or not getattr(sys, "_is_gil_enabled", lambda: True)()):
         return False
     probe = [object(), np.zeros(1), "probe"]
     size = data_addresses(np.array([id(probe)], dtype=np.intp), _LIST_ITEMS - _WORD)
