@@ -16,6 +16,7 @@ from structlearn.inference import method_parameters, solve_map
 from structlearn.inference.exact._soft_arc_kernels import (CREW_COST, CREW_HUNGRY, CREW_SHARED,
                                                            DEPTH, DONE, FLOOR, PHASE, UPPER)
 from structlearn.inference.exact.soft_arc import SoftArcSearch
+from structlearn.inference.exact.soft_arc_threads import THREADS_MIN_NODES
 
 from _graphgen import all_labelings, dense_gaussian_network, random_weighted_csp
 from test_soft_arc import deep_random_network, planted_weighted_csp
@@ -110,6 +111,8 @@ def test_a_deadline_stops_every_thread_with_a_true_score():
     threads end (a generous bound on the wall time, for a busy machine),
     with a true incumbent and bound, and the search resumes."""
     graph = dense_gaussian_network(0, n=24, k=6)
+    # compiles what the timed run calls (helpers dive from THREADS_MIN_NODES nodes)
+    SoftArcSearch(graph, n_jobs=2).run(max_nodes=THREADS_MIN_NODES + 200)
     search = SoftArcSearch(graph, n_jobs=2)
     threads = threading.active_count()
     start = time.perf_counter()
