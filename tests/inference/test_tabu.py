@@ -97,6 +97,7 @@ def test_a_deadline_ends_a_run():
 
     graph = random_weighted_csp(11, p_inf=0.3)
     net, _ = _cost_network(graph)
+    TabuSearch(net).run(10, deadline=time.perf_counter() + 60.0)  # compiled outside the clock
     search = TabuSearch(net)
     start = time.perf_counter()
     search.run(10**12, deadline=start + 0.05)
