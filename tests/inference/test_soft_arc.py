@@ -411,7 +411,7 @@ def test_the_trail_gives_back_each_level_of_the_path_as_it_was(seed):
         if depth < 2:
             continue
         masks = np.empty((depth, state.unary.shape[0]), dtype=np.uint8)
-        path_masks(state, K, 0, depth, masks)
+        path_masks(state, K, 0, depth, masks, search._on_trail)
         copy = state._replace(**{f: a.copy() for f, a in state._asdict().items()})
         for d in range(depth - 1, -1, -1):
             undo(copy, K, int(state.marks[d, 0]))

@@ -346,19 +346,13 @@ def _undo(state, K, to):
     counters[TRAIL_TOP] = to
 
 
-@nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
-def _snapshots(state):
-    """Whether the path's nodes are saved whole (``saved_unary``,
-    ``saved_shift``) instead of on the trail."""
-    return state.saved_unary.shape[0] > 0
-
-
 @borrowing_kernel
-def _save_level(state, d):
+def _save_level(state, d, on_trail):
     """Keep the current node as level ``d``'s, before its branch: a copy, or
-    a mark on the trail and a new epoch (its blocks logged as they change)."""
+    a mark on the trail and a new epoch (its blocks logged as they change;
+    ``on_trail``: see :func:`soft_arc_search`)."""
     counters = state.counters
-    if _snapshots(state):
+    if on_trail is None:
         _copy(state.unary, state.saved_unary[d])
         _copy(state.shift, state.saved_shift[d])
         return
@@ -368,11 +362,11 @@ def _save_level(state, d):
 
 
 @borrowing_kernel
-def _restore_level(state, K, d):
+def _restore_level(state, K, d, on_trail):
     """Make level ``d``'s node the current one again, for its right branch,
     which does not come back to the level: from then on the blocks are
-    logged for the level above."""
-    if _snapshots(state):
+    logged for the level above (``on_trail``: see :func:`soft_arc_search`)."""
+    if on_trail is None:
         _copy(state.saved_unary[d], state.unary)
         _copy(state.saved_shift[d], state.shift)
         return
@@ -381,13 +375,14 @@ def _restore_level(state, K, d):
 
 
 @nb.njit(cache=True, nogil=True)
-def path_masks(state, K, first, last, out):
+def path_masks(state, K, first, last, out, on_trail):
     """The domains of the nodes at levels ``first:last`` of the current
     path: ``out[d - first, i * K + x]`` is 1 where label ``x`` of ``i`` was
-    left there (uint8 (last - first, n * K)); from the current node's, the
-    trail's entries undone on the unary blocks only."""
+    left there (uint8 (last - first, n * K)); from the saved nodes, or from
+    the current node's with the trail's entries undone on the unary blocks
+    only (``on_trail``: see :func:`soft_arc_search`)."""
     n = state.unary.shape[0] // K
-    if _snapshots(state):
+    if on_trail is None:
         for d in range(first, last):
             for k in range(n * K):
                 out[d - first, k] = state.saved_unary[d, k] != np.inf
@@ -1381,7 +1376,7 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral, cre
                 continue
             a = _choose_label(net, state, v, eps)
             d = counters[DEPTH]
-            _save_level(state, d)
+            _save_level(state, d, on_trail)
             state.saved_lower[d] = state.scalars[LOWER]
             state.branch[d, 0], state.branch[d, 1] = v, a
             state.branch[d, 2] = counters[ELIMINATED]
@@ -1409,7 +1404,7 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral, cre
                 counters[BACKTRACKS_LEFT] -= 1
             counters[DEPTH] = d
             K = net.K
-            _restore_level(state, K, d)
+            _restore_level(state, K, d, on_trail)
             state.scalars[LOWER] = state.saved_lower[d]
             v, a = state.branch[d, 0], state.branch[d, 1]
             _keep_eliminated(state, state.branch[d, 2])

@@ -284,8 +284,9 @@ class SoftArcSearch:
 
     @property
     def _on_trail(self):
-        """The search kernel's ``on_trail``: None where the path's nodes are
-        saved whole, True where the path is kept on the trail."""
+        """The kernels' ``on_trail``: None where the path's nodes are saved
+        whole, True where the path is kept on the trail (the one place that
+        tells them apart)."""
         return None if self.state.saved_unary.shape[0] else True
 
     @property
@@ -587,7 +588,7 @@ class SoftArcSearch:
 
         levels = np.arange(first, last)
         masks = np.empty((last - first, state.unary.shape[0]), dtype=np.uint8)
-        path_masks(state, self.net.K, first, last, masks)
+        path_masks(state, self.net.K, first, last, masks, self._on_trail)
         self._open.push(masks.view(bool),
                         state.branch[levels, 0] * self.net.K + state.branch[levels, 1],
                         state.saved_lower[first:last], self._depth + 1 + levels, cut)
