@@ -42,6 +42,7 @@ import numba as nb
 import numpy as np
 
 from .._borrowing import borrowing_kernel
+from .._prefetch import prefetch, prefetch_row, prefetch_span
 from ..oracles._binary_kernels import pair_id
 from ._multilabel_kernels import loss_augment, sample_scores
 
@@ -466,6 +467,31 @@ def gdmm_multilabel_pass(samples, edges, duals, pool, order, start, C, rho, roun
                           step_data, sigma, scratch)
 
 
+@nb.njit(cache=True, inline="always")
+def _prefetch_sample(order, t, samples, A, tmask, pool):
+    """Ask for the rows a visit of sample ``order[t]`` reads first (its
+    features, targets, duals, flags and pairs) and for the row bounds of
+    ``order[t + 1]``, while the sample before it is worked on."""
+    data, indices, indptr, Y = samples.data, samples.indices, samples.indptr, samples.Y
+    i = order[t]
+    if t + 1 < order.shape[0]:
+        j = order[t + 1]
+        prefetch(indptr, j)
+        prefetch(pool.base, j)
+        prefetch(pool.count, j)
+        prefetch(pool.capacity, j)
+    prefetch_span(data, indptr[i], indptr[i + 1])
+    prefetch_span(indices, indptr[i], indptr[i + 1])
+    prefetch_row(Y, i)
+    prefetch_row(A, i)
+    prefetch_row(tmask, i)
+    b = pool.base[i]
+    e = b + pool.count[i]
+    prefetch_span(pool.left, b, e)
+    prefetch_span(pool.right, b, e)
+    prefetch_span(pool.dual, b, e)
+
+
 @borrowing_kernel
 def _visit_samples(samples, edges, duals, pool, order, start, C, rho, rounds, step_data, sigma,
                    scratch):
@@ -483,6 +509,8 @@ def _visit_samples(samples, edges, duals, pool, order, start, C, rho, rounds, st
     Qp = sigma + 3.0 * rho
     for t in range(start, order.shape[0]):
         i = order[t]
+        if t + 1 < order.shape[0]:
+            _prefetch_sample(order, t + 1, samples, A, tmask, pool)
         sample_scores(W, data, indices, indptr, i, u)
         rows = pair_rows(pool, i)
         fa, fb, fv, fnu = rows

@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._borrowing import borrowing_kernel
+from .._prefetch import prefetch, prefetch_at, prefetch_span
 from ._gdmm_multilabel_kernels import (_constraints, _find_pair, _unigram_step, _widen,
                                        pair_rows, store_pair)
 
@@ -269,6 +270,39 @@ def separator_pass(csr, groups, seps, order, start, params, u):
     return out
 
 
+@nb.njit(cache=True, inline="always")
+def _prefetch_sample(order, t, csr, groups, local):
+    """Ask for what the separators' steps read of sample ``order[t]``: its
+    feature row, its pair rows and its separators' duals, flags and targets
+    (and for ``order[t + 1]``, the row bounds those addresses come from)."""
+    data, indices, indptr = csr[0], csr[1], csr[2]
+    Ys, As, tmasks, pools = groups[0], groups[1], groups[2], groups[4]
+    i = order[t]
+    if t + 1 < order.shape[0]:
+        j = order[t + 1]
+        prefetch(indptr, j)
+        for k in range(local.shape[1]):
+            prefetch(pools[k].base, j)
+            prefetch(pools[k].count, j)
+            prefetch(pools[k].capacity, j)
+    prefetch_span(data, indptr[i], indptr[i + 1])
+    prefetch_span(indices, indptr[i], indptr[i + 1])
+    for k in range(local.shape[1]):
+        pool = pools[k]
+        b = pool.base[i]
+        e = b + pool.count[i]
+        prefetch_span(pool.left, b, e)
+        prefetch_span(pool.right, b, e)
+        prefetch_span(pool.dual, b, e)
+        prefetch_at(pool.nu, b, 0)
+        for r in range(local.shape[0]):
+            sl = local[r, k]
+            if sl >= 0:
+                prefetch_at(As[k], i, sl)
+                prefetch_at(tmasks[k], i, sl)
+                prefetch_at(Ys[k], i, sl)
+
+
 @borrowing_kernel
 def _separator_samples(csr, groups, seps, order, start, params, u, degree, w_sep):
     """The body of :func:`separator_pass` (``degree`` int64 (P,): the
@@ -283,6 +317,8 @@ def _separator_samples(csr, groups, seps, order, start, params, u, degree, w_sep
     S, P = local.shape
     for t in range(start, order.shape[0]):
         i = order[t]
+        if t + 1 < order.shape[0]:
+            _prefetch_sample(order, t + 1, csr, groups, local)
         for k in range(P):
             # room at the pool's end for the row to widen into, however many
             # of the separators' edges activate: its successive capacities

@@ -1,0 +1,83 @@
+"""Software prefetches for kernels that visit samples in a random order.
+
+A pass that visits the samples in a fresh permutation reads each sample's
+feature row, duals and active pairs from wherever they lie in memory, one
+cache miss after the other.  Asking for the next sample's lines while the
+current one is worked on hides most of that wait (LLVM's ``prefetch``
+intrinsic: a hint, never a fault, with no effect on any value).
+"""
+
+import numba as nb
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+__all__ = ["prefetch", "prefetch_at", "prefetch_row", "prefetch_span"]
+
+# bytes of a cache line on the machines numba targets
+_LINE = 64
+
+
+def _emit_prefetch(builder, ptr):
+    i8p = ir.IntType(8).as_pointer()
+    i32 = ir.IntType(32)
+    fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+    fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
+    # a read, kept in every cache level, of data
+    builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3),
+                      ir.Constant(i32, 1)])
+
+
+def _prefetch_intrinsic(ndim):
+    def typer(typingctx, array, *indices):
+        if not isinstance(array, types.Array) or array.ndim != ndim or len(indices) != ndim:
+            return None
+        sig = types.none(array, *indices)
+
+        def codegen(context, builder, signature, args):
+            aty = signature.args[0]
+            ary = context.make_array(aty)(context, builder, args[0])
+            idx = [context.cast(builder, v, t, types.intp)
+                   for v, t in zip(args[1:], signature.args[1:])]
+            ptr = cgutils.get_item_pointer(context, builder, aty, ary, idx, wraparound=False)
+            _emit_prefetch(builder, ptr)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return typer
+
+
+@intrinsic
+def prefetch(typingctx, array, i):
+    """Ask for the cache line of ``array[i]`` (1-D; ``i`` need not be in
+    bounds: nothing is read)."""
+    return _prefetch_intrinsic(1)(typingctx, array, i)
+
+
+@intrinsic
+def prefetch_at(typingctx, array, i, j):
+    """Ask for the cache line of ``array[i, j]`` (2-D)."""
+    return _prefetch_intrinsic(2)(typingctx, array, i, j)
+
+
+@nb.njit(cache=True, inline="always")
+def prefetch_span(array, begin, end):
+    """Ask for every cache line of ``array[begin:end]`` (1-D)."""
+    step = max(1, _LINE // array.itemsize)
+    for p in range(begin, end, step):
+        prefetch(array, p)
+    if end > begin:
+        prefetch(array, end - 1)
+
+
+@nb.njit(cache=True, inline="always")
+def prefetch_row(array, i):
+    """Ask for every cache line of row ``i`` of a C-contiguous 2-D array."""
+    n = array.shape[1]
+    step = max(1, _LINE // array.itemsize)
+    for c in range(0, n, step):
+        prefetch_at(array, i, c)
+    if n > 0:
+        prefetch_at(array, i, n - 1)
