@@ -73,11 +73,11 @@ def prefetch_span(array, begin, end):
 
 
 @nb.njit(cache=True, inline="always")
-def prefetch_row(array, i):
-    """Ask for every cache line of row ``i`` of a C-contiguous 2-D array."""
-    n = array.shape[1]
+def prefetch_row(array, i, stop):
+    """Ask for every cache line of ``array[i, :stop]`` (a C-contiguous 2-D
+    array; ``stop`` at most its width)."""
     step = max(1, _LINE // array.itemsize)
-    for c in range(0, n, step):
+    for c in range(0, stop, step):
         prefetch_at(array, i, c)
-    if n > 0:
-        prefetch_at(array, i, n - 1)
+    if stop > 0:
+        prefetch_at(array, i, stop - 1)

@@ -18,7 +18,7 @@ def _gathered_sums(data, indptr, rows, order, out):
         nxt = order[t + 1] if t + 1 < order.shape[0] else indptr.shape[0] + 5
         if nxt < indptr.shape[0] - 1:
             prefetch_span(data, indptr[nxt], indptr[nxt + 1])
-            prefetch_row(rows, nxt)
+            prefetch_row(rows, nxt, rows.shape[1])
         prefetch(data, data.shape[0] + 100)  # beyond the end: a hint reads nothing
         prefetch_at(rows, nxt, -3)
         s = 0.0

@@ -482,9 +482,9 @@ def _prefetch_sample(order, t, samples, A, tmask, pool):
         prefetch(pool.capacity, j)
     prefetch_span(data, indptr[i], indptr[i + 1])
     prefetch_span(indices, indptr[i], indptr[i + 1])
-    prefetch_row(Y, i)
-    prefetch_row(A, i)
-    prefetch_row(tmask, i)
+    prefetch_row(Y, i, Y.shape[1])
+    prefetch_row(A, i, A.shape[1])
+    prefetch_row(tmask, i, tmask.shape[1])
     b = pool.base[i]
     e = b + pool.count[i]
     prefetch_span(pool.left, b, e)
