@@ -4,10 +4,11 @@ A pass that visits the samples in a fresh permutation reads each sample's
 feature row, duals and active pairs from wherever they lie in memory, one
 cache miss after the other.  Asking for the next sample's lines while the
 current one is worked on hides most of that wait (LLVM's ``prefetch``
-intrinsic: a hint, never a fault, with no effect on any value).
+intrinsic: a hint, never a fault, with no effect on any value).  Each helper
+is an intrinsic, its loop written straight into the caller's code: no
+kernel of its own to compile, nothing for numba to inline.
 """
 
-import numba as nb
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
@@ -62,22 +63,53 @@ def prefetch_at(typingctx, array, i, j):
     return _prefetch_intrinsic(2)(typingctx, array, i, j)
 
 
-@nb.njit(cache=True, inline="always")
-def prefetch_span(array, begin, end):
+def _lines(builder, context, aty, ary, fixed, begin, stop):
+    """Prefetch every cache line of the entries ``fixed + [c]`` for ``c`` in
+    ``begin:stop`` (``fixed``: the leading indices), and the last one."""
+    step = max(1, _LINE // context.get_abi_sizeof(context.get_data_type(aty.dtype)))
+    step_v = context.get_constant(types.intp, step)
+    with cgutils.for_range_slice(builder, begin, stop, step_v) as (c, _):
+        _emit_prefetch(builder, cgutils.get_item_pointer(context, builder, aty, ary,
+                                                         fixed + [c], wraparound=False))
+    one = context.get_constant(types.intp, 1)
+    with builder.if_then(builder.icmp_signed(">", stop, begin)):
+        last = builder.sub(stop, one)
+        _emit_prefetch(builder, cgutils.get_item_pointer(context, builder, aty, ary,
+                                                         fixed + [last], wraparound=False))
+
+
+@intrinsic
+def prefetch_span(typingctx, array, begin, end):
     """Ask for every cache line of ``array[begin:end]`` (1-D)."""
-    step = max(1, _LINE // array.itemsize)
-    for p in range(begin, end, step):
-        prefetch(array, p)
-    if end > begin:
-        prefetch(array, end - 1)
+    if not isinstance(array, types.Array) or array.ndim != 1:
+        return None
+    sig = types.none(array, begin, end)
+
+    def codegen(context, builder, signature, args):
+        aty = signature.args[0]
+        ary = context.make_array(aty)(context, builder, args[0])
+        b, e = (context.cast(builder, v, t, types.intp)
+                for v, t in zip(args[1:], signature.args[1:]))
+        _lines(builder, context, aty, ary, [], b, e)
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
-@nb.njit(cache=True, inline="always")
-def prefetch_row(array, i, stop):
+@intrinsic
+def prefetch_row(typingctx, array, i, stop):
     """Ask for every cache line of ``array[i, :stop]`` (a C-contiguous 2-D
     array; ``stop`` at most its width)."""
-    step = max(1, _LINE // array.itemsize)
-    for c in range(0, stop, step):
-        prefetch_at(array, i, c)
-    if stop > 0:
-        prefetch_at(array, i, stop - 1)
+    if not isinstance(array, types.Array) or array.ndim != 2:
+        return None
+    sig = types.none(array, i, stop)
+
+    def codegen(context, builder, signature, args):
+        aty = signature.args[0]
+        ary = context.make_array(aty)(context, builder, args[0])
+        row, e = (context.cast(builder, v, t, types.intp)
+                  for v, t in zip(args[1:], signature.args[1:]))
+        _lines(builder, context, aty, ary, [row], context.get_constant(types.intp, 0), e)
+        return context.get_dummy_value()
+
+    return sig, codegen

@@ -53,7 +53,19 @@ def test_prefetch_refuses_an_index_count_that_is_not_the_arrays_dimensions():
     def two_indices_on_a_vector(a):
         prefetch_at(a, 0, 0)
 
+    @nb.njit
+    def span_of_a_matrix(a):
+        prefetch_span(a, 0, 1)
+
+    @nb.njit
+    def row_of_a_vector(a):
+        prefetch_row(a, 0, 1)
+
     with pytest.raises(TypingError):
         one_index_on_a_matrix(np.zeros((2, 2)))
     with pytest.raises(TypingError):
         two_indices_on_a_vector(np.zeros(2))
+    with pytest.raises(TypingError):
+        span_of_a_matrix(np.zeros((2, 2)))
+    with pytest.raises(TypingError):
+        row_of_a_vector(np.zeros(2))

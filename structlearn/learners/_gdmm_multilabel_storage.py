@@ -1,7 +1,6 @@
 """Storage of the multilabel GDMM's active pair factors (:class:`PairPool`)
 and the label edges' ids and positive weights."""
 
-import numba as nb
 import numpy as np
 
 from .._memory import written_zeros
@@ -121,28 +120,10 @@ def edge_pair_ids(E):
     return np.stack([a, b], axis=1), a * (2 * L - a - 1) // 2 + (b - a - 1)
 
 
-@nb.njit(cache=True, nogil=True)
 def _positive_edges(edges, pids, Pw):
-    """The edges with a positive weight by decreasing weight, ties in edge
-    order: ``(a, b, w)``, int64, int64, float64 (m,) (``edges`` int64 (E, 2),
-    ``pids`` int64 (E,): their ids in ``Pw``).  Asked for between the blocks
-    of every pass: one call in place of a few numpy calls each."""
-    kept = np.empty(pids.shape[0], dtype=np.int64)
-    neg = np.empty(pids.shape[0])
-    m = 0
-    for e in range(pids.shape[0]):
-        w = Pw[pids[e]]
-        if w > 0.0:
-            kept[m] = e
-            neg[m] = -w
-            m += 1
-    order = np.argsort(neg[:m], kind="mergesort")  # stable
-    a = np.empty(m, dtype=np.int64)
-    b = np.empty(m, dtype=np.int64)
-    w = np.empty(m)
-    for t in range(m):
-        e = kept[order[t]]
-        a[t] = edges[e, 0]
-        b[t] = edges[e, 1]
-        w[t] = -neg[order[t]]
-    return a, b, w
+    """The edges with a positive weight by decreasing weight: ``(a, b, w)``."""
+    w = Pw[pids]
+    keep = np.flatnonzero(w > 0.0)
+    keep = keep[np.argsort(-w[keep], kind="stable")]
+    return (np.ascontiguousarray(edges[keep, 0]), np.ascontiguousarray(edges[keep, 1]),
+            np.ascontiguousarray(w[keep]))

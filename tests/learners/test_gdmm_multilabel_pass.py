@@ -275,23 +275,3 @@ def test_a_full_pool_stops_the_pass_and_loses_no_step():
             gdmm_multilabel_multipliers(p.Y, st.A, 1.0, 1.0, st.tmask, st.pool)
     assert total_stops > 0
 
-
-def _positive_edges_reference(edges, pids, Pw):
-    w = Pw[pids]
-    keep = np.flatnonzero(w > 0.0)
-    keep = keep[np.argsort(-w[keep], kind="stable")]
-    return edges[keep, 0], edges[keep, 1], w[keep]
-
-
-def test_positive_edges_are_sorted_by_weight_with_ties_in_edge_order():
-    rng = np.random.default_rng(3)
-    for L in (1, 2, 5, 12):
-        for density in (0.0, 0.3, 1.0):
-            E = np.triu(rng.random((L, L)) < density, 1).astype(np.uint8)
-            edges, pids = edge_pair_ids(E)
-            # few distinct values: ties, zeros and negative weights
-            Pw = rng.choice([-1.0, 0.0, 0.5, 2.0, np.inf], size=L * (L - 1) // 2)
-            got = _positive_edges(edges, pids, Pw)
-            for g, r in zip(got, _positive_edges_reference(edges, pids, Pw)):
-                np.testing.assert_array_equal(g, r)
-            assert got[0].dtype == got[1].dtype == np.int64 and got[2].dtype == np.float64
