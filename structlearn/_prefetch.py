@@ -78,38 +78,39 @@ def _lines(builder, context, aty, ary, fixed, begin, stop):
                                                          fixed + [last], wraparound=False))
 
 
+def _lines_intrinsic(ndim):
+    """The typer of a helper asking for a run of lines: of ``array[a:b]``
+    (``ndim`` 1) or of ``array[a, :b]`` (``ndim`` 2)."""
+    def typer(typingctx, array, a, b):
+        if not isinstance(array, types.Array) or array.ndim != ndim:
+            return None
+        sig = types.none(array, a, b)
+
+        def codegen(context, builder, signature, args):
+            aty = signature.args[0]
+            ary = context.make_array(aty)(context, builder, args[0])
+            first, stop = (context.cast(builder, v, t, types.intp)
+                           for v, t in zip(args[1:], signature.args[1:]))
+            if ndim == 1:
+                _lines(builder, context, aty, ary, [], first, stop)
+            else:
+                _lines(builder, context, aty, ary, [first], context.get_constant(types.intp, 0),
+                       stop)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return typer
+
+
 @intrinsic
 def prefetch_span(typingctx, array, begin, end):
     """Ask for every cache line of ``array[begin:end]`` (1-D)."""
-    if not isinstance(array, types.Array) or array.ndim != 1:
-        return None
-    sig = types.none(array, begin, end)
-
-    def codegen(context, builder, signature, args):
-        aty = signature.args[0]
-        ary = context.make_array(aty)(context, builder, args[0])
-        b, e = (context.cast(builder, v, t, types.intp)
-                for v, t in zip(args[1:], signature.args[1:]))
-        _lines(builder, context, aty, ary, [], b, e)
-        return context.get_dummy_value()
-
-    return sig, codegen
+    return _lines_intrinsic(1)(typingctx, array, begin, end)
 
 
 @intrinsic
 def prefetch_row(typingctx, array, i, stop):
     """Ask for every cache line of ``array[i, :stop]`` (a C-contiguous 2-D
     array; ``stop`` at most its width)."""
-    if not isinstance(array, types.Array) or array.ndim != 2:
-        return None
-    sig = types.none(array, i, stop)
-
-    def codegen(context, builder, signature, args):
-        aty = signature.args[0]
-        ary = context.make_array(aty)(context, builder, args[0])
-        row, e = (context.cast(builder, v, t, types.intp)
-                  for v, t in zip(args[1:], signature.args[1:]))
-        _lines(builder, context, aty, ary, [row], context.get_constant(types.intp, 0), e)
-        return context.get_dummy_value()
-
-    return sig, codegen
+    return _lines_intrinsic(2)(typingctx, array, i, stop)
