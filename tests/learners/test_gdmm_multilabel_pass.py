@@ -274,4 +274,3 @@ def test_a_full_pool_stops_the_pass_and_loses_no_step():
                 assert all(a < b and p.E[a, b] for a, b in pairs)
             gdmm_multilabel_multipliers(p.Y, st.A, 1.0, 1.0, st.tmask, st.pool)
     assert total_stops > 0
-
