@@ -21,8 +21,11 @@ import time
 import numba as nb
 import numpy as np
 
+from .._parallel import chunk_bounds
 from ._gdmm_multilabel_kernels import PairPool, gdmm_multilabel_dual, gdmm_multilabel_multipliers
-from ._gdmm_multilabel_separators import separator_pass
+from ._gdmm_multilabel_separators import (SeparatorColumns, put_separator_weights,
+                                          separator_columns, separator_pass, separator_scores,
+                                          separator_weights)
 from ._gdmm_multilabel_state import (GDMMMultilabelState, MultilabelCertificate,
                                      label_adjacency, serial_pass)
 from ._gdmm_multilabel_storage import _ranks, edge_pair_ids, new_pair_pool
@@ -213,34 +216,57 @@ class LabelGroupRounds:
         self.copies = (self.local >= 0).sum(axis=1)
         self.csr = (problem.data, problem.indices, problem.indptr, xnorm2)
         self.scratch = np.empty(L)
+        n = problem.Y.shape[0]
+        targets = np.array([self.problems[h].Y[:, self.local[r, h]]
+                            for r, h in enumerate(self.home)], dtype=problem.Y.dtype)
+        self.columns = SeparatorColumns(np.empty((S, n)),
+                                        np.zeros((self.n_parts, S, n), dtype=np.uint8),
+                                        np.zeros((self.n_parts, S, n)), targets.reshape(S, n))
+        # the scores' samples each group's thread takes (by their features)
+        self.score_bounds = chunk_bounds(np.diff(problem.indptr) + 1.0, self.n_parts)
+        self.w_sep = None
         self.best_dual = 0.0
         self.layout = release_whole_state(state)
         self.stats = [np.zeros(2, dtype=np.int64) for _ in split.groups]
         self.threads = PartitionThreads(n_threads(n_jobs, self.n_parts))
 
     def _pass(self, k, order, block_ends, deadline):
-        """Group ``k``'s pass; returns whether it stopped for lack of time."""
+        """Group ``k``'s pass (with, before it, the separators' scores of a
+        share of the samples and, after it, the group's columns of the
+        separators' test: :class:`._gdmm_multilabel_separators.SeparatorColumns`);
+        returns whether it stopped for lack of time."""
         stats = self.stats[k]
         stats[:] = 0
+        if self.local.shape[0] and k + 1 < self.score_bounds.shape[0]:
+            separator_scores(self.csr, self.w_sep, self.score_bounds[k],
+                             self.score_bounds[k + 1], self.columns.scores)
         out_of_time, _ = serial_pass(self.states[k], self.samples[k], self.edges[k], order,
                                      block_ends, self.params, stats, _Quiet, deadline,
                                      self.fixed[k])
+        if self.local.shape[0]:
+            st = self.states[k]
+            separator_columns(st.tmask, self.problems[k].Y, st.A, self.params[0], st.pool,
+                              self.local[:, k], self.columns.flags[k],
+                              self.columns.penalties[k])
         return out_of_time
 
     def _separators(self, order):
         """The separators' steps over ``order`` (packing a group's pool when a
-        sample's row there lacks room)."""
+        sample's row there lacks room), their weights then put back into
+        every group."""
         pos = 0
+        st, pr = self.states, self.problems
         while self.local.shape[0] and pos < order.shape[0]:
-            st, pr = self.states, self.problems
             groups = (tuple(p.Y for p in pr), tuple(s.A for s in st), tuple(s.tmask for s in st),
-                      tuple(s.W for s in st), tuple(s.pool for s in st),
-                      tuple(e[2] for e in self.edges), tuple(e[3] for e in self.edges),
+                      tuple(s.pool for s in st), tuple(e[2] for e in self.edges),
+                      tuple(e[3] for e in self.edges),
                       np.array([e[1] for e in self.edges], dtype=np.int64))
             pos, k, need = separator_pass(self.csr, groups, (self.local, self.home), order, pos,
-                                          self.params, self.scratch)
+                                          self.params, self.scratch, self.w_sep, self.columns)
             if k >= 0:
                 st[k].compact(need)
+        if self.local.shape[0]:
+            put_separator_weights(tuple(s.W for s in st), (self.local, self.home), self.w_sep)
 
     def _multipliers(self, k, eta):
         sub, sub_state = self.problems[k], self.states[k]
@@ -258,6 +284,9 @@ class LabelGroupRounds:
         P = self.n_parts
         order = rng.permutation(n).astype(np.int64)
         block_ends = np.unique(np.linspace(0, n, n_blocks + 1).astype(np.int64))[1:]
+        if self.local.shape[0]:  # the separators' weights as the round starts
+            self.w_sep = separator_weights(tuple(s.W for s in self.states),
+                                           (self.local, self.home))
         late = self.threads.map(self._pass, range(P), [order] * P, [block_ends] * P,
                                 [deadline] * P)
         t1 = time.perf_counter()

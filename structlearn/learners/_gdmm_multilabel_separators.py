@@ -14,6 +14,13 @@ which reads a separator's pairs in every group's pool and activates the
 ones its steps violate there: every factor takes the steps of one process's
 pass, grouped differently.  A separator's dual, flag and weight column are
 kept in every group that holds it, all equal.
+
+Most samples' separator factors stay inactive: the test that decides it
+reads the separator's score at the round's start (:func:`separator_scores`),
+and its flags and penalty terms gathered from each group's arrays and pool
+(:func:`separator_columns`), both computed on the groups' threads, so that
+the steps, alone on one thread, visit the pool rows and feature rows of the
+samples they step only.
 """
 
 from typing import NamedTuple
@@ -27,7 +34,9 @@ from .._prefetch import prefetch, prefetch_at, prefetch_span
 from ._gdmm_multilabel_kernels import (_constraints, _find_pair, _unigram_step, _widen,
                                        pair_rows, store_pair)
 
-__all__ = ["LabelSplit", "MAX_IMBALANCE", "split_labels", "separator_pass"]
+__all__ = ["LabelSplit", "MAX_IMBALANCE", "SeparatorColumns", "put_separator_weights",
+           "separator_columns", "separator_pass", "separator_scores", "separator_weights",
+           "split_labels"]
 
 # groups are used when the most labels in one stays within this share over an
 # even split (or a split as even as whole labels allow)
@@ -211,8 +220,86 @@ def _activate_around(i, sl, Y, A, tmask, C, pool, adjacency, xs, ys):
             store_pair(i, a, b, fa, fb, fv, fnu, pool.count)
 
 
+class SeparatorColumns(NamedTuple):
+    """What the separators' activation test reads of every sample, in rows
+    of their own (the groups' columns are strided by their labels).
+
+    Attributes
+    ----------
+    scores : float64 (S, n)
+        Each separator's score ``x_i . w`` at the start of the round
+        (:func:`separator_scores`).
+    flags : uint8 (P, S, n)
+        Each group's flag of each separator after the groups' passes
+        (:func:`separator_columns`; 0 where the group does not hold it).
+    penalties : float64 (P, S, n)
+        The penalty part of each separator's gradient from its pairs in
+        each group's pool after the groups' passes (:func:`separator_columns`).
+    targets : (S, n), the targets' type
+        Each separator's targets.
+
+    A sample's flags and penalties change only by the separators' own steps
+    on it, so those read after the passes are what its steps would read.
+    """
+
+    scores: np.ndarray
+    flags: np.ndarray
+    penalties: np.ndarray
+    targets: np.ndarray
+
+
+def separator_weights(Ws, seps):
+    """Each separator's weight column in a row of its own: float64 (S, d),
+    stepped by :func:`separator_pass` and put back into every copy by
+    :func:`put_separator_weights` at the end of the round's steps."""
+    local, home = seps
+    w_sep = np.empty((home.shape[0], Ws[0].shape[0]))
+    for r, h in enumerate(home):
+        w_sep[r] = Ws[h][:, local[r, h]]
+    return w_sep
+
+
+def put_separator_weights(Ws, seps, w_sep):
+    """Write the separators' weights ``w_sep`` (S, d) into every copy."""
+    local = seps[0]
+    for r in range(w_sep.shape[0]):
+        for k in np.flatnonzero(local[r] >= 0):
+            Ws[k][:, local[r, k]] = w_sep[r]
+
+
 @nb.njit(cache=True, nogil=True)
-def separator_pass(csr, groups, seps, order, start, params, u):
+def separator_scores(csr, w_sep, first, stop, out):
+    """``out[r, i] = x_i . w_sep[r]`` for the samples ``first:stop``
+    (``csr``: ``(data, indices, indptr, ...)``)."""
+    data, indices, indptr = csr[0], csr[1], csr[2]
+    for i in range(first, stop):
+        for r in range(w_sep.shape[0]):
+            w = w_sep[r]
+            acc = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                acc += data[p] * w[indices[p]]
+            out[r, i] = acc
+
+
+@nb.njit(cache=True, nogil=True)
+def separator_columns(tmask, Y, A, C, pool, labels, flags, penalties):
+    """One group's flags and penalties of the separators, sample by sample
+    (``labels``: their labels in the group, -1 where it does not hold them;
+    ``flags`` uint8 (S, n) and ``penalties`` float64 (S, n) written, 0
+    where -1)."""
+    for i in range(tmask.shape[0]):
+        for r in range(labels.shape[0]):
+            sl = labels[r]
+            if sl < 0:
+                flags[r, i] = 0
+                penalties[r, i] = 0.0
+            else:
+                flags[r, i] = tmask[i, sl]
+                penalties[r, i] = _separator_penalty(i, sl, Y, A, C, pool)[0]
+
+
+@nb.njit(cache=True, nogil=True)
+def separator_pass(csr, groups, seps, order, start, params, u, w_sep, columns):
     """The separators' unigram steps over the samples in ``order``.
 
     Parameters
@@ -221,9 +308,9 @@ def separator_pass(csr, groups, seps, order, start, params, u):
         ``(data, indices, indptr, xnorm2)``: the samples' features and
         squared norms.
     groups : tuple
-        ``(Ys, As, tmasks, Ws, pools, nbr_ptrs, nbrs, n_edges)``: per group
-        its targets, unigram duals, flags, weights, pair pool and adjacency
-        (tuples of one array a group), and int64 (P,) its edge counts.
+        ``(Ys, As, tmasks, pools, nbr_ptrs, nbrs, n_edges)``: per group its
+        targets, unigram duals, flags, pair pool and adjacency (tuples of
+        one array a group), and int64 (P,) its edge counts.
     seps : tuple
         ``(local, home)``: int64 (S, P), each separator's label in each
         group (-1: not there), and int64 (S,), the group whose copy is read.
@@ -234,20 +321,27 @@ def separator_pass(csr, groups, seps, order, start, params, u):
         ``(C, rho, rounds)`` as in the groups' passes.
     u : float64 (>= any group's labels,)
         Scratch.
+    w_sep : float64 (S, d)
+        The separators' weights (:func:`separator_weights`), stepped here.
+    columns : SeparatorColumns
+        Their scores at the round's start, flags after the groups' passes
+        and targets.
 
     Per sample and separator: its flag is set where any group set it (a
-    group's greedy pair moves it), or where its gradient at the bound asks
-    to move; then ``rounds`` projected steps with the penalty of its pairs
-    in every group, each step activating the edges it violates there; the
-    weight columns take the steps once per sample.  Every copy of the
-    separator's dual, flag and weights takes the same values.
+    group's greedy pair moves it), or where its gradient at the bound, with
+    the score of the round's start, asks to move (a test of which factors
+    join the active set, as a pass's unigram test reads the scores before
+    the sample's steps); then ``rounds`` projected steps with the penalty
+    of its pairs in every group, each step activating the edges it violates
+    there; the weights take the steps once per sample.  Every copy of the
+    separator's dual and flag takes the same values.
 
     Returns ``(t, k, need)``: the position to resume from when group ``k``'s
     pool lacks ``need`` free slots at its end for sample ``order[t]``'s row
     to widen into (nothing of it done yet), else ``(len(order), -1, 0)``.
     """
-    Ws, nbr_ptrs = groups[3], groups[5]
-    local, home = seps
+    nbr_ptrs = groups[4]
+    local = seps[0]
     S, P = local.shape
     degree = np.zeros(P, dtype=np.int64)  # the separators' edges in each group
     for k in range(P):
@@ -255,39 +349,34 @@ def separator_pass(csr, groups, seps, order, start, params, u):
             sl = local[r, k]
             if sl >= 0:
                 degree[k] += nbr_ptrs[k][sl + 1] - nbr_ptrs[k][sl]
-    # each separator's weights in one contiguous row while its steps read
-    # them (a weight column is strided by the group's labels), written back
-    # into every copy at the end: the values of stepping the copies
-    d = Ws[0].shape[0]
-    w_sep = np.empty((S, d))
-    for r in range(S):
-        w_sep[r] = Ws[home[r]][:, local[r, home[r]]]
-    out = _separator_samples(csr, groups, seps, order, start, params, u, degree, w_sep)
-    for r in range(S):
-        for k in range(P):
-            if local[r, k] >= 0:
-                Ws[k][:, local[r, k]] = w_sep[r]
-    return out
+    return _separator_samples(csr, groups, seps, order, start, params, u, degree, w_sep,
+                              columns)
 
 
 @nb.njit(cache=True, inline="always")
-def _prefetch_sample(order, t, csr, groups, local):
-    """Ask for what the separators' steps read of sample ``order[t]``: its
-    feature row, its pair rows and its separators' duals, flags and targets
-    (and for ``order[t + 1]``, the row bounds those addresses come from)."""
+def _prefetch_sample(order, t, csr, pools, columns):
+    """Ask for what the separators' steps read of sample ``order[t]`` where
+    a flag is set: its feature row and pair rows (and for ``order[t + 1]``,
+    the row bounds those addresses come from)."""
     data, indices, indptr = csr[0], csr[1], csr[2]
-    Ys, As, tmasks, pools = groups[0], groups[1], groups[2], groups[4]
     i = order[t]
     if t + 1 < order.shape[0]:
         j = order[t + 1]
-        prefetch(indptr, j)
-        for k in range(local.shape[1]):
+        for k in range(len(pools)):
             prefetch(pools[k].base, j)
             prefetch(pools[k].count, j)
-            prefetch(pools[k].capacity, j)
+        prefetch(indptr, j)
+    flags = columns.flags
+    flagged = False
+    for k in range(flags.shape[0]):
+        for r in range(flags.shape[1]):
+            if flags[k, r, i] != 0:
+                flagged = True
+    if not flagged:
+        return
     prefetch_span(data, indptr[i], indptr[i + 1])
     prefetch_span(indices, indptr[i], indptr[i + 1])
-    for k in range(local.shape[1]):
+    for k in range(len(pools)):
         pool = pools[k]
         b = pool.base[i]
         e = b + pool.count[i]
@@ -295,30 +384,22 @@ def _prefetch_sample(order, t, csr, groups, local):
         prefetch_span(pool.right, b, e)
         prefetch_span(pool.dual, b, e)
         prefetch_at(pool.nu, b, 0)
-        for r in range(local.shape[0]):
-            sl = local[r, k]
-            if sl >= 0:
-                prefetch_at(As[k], i, sl)
-                prefetch_at(tmasks[k], i, sl)
-                prefetch_at(Ys[k], i, sl)
 
 
 @borrowing_kernel
-def _separator_samples(csr, groups, seps, order, start, params, u, degree, w_sep):
+def _separator_samples(csr, groups, seps, order, start, params, u, degree, w_sep, columns):
     """The body of :func:`separator_pass` (``degree`` int64 (P,): the
-    separators' edges in each group; ``w_sep`` float64 (S, d): the
-    separators' weights, read and stepped here in place of the groups'
-    columns), borrowing its arrays: the views of the pools' rows it takes
-    per sample count no references."""
+    separators' edges in each group), borrowing its arrays: the views of
+    the pools' rows it takes per sample count no references."""
     data, indices, indptr, xnorm2 = csr
-    Ys, As, tmasks, _, pools, nbr_ptrs, nbrs, n_edges = groups
+    Ys, As, tmasks, pools, nbr_ptrs, nbrs, n_edges = groups
     local, home = seps
     C, rho, rounds = params
     S, P = local.shape
     for t in range(start, order.shape[0]):
         i = order[t]
         if t + 1 < order.shape[0]:
-            _prefetch_sample(order, t + 1, csr, groups, local)
+            _prefetch_sample(order, t + 1, csr, pools, columns)
         for k in range(P):
             # room at the pool's end for the row to widen into, however many
             # of the separators' edges activate: its successive capacities
@@ -333,24 +414,23 @@ def _separator_samples(csr, groups, seps, order, start, params, u, degree, w_sep
             h = home[r]
             jh = local[r, h]
             Yh, Ah = Ys[h], As[h]
-            ys = Yh[i, jh]
-            w = w_sep[r]
-            u[jh] = 0.0
-            for p in range(indptr[i], indptr[i + 1]):
-                u[jh] += data[p] * w[indices[p]]
+            ys = columns.targets[r, i]
             flagged = False
             for k in range(P):
-                if local[r, k] >= 0 and tmasks[k][i, local[r, k]] != 0:
+                if columns.flags[k, r, i] != 0:
                     flagged = True
             if not flagged:
                 pen = 0.0
                 for k in range(P):
-                    if local[r, k] >= 0:
-                        pen += _separator_penalty(i, local[r, k], Ys[k], As[k], C, pools[k])[0]
-                g = u[jh] + (1.0 - 2.0 * ys) + rho * pen
+                    pen += columns.penalties[k, r, i]
+                g = columns.scores[r, i] + (1.0 - 2.0 * ys) + rho * pen
                 flagged = (g > 0.0 and ys == 0) or (g < 0.0 and ys != 0)
             if not flagged:
                 continue
+            w = w_sep[r]
+            u[jh] = 0.0
+            for p in range(indptr[i], indptr[i + 1]):
+                u[jh] += data[p] * w[indices[p]]
             moved = 0.0
             for _ in range(rounds):
                 pen = 0.0

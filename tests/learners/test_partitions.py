@@ -906,3 +906,70 @@ def test_threads_alone_split_the_labels_without_edges():
     _fit_ml(X, Y, pairwise="none", tol=0.0, max_iter=2, n_jobs=2,
             callback=lambda rec: seen.append(rec.get("partial", False)))
     assert any(seen)  # records between blocks: the one-thread passes
+
+
+def _separator_penalty_reference(pool, i, sl, Y, A, C):
+    """The penalty part of separator ``sl``'s gradient from sample ``i``'s
+    active pairs, read pair by pair from the pool (the consistency terms)."""
+    pen = 0.0
+    for q in range(pool.base[i], pool.base[i] + pool.count[i]):
+        a, b = pool.left[q], pool.right[q]
+        if sl not in (a, b):
+            continue
+        ya, yb = Y[i, a], Y[i, b]
+        v, nu = pool.dual[q], pool.nu[q]
+        h1 = C * (ya * yb - ya) - v + A[i, a]
+        h2 = C * (ya * yb - yb) - v + A[i, b]
+        h3 = C * (ya + yb - 1 - ya * yb) - A[i, a] - A[i, b] + v
+        p3 = max(0.0, h3 + nu[2])
+        pen += (max(0.0, h1 + nu[0]) if a == sl else max(0.0, h2 + nu[1])) - p3
+    return pen
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_separator_columns_are_what_the_groups_hold(monkeypatch, n_jobs):
+    """Before every round's separator steps: the scores are x_i . w of the
+    separators' weights at the round's start, the flags and penalties those
+    of every group's arrays and pools read directly, the targets the
+    separators' columns of Y."""
+    from structlearn.learners import _gdmm_multilabel_label_groups as groups
+    from structlearn.learners._gdmm_multilabel_separators import split_labels
+
+    L = 9
+    tree = [(k, k + 1) for k in range(L - 1)]
+    E = np.zeros((L, L), dtype=np.uint8)
+    for a, b in tree:
+        E[a, b] = 1
+    assert split_labels(E, 2).separators.size >= 1
+    X, Y = _multilabel_data(12, n=150, L=L)
+    seen = []
+    run_separators = groups.LabelGroupRounds._separators
+    start_round = groups.LabelGroupRounds.round
+
+    def round_(self, *args):
+        self.w_start = [st.W.copy() for st in self.states]
+        return start_round(self, *args)
+
+    def separators(self, order):
+        cols, C = self.columns, self.params[0]
+        for r, h in enumerate(self.home):
+            w = self.w_start[h][:, self.local[r, h]]
+            np.testing.assert_allclose(cols.scores[r], X @ w, rtol=1e-12, atol=1e-12)
+            np.testing.assert_array_equal(cols.targets[r], self.problems[h].Y[:, self.local[r, h]])
+            for k, st in enumerate(self.states):
+                sl = self.local[r, k]
+                if sl < 0:
+                    assert not cols.flags[k, r].any() and not cols.penalties[k, r].any()
+                    continue
+                np.testing.assert_array_equal(cols.flags[k, r], st.tmask[:, sl])
+                ref = [_separator_penalty_reference(st.pool, i, sl, self.problems[k].Y, st.A, C)
+                       for i in range(X.shape[0])]
+                np.testing.assert_allclose(cols.penalties[k, r], ref, rtol=1e-12, atol=1e-12)
+        seen.append(bool(np.abs(cols.penalties).sum() > 0))
+        return run_separators(self, order)
+
+    monkeypatch.setattr(groups.LabelGroupRounds, "round", round_)
+    monkeypatch.setattr(groups.LabelGroupRounds, "_separators", separators)
+    m = _fit_ml(X, Y, pairwise=tree, tol=1e-3, max_iter=40, training_partitions=2,
+                n_jobs=n_jobs, fit_intercept=False)
+    assert len(seen) == m.n_iter_ and any(seen)  # pairs at the separators were read
