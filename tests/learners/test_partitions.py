@@ -354,6 +354,19 @@ def _multilabel_data(seed, n=60, d=12, L=5):
     return X, Y
 
 
+def _label_path(L):
+    """The edges of a path of ``L`` labels, which two threads split at a
+    separator label."""
+    from structlearn.learners._gdmm_multilabel_separators import split_labels
+
+    tree = [(k, k + 1) for k in range(L - 1)]
+    E = np.zeros((L, L), dtype=np.uint8)
+    for a, b in tree:
+        E[a, b] = 1
+    assert split_labels(E, 2).separators.size >= 1
+    return tree
+
+
 def _fit_ml(X, Y, **kw):
     from structlearn.estimators import MultiLabelSSVM
 
@@ -851,14 +864,9 @@ def test_threads_alone_split_a_tree_of_labels_at_separators(monkeypatch):
     ``LABEL_GROUP_MIN_ENTRIES`` unigram factors, or with a callback, the
     one-thread passes, bit for bit."""
     from structlearn.learners import gdmm_multilabel
-    from structlearn.learners._gdmm_multilabel_separators import split_labels
 
     L = 9
-    tree = [(k, k + 1) for k in range(L - 1)]
-    E = np.zeros((L, L), dtype=np.uint8)
-    for a, b in tree:
-        E[a, b] = 1
-    assert split_labels(E, 2).separators.size >= 1
+    tree = _label_path(L)
     X, Y = _multilabel_data(11, n=120, L=L)
     kw = dict(pairwise=tree, tol=1e-3, max_iter=3000, fit_intercept=False)
     one = _fit_ml(X, Y, **kw)
@@ -933,14 +941,9 @@ def test_separator_columns_are_what_the_groups_hold(monkeypatch, n_jobs):
     of every group's arrays and pools read directly, the targets the
     separators' columns of Y."""
     from structlearn.learners import _gdmm_multilabel_label_groups as groups
-    from structlearn.learners._gdmm_multilabel_separators import split_labels
 
     L = 9
-    tree = [(k, k + 1) for k in range(L - 1)]
-    E = np.zeros((L, L), dtype=np.uint8)
-    for a, b in tree:
-        E[a, b] = 1
-    assert split_labels(E, 2).separators.size >= 1
+    tree = _label_path(L)
     X, Y = _multilabel_data(12, n=150, L=L)
     seen = []
     run_separators = groups.LabelGroupRounds._separators
