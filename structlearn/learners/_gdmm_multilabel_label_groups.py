@@ -219,9 +219,11 @@ class LabelGroupRounds:
         n = problem.Y.shape[0]
         targets = np.array([self.problems[h].Y[:, self.local[r, h]]
                             for r, h in enumerate(self.home)], dtype=problem.Y.dtype)
-        self.columns = SeparatorColumns(np.empty((S, n)),
-                                        np.zeros((self.n_parts, S, n), dtype=np.uint8),
-                                        np.zeros((self.n_parts, S, n)), targets.reshape(S, n))
+        H = int(self.copies.max(initial=0))
+        self.columns = SeparatorColumns(np.empty((S, n)), np.zeros((S, H, n), dtype=np.uint8),
+                                        np.zeros((S, H, n)), targets.reshape(S, n))
+        # each group's copy of each separator: its rank among the groups holding it
+        self.copy_of = np.cumsum(self.local >= 0, axis=1) - 1
         # the scores' samples each group's thread takes (by their features)
         self.score_bounds = chunk_bounds(np.diff(problem.indptr) + 1.0, self.n_parts)
         self.w_sep = None
@@ -246,8 +248,8 @@ class LabelGroupRounds:
         if self.local.shape[0]:
             st = self.states[k]
             separator_columns(st.tmask, self.problems[k].Y, st.A, self.params[0], st.pool,
-                              self.local[:, k], self.columns.flags[k],
-                              self.columns.penalties[k])
+                              self.local[:, k], np.ascontiguousarray(self.copy_of[:, k]),
+                              self.columns.flags, self.columns.penalties)
         return out_of_time
 
     def _separators(self, order):

@@ -229,12 +229,14 @@ class SeparatorColumns(NamedTuple):
     scores : float64 (S, n)
         Each separator's score ``x_i . w`` at the start of the round
         (:func:`separator_scores`).
-    flags : uint8 (P, S, n)
-        Each group's flag of each separator after the groups' passes
-        (:func:`separator_columns`; 0 where the group does not hold it).
-    penalties : float64 (P, S, n)
-        The penalty part of each separator's gradient from its pairs in
-        each group's pool after the groups' passes (:func:`separator_columns`).
+    flags : uint8 (S, H, n)
+        Each separator's flag in each group that holds it (``H``: the most
+        groups holding one separator; copy ``c`` of separator ``r`` is the
+        ``c``-th group holding it, 0 past its last) after the groups' passes
+        (:func:`separator_columns`).
+    penalties : float64 (S, H, n)
+        The penalty part of each separator's gradient from its pairs in each
+        such group's pool after the groups' passes (:func:`separator_columns`).
     targets : (S, n), the targets' type
         Each separator's targets.
 
@@ -282,20 +284,17 @@ def separator_scores(csr, w_sep, first, stop, out):
 
 
 @nb.njit(cache=True, nogil=True)
-def separator_columns(tmask, Y, A, C, pool, labels, flags, penalties):
-    """One group's flags and penalties of the separators, sample by sample
-    (``labels``: their labels in the group, -1 where it does not hold them;
-    ``flags`` uint8 (S, n) and ``penalties`` float64 (S, n) written, 0
-    where -1)."""
+def separator_columns(tmask, Y, A, C, pool, labels, copies, flags, penalties):
+    """One group's flags and penalties of the separators, sample by sample,
+    into :class:`SeparatorColumns`' ``flags`` and ``penalties`` (``labels``
+    int64 (S,): the separators' labels in the group, -1 where it does not
+    hold them; ``copies`` int64 (S,): the group's copy of each)."""
     for i in range(tmask.shape[0]):
         for r in range(labels.shape[0]):
             sl = labels[r]
-            if sl < 0:
-                flags[r, i] = 0
-                penalties[r, i] = 0.0
-            else:
-                flags[r, i] = tmask[i, sl]
-                penalties[r, i] = _separator_penalty(i, sl, Y, A, C, pool)[0]
+            if sl >= 0:
+                flags[r, copies[r], i] = tmask[i, sl]
+                penalties[r, copies[r], i] = _separator_penalty(i, sl, Y, A, C, pool)[0]
 
 
 @nb.njit(cache=True, nogil=True)
@@ -368,9 +367,9 @@ def _prefetch_sample(order, t, csr, pools, columns):
         prefetch(indptr, j)
     flags = columns.flags
     flagged = False
-    for k in range(flags.shape[0]):
-        for r in range(flags.shape[1]):
-            if flags[k, r, i] != 0:
+    for r in range(flags.shape[0]):
+        for c in range(flags.shape[1]):
+            if flags[r, c, i] != 0:
                 flagged = True
     if not flagged:
         return
@@ -416,13 +415,13 @@ def _separator_samples(csr, groups, seps, order, start, params, u, degree, w_sep
             Yh, Ah = Ys[h], As[h]
             ys = columns.targets[r, i]
             flagged = False
-            for k in range(P):
-                if columns.flags[k, r, i] != 0:
+            for c in range(columns.flags.shape[1]):
+                if columns.flags[r, c, i] != 0:
                     flagged = True
             if not flagged:
                 pen = 0.0
-                for k in range(P):
-                    pen += columns.penalties[k, r, i]
+                for c in range(columns.penalties.shape[1]):
+                    pen += columns.penalties[r, c, i]
                 g = columns.scores[r, i] + (1.0 - 2.0 * ys) + rho * pen
                 flagged = (g > 0.0 and ys == 0) or (g < 0.0 and ys != 0)
             if not flagged:

@@ -934,8 +934,8 @@ def _separator_penalty_reference(pool, i, sl, Y, A, C):
     return pen
 
 
-@pytest.mark.parametrize("n_jobs", [1, 2])
-def test_separator_columns_are_what_the_groups_hold(monkeypatch, n_jobs):
+@pytest.mark.parametrize("n_jobs, parts", [(1, 2), (2, 2), (2, 3)])
+def test_separator_columns_are_what_the_groups_hold(monkeypatch, n_jobs, parts):
     """Before every round's separator steps: the scores are x_i . w of the
     separators' weights at the round's start, the flags and penalties those
     of every group's arrays and pools read directly, the targets the
@@ -959,20 +959,22 @@ def test_separator_columns_are_what_the_groups_hold(monkeypatch, n_jobs):
             w = self.w_start[h][:, self.local[r, h]]
             np.testing.assert_allclose(cols.scores[r], X @ w, rtol=1e-12, atol=1e-12)
             np.testing.assert_array_equal(cols.targets[r], self.problems[h].Y[:, self.local[r, h]])
-            for k, st in enumerate(self.states):
-                sl = self.local[r, k]
-                if sl < 0:
-                    assert not cols.flags[k, r].any() and not cols.penalties[k, r].any()
-                    continue
-                np.testing.assert_array_equal(cols.flags[k, r], st.tmask[:, sl])
+            holders = np.flatnonzero(self.local[r] >= 0)
+            assert cols.flags.shape[1] >= len(holders) >= 2
+            for c, k in enumerate(holders):  # the groups holding it, in order
+                st, sl = self.states[k], self.local[r, k]
+                np.testing.assert_array_equal(cols.flags[r, c], st.tmask[:, sl])
                 ref = [_separator_penalty_reference(st.pool, i, sl, self.problems[k].Y, st.A, C)
                        for i in range(X.shape[0])]
-                np.testing.assert_allclose(cols.penalties[k, r], ref, rtol=1e-12, atol=1e-12)
+                np.testing.assert_allclose(cols.penalties[r, c], ref, rtol=1e-12, atol=1e-12)
+            assert not cols.flags[r, len(holders):].any()
+            assert not cols.penalties[r, len(holders):].any()
         seen.append(bool(np.abs(cols.penalties).sum() > 0))
         return run_separators(self, order)
 
     monkeypatch.setattr(groups.LabelGroupRounds, "round", round_)
     monkeypatch.setattr(groups.LabelGroupRounds, "_separators", separators)
-    m = _fit_ml(X, Y, pairwise=tree, tol=1e-3, max_iter=40, training_partitions=2,
+    m = _fit_ml(X, Y, pairwise=tree, tol=1e-3, max_iter=40, training_partitions=parts,
                 n_jobs=n_jobs, fit_intercept=False)
+    assert m.history_[-1]["partitions"] == parts
     assert len(seen) == m.n_iter_ and any(seen)  # pairs at the separators were read
