@@ -222,8 +222,11 @@ class LabelGroupRounds:
         H = int(self.copies.max(initial=0))
         self.columns = SeparatorColumns(np.empty((S, n)), np.zeros((S, H, n), dtype=np.uint8),
                                         np.zeros((S, H, n)), targets.reshape(S, n))
-        # each group's copy of each separator: its rank among the groups holding it
-        self.copy_of = np.cumsum(self.local >= 0, axis=1) - 1
+        # per group: its labels of the separators, and its copy of each (its
+        # rank among the groups holding it)
+        copy_of = np.cumsum(self.local >= 0, axis=1) - 1
+        self.sep_labels = [np.ascontiguousarray(self.local[:, k]) for k in range(self.n_parts)]
+        self.sep_copies = [np.ascontiguousarray(copy_of[:, k]) for k in range(self.n_parts)]
         # the scores' samples each group's thread takes (by their features)
         self.score_bounds = chunk_bounds(np.diff(problem.indptr) + 1.0, self.n_parts)
         self.w_sep = None
@@ -248,8 +251,8 @@ class LabelGroupRounds:
         if self.local.shape[0]:
             st = self.states[k]
             separator_columns(st.tmask, self.problems[k].Y, st.A, self.params[0], st.pool,
-                              self.local[:, k], np.ascontiguousarray(self.copy_of[:, k]),
-                              self.columns.flags, self.columns.penalties)
+                              self.sep_labels[k], self.sep_copies[k], self.columns.flags,
+                              self.columns.penalties)
         return out_of_time
 
     def _separators(self, order):

@@ -349,7 +349,7 @@ def separator_pass(csr, groups, seps, order, start, params, u, w_sep, columns):
             if sl >= 0:
                 degree[k] += nbr_ptrs[k][sl + 1] - nbr_ptrs[k][sl]
     return _separator_samples(csr, groups, seps, order, start, params, u, degree, w_sep,
-                              columns)
+                              columns, np.zeros(S, dtype=np.uint8))
 
 
 @nb.njit(cache=True, inline="always")
@@ -371,7 +371,7 @@ def _prefetch_sample(order, t, csr, pools, columns):
         for c in range(flags.shape[1]):
             if flags[r, c, i] != 0:
                 flagged = True
-    if not flagged:
+    if not flagged:  # (a hint: those the score test activates are not asked for)
         return
     prefetch_span(data, indptr[i], indptr[i + 1])
     prefetch_span(indices, indptr[i], indptr[i + 1])
@@ -385,11 +385,36 @@ def _prefetch_sample(order, t, csr, pools, columns):
         prefetch_at(pool.nu, b, 0)
 
 
+@nb.njit(cache=True, inline="always")
+def _separators_to_step(i, columns, rho, steps):
+    """Which separators of sample ``i`` move (``steps[r]`` set): those
+    flagged in a group, and those whose gradient at the bound asks to move
+    (:class:`SeparatorColumns`); returns whether any does."""
+    any_step = False
+    for r in range(steps.shape[0]):
+        ys = columns.targets[r, i]
+        flagged = False
+        for c in range(columns.flags.shape[1]):
+            if columns.flags[r, c, i] != 0:
+                flagged = True
+        if not flagged:
+            pen = 0.0
+            for c in range(columns.penalties.shape[1]):
+                pen += columns.penalties[r, c, i]
+            g = columns.scores[r, i] + (1.0 - 2.0 * ys) + rho * pen
+            flagged = (g > 0.0 and ys == 0) or (g < 0.0 and ys != 0)
+        steps[r] = flagged
+        any_step = any_step or flagged
+    return any_step
+
+
 @borrowing_kernel
-def _separator_samples(csr, groups, seps, order, start, params, u, degree, w_sep, columns):
+def _separator_samples(csr, groups, seps, order, start, params, u, degree, w_sep, columns,
+                       steps):
     """The body of :func:`separator_pass` (``degree`` int64 (P,): the
-    separators' edges in each group), borrowing its arrays: the views of
-    the pools' rows it takes per sample count no references."""
+    separators' edges in each group; ``steps`` uint8 (S,): scratch, the
+    sample's separators that move), borrowing its arrays: the views of the
+    pools' rows it takes per sample count no references."""
     data, indices, indptr, xnorm2 = csr
     Ys, As, tmasks, pools, nbr_ptrs, nbrs, n_edges = groups
     local, home = seps
@@ -399,6 +424,8 @@ def _separator_samples(csr, groups, seps, order, start, params, u, degree, w_sep
         i = order[t]
         if t + 1 < order.shape[0]:
             _prefetch_sample(order, t + 1, csr, pools, columns)
+        if not _separators_to_step(i, columns, rho, steps):
+            continue
         for k in range(P):
             # room at the pool's end for the row to widen into, however many
             # of the separators' edges activate: its successive capacities
@@ -410,22 +437,12 @@ def _separator_samples(csr, groups, seps, order, start, params, u, degree, w_sep
                     and pool.left.shape[0] - pool.top[0] < need):
                 return t, k, need
         for r in range(S):
+            if steps[r] == 0:
+                continue
             h = home[r]
             jh = local[r, h]
             Yh, Ah = Ys[h], As[h]
             ys = columns.targets[r, i]
-            flagged = False
-            for c in range(columns.flags.shape[1]):
-                if columns.flags[r, c, i] != 0:
-                    flagged = True
-            if not flagged:
-                pen = 0.0
-                for c in range(columns.penalties.shape[1]):
-                    pen += columns.penalties[r, c, i]
-                g = columns.scores[r, i] + (1.0 - 2.0 * ys) + rho * pen
-                flagged = (g > 0.0 and ys == 0) or (g < 0.0 and ys != 0)
-            if not flagged:
-                continue
             w = w_sep[r]
             u[jh] = 0.0
             for p in range(indptr[i], indptr[i + 1]):
