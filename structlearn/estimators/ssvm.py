@@ -975,7 +975,8 @@ default="auto"
             problem, solver=solver, C=C, max_iter=max_iter, tol=tol, rng=rng, state=state,
             verbose=self.verbose, callback=self.callback, rho=rho, eta=eta,
             sublinear=oracle == "sublinear", check_every=check_every, max_time=self.max_time,
-            n_jobs=self.n_jobs, training_partitions=self.training_partitions or 1)
+            n_jobs=self.n_jobs, training_partitions=self.training_partitions or 1,
+            keep_state=self.warm_start)
         self._set_model(W, P, E, n_features, prev_history + history, converged)
         self._solver_state = state if self.warm_start else None
         return self

@@ -34,7 +34,7 @@ from ._partitions import PartitionThreads, n_threads
 from ._ssvm_common import sq_norm
 
 __all__ = ["LabelGroupRounds", "copy_columns", "group_pair_ids", "group_problem",
-           "put_group_states", "release_whole_state", "take_group_state"]
+           "put_group_states", "put_group_weights", "release_whole_state", "take_group_state"]
 
 def group_problem(problem, labels):
     """The problem restricted to ``labels`` (int64, increasing): the same
@@ -117,18 +117,29 @@ def release_whole_state(state):
     return layout
 
 
+def put_group_weights(state, groups, subs, layout):
+    """Write the groups' weights and pair weights back into ``state``, the
+    weights in a new array of ``layout`` (:func:`release_whole_state`)."""
+    shape, dtype = layout[2]
+    state.W = np.empty(shape, dtype)
+    L = shape[1]
+    for labels, sub in zip(groups, subs):
+        copy_columns(sub.W, np.arange(labels.shape[0]), state.W, labels)
+        state.Pw[group_pair_ids(labels, L)] = sub.Pw
+
+
 def put_group_states(state, groups, subs, layout):
     """Write the groups' states ``subs`` back into ``state`` (the inverse of
     :func:`take_group_state` over all the groups, which cover every label),
     in new arrays of ``layout`` (:func:`release_whole_state`)."""
-    state.A, state.tmask, state.W = (np.empty(shape, dtype) for shape, dtype in layout)
-    n, L = state.A.shape
+    put_group_weights(state, groups, subs, layout)
+    state.A, state.tmask = (np.empty(shape, dtype) for shape, dtype in layout[:2])
+    n = state.A.shape[0]
     parts = []
     for labels, sub in zip(groups, subs):
         every = np.arange(labels.shape[0])
-        for whole, part in ((state.A, sub.A), (state.tmask, sub.tmask), (state.W, sub.W)):
+        for whole, part in ((state.A, sub.A), (state.tmask, sub.tmask)):
             copy_columns(part, every, whole, labels)
-        state.Pw[group_pair_ids(labels, L)] = sub.Pw
         sample, slot = _used_slots(sub.pool)
         p = sub.pool
         parts.append((sample, labels[p.left[slot]], labels[p.right[slot]], p.dual[slot],
@@ -170,20 +181,25 @@ class LabelGroupRounds:
     state : GDMMMultilabelState
     split : LabelSplit
         The groups and separators (:func:`._gdmm_multilabel_separators.split_labels`).
-    C, rho, rounds : float, float, int
-        As in the one-process pass.
+    params : tuple
+        ``(C, rho, rounds)`` as in the one-process pass.
     n_jobs : int or None
         Threads running the groups (at most one per group).
+    keep_state : bool
+        Whether :meth:`close` writes the whole state back (else the weights
+        only: nothing else of it is read again).
     """
 
     remote = False
     certifies_itself = True
 
-    def __init__(self, problem, state, split, C, rho, rounds, n_jobs):
+    def __init__(self, problem, state, split, params, n_jobs, keep_state=True):
         self.state = state
         self.groups = split.groups
         self.n_parts = len(split.groups)
+        C, rho, rounds = params
         self.params = (float(C), float(rho), int(rounds))
+        self.keep_state = bool(keep_state)
         L = problem.Y.shape[1]
         S = split.separators.shape[0]
         xnorm2 = problem.sq_norms()
@@ -345,6 +361,8 @@ class LabelGroupRounds:
         return float(total)
 
     def close(self):
-        """Write the groups' states back into the whole problem's."""
+        """Write the groups' states (or their weights only, without
+        ``keep_state``) back into the whole problem's."""
         self.threads.close()
-        put_group_states(self.state, self.groups, self.states, self.layout)
+        put = put_group_states if self.keep_state else put_group_weights
+        put(self.state, self.groups, self.states, self.layout)

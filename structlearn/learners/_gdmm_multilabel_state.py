@@ -58,7 +58,7 @@ class GDMMMultilabelState:
 
     def weights(self):
         """``W`` (d, L) and the symmetric-free upper-triangular ``P`` (L, L)."""
-        L = self.A.shape[1]
+        L = self.W.shape[1]
         P = np.zeros((L, L))
         P[np.triu_indices(L, 1)] = self.Pw
         return self.W, P

@@ -154,7 +154,7 @@ def run_rounds(step, certify, active, state, monitor, stats, *, schedule, max_it
 
 def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, state=None,
                         verbose=0, callback=None, rounds=None, check_every=1, max_time=None,
-                        n_jobs=None, training_partitions=1):
+                        n_jobs=None, training_partitions=1, keep_state=True):
     """Run up to ``max_iter`` GDMM iterations; returns ``(W, P, history, state, converged)``.
 
     Parameters
@@ -209,10 +209,14 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         (:class:`._gdmm_multilabel_label_groups.LabelGroupRounds`).  The
         iterates depend on ``rng`` and the partitions, not on ``n_jobs``.
 
+    keep_state : bool
+        Whether the final state is returned (for a warm start); else None
+        is, and groups of labels write back only their weights.
+
     Returns
     -------
     W : ndarray (n_features, L), P : ndarray (L, L) upper triangle,
-    history : list of dict, state : GDMMMultilabelState, converged : bool
+    history : list of dict, state : GDMMMultilabelState or None, converged : bool
     """
     Y, E = problem.Y, problem.E
     n, L = Y.shape
@@ -237,7 +241,8 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         edge_data = (E, ne, nbr_ptr, nbr, edges, pids)
         split = split_labels(E, n_parts) if client is None else None
         if split is not None:
-            partitions = LabelGroupRounds(problem, state, split, C, rho, rounds, n_jobs)
+            partitions = LabelGroupRounds(problem, state, split, (C, rho, rounds), n_jobs,
+                                          keep_state)
         elif client is None:
             partitions = ThreadMultilabelPartitions(problem, state, n_parts, edge_data, C, rho,
                                                     rounds, n_jobs)
@@ -256,7 +261,8 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         auto_split = split_labels(E, n_threads(n_jobs, L))
     auto_groups = auto_split is not None
     if auto_groups:
-        partitions = LabelGroupRounds(problem, state, auto_split, C, rho, rounds, n_jobs)
+        partitions = LabelGroupRounds(problem, state, auto_split, (C, rho, rounds), n_jobs,
+                                      keep_state)
     deadline = None if max_time is None else monitor.start + max_time
 
     def step(it):
@@ -295,4 +301,4 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         if partitions is not None:
             partitions.close()
     W, P = state.weights()
-    return W, P, monitor.history, state, converged
+    return W, P, monitor.history, state if keep_state else None, converged

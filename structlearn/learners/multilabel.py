@@ -84,11 +84,11 @@ class MultilabelState:
 
 def fit_multilabel(problem, *, solver, C, max_iter, tol, rng, state=None, verbose=0,
                    callback=None, rho=1.0, eta=1.0, sublinear=True, check_every=1,
-                   max_time=None, n_jobs=None, training_partitions=1):
+                   max_time=None, n_jobs=None, training_partitions=1, keep_state=True):
     """Train with ``solver`` in {"gdmm", "bcfw", "ssg"}; returns ``(W, P, history, state, converged)``.
 
-    ``rho``, ``eta``, ``sublinear``, ``check_every``, ``max_time``, ``n_jobs``
-    and ``training_partitions`` are used by gdmm only
+    ``rho``, ``eta``, ``sublinear``, ``check_every``, ``max_time``, ``n_jobs``,
+    ``training_partitions`` and ``keep_state`` are used by gdmm only
     (:func:`.gdmm_multilabel.fit_gdmm_multilabel`); the others raise
     ``ValueError`` for ``training_partitions > 1``.
     """
@@ -99,7 +99,8 @@ def fit_multilabel(problem, *, solver, C, max_iter, tol, rng, state=None, verbos
                                    sublinear=sublinear, rng=rng, state=state, verbose=verbose,
                                    callback=callback, check_every=check_every,
                                    max_time=max_time, n_jobs=n_jobs,
-                                   training_partitions=training_partitions)
+                                   training_partitions=training_partitions,
+                                   keep_state=keep_state)
     if training_partitions > 1:
         raise ValueError(f"training_partitions > 1 needs solver='gdmm', got {solver!r}")
     n, L = problem.Y.shape

@@ -978,3 +978,31 @@ def test_separator_columns_are_what_the_groups_hold(monkeypatch, n_jobs, parts):
                 n_jobs=n_jobs, fit_intercept=False)
     assert m.history_[-1]["partitions"] == parts
     assert len(seen) == m.n_iter_ and any(seen)  # pairs at the separators were read
+
+
+def test_label_groups_without_warm_start_write_back_the_weights_alone(monkeypatch):
+    """warm_start=False: the label groups give back their weights only (the
+    state is not kept); the model is the one of a fit that keeps it, bit for
+    bit."""
+    from structlearn.learners import _gdmm_multilabel_label_groups as groups
+
+    closed = []
+    close = groups.LabelGroupRounds.close
+
+    def recorded(self):
+        closed.append(self.keep_state)
+        close(self)
+
+    monkeypatch.setattr(groups.LabelGroupRounds, "close", recorded)
+    L = 9
+    tree = _label_path(L)
+    X, Y = _multilabel_data(13, n=150, L=L)
+    kw = dict(pairwise=tree, tol=1e-3, max_iter=3000, n_jobs=2, fit_intercept=False)
+    kept = _fit_ml(X, Y, warm_start=True, **kw)
+    light = _fit_ml(X, Y, **kw)
+    assert closed == [True, False]  # the label groups ran both fits
+    assert light._solver_state is None and kept._solver_state is not None
+    np.testing.assert_array_equal(light.coef_, kept.coef_)
+    np.testing.assert_array_equal(light.pairwise_coef_, kept.pairwise_coef_)
+    assert [r["dual"] for r in light.history_] == [r["dual"] for r in kept.history_]
+    _assert_weights_follow_the_duals(kept, X, Y)
