@@ -221,8 +221,8 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
     Y, E = problem.Y, problem.E
     n, L = Y.shape
     ne = problem.n_edges
-    if state is None:
-        state = GDMMMultilabelState(problem, sublinear)
+    if state is None:  # (the data's digest, checked by a warm start, only for a kept state)
+        state = GDMMMultilabelState(problem, sublinear, signature=None if keep_state else ())
     if rounds is None:
         rounds = _SAMPLE_ROUNDS
     xnorm2 = problem.sq_norms()
