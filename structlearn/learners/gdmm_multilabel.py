@@ -208,7 +208,6 @@ def fit_gdmm_multilabel(problem, *, C, rho, eta, max_iter, tol, sublinear, rng, 
         are those groups of labels instead
         (:class:`._gdmm_multilabel_label_groups.LabelGroupRounds`).  The
         iterates depend on ``rng`` and the partitions, not on ``n_jobs``.
-
     keep_state : bool
         Whether the final state is returned (for a warm start); else None
         is, and groups of labels write back only their weights.
