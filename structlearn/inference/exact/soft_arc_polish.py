@@ -22,9 +22,9 @@ Their work is counted in nodes and steps, not seconds, so a run without a
 deadline gives the same result on any machine.  The rates are small: a tabu
 step costs about a hundredth of a node, and where neither search betters the
 incumbent their slices are time the proof does not get back (at 25 steps and
-half an iteration per node they took 10-20 % of the short proofs' time).  Under a short deadline the
-timed first slice matters: the tree's first dives can hold poorer labelings
-than a tabu search finds in a few milliseconds."""
+half an iteration per node they took 5-20 % of the short proofs' time).
+Under a short deadline the timed first slice matters: the tree's first dives
+can hold poorer labelings than a tabu search finds in a few milliseconds."""
 
 import time
 
