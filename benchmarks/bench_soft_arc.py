@@ -7,11 +7,14 @@ family) it reports the time :class:`SoftArcSearch` takes to prove the
 optimum (no local search, no LP: the search as it is), its nodes and time per
 node, and toulbar2's time and nodes on the same network in its own process
 (its time includes reading the network).  ``--depth-first`` runs the
-search without its best-first choice of dives.  The totals line sums the times of
-the networks both prove.  Compare two versions of the search by running the
-script from each checkout (``PYTHONPATH=<checkout>``) in turn.  ``--memory``
-adds the bytes of a path of whole saved nodes (one per level), the search's
-state at first (``soft_arc_bytes``) and its trail at the end, in MB.
+search without its best-first choice of dives; ``--seeds 50-54`` runs
+``bench_wcsp_families``'s families at those seeds instead of the default list.
+The totals lines sum the search's times and nodes, and the times of the
+networks both prove.  Compare two versions of the search by running the
+script from each checkout (``PYTHONPATH=<checkout>``) in turn.
+``--memory`` adds the bytes of a path of whole saved nodes (one per level),
+the search's state at first (``soft_arc_bytes``) and its trail at the end,
+in MB.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from bench_map import load, run_pair  # noqa: E402
+from bench_wcsp_families import FAMILIES, seed_range  # noqa: E402
 
 from structlearn.inference.exact.soft_arc import SoftArcSearch  # noqa: E402
 
@@ -63,6 +67,9 @@ def _memory(graph, search):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--instances", default=DEFAULT, help="comma-separated network names")
+    ap.add_argument("--seeds", default=None,
+                    help="instead of --instances: the families of bench_wcsp_families at "
+                         "these seeds (\"50-54\" or \"50,52\")")
     ap.add_argument("--time-limit", type=float, default=10.0)
     ap.add_argument("--no-toulbar2", action="store_true")
     ap.add_argument("--depth-first", action="store_true",
@@ -71,6 +78,10 @@ def main():
     ap.add_argument("--memory", action="store_true",
                     help="whole saved nodes, state at first, trail at the end (MB)")
     args = ap.parse_args()
+    names = args.instances.split(",")
+    if args.seeds:
+        names = [f"wcsp{n}_d{d}_f{f}_s{s}" for n, d, f in
+                 (fam.split(":") for fam in FAMILIES.split(",")) for s in seed_range(args.seeds)]
 
     # compile outside the timings: the kernel for whole saved nodes, then the
     # trail's (a network large enough for the trail, a few nodes)
@@ -80,14 +91,15 @@ def main():
     print(f"{'network':<22}{'proved':>7}{'time (s)':>10}{'nodes':>9}{'us/node':>9}"
           f"{'tb2 (s)':>9}{'tb2 nodes':>11}{'ratio':>7}")
     ours_total = peer_total = 0.0
-    times = []
-    for name in args.instances.split(","):
+    times, nodes = [], []
+    for name in names:
         graph, _ = load(name)
         search = SoftArcSearch(graph, best_first=not args.depth_first, n_jobs=args.n_jobs)
         t0 = time.perf_counter()
         search.run(deadline=t0 + args.time_limit)
         seconds = time.perf_counter() - t0
         times.append(seconds)
+        nodes.append(search.n_nodes)
         peer = None if args.no_toulbar2 else toulbar2(name, args.time_limit)
         line = (f"{name:<22}{str(search.proved):>7}{seconds:>10.2f}{search.n_nodes:>9}"
                 f"{1e6 * seconds / max(search.n_nodes, 1):>9.0f}")
@@ -99,7 +111,8 @@ def main():
         if args.memory:
             line += "  MB: " + _memory(graph, search)
         print(line, flush=True)
-    print(f"search: total {sum(times):.2f} s, geometric mean {np.exp(np.log(times).mean()):.3f} s")
+    print(f"search: total {sum(times):.2f} s, geometric mean {np.exp(np.log(times).mean()):.3f} s;"
+          f" nodes: total {sum(nodes)}, geometric mean {np.exp(np.log(nodes).mean()):.0f}")
     if peer_total:
         print(f"both proved: search {ours_total:.2f} s, toulbar2 {peer_total:.2f} s "
               f"({ours_total / peer_total:.2f}x)")

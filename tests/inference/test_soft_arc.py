@@ -55,8 +55,8 @@ def test_the_search_proves_the_enumerated_optimum(seed, ties, parallel, p_inf, s
 def test_the_search_with_eliminated_variables_proves_the_enumerated_optimum(seed, ties, p_inf,
                                                                            start, trail):
     """Trees and near-trees: most variables are eliminated (one free
-    neighbour or none) and take their labels at the leaves by dynamic
-    programming."""
+    neighbour or none) and take their labels at the leaves (bucket
+    elimination's second pass)."""
     graph = sparse_weighted_csp(seed, p_inf=p_inf, ties=ties)
     labelings = all_labelings(graph)
     scores = graph.score_many(labelings)
@@ -70,6 +70,34 @@ def test_the_search_with_eliminated_variables_proves_the_enumerated_optimum(seed
         return
     assert search.score == pytest.approx(best, abs=1e-6 * max(1.0, abs(best)))
     assert graph.score(search.labels) == search.score
+
+
+@settings(max_examples=120, deadline=None)
+@given(seed=st.integers(0, 10**6), ties=st.booleans(), p_inf=st.sampled_from([0.0, 0.3]),
+       room=st.sampled_from([(1, 1), (1, None), (8, 1), (0, 0)]), best_first=st.booleans())
+def test_with_little_room_for_spare_edges_the_search_proves_the_enumerated_optimum(
+        seed, ties, p_inf, room, best_first):
+    """Spare edges run out (one at most on a path, or one adjacency slot a
+    variable, or none at all): the variables of two free neighbours left
+    are branched on, and the search still proves the optimum."""
+    from unittest import mock
+
+    import structlearn.inference.exact.soft_arc as soft_arc
+
+    slots, spare = room
+    graph = deep_random_network(seed, p_inf, ties)
+    labelings = all_labelings(graph)
+    scores = graph.score_many(labelings)
+    best = scores.max()
+    with mock.patch.multiple(soft_arc, SPARE_SLOTS=slots,
+                             spare_edges=lambda n, E, K: n if spare is None else spare):
+        search = SoftArcSearch(graph, best_first=best_first)
+        assert search.net.spare == (graph.n_vars if spare is None else spare)
+        assert search.run()
+    if best == -np.inf:
+        assert search.score == -np.inf
+        return
+    assert search.score == pytest.approx(best, abs=1e-6 * max(1.0, abs(best)))
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -351,35 +379,95 @@ def test_best_first_dives_open_and_restore_nodes_and_match_depth_first_search():
     assert steps.n_nodes == whole.n_nodes and np.array_equal(steps.labels, whole.labels)
 
 
-@pytest.mark.parametrize("seed", [5, 37])  # networks whose search opens nodes
-def test_a_restored_open_node_keeps_every_cost_of_its_labelings(seed):
-    """The node rebuilt from the root's copy and an open node's domains: for
-    every labeling left in those domains ``lower + unary + pair`` is its cost,
-    and none of the domains' labelings costs less than the bound."""
+def assert_the_reduced_network_keeps_the_least_costs(search, graph, labelings, scores):
+    """Over the variables the current node has not eliminated, ``lower +
+    unary + pair`` (the edges between two of them, spare ones too)
+    is, for each of their labelings left in the domains, the least cost over
+    the eliminated variables' labels left in theirs.  Returns how many spare
+    edges the node uses."""
+    n = graph.n_vars
+    lower, unary, pair = search.current_costs()
+    ends, tables = search.spare_costs()
+    free = ~search.eliminated
+    starts = graph.scope_indptr[:-1]
+    p, q = graph.scope_vars[starts], graph.scope_vars[starts + 1]
+    inside = np.all(np.isfinite(unary[np.arange(n), labelings]), axis=1)
+    reduced = lower + np.where(free, unary[np.arange(n), labelings], 0.0).sum(1)
+    for a, b, table in zip(list(p) + list(ends[:, 0]), list(q) + list(ends[:, 1]),
+                           list(pair) + list(tables)):
+        if free[a] and free[b]:
+            reduced = reduced + table[labelings[:, a], labelings[:, b]]
+    least = {}
+    for row, cost in zip(labelings[inside], search.offset - scores[inside]):
+        key = row[free].tobytes()
+        least[key] = min(least.get(key, np.inf), cost)
+    for row, value in zip(labelings[inside], reduced[inside]):
+        expected = least[row[free].tobytes()]
+        if np.isfinite(expected):
+            assert value == pytest.approx(expected, abs=1e-9)
+        else:
+            assert value == np.inf
+    return len(ends)
+
+
+@pytest.mark.parametrize("trail", [False, True])
+@pytest.mark.parametrize("seed", [4, 5, 13])
+def test_at_every_node_the_eliminations_keep_the_least_costs(seed, trail):
+    """Variables of one or two free neighbours eliminated (the latter into
+    spare edges between those two): at every node of a depth-first search
+    the network left over the others holds the least cost of each of their
+    labelings, on paths that add spare edges and backtrack over them."""
     graph = deep_random_network(seed, 0.2, ties=True)
     labelings = all_labelings(graph)
     scores = graph.score_many(labelings)
-    with short_dives():
-        search = SoftArcSearch(graph)
-        while search.n_open == 0 and not search.run(max_nodes=1):
-            pass
-        assert search.n_open > 0
+    spares = []
+    with path_storage(trail):
+        search = SoftArcSearch(graph, best_first=False)
+        while not search.run(max_nodes=1):
+            if search.state.counters[PHASE] == CONSISTENT:
+                spares.append(assert_the_reduced_network_keeps_the_least_costs(
+                    search, graph, labelings, scores))
+    assert max(spares) > 0 and min(spares) < max(spares)
+    assert search.score == pytest.approx(scores.max(), abs=1e-9)
+
+
+def searches_that_open_nodes(count):
+    """The first ``count`` best-first searches over :func:`deep_random_network`
+    graphs that open nodes (dives of one backtrack), stopped at their first
+    open node, with their graphs."""
+    found = []
+    for seed in range(1000):
+        graph = deep_random_network(seed, 0.2, ties=True)
+        with short_dives():
+            search = SoftArcSearch(graph)
+            while search.n_open == 0 and not search.run(max_nodes=1):
+                pass
+        if search.n_open > 0:
+            found.append((graph, search))
+            if len(found) == count:
+                return found
+    raise AssertionError(f"only {len(found)} searches open nodes")
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_a_restored_open_node_keeps_the_least_costs_of_its_labelings(index):
+    """The node rebuilt from the root's copy and an open node's domains: for
+    every labeling left in those domains the network over the variables not
+    eliminated holds its least cost, and none of the domains' labelings
+    costs less than the bound."""
+    graph, search = searches_that_open_nodes(3)[index]
+    labelings = all_labelings(graph)
+    scores = graph.score_many(labelings)
     n, K = graph.n_vars, search.net.K
     _, _, mask = search._open.pop(np.inf)
     search.state.scalars[UPPER] = np.inf  # no incumbent: the node is rebuilt whatever its bound
     assert restore_node(search.net, search.state, search.work, search._root, mask, search.tol,
                         search.offset, search.eps, search.integral)
     mask = mask.reshape(n, K).astype(bool)
-    lower, unary, pair = search.current_costs()
     inside = np.all(mask[np.arange(n), labelings], axis=1) & np.isfinite(scores)
     assert inside.any()
-    starts = graph.scope_indptr[:-1]
-    p, q = graph.scope_vars[starts], graph.scope_vars[starts + 1]
-    kept = inside & np.all(np.isfinite(unary[np.arange(n), labelings]), axis=1)
-    costs = (lower + unary[np.arange(n), labelings].sum(1)
-             + pair[np.arange(graph.n_factors), labelings[:, p], labelings[:, q]].sum(1))
-    np.testing.assert_allclose(costs[kept], search.offset - scores[kept], atol=1e-9)
-    assert lower <= search.offset - scores[inside].max() + 1e-9
+    assert_the_reduced_network_keeps_the_least_costs(search, graph, labelings, scores)
+    assert search.current_costs()[0] <= search.offset - scores[inside].max() + 1e-9
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -8,11 +8,12 @@ network (equivalence-preserving cost moves: node, arc and directional arc
 consistency, Larrosa and Schiex's FDAC*; see :mod:`._soft_arc_kernels`),
 which gathers a lower bound on the cost in one constant and removes the
 labels that cannot beat the incumbent; the root starts from a dual ascent
-near the LP relaxation's bound, and variables left with one free neighbour
-are eliminated instead of branched on.  On weighted constraint networks
-(many forbidden pairs, small integer costs) this bound is far tighter than
-the summed row maxima of :mod:`.dfbb`, and the hard constraints prune whole
-subtrees at once.
+near the LP relaxation's bound, and variables left with one or two free
+neighbours are eliminated instead of branched on (the least cost of each
+one's bucket moved onto its neighbour, or into a new edge between the two).
+On weighted constraint networks (many forbidden pairs, small integer costs)
+this bound is far tighter than the summed row maxima of :mod:`.dfbb`, and
+the hard constraints prune whole subtrees at once.
 
 The tree is searched by hybrid best-first search (Allouche, de Givry,
 Katsirelos, Schiex and Zytnicki's HBFS): depth-first dives, each stopped at a
@@ -42,8 +43,8 @@ import numpy as np
 
 from ...graphs.factor_graph import FactorGraph
 from ._soft_arc_kernels import (BACKTRACK, BACKTRACKS_LEFT, CONSISTENT, DEPTH, DONE, ELIMINATED,
-                                FLOOR, LOWER, NODES, NOT_STARTED, PHASE, ROUNDS, TRAIL_FULL,
-                                TRAIL_TOP, UPPER)
+                                FLOOR, LOWER, NODES, NOT_STARTED, PHASE, ROUNDS, SPARES,
+                                TRAIL_FULL, TRAIL_TOP, UPPER)
 from .soft_arc_open import OpenNodes
 from .soft_arc_threads import HELPERS_MAX_BYTES, THREADS_MIN_NODES
 
@@ -70,12 +71,25 @@ OPEN_MAX_BYTES = 32 << 20   # open nodes kept at most; past it the dives go on t
 # doubles as needed)
 SNAPSHOT_MAX_BYTES = 8 << 20
 TRAIL_FIRST_NODES = 4
+# variables of two free neighbours are eliminated into spare edges (one a
+# variable at most) where the search's own copy of the edge costs with room
+# for them takes at most SPARE_PAIR_MAX_BYTES; each variable keeps
+# SPARE_SLOTS adjacency entries for the spare edges it joins
+SPARE_PAIR_MAX_BYTES = 4 << 20
+SPARE_SLOTS = 8
+
+
+def spare_edges(n, E, K):
+    """The spare edges of a search over ``n`` variables, ``E`` edges and
+    domains of ``K`` (see :data:`SPARE_PAIR_MAX_BYTES`): ``n``, or 0."""
+    return n if n >= 3 and 16 * (E + n) * K * K <= SPARE_PAIR_MAX_BYTES else 0
 
 
 def _path_bytes(n, E, K):
     """Bytes of a whole saved node per level of a path over ``n`` variables,
-    ``E`` edges and domains of ``K`` (``n + 1`` levels)."""
-    return 8 * (n + 1) * (n + 2 * E) * K
+    ``E`` edges and domains of ``K`` (``n + 1`` levels; the spare edges'
+    shifts included)."""
+    return 8 * (n + 1) * (n + 2 * (E + spare_edges(n, E, K))) * K
 
 
 def _snapshot_bytes(n, E, K):
@@ -96,9 +110,16 @@ def soft_arc_bytes(graph):
     n = graph.n_vars
     K = int(graph.n_states.max()) if n else 1
     E = graph.n_factors
-    blocks = n + 2 * E
+    S = spare_edges(n, E, K)
+    blocks = n + 2 * (E + S)
     path = _snapshot_bytes(n, E, K) or 8 * TRAIL_FIRST_NODES * blocks * (K + 2)
-    return 8 * (2 * E * K * K + 3 * blocks * K) + path
+    return _costs_bytes(E, S, K) + 8 * 3 * blocks * K + path
+
+
+def _costs_bytes(E, S, K):
+    """Bytes of the padded edge costs over ``E`` edges, with the search's
+    own copy where it has ``S`` spare edges."""
+    return 8 * 2 * (E + (E + S if S else 0)) * K * K
 
 
 def whole_path_bytes(graph):
@@ -109,7 +130,8 @@ def whole_path_bytes(graph):
     n = graph.n_vars
     K = int(graph.n_states.max()) if n else 1
     E = graph.n_factors
-    return 8 * (2 * E * K * K + 2 * (n + 2 * E) * K) + _path_bytes(n, E, K)
+    S = spare_edges(n, E, K)
+    return _costs_bytes(E, S, K) + 8 * 2 * (n + 2 * (E + S)) * K + _path_bytes(n, E, K)
 
 
 def _cost_network(graph, existential=True):
@@ -159,9 +181,26 @@ def _cost_network(graph, existential=True):
     dac_pos = np.empty(n, dtype=np.int64)
     dac_pos[dac_order] = np.arange(n)
     adjacency = np.stack([adj_edge, adj_side, nbr_var], axis=1).astype(np.int64)
+    spare = spare_edges(n, E, K)
     net = CostNetwork(graph.n_states.astype(np.int64), unary, pair, ends.astype(np.int64),
-                      adj_ptr, adjacency, dac_order, dac_pos, K, bool(existential))
+                      adj_ptr, adjacency, dac_order, dac_pos, K, bool(existential), spare,
+                      SPARE_SLOTS if spare else 0)
     return net, offset
+
+
+def _search_graph(net):
+    """The :class:`~._soft_arc_kernels.SearchState` arrays that hold the
+    edges and adjacency, with room for ``net``'s spare edges: ``pair``,
+    ``ends``, ``adj_ptr``, ``adj_end`` and ``adjacency``."""
+    n, E, K, S, slots = net.n_states.shape[0], net.ends.shape[0], net.K, net.spare, net.spare_slots
+    pair = net.pair if S == 0 else np.concatenate([net.pair, np.zeros(S * 2 * K * K)])
+    ends = np.concatenate([net.ends, np.full((S, 2), -1, dtype=np.int64)])
+    degree = np.diff(net.adj_ptr)
+    adj_ptr = net.adj_ptr + slots * np.arange(n + 1, dtype=np.int64)
+    adjacency = np.full((2 * E + n * slots, 3), -1, dtype=np.int64)
+    rows = np.repeat(adj_ptr[:-1] - net.adj_ptr[:-1], degree) + np.arange(2 * E)
+    adjacency[rows] = net.adjacency
+    return pair, ends, adj_ptr, adj_ptr[:-1] + degree, adjacency
 
 
 class SoftArcSearch:
@@ -246,23 +285,25 @@ class SoftArcSearch:
         self.integral = bool(np.all(finite == np.round(finite))
                              and (finite.size == 0 or finite.max() * max(E + n, 1) < 2.0 ** 52))
         levels, room = n + 1, 0
+        E2 = E + self.net.spare  # the network's edges and the spare ones
         if not _snapshot_bytes(n, E, K):
-            levels, room = 0, TRAIL_FIRST_NODES * (n + 2 * E)
+            levels, room = 0, TRAIL_FIRST_NODES * (n + 2 * E2)
         self.state = SearchState(
-            np.empty(n * K), np.zeros(E * 2 * K), np.empty((levels, n * K)),
-            np.empty((levels, E * 2 * K)), np.zeros(n + 2 * E, dtype=np.int64),
+            np.empty(n * K), np.zeros(E2 * 2 * K), np.empty((levels, n * K)),
+            np.empty((levels, E2 * 2 * K)), np.zeros(n + 2 * E2, dtype=np.int64),
             np.empty((room, 2), dtype=np.int64), np.empty((room, K)),
             np.zeros((n + 1, 2), dtype=np.int64), np.zeros(n + 1),
-            np.zeros((n + 1, 3), dtype=np.int64),
+            np.zeros((n + 1, 4), dtype=np.int64),
             np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
-            np.zeros((2, E * 2 * K), dtype=np.int64), np.ones(E),
+            np.zeros((2, E2 * 2 * K), dtype=np.int64), np.ones(E2),
             np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.int64),
             np.full(n, -1, dtype=np.int64), np.array([0.0, np.inf]),
-            np.array([0, 0, 0, 0, -1, 0, -1, 0, 0, 0, 0, 0], dtype=np.int64))
+            np.array([0, 0, 0, 0, -1, 0, -1, 0, 0, 0, 0, 0, 0], dtype=np.int64),
+            *_search_graph(self.net))
         flags = [np.zeros(n, dtype=np.uint8) for _ in range(6)]
-        self.work = Workspace(np.zeros(E, dtype=np.uint8), *flags, np.zeros((2, K)),
+        self.work = Workspace(np.zeros(E2, dtype=np.uint8), *flags, np.zeros((2, K)),
                               np.zeros(K, dtype=np.int64), np.zeros((n, K + 1), dtype=np.int64),
-                              np.zeros(n, dtype=np.int64), np.zeros(n * K))
+                              np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
         self._root = None        # the root's node (RootNode), once evaluated
         self._open = OpenNodes(n * K, OPEN_MAX_BYTES)
         self._dive = DIVE_BACKTRACKS  # backtracks per dive
@@ -364,17 +405,41 @@ class SoftArcSearch:
         pair : ndarray (n_factors, K, K)
             Edge costs, first index the label of the factor's first
             variable.  For every labeling left in the domains,
-            ``lower + unary + pair`` sums to its cost ``offset - score``.
+            ``lower + unary + pair`` sums to its cost ``offset - score``
+            while no variable is eliminated into a spare edge (see
+            :meth:`spare_costs`).
         """
         from ._soft_arc_kernels import edge_tables
 
         n, E = self.graph.n_vars, self.graph.n_factors
         K = self.net.unary.shape[0] // max(n, 1)
-        shift = self.state.shift.reshape(E, 2, K)
+        shift = self.state.shift[:E * 2 * K].reshape(E, 2, K)
         with np.errstate(invalid="ignore"):
             pair = (edge_tables(self.net) - shift[:, 0, :, None]
                     - shift[:, 1, None, :])
         return float(self.state.scalars[LOWER]), self.state.unary.reshape(n, K).copy(), pair
+
+    def spare_costs(self):
+        """The current node's spare edges in use: where a variable of two
+        free neighbours was eliminated, its least cost per pair of their
+        labels became a new edge between them (beside any edge between them
+        already).  Over the variables not eliminated, ``lower + unary`` plus
+        the edges between two of them is then the least cost over the
+        eliminated ones' labels.
+
+        Returns
+        -------
+        ends : ndarray of int64 (m, 2)
+        tables : ndarray (m, K, K)
+            Their current costs, first index the label of the first end.
+        """
+        state = self.state
+        E, K, m = self.graph.n_factors, self.net.K, int(state.counters[SPARES])
+        shift = state.shift[E * 2 * K:(E + m) * 2 * K].reshape(m, 2, K)
+        tables = state.pair[E * 2 * K * K:(E + m) * 2 * K * K].reshape(m, 2, K, K)[:, 0]
+        with np.errstate(invalid="ignore"):
+            tables = tables - shift[:, 0, :, None] - shift[:, 1, None, :]
+        return state.ends[E:E + m].copy(), tables
 
     def offer(self, labels):
         """Adopt ``labels`` as the incumbent when it costs less; the search
@@ -483,6 +548,8 @@ class SoftArcSearch:
         if self.n_threads == 1:
             return 0
         nbytes = sum(a.nbytes for a in self.state) + sum(a.nbytes for a in self.work)
+        if self.net.spare == 0:  # the network's own edge costs, shared
+            nbytes -= self.state.pair.nbytes
         return int(min(self.n_threads - 1, HELPERS_MAX_BYTES // max(nbytes, 1)))
 
     def _run_on_threads(self, max_nodes, deadline):

@@ -205,6 +205,7 @@ def make_helpers(search, count):
         h.state = search.state._replace(**{
             name: (np.empty_like(a) if name in ("saved_unary", "saved_shift", "trail_blocks",
                                                 "trail_values")
+                   else a if name == "pair" and search.net.spare == 0  # (the network's)
                    else np.array(a, copy=True))
             for name, a in search.state._asdict().items()})
         h.work = type(search.work)(*(np.array(a, copy=True) for a in search.work))
