@@ -9,6 +9,9 @@ starts; toulbar2's time includes reading the network).  Per network it prints
 both times and statuses; at the end, over the networks toulbar2 proves, the
 geometric mean of the time ratio, how many are proved in at most toulbar2's
 time, and the summed times; over the others, the score differences.
+``--before <checkout>`` also runs the method from that checkout
+(``PYTHONPATH``), between this one's run and toulbar2's on each network, and
+summarizes both: an A/B on the same machine state.
 
 The default families are those where toulbar2 and the soft arc search are
 closest (proofs of 0.05-20 s); pick seeds that no tuning has looked at.
@@ -44,44 +47,72 @@ def main():
     ap.add_argument("--seeds", default="50-54")
     ap.add_argument("--time-limit", type=float, default=20.0)
     ap.add_argument("--method", default="exact")
+    ap.add_argument("--before", default=None,
+                    help="a second checkout whose method runs too, network by network "
+                         "between this one's and toulbar2's (the same machine state for both)")
     args = ap.parse_args()
 
     names = [f"wcsp{n}_d{d}_f{f}_s{s}" for n, d, f in
              (fam.split(":") for fam in args.families.split(",")) for s in seed_range(args.seeds)]
     print(f"{'network':<22}{args.method:>10}{'status':>12}{'toulbar2':>10}{'status':>12}"
-          f"{'ratio':>7}{'score diff':>12}")
-    ratios, wins, ours_sum, peer_sum, diffs = [], 0, 0.0, 0.0, []
+          f"{'ratio':>7}{'score diff':>12}" + (f"{'before':>10}{'status':>12}" if args.before
+                                               else ""))
+    runs = {"": [], "before": []}
     for name in names:
         ours = run_pair(args.method, name, args.time_limit)
+        before = _run_from(args.before, args.method, name, args.time_limit) if args.before else {}
         peer = run_pair("toulbar2", name, args.time_limit)
-        if "error" in ours or "error" in peer:
-            print(f"{name:<22} error: {ours.get('error') or peer.get('error')}")
+        if "error" in ours or "error" in peer or "error" in before:
+            print(f"{name:<22} error: {ours.get('error') or peer.get('error') or before['error']}")
             continue
-        ours_proved = ours["status"] in ("exact", "optimal")
-        peer_proved = peer["status"] == "optimal"
-        line = (f"{name:<22}{ours['time']:>10.3f}{ours['status']:>12}{peer['time']:>10.3f}"
-                f"{peer['status']:>12}")
-        if peer_proved:
-            ratio = ours["time"] / peer["time"] if ours_proved else np.inf
-            ratios.append(ratio)
-            wins += ratio <= 1.0
-            ours_sum += ours["time"]
-            peer_sum += peer["time"]
-            line += f"{ratio:>7.2f}"
+        line = f"{name:<22}{ours['time']:>10.3f}{ours['status']:>12}{peer['time']:>10.3f}"
+        line += f"{peer['status']:>12}"
+        if peer["status"] == "optimal":
+            line += f"{ours['time'] / peer['time'] if ours['status'] == 'exact' else np.inf:>7.2f}"
         else:
-            diffs.append(ours["score"] - peer["score"])
-            line += f"{'':>7}{diffs[-1]:>+12.1f}"
+            line += f"{'':>7}{ours['score'] - peer['score']:>+12.1f}"
+        if before:
+            line += f"{before['time']:>10.3f}{before['status']:>12}"
+            runs["before"].append((before, peer))
+        runs[""].append((ours, peer))
         print(line, flush=True)
-    if ratios:
-        finite = np.isfinite(ratios)
-        print(f"toulbar2 proves {len(ratios)}: {args.method} proves {int(finite.sum())} of them, "
-              f"{wins} in at most its time; geometric mean ratio "
-              f"{np.exp(np.mean(np.log(np.asarray(ratios)[finite]))):.3f} (over those proved); "
-              f"summed time {ours_sum:.1f} s against {peer_sum:.1f} s")
-    if diffs:
-        print(f"unproven by toulbar2: {len(diffs)}, score differences "
-              + ", ".join(f"{d:+.0f}" for d in diffs))
+    for label, pairs in runs.items():
+        if pairs:
+            _summary(f"{args.method} {label}".strip(), pairs)
 
+
+def _run_from(checkout, method, name, time_limit):
+    """:func:`bench_map.run_pair` with ``checkout``'s structlearn."""
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.path.abspath(checkout)
+    try:
+        return run_pair(method, name, time_limit)
+    finally:
+        if saved is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = saved
+
+
+def _summary(label, pairs):
+    """Over ``(ours, toulbar2's)`` results: the networks toulbar2 proves (how
+    many ``label`` proves, how many in at most toulbar2's time, the geometric
+    mean time ratio, the summed times), and the score differences on the
+    others."""
+    proved = [(o, p) for o, p in pairs if p["status"] == "optimal"]
+    if proved:
+        ratios = np.array([o["time"] / p["time"] if o["status"] == "exact" else np.inf
+                           for o, p in proved])
+        finite = np.isfinite(ratios)
+        print(f"toulbar2 proves {len(proved)}: {label} proves {int(finite.sum())} of them, "
+              f"{int((ratios <= 1.0).sum())} in at most its time; geometric mean ratio "
+              f"{np.exp(np.mean(np.log(ratios[finite]))):.3f} (over those proved); summed time "
+              f"{sum(o['time'] for o, _ in proved):.1f} s against "
+              f"{sum(p['time'] for _, p in proved):.1f} s")
+    diffs = [o["score"] - p["score"] for o, p in pairs if p["status"] != "optimal"]
+    if diffs:
+        print(f"unproven by toulbar2: {len(diffs)}, {label}'s score differences "
+              + ", ".join(f"{d:+.0f}" for d in diffs))
 
 if __name__ == "__main__":
     main()
