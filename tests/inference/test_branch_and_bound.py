@@ -871,10 +871,15 @@ def test_a_weighted_csp_too_large_for_saved_nodes_gets_the_soft_arc_search(monke
 
     from test_soft_arc import planted_weighted_csp
 
+    import structlearn.inference.exact.soft_arc as soft_arc
+
     graph = planted_weighted_csp(3, n=250, k=20, forbid=0.5)
     n, E, K = graph.n_vars, graph.n_factors, int(graph.n_states.max())
     assert 8 * (n + 1) * (n + 2 * E) * K > bb.SOFT_ARC_MAX_BYTES
     assert soft_arc_bytes(graph) < bb.SOFT_ARC_MAX_BYTES
+    with monkeypatch.context() as patch:  # the trail's kernels compiled outside the limit
+        patch.setattr(soft_arc, "SNAPSHOT_MAX_BYTES", 0)
+        assert solve_map(planted_weighted_csp(3, n=30, k=6), "exact").status == "exact"
     started = _started_searches(monkeypatch, "PolishedSoftArcSearch")
     res = solve_map(graph, "exact", time_limit=30.0)
     assert started and res.status == "exact" and res.score > -np.inf

@@ -652,14 +652,15 @@ def _touch_star(star_dirty, dee_dirty, adj_ptr, adj_end, adjacency, v):
 
 
 @borrowing_kernel(inline=True)
-def _fully_supported(pair, shift, unary, residue, domains, adj_ptr, adj_end, adjacency,
-                     eliminated, K, i, x, eps):
-    """Whether label ``x`` of ``i`` has, on every edge to a variable not
+def _fully_supported(pair, shift, unary, residue, domains, adjacency, eliminated, K, first,
+                     last, x, eps):
+    """Whether label ``x`` of the variable whose edges are rows
+    ``first:last`` of ``adjacency`` has, on every edge to a variable not
     eliminated, a label of the other end at edge plus unary cost 0 (its star
     cost is then its unary cost); stops at the first edge without one.
     ``residue``: row 1 of ``SearchState.residue``, updated with the supports
     found; ``domains``: the workspace's."""
-    for k in range(adj_ptr[i], adj_end[i]):
+    for k in range(first, last):
         e, si, j = adjacency[k, 0], adjacency[k, 1], adjacency[k, 2]
         if eliminated[j]:
             continue
@@ -713,9 +714,8 @@ def _existential_pass(net, state, work, eps, trail):
         for step in range(k_i):
             x = _rotated(hint, step, k_i)
             if unary[i * K + x] <= eps and _fully_supported(pair, shift, unary, residue,
-                                                            domains, adj_ptr, adj_end,
-                                                            adjacency, eliminated, K, i, x,
-                                                            eps):
+                                                            domains, adjacency, eliminated, K,
+                                                            adj_ptr[i], adj_end[i], x, eps):
                 full_support[i] = x
                 supported = True
                 break
