@@ -215,7 +215,7 @@ class SearchState(NamedTuple):
         ``counters[ELIMINATED]`` entries).
     elim_parent : int64 (n,)
         Each eliminated variable's free neighbour when it was eliminated
-        (-1: none).
+        (-1: none; the first of two).
     scalars : float64 (2,)
         ``[LOWER, UPPER]``: the current node's bound, the incumbent's cost
         (``inf``: none).
@@ -1086,11 +1086,9 @@ def _eliminate_into_pair(net, state, work, i, j, q, eps, trail):
 @borrowing_kernel
 def _bucket_rows(net, state, i, x, j, q, to_j, to_q):
     """The summed current costs of the edges between label ``x`` of ``i``
-    and each label of ``j`` into ``to_j``, and of ``q`` into ``to_q``
-    (``q`` -1: none)."""
+    and each label of ``j`` into ``to_j``, and of ``q`` into ``to_q``."""
     K, pair, shift, adjacency = net.K, state.pair, state.shift, state.adjacency
-    k_j = net.n_states[j]
-    k_q = net.n_states[q] if q >= 0 else 0
+    k_j, k_q = net.n_states[j], net.n_states[q]
     for y in range(k_j):
         to_j[y] = 0.0
     for z in range(k_q):

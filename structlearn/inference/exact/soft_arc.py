@@ -71,10 +71,11 @@ OPEN_MAX_BYTES = 32 << 20   # open nodes kept at most; past it the dives go on t
 # doubles as needed)
 SNAPSHOT_MAX_BYTES = 8 << 20
 TRAIL_FIRST_NODES = 4
-# variables of two free neighbours are eliminated into spare edges (one a
-# variable at most) where the search's own copy of the edge costs with room
-# for them takes at most SPARE_PAIR_MAX_BYTES; each variable keeps
-# SPARE_SLOTS adjacency entries for the spare edges it joins
+# variables of two free neighbours are eliminated into spare edges (n of
+# them: a path eliminates each variable once at most) where the search's own
+# copy of the edge costs with room for them takes at most
+# SPARE_PAIR_MAX_BYTES; each variable keeps SPARE_SLOTS adjacency entries for
+# the spare edges it joins
 SPARE_PAIR_MAX_BYTES = 4 << 20
 SPARE_SLOTS = 8
 
