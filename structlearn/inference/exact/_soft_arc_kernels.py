@@ -1148,9 +1148,9 @@ def _eliminate_low_degree(net, state, work, eps, trail, fill):
                 continue
             if second < 0 and edges <= 1:
                 ok = _eliminate(net, state, work, i, first, edge, eps, trail)
-            elif fill and _spare_room(net, state, first, second):
+            elif second >= 0 and fill and _spare_room(net, state, first, second):
                 ok = _eliminate_into_pair(net, state, work, i, first, second, eps, trail)
-            else:
+            else:  # one free neighbour over parallel edges, or no spare edge left
                 continue
             if not ok:
                 return -1
