@@ -158,12 +158,17 @@ def test_the_root_reparameterization_keeps_every_cost_and_is_arc_consistent(seed
     starts = graph.scope_indptr[:-1]
     p, q = graph.scope_vars[starts], graph.scope_vars[starts + 1]
     kept = np.all(np.isfinite(unary[np.arange(n), labelings]), axis=1)
-    # every labeling left in the domains keeps its cost offset - score
-    costs = (lower + unary[np.arange(n), labelings].sum(1)
-             + pair[np.arange(graph.n_factors), labelings[:, p], labelings[:, q]].sum(1))
-    finite = kept & np.isfinite(scores)
-    np.testing.assert_allclose(costs[finite], search.offset - scores[finite], atol=1e-9)
-    assert np.all(~np.isfinite(costs[kept & ~np.isfinite(scores)]))
+    if len(search.spare_costs()[0]) == 0:
+        # no spare edge: every labeling left in the domains keeps its cost
+        # offset - score (eliminating a variable of one free neighbour moves
+        # costs, as arc consistency does)
+        costs = (lower + unary[np.arange(n), labelings].sum(1)
+                 + pair[np.arange(graph.n_factors), labelings[:, p], labelings[:, q]].sum(1))
+        finite = kept & np.isfinite(scores)
+        np.testing.assert_allclose(costs[finite], search.offset - scores[finite], atol=1e-9)
+        assert np.all(~np.isfinite(costs[kept & ~np.isfinite(scores)]))
+    # over the variables not eliminated, each labeling's least cost
+    assert_the_reduced_network_keeps_the_least_costs(search, graph, labelings, scores)
     # no labeling removed from the domains is better than the bound
     assert lower <= search.offset - scores.max() + 1e-9
     # node consistency: a zero-cost label in every domain; no negative cost
@@ -180,8 +185,9 @@ def test_the_root_reparameterization_keeps_every_cost_and_is_arc_consistent(seed
         if eliminated[p[f]] or eliminated[q[f]]:
             continue
         assert np.all(sub.min(axis=1) <= 1e-9) and np.all(sub.min(axis=0) <= 1e-9)
-    # an eliminated variable's costs have least 0 for each label of its parent
-    for f in range(graph.n_factors):
+    # an eliminated variable's costs have least 0 for each label of its
+    # parent (where none has two: their buckets are checked above)
+    for f in range(graph.n_factors if len(search.spare_costs()[0]) == 0 else 0):
         for i, j, table in ((p[f], q[f], pair[f]), (q[f], p[f], pair[f].T)):
             if eliminated[i] and parent[i] == j:
                 star = (table + unary[i][:, None]).min(axis=0)
@@ -429,6 +435,52 @@ def test_at_every_node_the_eliminations_keep_the_least_costs(seed, trail):
                     search, graph, labelings, scores))
     assert max(spares) > 0 and min(spares) < max(spares)
     assert search.score == pytest.approx(scores.max(), abs=1e-9)
+
+
+def core_with_bridges(seed):
+    """A complete core of 6 variables of 3 labels and 2 more of 2-3 labels,
+    each joined to two of the core's (normal scores, a fifth of the pairs
+    forbidden): the root leaves the 2 with two free neighbours, the core
+    needs branching."""
+    rng = np.random.default_rng(seed)
+    k = np.concatenate([np.full(6, 3), rng.integers(2, 4, size=2)])
+    pairs = [(i, j) for i in range(6) for j in range(i + 1, 6)]
+    for b in (6, 7):
+        pairs += [(int(a), b) for a in rng.choice(6, size=2, replace=False)]
+    tables = []
+    for i, j in pairs:
+        t = rng.normal(size=int(k[i] * k[j]))
+        t[rng.random(t.shape[0]) < 0.2] = -np.inf
+        tables.append(t)
+    unary = [rng.normal(size=int(kk)) for kk in k]
+    return FactorGraph(k, unary=unary, scopes=pairs, tables=tables)
+
+
+@pytest.mark.parametrize("trail", [False, True])
+def test_the_spare_edges_the_root_adds_hold_on_every_path(trail):
+    """The root eliminates variables of two free neighbours into spare edges,
+    which stay in use below it: with dives of one backtrack (open nodes
+    rebuilt from the root's node), at every node the network left over the
+    variables not eliminated holds the least cost of each of their
+    labelings, and the search ends at the enumerated optimum."""
+    rebuilt = 0  # searches that rebuilt an open node below a root with spare edges
+    for seed in range(40):
+        graph = core_with_bridges(seed)
+        labelings = all_labelings(graph)
+        scores = graph.score_many(labelings)
+        with path_storage(trail), short_dives():
+            search = SoftArcSearch(graph)
+            while not search.run(max_nodes=1):
+                if search.state.counters[PHASE] == CONSISTENT:
+                    assert_the_reduced_network_keeps_the_least_costs(
+                        search, graph, labelings, scores)
+        if np.isfinite(scores.max()):
+            assert search.score == pytest.approx(scores.max(), abs=1e-9)
+        else:
+            assert search.score == -np.inf
+        rebuilt += search._root is not None and search._root.spares[0] > 0 and \
+            search._restore_rounds > 0
+    assert rebuilt >= 3
 
 
 def searches_that_open_nodes(count):

@@ -54,7 +54,8 @@ bucket's least cost per pair of their labels,
 ``min_x unary_i(x) + cost_ij(x, y) + cost_iq(x, z)``, written into a new
 *spare* edge between them (a table of the search's own, one of
 ``net.spare`` set aside for the current path, beside any edge between them
-already); not at the root, whose node the open nodes are rebuilt from.
+already; those the root adds stay in use on every path, the open nodes
+rebuilt from its node included).
 Either way what is left of ``i``'s bucket has least cost 0 for every
 labeling of its free neighbours, and so has the part of the network that
 hangs from ``i`` through variables eliminated before it: from then on ``i``,
@@ -1116,9 +1117,9 @@ def _drop_spares(net, state, count):
 
 
 @borrowing_kernel
-def _eliminate_low_degree(net, state, work, eps, trail, fill):
-    """Eliminate every free variable of at most one free neighbour and, with
-    ``fill``, of two (into a spare edge, while one is left), repeatedly
+def _eliminate_low_degree(net, state, work, eps, trail):
+    """Eliminate every free variable of at most one free neighbour and of
+    two (into a spare edge, while one is left), repeatedly
     (``trail``: see :func:`_evaluate`).  Returns -1 when a domain empties,
     else how many were eliminated."""
     n = net.n_states.shape[0]
@@ -1148,7 +1149,7 @@ def _eliminate_low_degree(net, state, work, eps, trail, fill):
                 continue
             if second < 0 and edges <= 1:
                 ok = _eliminate(net, state, work, i, first, edge, eps, trail)
-            elif second >= 0 and fill and _spare_room(net, state, first, second):
+            elif second >= 0 and _spare_room(net, state, first, second):
                 ok = _eliminate_into_pair(net, state, work, i, first, second, eps, trail)
             else:  # one free neighbour over parallel edges, or no spare edge left
                 continue
@@ -1160,11 +1161,9 @@ def _eliminate_low_degree(net, state, work, eps, trail, fill):
 
 
 @borrowing_kernel
-def _evaluate(net, state, work, cut, eps, trail, fill):
+def _evaluate(net, state, work, cut, eps, trail):
     """A node: EDAC* from the flags in ``work``, then the elimination of
-    variables of at most one free neighbour (and with ``fill`` of two:
-    False at the root, whose node the open nodes are rebuilt from),
-    each followed by EDAC* again; the blocks changed are logged on ``trail``
+    variables of at most two free neighbours, each followed by EDAC* again; the blocks changed are logged on ``trail``
     (None: nothing is, at depth 0 or where the path's nodes are saved whole;
     a type, so that the kernels compiled for None test nothing).  Returns
     False when the node fails (the flags are then cleared)."""
@@ -1173,7 +1172,7 @@ def _evaluate(net, state, work, cut, eps, trail, fill):
     while True:
         if not _propagate(net, state, work, cut, eps, trail):
             return False
-        eliminated = _eliminate_low_degree(net, state, work, eps, trail, fill)
+        eliminated = _eliminate_low_degree(net, state, work, eps, trail)
         if eliminated < 0:
             _clear(work)
             return False
@@ -1194,8 +1193,8 @@ def _evaluate_below(net, state, work, cut, eps, on_trail):
     """:func:`_evaluate` of a node below the root, logging on the trail
     where the path is kept there (``on_trail``: see :func:`soft_arc_search`)."""
     if on_trail is None:
-        return _evaluate(net, state, work, cut, eps, None, True)
-    return _evaluate(net, state, work, cut, eps, _trail(state, net.n_states.shape[0]), True)
+        return _evaluate(net, state, work, cut, eps, None)
+    return _evaluate(net, state, work, cut, eps, _trail(state, net.n_states.shape[0]))
 
 
 @borrowing_kernel
@@ -1533,9 +1532,9 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral, cre
             _drop_spares(net, state, 0)
             _dual_ascent(net, state, work)
             work.raised[:] = 1
-            # (depth 0: nothing to log; no spare edge in the root's node, which
-            # the open nodes are rebuilt from)
-            ok = _evaluate(net, state, work, cut, eps, None, False)
+            # (depth 0: nothing to log; the spare edges the root adds stay in
+            # use on every path)
+            ok = _evaluate(net, state, work, cut, eps, None)
             counters[PHASE] = CONSISTENT if ok else DONE
         elif phase == CONSISTENT:
             v = _choose_variable(net, state, work)
@@ -1593,15 +1592,17 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral, cre
 class RootNode(NamedTuple):
     """A copy of the root's propagated node, from which
     :func:`restore_node` rebuilds open nodes: ``unary`` float64 (n * K,),
-    ``shift`` float64 ((E + S) * 2 * K,) (no spare edge in use), ``lower``
-    float64 (1,) (its bound) and ``eliminated`` int64 (1,) (how many
-    variables it eliminated: the first entries of
-    ``SearchState.elim_order``, eliminated on every path)."""
+    ``shift`` float64 ((E + S) * 2 * K,), ``lower`` float64 (1,) (its
+    bound), ``eliminated`` int64 (1,) (how many variables it eliminated: the
+    first entries of ``SearchState.elim_order``, eliminated on every path)
+    and ``spares`` int64 (1,) (how many spare edges it added: the first
+    ones, in use on every path, their tables kept in the search's state)."""
 
     unary: np.ndarray
     shift: np.ndarray
     lower: np.ndarray
     eliminated: np.ndarray
+    spares: np.ndarray
 
 
 @nb.njit(cache=True, nogil=True)
@@ -1635,7 +1636,7 @@ def restore_node(net, state, work, root, mask, tol, offset, eps, integral):
     counters = state.counters
     eliminated, unary = state.eliminated, state.unary
     _keep_eliminated(state, root.eliminated[0])
-    _drop_spares(net, state, 0)
+    _drop_spares(net, state, root.spares[0])
     counters[TRAIL_TOP] = counters[EPOCH] = 0  # depth 0: nothing to log
     _copy(root.unary, unary)
     _copy_head(root.shift, state.shift, _shifts_in_use(net, state))
@@ -1650,6 +1651,6 @@ def restore_node(net, state, work, root, mask, tol, offset, eps, integral):
     counters[DEPTH] = counters[FLOOR] = 0
     counters[NODES] += 1
     ok = _evaluate(net, state, work, cutoff(state.scalars[UPPER], tol, offset, integral), eps,
-                   None, True)  # (depth 0: nothing to log)
+                   None)  # (depth 0: nothing to log)
     counters[PHASE] = CONSISTENT if ok else DONE
     return ok

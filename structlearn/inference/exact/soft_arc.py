@@ -74,9 +74,10 @@ TRAIL_FIRST_NODES = 4
 # variables of two free neighbours are eliminated into spare edges (n of
 # them: a path eliminates each variable once at most) where the search's own
 # copy of the edge costs with room for them takes at most
-# SPARE_PAIR_MAX_BYTES; each variable keeps SPARE_SLOTS adjacency entries for
-# the spare edges it joins
-SPARE_PAIR_MAX_BYTES = 4 << 20
+# SPARE_PAIR_MAX_BYTES (a 50 x 50 grid of 8 labels needs 7.6 MB: its search
+# takes 20x the nodes without them); each variable keeps SPARE_SLOTS adjacency
+# entries for the spare edges it joins
+SPARE_PAIR_MAX_BYTES = 32 << 20
 SPARE_SLOTS = 8
 
 
@@ -583,7 +584,8 @@ class SoftArcSearch:
                 self.integral, self.crew, self._on_trail)))
         if not self.best_first or restore_node.signatures:
             return
-        root = RootNode(state.unary, state.shift, state.scalars[:1], state.counters[:1])
+        root = RootNode(state.unary, state.shift, state.scalars[:1], state.counters[:1],
+                        state.counters[:1])
         mask = np.zeros(1, dtype=np.uint8)
         restore_node.compile(tuple(numba.typeof(a) for a in (
             self.net, state, self.work, root, mask, self.tol, self.offset, self.eps,
@@ -601,7 +603,8 @@ class SoftArcSearch:
                 return
             self._root = RootNode(state.unary.copy(), state.shift.copy(),
                                   state.scalars[LOWER:LOWER + 1].copy(),
-                                  counters[ELIMINATED:ELIMINATED + 1].copy())
+                                  counters[ELIMINATED:ELIMINATED + 1].copy(),
+                                  counters[SPARES:SPARES + 1].copy())
             counters[BACKTRACKS_LEFT] = self._dive
             return
         if counters[BACKTRACKS_LEFT] == 0 and counters[PHASE] == BACKTRACK:
