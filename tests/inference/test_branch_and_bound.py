@@ -861,6 +861,39 @@ def test_a_loose_sparse_root_resumes_the_first_search(monkeypatch, seed):
     _assert_certified_like_the_ilp(graph, res)
 
 
+@pytest.mark.parametrize("generator", ["planted", "grid"])
+def test_a_soft_arc_search_out_of_room_leaves_the_component_to_the_lp_route(monkeypatch,
+                                                                          generator):
+    """A weighted CSP (the hard-constrained route) and a Potts grid (the
+    sparse one) whose soft arc searches get no room to grow their trails:
+    each stops for good, and branch and bound still certifies HiGHS'
+    optimum."""
+    import structlearn.inference.exact.branch_and_bound as bb
+    import structlearn.inference.exact.soft_arc as soft_arc
+    from structlearn.graphs import grid_graph
+
+    from test_soft_arc import planted_weighted_csp
+
+    graph = (planted_weighted_csp(5, n=40, k=5, forbid=0.4) if generator == "planted" else
+             grid_graph(np.random.default_rng(5).normal(size=(9, 9, 3)),
+                        np.random.default_rng(6).uniform(-1, 1, size=(144, 1, 1)) * np.eye(3)))
+    searches = []
+
+    class Cramped(bb.PolishedSoftArcSearch):
+        def __init__(self, sub, **kw):
+            super().__init__(sub, **dict(kw, max_bytes=0))
+            searches.append(self)
+
+    monkeypatch.setattr(soft_arc, "SNAPSHOT_MAX_BYTES", 0)
+    monkeypatch.setattr(soft_arc, "TRAIL_FIRST_NODES", 0)
+    monkeypatch.setattr(bb, "PolishedSoftArcSearch", Cramped)
+    monkeypatch.setattr(bb, "DFBB_MAX_VARS", 8)  # (the grid: past the small searches)
+    res = solve_map(graph, "exact", time_limit=60.0)
+    assert searches and all(s.out_of_room and not s.proved for s in searches)
+    assert res.status == "exact"
+    _assert_certified_like_the_ilp(graph, res)
+
+
 def test_a_weighted_csp_too_large_for_saved_nodes_gets_the_soft_arc_search(monkeypatch):
     """250 variables of 20 labels, half the pairs forbidden: n saved nodes
     would take 70 MB, more than SOFT_ARC_MAX_BYTES but within

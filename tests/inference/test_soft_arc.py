@@ -231,6 +231,44 @@ def test_a_search_run_one_node_at_a_time_ends_where_one_run_does(seed):
         assert other.score == whole.score and np.array_equal(other.labels, whole.labels)
 
 
+@pytest.mark.parametrize("polished", [False, True])
+def test_a_search_out_of_room_stops_for_good_with_a_true_bound(polished):
+    """A trail that would outgrow ``max_bytes`` stops the search for good:
+    not proved, its labeling's score and its bound true, later runs return
+    at once (the polished search's loop too); with room it proves the
+    enumerated optimum."""
+    import structlearn.inference.exact.soft_arc as soft_arc
+    from structlearn.inference.exact.soft_arc_polish import PolishedSoftArcSearch
+
+    cls = PolishedSoftArcSearch if polished else SoftArcSearch
+    stopped = 0
+    for seed in range(6):
+        graph = deep_random_network(seed, 0.2, ties=False)
+        labelings = all_labelings(graph)
+        best = graph.score_many(labelings).max()
+        with path_storage(True), pytest.MonkeyPatch.context() as mp:
+            mp.setattr(soft_arc, "TRAIL_FIRST_NODES", 0)
+            probe = cls(graph)
+            start = sum(a.nbytes for a in probe.state) + sum(a.nbytes for a in probe.work)
+            search = cls(graph, max_bytes=start)  # no room to grow the trail
+            proved = search.run()
+            roomy = cls(graph, max_bytes=100 * start)
+            assert roomy.run() and not roomy.out_of_room
+        assert roomy.score == pytest.approx(best, abs=1e-9)
+        if proved:  # (the root alone proved it)
+            continue
+        stopped += 1
+        assert search.out_of_room and not search.proved
+        nodes = search.n_nodes
+        assert not search.run() and search.n_nodes == nodes
+        assert search.score <= best + 1e-9 <= search.upper_bound + 2e-9
+        if search.score > -np.inf:
+            assert search.score == pytest.approx(graph.score(search.labels))
+    assert stopped >= 3
+    with pytest.raises(ValueError, match="max_bytes"):
+        SoftArcSearch(graph, max_bytes=-1)
+
+
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10**6), n=st.integers(12, 30), k=st.integers(2, 5),
        forbid=st.sampled_from([0.0, 0.3]), existential=st.booleans(), trail=st.booleans())

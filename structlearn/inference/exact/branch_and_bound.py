@@ -79,7 +79,7 @@ from .._budget import check_time_limit
 from ..lp._lp_common import COMMON_DEFAULTS, Problem, Tracker
 from .._progress import quiet, report
 from .dfbb import pairwise_dfbb
-from .soft_arc import SoftArcSearch, soft_arc_bytes, whole_path_bytes
+from .soft_arc import SoftArcSearch, soft_arc_bytes
 from .soft_arc_polish import PolishedSoftArcSearch
 from ...graphs.structure import enumeration_is_cheap, labelings_at_most
 from ..registry import (AUTO_CYCLES, AUTO_LARGE_DOMAIN, AUTO_SOFT_ARC_FORBIDDEN,
@@ -136,16 +136,17 @@ MILP_FIRST_MAX_COLUMNS = 200_000
 # sets: no forbidden pair, or labels forbidden only by dominance) the LP root
 # proves more in less time.
 SOFT_ARC_MAX_BYTES = 64 << 20
-# (its state at first, and the bytes of n whole saved nodes, 8 (n + 3)(n + 2 E)
-# K, with the edge costs' 16 E K^2, see _soft_arc_fits: its trail holds at
-# worst, every block logged at every level, (K + 2) / K times that path).  On
-# hard-constrained components that measure may reach SOFT_ARC_HARD_MAX_BYTES:
-# there the LP route found no labeling at all in 10 s on weighted CSPs of
-# 250-400 variables and 15-20 labels, where the search finds better ones than
-# toulbar2's or proves the optimum (its peaks 14-48 MB).  Elsewhere the bound
-# stays: past it the search's nodes, which sweep every variable and edge,
-# came too slowly (a 20 x 20 Potts grid of 21 labels went unproved in 10 s
-# where the LP route proves it in 4.6 s).
+# (its state at first, soft_arc_bytes, see _soft_arc_fits; the search is given
+# the limit, and stops for good where its trail would outgrow it, leaving the
+# component to the LP route).  On hard-constrained components the limit is
+# SOFT_ARC_HARD_MAX_BYTES: there the LP route found no labeling at all in 10 s
+# on weighted CSPs of 250-400 variables and 15-20 labels, where the search
+# finds better ones than toulbar2's or proves the optimum (its peaks 14-48 MB).
+# Until 2026-12-02 the bytes of n whole saved nodes (8 (n + 1)(n + 2 E) K, which
+# a trail holds at worst) had to fit as well, which kept grids from 25 x 25 on
+# from the search; with variables of two free neighbours eliminated from the
+# root on it proves a 50 x 50 grid of 8 labels in 85 nodes (0.09 s), where
+# the LP route took 1.4 s.
 SOFT_ARC_HARD_MAX_BYTES = 256 << 20
 SOFT_ARC_FIRST_SHARE = 0.5
 SOFT_ARC_SOLO_SECONDS = 20.0
@@ -494,7 +495,8 @@ class _Search:
         if branch is not None and self._open(ub) and self._loose(ub):
             g = self.dfbb_graph
             self.soft_search = self.loose_search or SoftArcSearch(
-                g, tol=self.tol, existential=not _dense(g), n_jobs=self.n_jobs)
+                g, tol=self.tol, existential=not _dense(g), n_jobs=self.n_jobs,
+                max_bytes=SOFT_ARC_MAX_BYTES)
             # (a larger sparse one's search stands in for the depth-first
             # search: half the time left, then the LP-bounded tree)
             self.soft_whole = g is not None
@@ -1079,7 +1081,7 @@ def _soft_arc_first(sub, depth_first, share_end, tol, n_jobs, max_nodes):
             and np.isneginf(sub.table_data).mean() >= AUTO_SOFT_ARC_FORBIDDEN
             and _soft_arc_fits(sub, SOFT_ARC_HARD_MAX_BYTES)):
         return None
-    search = PolishedSoftArcSearch(sub, tol=tol, n_jobs=n_jobs)
+    search = PolishedSoftArcSearch(sub, tol=tol, n_jobs=n_jobs, max_bytes=SOFT_ARC_HARD_MAX_BYTES)
     if share_end is None:
         most = np.iinfo(np.int64).max
         search.run(max_nodes=max(SOFT_ARC_FIRST_NODES,
@@ -1096,10 +1098,10 @@ def _soft_arc_first(sub, depth_first, share_end, tol, n_jobs, max_nodes):
 
 def _soft_arc_fits(sub, max_bytes=None):
     """Whether the soft arc search over pairwise ``sub`` holds at most
-    ``max_bytes`` (:data:`SOFT_ARC_MAX_BYTES` by default) at first and with
-    a path of whole saved nodes (see there)."""
+    ``max_bytes`` (:data:`SOFT_ARC_MAX_BYTES` by default) at first (it is
+    then given that limit: a trail that would outgrow it stops the search)."""
     limit = SOFT_ARC_MAX_BYTES if max_bytes is None else max_bytes
-    return soft_arc_bytes(sub) <= limit and whole_path_bytes(sub) <= limit
+    return soft_arc_bytes(sub) <= limit
 
 
 def _dense(sub):
@@ -1122,7 +1124,7 @@ def _small_soft_arc_first(sub, share_end, tol, incumbent, n_jobs):
         incumbent = incumbent.copy()
         Problem(sub).improve(incumbent)
     search = SoftArcSearch(sub, tol=tol, incumbent=incumbent, existential=not _dense(sub),
-                           n_jobs=n_jobs)
+                           n_jobs=n_jobs, max_bytes=SOFT_ARC_MAX_BYTES)
     end = _slice_end(share_end, SMALL_FIRST_SHARE)
     search.run(max_nodes=SOFT_ARC_FIRST_NODES if end is None else None, deadline=end)
     return search
@@ -1142,7 +1144,7 @@ def _sparse_soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
             and int(sub.n_states.max()) < AUTO_LARGE_DOMAIN and not _dense(sub)
             and _soft_arc_fits(sub)):
         return None
-    search = PolishedSoftArcSearch(sub, tol=tol, n_jobs=n_jobs)
+    search = PolishedSoftArcSearch(sub, tol=tol, n_jobs=n_jobs, max_bytes=SOFT_ARC_MAX_BYTES)
     search.run(max_nodes=SPARSE_FIRST_NODES_PER_VAR * sub.n_vars,
                deadline=_slice_end(share_end, SPARSE_FIRST_SHARE))
     return search

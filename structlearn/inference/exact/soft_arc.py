@@ -48,7 +48,7 @@ from ._soft_arc_kernels import (BACKTRACK, BACKTRACKS_LEFT, CONSISTENT, DEPTH, D
 from .soft_arc_open import OpenNodes
 from .soft_arc_threads import HELPERS_MAX_BYTES, THREADS_MIN_NODES
 
-__all__ = ["SoftArcSearch", "soft_arc_bytes", "whole_path_bytes"]
+__all__ = ["SoftArcSearch", "soft_arc_bytes"]
 
 CHUNK_SECONDS = 0.01    # a kernel call's length under a deadline (chunks of nodes)
 EPS_SCALE = 1e-12       # moves below this times the cost scale are skipped
@@ -124,18 +124,6 @@ def _costs_bytes(E, S, K):
     return 8 * 2 * (E + (E + S if S else 0)) * K * K
 
 
-def whole_path_bytes(graph):
-    """Bytes the search over ``graph`` would hold with a whole saved node
-    per level of its path (the padded pair costs, the current node, a copy
-    of the root's and ``n + 1`` saved nodes); its trail holds at worst
-    ``(K + 2) / K`` times the path's part."""
-    n = graph.n_vars
-    K = int(graph.n_states.max()) if n else 1
-    E = graph.n_factors
-    S = spare_edges(n, E, K)
-    return _costs_bytes(E, S, K) + 8 * 2 * (n + 2 * (E + S)) * K + _path_bytes(n, E, K)
-
-
 def _cost_network(graph, existential=True):
     """The graph as a :class:`~._soft_arc_kernels.CostNetwork` (searched
     with existential arc consistency or not), and the offset (``score =
@@ -205,6 +193,10 @@ def _search_graph(net):
     return pair, ends, adj_ptr, adj_ptr[:-1] + degree, adjacency
 
 
+class _OutOfRoom(Exception):
+    """The trail would outgrow :attr:`SoftArcSearch.max_bytes`."""
+
+
 class SoftArcSearch:
     """A resumable depth-first branch and bound over a pairwise graph, bounded
     by soft arc consistency (see the module docstring).
@@ -237,6 +229,12 @@ class SoftArcSearch:
         Threads that take dives side by side (best-first search only; see
         :mod:`.soft_arc_threads`), from the root's first child on; None or
         1: one.  As in scikit-learn, -1 is all CPUs.
+    max_bytes : int or None, default=None
+        The most the search's state and workspace may hold (they start at
+        :func:`soft_arc_bytes`; a path kept on the trail grows it): where the
+        trail would need more, the search stops for good
+        (:attr:`out_of_room`), its incumbent and bound as they are.  None:
+        no limit.
 
     Attributes
     ----------
@@ -249,10 +247,13 @@ class SoftArcSearch:
         ``tol`` (or, with ``score == -inf``, no finite labeling exists).
     n_nodes : int
         Nodes evaluated so far.
+    out_of_room : bool
+        Whether the search stopped for good at ``max_bytes`` (it is then
+        not proved and :meth:`run` returns at once).
     """
 
     def __init__(self, graph, *, tol=1e-6, incumbent=None, existential=True, best_first=True,
-                 n_jobs=None):
+                 n_jobs=None, max_bytes=None):
         from ..._parallel import thread_count
         from ._soft_arc_kernels import SearchState, Workspace
 
@@ -268,6 +269,12 @@ class SoftArcSearch:
         if not isinstance(best_first, (bool, np.bool_)):
             raise TypeError(f"best_first must be True or False, got {best_first!r}")
         self.best_first = bool(best_first)
+        if max_bytes is not None and (isinstance(max_bytes, bool)
+                                      or not isinstance(max_bytes, (int, np.integer))
+                                      or max_bytes < 0):
+            raise ValueError(f"max_bytes must be None or an integer >= 0, got {max_bytes!r}")
+        self.max_bytes = max_bytes
+        self.out_of_room = False
         self.n_threads = thread_count(n_jobs)
         self._helpers = []  # copies diving on threads beside this search (soft_arc_threads)
         # on threads, called in the search's own thread after each of its
@@ -463,6 +470,17 @@ class SoftArcSearch:
     def run(self, *, max_nodes=None, deadline=None):
         """Search on for ``max_nodes`` more nodes and/or until ``deadline``
         (a ``time.perf_counter()`` value); returns :attr:`proved`."""
+        if self.out_of_room:
+            return False
+        try:
+            return self._run(max_nodes, deadline)
+        except _OutOfRoom:
+            self.out_of_room = True
+            return False
+
+    def _run(self, max_nodes, deadline):
+        """:meth:`run`, which stops for good where the trail would outgrow
+        :attr:`max_bytes`."""
         if self.graph.n_vars == 0:
             self.state.counters[PHASE] = DONE
             self.state.scalars[UPPER] = 0.0
@@ -522,13 +540,22 @@ class SoftArcSearch:
 
     def _grow_trail(self):
         """Twice the trail's room (at least a node's, at most what a path
-        of ``n + 1`` levels logs at worst: every block once a level), its
-        entries kept."""
+        of ``n + 1`` levels logs at worst: every block once a level, and
+        what :attr:`max_bytes` leaves), its entries kept; raises
+        :class:`_OutOfRoom` where ``max_bytes`` leaves no more."""
         state = self.state
         top = int(state.counters[TRAIL_TOP])
         blocks = state.stamps.shape[0]
         room = min(max(2 * state.trail_blocks.shape[0], blocks),
                    (self.graph.n_vars + 1) * blocks)
+        if self.max_bytes is not None:
+            row = state.trail_blocks.itemsize * 2 + state.trail_values.itemsize * self.net.K
+            others = (sum(a.nbytes for a in state) + sum(a.nbytes for a in self.work)
+                      - state.trail_blocks.nbytes - state.trail_values.nbytes)
+            left = (self.max_bytes - others) // row
+            if left <= state.trail_blocks.shape[0]:
+                raise _OutOfRoom
+            room = min(room, left)
         if room <= state.trail_blocks.shape[0]:  # (a path logs no more: see SearchState)
             raise RuntimeError(f"the soft arc search's trail is full at {room} blocks")
         logged = np.empty((room, 2), dtype=np.int64)

@@ -122,9 +122,10 @@ class PolishedSoftArcSearch(SoftArcSearch):
     this module improve the incumbent between its slices (the same
     parameters and properties)."""
 
-    def __init__(self, graph, *, tol=1e-6, incumbent=None, best_first=True, n_jobs=None):
+    def __init__(self, graph, *, tol=1e-6, incumbent=None, best_first=True, n_jobs=None,
+                 max_bytes=None):
         super().__init__(graph, tol=tol, incumbent=incumbent, best_first=best_first,
-                         n_jobs=n_jobs)
+                         n_jobs=n_jobs, max_bytes=max_bytes)
         self._polisher = _Polisher(graph)
 
     def run(self, *, max_nodes=None, deadline=None):
@@ -139,7 +140,7 @@ class PolishedSoftArcSearch(SoftArcSearch):
             polisher.first_start = time.perf_counter()
             polisher.first_time = polisher.first_start + POLISH_FIRST_SHARE * max(
                 deadline - polisher.first_start, 0.0)
-        while not self.proved:
+        while not self.proved and not self.out_of_room:
             if deadline is not None and time.perf_counter() >= deadline:
                 break
             if stop is not None and self.n_nodes >= stop:
