@@ -861,6 +861,26 @@ def test_a_loose_sparse_root_resumes_the_first_search(monkeypatch, seed):
     _assert_certified_like_the_ilp(graph, res)
 
 
+def test_a_loose_root_of_a_component_past_the_resume_size_leaves_the_first_search(monkeypatch):
+    """The set-up above with SPARSE_RESUME_MAX_VARS below the component's
+    70 variables: the loose root does not resume the first search (it stays
+    at its nodes), and the LP-bounded search certifies HiGHS's optimum."""
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    sparse, _ = _sparse_searches(monkeypatch)
+    monkeypatch.setattr(bb, "SPARSE_FIRST_NODES_PER_VAR", 0)
+    monkeypatch.setattr(bb, "SPARSE_RESUME_MAX_VARS", 69)
+    loose = _spy_method(monkeypatch, bb._Search, "_loose", lambda _, answer: answer)
+    graph = sparse_normal(0, 70, 3, 0.03)
+    res = solve_map(graph, "exact", persistency=False, tighten=0,
+                    bound_params={"polish": 0.0, "local_search": False, "max_iter": 3})
+    assert len(sparse) == 1
+    _, first, nodes_before = sparse[0]
+    assert not any(loose) and first.n_nodes == nodes_before and not first.proved
+    assert res.status == "exact"
+    _assert_certified_like_the_ilp(graph, res)
+
+
 @pytest.mark.parametrize("generator", ["planted", "grid"])
 def test_a_soft_arc_search_out_of_room_leaves_the_component_to_the_lp_route(monkeypatch,
                                                                           generator):
