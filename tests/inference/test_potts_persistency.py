@@ -88,3 +88,57 @@ def test_weights_of_potts_tables_with_unequal_domains():
     graph = FactorGraph([2, 4], unary=[np.zeros(2), np.zeros(4)], scopes=[[0, 1]],
                         tables=[t.ravel()])
     np.testing.assert_allclose(attractive_potts_weights(graph), [0.25])
+
+
+def reference_potts_weight(table):
+    """``w`` of a table ``c + w [a == b]`` with ``w >= 0`` (within the
+    tolerance), else None: numpy, table by table."""
+    if not np.all(np.isfinite(table)):
+        return None
+    k = min(table.shape)
+    diag = table[np.arange(k), np.arange(k)]
+    off = table[~np.eye(*table.shape, dtype=bool)]
+    scale = 1e-12 * max(1.0, float(np.abs(table).max()))
+    if off.size == 0:
+        return 0.0
+    c = float(off[0])
+    if np.any(np.abs(off - c) > scale) or np.any(np.abs(diag - diag[0]) > scale):
+        return None
+    w = float(diag[0]) - c
+    return w if w >= -scale else None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 4), st.integers(1, 4),
+       st.sampled_from(["potts", "repulsive", "noisy", "random", "inf", "tiny"]))
+def test_the_weights_kernel_matches_the_table_by_table_reference(seed, rows, cols, kind):
+    """Each table's weight (or its refusal) as the numpy reference finds it,
+    on Potts-shaped, repulsive, slightly perturbed, random, non-finite and
+    near-tolerance tables of any shape."""
+    from structlearn.inference.exact._potts_kernels import potts_weights
+
+    rng = np.random.default_rng(seed)
+    tables = []
+    for _ in range(5):
+        w = rng.uniform(-1.0, 1.0) if kind == "repulsive" else rng.uniform(0.0, 2.0)
+        t = np.full((rows, cols), rng.normal())
+        t[np.arange(min(rows, cols)), np.arange(min(rows, cols))] += w
+        if kind == "noisy":
+            t[rng.integers(rows), rng.integers(cols)] += 1e-9
+        elif kind == "random":
+            t = rng.normal(size=(rows, cols))
+        elif kind == "inf":
+            t[rng.integers(rows), rng.integers(cols)] = -np.inf
+        elif kind == "tiny":
+            t[np.arange(min(rows, cols)), np.arange(min(rows, cols))] -= w + 5e-13
+        tables.append(t)
+    data = np.concatenate([t.ravel() for t in tables])
+    offsets = np.arange(0, data.size + 1, rows * cols, dtype=np.int64)
+    keys = np.array([[i, rows, cols] for i in range(len(tables))], dtype=np.int64)
+    got = potts_weights(data, offsets, keys, 1e-12)
+    for t, g in zip(tables, got):
+        want = reference_potts_weight(t)
+        if want is None:
+            assert np.isnan(g)
+        else:
+            assert g == want

@@ -23,6 +23,7 @@ to the other and keeps the rest Potts), until a sweep fixes nothing.
 import numpy as np
 
 from ...graphs.factor_graph import FactorGraph
+from ._potts_kernels import potts_weights
 from .roof_duality import condition_pairwise, roof_dual
 
 __all__ = ["attractive_potts_weights", "kovtun_persistency"]
@@ -54,33 +55,13 @@ def attractive_potts_weights(graph):
     starts = graph.scope_indptr[:-1]
     shapes = np.stack([graph.table_ids, graph.n_states[graph.scope_vars[starts]],
                        graph.n_states[graph.scope_vars[starts + 1]]], axis=1)
-    # one test per distinct (table, shape): factors usually share a few tables
+    # one test per distinct (table, shape): factors often share a few tables
     keys, which = np.unique(shapes, axis=0, return_inverse=True)
-    weights = np.empty(keys.shape[0])
-    for u, (t, kp, kq) in enumerate(keys):
-        weight = _potts_weight(graph.table_data[graph.table_offsets[t]:
-                                                graph.table_offsets[t + 1]].reshape(kp, kq))
-        if weight is None:
-            return None
-        weights[u] = weight
+    weights = potts_weights(graph.table_data, graph.table_offsets, keys.astype(np.int64),
+                            _POTTS_TOL)
+    if np.isnan(weights).any():
+        return None
     return weights[which.reshape(-1)]
-
-
-def _potts_weight(table):
-    """``w`` of a table ``c + w [a == b]`` with ``w >= 0``, else None."""
-    if not np.all(np.isfinite(table)):
-        return None
-    k = min(table.shape)
-    diag = table[np.arange(k), np.arange(k)]
-    off = table[~np.eye(*table.shape, dtype=bool)]
-    scale = _POTTS_TOL * max(1.0, float(np.abs(table).max()))
-    if off.size == 0:  # 1 x 1: nothing to compare, any weight fits
-        return 0.0
-    c = float(off[0])
-    if np.any(np.abs(off - c) > scale) or np.any(np.abs(diag - diag[0]) > scale):
-        return None
-    w = float(diag[0]) - c
-    return w if w >= -scale else None
 
 
 def _one_against_all(graph, weights, alpha):
