@@ -49,11 +49,11 @@ def potts_weights(table_data, table_offsets, keys, tol):
         diag = table_data[base]
         c = table_data[base + 1]  # the first entry off the diagonal (row-major)
         potts = True
-        for a in range(rows):
-            for b in range(cols):
-                v = table_data[base + a * cols + b]
-                if abs(v - (diag if a == b else c)) > scale:
-                    potts = False
+        for k in range(rows * cols):
+            a, b = divmod(k, cols)
+            if abs(table_data[base + k] - (diag if a == b else c)) > scale:
+                potts = False
+                break
         w = diag - c
         out[u] = w if potts and w >= -scale else np.nan
     return out

@@ -1163,10 +1163,11 @@ def _eliminate_low_degree(net, state, work, eps, trail):
 @borrowing_kernel
 def _evaluate(net, state, work, cut, eps, trail):
     """A node: EDAC* from the flags in ``work``, then the elimination of
-    variables of at most two free neighbours, each followed by EDAC* again; the blocks changed are logged on ``trail``
-    (None: nothing is, at depth 0 or where the path's nodes are saved whole;
-    a type, so that the kernels compiled for None test nothing).  Returns
-    False when the node fails (the flags are then cleared)."""
+    variables of at most two free neighbours, each followed by EDAC* again;
+    the blocks changed are logged on ``trail`` (None: nothing is, at depth 0
+    or where the path's nodes are saved whole; a type, so that the kernels
+    compiled for None test nothing).  Returns False when the node fails (the
+    flags are then cleared)."""
     for i in range(net.n_states.shape[0]):
         _list_domain(state.unary, work.domains, net.K, i)
     while True:
