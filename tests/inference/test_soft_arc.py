@@ -231,12 +231,12 @@ def test_a_search_run_one_node_at_a_time_ends_where_one_run_does(seed):
         assert other.score == whole.score and np.array_equal(other.labels, whole.labels)
 
 
-@pytest.mark.parametrize("polished", [False, True])
-def test_a_search_out_of_room_stops_for_good_with_a_true_bound(polished):
+@pytest.mark.parametrize("polished, n_jobs", [(False, None), (True, None), (False, 2)])
+def test_a_search_out_of_room_stops_for_good_with_a_true_bound(polished, n_jobs):
     """A trail that would outgrow ``max_bytes`` stops the search for good:
     not proved, its labeling's score and its bound true, later runs return
-    at once (the polished search's loop too); with room it proves the
-    enumerated optimum."""
+    at once (the polished search's loop too; on two threads a helper's
+    trail stops it as well); with room it proves the enumerated optimum."""
     import structlearn.inference.exact.soft_arc as soft_arc
     from structlearn.inference.exact.soft_arc_polish import PolishedSoftArcSearch
 
@@ -250,9 +250,9 @@ def test_a_search_out_of_room_stops_for_good_with_a_true_bound(polished):
             mp.setattr(soft_arc, "TRAIL_FIRST_NODES", 0)
             probe = cls(graph)
             start = sum(a.nbytes for a in probe.state) + sum(a.nbytes for a in probe.work)
-            search = cls(graph, max_bytes=start)  # no room to grow the trail
+            search = cls(graph, max_bytes=start, n_jobs=n_jobs)  # no room to grow the trail
             proved = search.run()
-            roomy = cls(graph, max_bytes=100 * start)
+            roomy = cls(graph, max_bytes=100 * start, n_jobs=n_jobs)
             assert roomy.run() and not roomy.out_of_room
         assert roomy.score == pytest.approx(best, abs=1e-9)
         if proved:  # (the root alone proved it)
