@@ -258,6 +258,13 @@ def worker(method, name, time_limit):
         # and, under a deadline, what a longer search loads at its first open
         # nodes and offered labelings (path_masks, labeling_cost: 8-9 ms)
         solve_map(_wcsp("wcsp45_d15_f30_s0"), "exact", time_limit=5)
+        # and an attractive multi-label grid (Kovtun's persistency) large enough
+        # for the search to keep its path on the trail: their first loads took
+        # 70 ms of a first 19 x 19 grid's solve
+        rng = np.random.default_rng(3)
+        solve_map(grid_graph(rng.normal(size=(26, 26, 4)),
+                             rng.uniform(0, 1, size=(1300, 1, 1)) * np.eye(4)),
+                  "exact", time_limit=5)
     reset_peak()
     base = rss_kb()
     t0 = time.perf_counter()
