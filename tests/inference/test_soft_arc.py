@@ -158,7 +158,8 @@ def test_the_root_reparameterization_keeps_every_cost_and_is_arc_consistent(seed
     starts = graph.scope_indptr[:-1]
     p, q = graph.scope_vars[starts], graph.scope_vars[starts + 1]
     kept = np.all(np.isfinite(unary[np.arange(n), labelings]), axis=1)
-    if len(search.spare_costs()[0]) == 0:
+    spares = len(search.spare_costs()[0])  # edges the root added
+    if spares == 0:
         # no spare edge: every labeling left in the domains keeps its cost
         # offset - score (eliminating a variable of one free neighbour moves
         # costs, as arc consistency does)
@@ -187,9 +188,9 @@ def test_the_root_reparameterization_keeps_every_cost_and_is_arc_consistent(seed
         assert np.all(sub.min(axis=1) <= 1e-9) and np.all(sub.min(axis=0) <= 1e-9)
     # an eliminated variable's costs have least 0 for each label of its
     # parent (where none has two: their buckets are checked above)
-    for f in range(graph.n_factors if len(search.spare_costs()[0]) == 0 else 0):
+    for f in range(graph.n_factors):
         for i, j, table in ((p[f], q[f], pair[f]), (q[f], p[f], pair[f].T)):
-            if eliminated[i] and parent[i] == j:
+            if spares == 0 and eliminated[i] and parent[i] == j:
                 star = (table + unary[i][:, None]).min(axis=0)
                 assert np.all(star[np.isfinite(unary[j])] <= 1e-9)
     if parallel:  # an extension into one of two parallel edges can undo the other's
