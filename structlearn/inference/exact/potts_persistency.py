@@ -7,7 +7,8 @@ variable "``alpha`` or not": its unary scores are ``theta_i(alpha)`` and the
 best other allowed label's score, and each edge costs ``w`` when its ends
 disagree (Kovtun 2003, "Partial optimal labeling search for a NP-hard
 subclass of (max,+) problems").  The auxiliary problem is submodular, so
-one minimum cut (:func:`.roof_duality.roof_dual`) solves it exactly, and
+one minimum cut (a node per variable, :func:`._potts_kernels.kovtun_sweeps`)
+solves it exactly, and
 every variable its optimum puts on ``alpha`` takes ``alpha`` in some
 maximum-score labeling of the original model.  Proof, for any labeling
 ``x``: put ``alpha`` on those variables (``x'``); variable by variable and
@@ -15,16 +16,18 @@ edge by edge the original score rises at least as much as the auxiliary
 one does from the indicator of ``x`` to its meet with the cut's optimum,
 which submodularity and the optimum's minimality make non-negative.
 
-The labels are swept in turn, each sweep on the graph conditioned on the
+The labels are swept in turn, each cut on the graph conditioned on the
 labels fixed so far (conditioning a Potts edge on one end adds a unary term
-to the other and keeps the rest Potts), until a sweep fixes nothing.
+to the other and keeps the rest Potts), until a sweep fixes nothing; the
+cut takes the fewest variables onto ``alpha`` (the source side of the
+residual network).
 """
 
 import numpy as np
 
 from ...graphs.factor_graph import FactorGraph
-from ._potts_kernels import potts_weights
-from .roof_duality import condition_pairwise, roof_dual
+from ._potts_kernels import kovtun_sweeps, potts_weights
+from .roof_duality import CUT_EPS
 
 __all__ = ["attractive_potts_weights", "kovtun_persistency"]
 
@@ -64,37 +67,6 @@ def attractive_potts_weights(graph):
     return weights[which.reshape(-1)]
 
 
-def _one_against_all(graph, weights, alpha):
-    """The variables that the auxiliary problem of label ``alpha`` puts on
-    ``alpha`` (bool (n_vars,))."""
-    n = graph.n_vars
-    u = graph.unary_matrix()  # (n, K), -inf past a variable's states
-    if alpha >= u.shape[1]:
-        return np.zeros(n, dtype=bool)
-    on = u[:, alpha].copy()
-    others = u.copy()
-    others[:, alpha] = -np.inf
-    off = others.max(axis=1)
-    if not np.any(np.isfinite(on)):
-        return np.zeros(n, dtype=bool)
-    starts = graph.scope_indptr[:-1]
-    scopes = np.stack([graph.scope_vars[starts], graph.scope_vars[starts + 1]], axis=1)
-    # table (score) [[0, -w], [-w, 0]]: disagreeing ends cost w
-    tables = np.zeros((weights.shape[0], 4))
-    tables[:, 1] = tables[:, 2] = -weights
-    aux = FactorGraph.from_arrays(
-        np.full(n, 2, dtype=np.int64), np.stack([on, off], axis=1).ravel(),
-        np.arange(0, 2 * scopes.shape[0] + 1, 2, dtype=np.int64), scopes.ravel(),
-        np.arange(weights.shape[0], dtype=np.int64),
-        np.arange(0, 4 * weights.shape[0] + 1, 4, dtype=np.int64), tables.ravel(),
-        validate=False)
-    cut = roof_dual(aux)
-    if cut is None:
-        return np.zeros(n, dtype=bool)
-    # submodular: the cut labels every variable (its -1 would mean "open")
-    return cut.labels == 0
-
-
 def kovtun_persistency(graph):
     """Labels that some maximum-score labeling of an attractive Potts model takes.
 
@@ -116,31 +88,6 @@ def kovtun_persistency(graph):
     weights = attractive_potts_weights(graph)
     if weights is None:
         return None
-    labels = np.full(graph.n_vars, -1, dtype=np.int64)
-    variables, current = np.arange(graph.n_vars), graph
-    n_labels = int(graph.n_states.max())
-    for _ in range(_MAX_SWEEPS):
-        fixed_in_sweep = 0
-        for alpha in range(n_labels):
-            if current.n_vars == 0:
-                return labels
-            on = _one_against_all(current, weights, alpha)
-            if not on.any():
-                continue
-            fixed_in_sweep += int(on.sum())
-            local = np.where(on, alpha, -1)
-            labels[variables[on]] = alpha
-            kept_factors = _unfixed_factors(current, on)
-            variables_left, current = condition_pairwise(current, local)
-            variables = variables[variables_left]
-            weights = weights[kept_factors]
-        if not fixed_in_sweep:
-            break
-    return labels
-
-
-def _unfixed_factors(graph, fixed):
-    """The factors with neither end in ``fixed``, in order (as
-    :func:`.roof_duality.condition_pairwise` keeps them)."""
     starts = graph.scope_indptr[:-1]
-    return np.flatnonzero(~fixed[graph.scope_vars[starts]] & ~fixed[graph.scope_vars[starts + 1]])
+    return kovtun_sweeps(graph.unary_matrix(), graph.scope_vars[starts],
+                         graph.scope_vars[starts + 1], weights, _MAX_SWEEPS, CUT_EPS)
