@@ -538,6 +538,55 @@ def test_highs_is_not_called_for_a_slice_shorter_than_its_floor(monkeypatch):
     assert calls and calls[-1]["time_limit"] == pytest.approx(bb.MILP_FIRST_SECONDS, abs=0.01)
 
 
+def test_highs_is_not_called_for_a_slice_shorter_than_its_root_estimate(monkeypatch):
+    """A slice above MILP_MIN_SECONDS but under the estimate of HiGHS' root
+    LP on the program (``ilp.root_seconds``) is not handed to it either, at
+    the first slice nor at a stalled search's hand-off; the search then keeps
+    its time and still certifies the optimum."""
+    import structlearn.inference.exact.branch_and_bound as bb
+    import structlearn.inference.exact.ilp as ilp
+
+    calls = []
+    monkeypatch.setattr(ilp, "ilp_map", lambda *a, **k: calls.append(k) or None)
+    graph = spin_glass(3, seed=0)
+    now = time.perf_counter()
+    assert bb._milp_slice(now + 100.0) >= bb.MILP_MIN_SECONDS
+    monkeypatch.setattr(ilp, "ROOT_SECONDS_PER_COLUMN", 1e3)  # every slice is short
+    assert bb._milp_proof(graph, now + 100.0) is None and not calls
+    monkeypatch.setattr(bb, "MILP_STALL_GAP", np.inf)
+    monkeypatch.setattr(bb, "MILP_STALL_SHARE", 0.0)
+    monkeypatch.setattr(bb, "_milp_finish", lambda *a: calls.append(a))
+    graph = spin_glass(4, seed=1)
+    res = solve_map(graph, "exact", time_limit=20, tighten=0, enumeration_limit=0,
+                    persistency=False, depth_first=False,
+                    bound_params={"polish": 0.0, "local_search": False, "max_iter": 30})
+    assert not calls
+    best = enumerated_optimum(graph)
+    assert res.status == "exact" and res.score == pytest.approx(best, abs=1e-9)
+
+
+def test_ilp_keeps_the_build_and_the_conversions_from_highs_limit(monkeypatch):
+    """HiGHS' own limit is what is left of the call's after building the
+    program, less the estimate of scipy's conversions (and never 0)."""
+    import scipy.optimize
+
+    import structlearn.inference.exact.ilp as ilp
+
+    limits = []
+    milp = scipy.optimize.milp
+    monkeypatch.setattr(scipy.optimize, "milp", lambda *a, **k: limits.append(
+        k["options"]["time_limit"]) or milp(*a, **k))
+    graph = spin_glass(4, seed=2)
+    A, *_ = ilp.local_polytope(graph)
+    res = ilp.ilp_map(graph, time_limit=30.0)
+    assert res.status == "exact" and res.score == pytest.approx(enumerated_optimum(graph))
+    assert 0 < limits[-1] <= 30.0 - ilp.WRAPPER_SECONDS_PER_NONZERO * A.nnz
+    monkeypatch.setattr(ilp, "WRAPPER_SECONDS_PER_NONZERO", 1.0)  # more than the limit
+    res = ilp.ilp_map(graph, time_limit=0.5)
+    assert limits[-1] == ilp.MIN_HIGHS_SECONDS
+    assert res.status in ("exact", "time_limit") and res.upper_bound >= res.score
+
+
 def dense_normal(seed, n, k):
     """A complete graph with N(0, 1) tables: a loose local polytope (the
     protein-like family of the MAP benchmark)."""

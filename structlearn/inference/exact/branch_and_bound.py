@@ -156,10 +156,12 @@ SOFT_ARC_LP_BOUND_SHARE = 0.05
 SOFT_ARC_FIRST_NODES = 20_000
 MILP_FIRST_SHARE = 0.1
 MILP_FIRST_SECONDS = 1.0
-# HiGHS is not called for less than this many seconds: it reads its time
-# limit between phases, and its root LP alone can take longer (0.02 s asked,
-# 0.72 s taken on wcsp50_d20_f30_s3, whose MILP has 19,603 columns), which
-# overran 1 s limits by up to 0.37 s
+# HiGHS is not called for less than this many seconds, nor for less than
+# :func:`.ilp.root_seconds` of its program: it reads its time limit between
+# phases, and its root LP alone can take longer (0.02 s asked, 0.72 s taken
+# on wcsp50_d20_f30_s3, whose MILP has 19,603 columns; 3.6 s on a 70 x 70
+# grid of 21 labels, whose stalled search HiGHS got 4.7 s of a 10 s limit
+# and overran it by 1.2 s), which overran 1 s limits by up to 0.37 s
 MILP_MIN_SECONDS = 0.25
 # a component whose MILP has at most MILP_STALL_MAX_COLUMNS columns (HiGHS
 # took about 1 GB at 300,000) and whose search, under a time limit, still
@@ -992,8 +994,8 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
                 continue
         tight, richer = _cycle_relaxations(sub, int(tighten), deadline)
         nodes = int(max_nodes) if sub.n_vars <= search_cap else 1
-        # (HiGHS gets no slice under MILP_MIN_SECONDS: then no short search either)
-        milp = _milp_candidate(sub) and _milp_slice(share) >= MILP_MIN_SECONDS
+        # (HiGHS gets no slice under its floor: then no short search either)
+        milp = _milp_candidate(sub) and _milp_slice(share) >= _milp_floor(sub)
         if milp:  # a short search first: a tight root proves it in milliseconds
             first = time.perf_counter() + _milp_slice(share)
             search = _Search(tight, score_graph, bound_method, params, first, tol, nodes, t0,
@@ -1015,13 +1017,15 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
                 search.restricted = restricted
             search.loose_search, search.n_jobs = early, n_jobs
             stall = share is not None and _milp_columns(sub) <= MILP_STALL_MAX_COLUMNS
-            if stall:
+            if stall:  # (only where what is left after the hand-off fits HiGHS' root)
                 now = time.perf_counter()
-                search.hand_off_at = now + MILP_STALL_SHARE * max(share - now, 0.0)
+                hand_off = now + MILP_STALL_SHARE * max(share - now, 0.0)
+                stall = share - hand_off >= _milp_floor(sub)
+                search.hand_off_at = hand_off if stall else None
             lab, score, ub, status = search.run()
             n_nodes += search.n_nodes
             if (stall and status == "time_limit"
-                    and time.perf_counter() < share - MILP_MIN_SECONDS):
+                    and time.perf_counter() < share - _milp_floor(sub)):
                 lab, score, ub, status = _milp_finish(sub, share, lab, score, ub, tol)
                 n_nodes += 1
         if soft is not None:  # the soft arc search's bound may be the tighter one
@@ -1169,7 +1173,9 @@ def _slice_end(share_end, share):
 
 def _milp_columns(sub):
     """Columns of the local-polytope MILP of ``sub``."""
-    return sub.unary.shape[0] + int(np.diff(sub.table_offsets)[sub.table_ids].sum())
+    from .ilp import n_columns
+
+    return n_columns(sub)
 
 
 def _milp_candidate(sub):
@@ -1206,11 +1212,19 @@ def _milp_slice(share_end):
     return max(0.0, min(MILP_FIRST_SECONDS, MILP_FIRST_SHARE * (share_end - time.perf_counter())))
 
 
+def _milp_floor(sub):
+    """The shortest slice HiGHS is given on ``sub``: MILP_MIN_SECONDS, or
+    its root LP's estimate (:func:`.ilp.root_seconds`) where longer."""
+    from .ilp import root_seconds
+
+    return max(MILP_MIN_SECONDS, root_seconds(sub))
+
+
 def _milp_proof(sub, share_end):
     """The labeling HiGHS proves optimal for ``sub`` within a slice of the
     time left before ``share_end``, or None."""
     limit = _milp_slice(share_end)
-    if limit < MILP_MIN_SECONDS:
+    if limit < _milp_floor(sub):
         return None
     from .ilp import ilp_map
 
