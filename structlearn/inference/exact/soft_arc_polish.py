@@ -56,8 +56,7 @@ class _Polisher:
     """The local search's state across the slices: its current labeling,
     the best one, its random stream, the next node count to run at and,
     before the first slice under a deadline, the time to run it at the
-    latest; the seconds the search has run (not the time since it first
-    started: a caller may do other work between its runs)."""
+    latest."""
 
     def __init__(self, graph):
         self.graph = graph
@@ -66,8 +65,7 @@ class _Polisher:
         self.walk = None  # the iterated local search's state (Problem.new_walk)
         self.next_nodes = POLISH_FIRST_NODES
         self.first_time = None  # set by the first run with a deadline
-        self.search_seconds = 0.0  # in the search's runs that have ended
-        self.run_start = None  # perf_counter() at the start of the run under way
+        self.first_start = None
         self.first_slice_done = False
         self.tabu = None
         self.tabu_nodes = 0  # nodes searched when the tabu search last ran
@@ -139,8 +137,9 @@ class PolishedSoftArcSearch(SoftArcSearch):
         polisher = self._polisher
         stop = None if max_nodes is None else self.n_nodes + int(max_nodes)
         if deadline is not None and not polisher.first_slice_done and polisher.first_time is None:
-            now = time.perf_counter()
-            polisher.first_time = now + POLISH_FIRST_SHARE * max(deadline - now, 0.0)
+            polisher.first_start = time.perf_counter()
+            polisher.first_time = polisher.first_start + POLISH_FIRST_SHARE * max(
+                deadline - polisher.first_start, 0.0)
         while not self.proved and not self.out_of_room:
             if deadline is not None and time.perf_counter() >= deadline:
                 break
@@ -149,7 +148,8 @@ class PolishedSoftArcSearch(SoftArcSearch):
             if self._on_threads():
                 self._between_dives = lambda: self._slice_if_due(deadline)
                 try:
-                    self._timed_run(None if stop is None else stop - self.n_nodes, deadline)
+                    super().run(max_nodes=None if stop is None else stop - self.n_nodes,
+                                deadline=deadline)
                 finally:
                     self._between_dives = None
                 continue
@@ -157,20 +157,10 @@ class PolishedSoftArcSearch(SoftArcSearch):
             timed = (deadline is not None and polisher.first_time is not None
                      and not polisher.first_slice_done)
             until = min(deadline, polisher.first_time) if timed else deadline
-            self._timed_run(max(target - self.n_nodes, 1), until)
+            super().run(max_nodes=max(target - self.n_nodes, 1), deadline=until)
             if not self.proved:
                 self._slice_if_due(deadline)
         return self.proved
-
-    def _timed_run(self, max_nodes, deadline):
-        """:meth:`.SoftArcSearch.run`, its time added to the polisher's."""
-        polisher = self._polisher
-        polisher.run_start = time.perf_counter()
-        try:
-            super().run(max_nodes=max_nodes, deadline=deadline)
-        finally:
-            polisher.search_seconds += time.perf_counter() - polisher.run_start
-            polisher.run_start = None
 
     def _slice_if_due(self, deadline):
         """The local searches' slice, when the search has reached the
@@ -188,9 +178,7 @@ class PolishedSoftArcSearch(SoftArcSearch):
         if self.score > -np.inf:
             if early:  # as long as the search has run: a node's share of steps is too few
                 now = time.perf_counter()
-                ran = polisher.search_seconds + (
-                    0.0 if polisher.run_start is None else now - polisher.run_start)
-                polisher.tabu_slice(self, min(deadline, now + ran),
+                polisher.tabu_slice(self, min(deadline, 2 * now - polisher.first_start),
                                     steps=TIMED_SLICE_MAX_STEPS)
             else:
                 polisher.tabu_slice(self, deadline)
