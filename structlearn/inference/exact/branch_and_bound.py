@@ -158,10 +158,11 @@ MILP_FIRST_SHARE = 0.1
 MILP_FIRST_SECONDS = 1.0
 # HiGHS is not called for less than this many seconds, nor for less than
 # :func:`.ilp.root_seconds` of its program: it reads its time limit between
-# phases, and its root LP alone can take longer (0.02 s asked, 0.72 s taken
-# on wcsp50_d20_f30_s3, whose MILP has 19,603 columns; 3.6 s on a 70 x 70
-# grid of 21 labels, whose stalled search HiGHS got 4.7 s of a 10 s limit
-# and overran it by 1.2 s), which overran 1 s limits by up to 0.37 s
+# phases only, and its root LP alone can take longer.  On wcsp50_d20_f30_s3
+# (19,603 columns) 0.02 s asked took 0.72 s, and 1 s limits were overrun by
+# up to 0.37 s; on potts_grid_k21 (20 x 20, 21 labels, 343,560 columns) a
+# stalled search handed HiGHS 4.7 s of its 10 s and the call ended at 11.2 s,
+# where the search given the whole time proves the optimum in 6.2 s.
 MILP_MIN_SECONDS = 0.25
 # a component whose MILP has at most MILP_STALL_MAX_COLUMNS columns (HiGHS
 # took about 1 GB at 300,000) and whose search, under a time limit, still

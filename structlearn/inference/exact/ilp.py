@@ -31,12 +31,12 @@ DEFAULT_MAX_COLUMNS = 2_000_000
 MIP_REL_GAP = 1e-6
 # scipy's ``milp`` converts the program before HiGHS' clock starts and the
 # solution after it stops: 0.28-0.73 s on programs of 0.47-1.05 million
-# nonzeros told to stop at once (Potts grids of 40 x 40 to 60 x 60, an
-# object-detection instance), 0.6-0.8 us a nonzero.  That much of a time
-# limit is kept from HiGHS.
+# nonzeros told to stop at once (Potts grids of 20 x 20 to 60 x 60 with 8-21
+# labels, an object-detection instance), 0.6-0.8 us a nonzero.  That much of
+# a time limit is kept from HiGHS.
 WRAPPER_SECONDS_PER_NONZERO = 0.8e-6
 # HiGHS reads its time limit between phases: a limit that falls in its root
-# LP is overrun until that ends, 3-7.7 s after the start on the same
+# LP is overrun until that ends, 3.1-7.7 s after the start on the same
 # programs (0.21-0.48 million columns), 1.2e-5 to 1.6e-5 s a column
 # (3.7e-5 on a weighted CSP of 19,603 columns, whose forbidden entries make
 # the LP harder).  :func:`root_seconds` is a floor for a useful slice.
