@@ -238,7 +238,7 @@ def worker(method, name, time_limit):
     solve_map(tiny, method, **({"max_iter": 3} if takes_iter else {}), **params)
     if method in ("exact", "auto"):
         # load the search's kernels too (the tiny graph is only enumerated)
-        from structlearn.graphs import grid_graph
+        from structlearn.graphs import graph_from_edges, grid_graph
 
         warm = grid_graph(np.random.default_rng(1).normal(size=(3, 3, 2)),
                           np.random.default_rng(2).uniform(-1, 1, size=(12, 1, 1)) * np.eye(2))
@@ -265,6 +265,11 @@ def worker(method, name, time_limit):
         solve_map(grid_graph(rng.normal(size=(26, 26, 4)),
                              rng.uniform(0, 1, size=(1300, 1, 1)) * np.eye(4)),
                   "exact", time_limit=5)
+        # and a forest component (tree_map's kernels: 8 ms of apotts21_k4's
+        # first solve, whose persistency pass leaves a tree)
+        chain = graph_from_edges(rng.normal(size=(6, 3)), np.array([[i, i + 1] for i in range(5)]),
+                                 rng.normal(size=(5, 3, 3)))
+        solve_map(chain, "exact", enumeration_limit=0)
     reset_peak()
     base = rss_kb()
     t0 = time.perf_counter()
