@@ -1,5 +1,7 @@
 """Numba kernels for the depth-first branch and bound of small pairwise graphs."""
 
+import heapq
+
 import numba as nb
 import numpy as np
 
@@ -9,24 +11,30 @@ def static_order(nbr_ptr, nbr_var):
     """Variables by maximum cardinality: next the one with most neighbours
     already placed (ties: most neighbours, then lowest index), so that each
     variable's later neighbours are few near the leaves and its earlier ones
-    condition it.  Returns int64 (n,)."""
+    condition it.  A heap of ``(-placed neighbours, -neighbours, index)``
+    with stale entries skipped: O((n + E) log n).  Returns int64 (n,)."""
     n = nbr_ptr.shape[0] - 1
     placed = np.zeros(n, dtype=np.uint8)
     links = np.zeros(n, dtype=np.int64)
     order = np.empty(n, dtype=np.int64)
-    for d in range(n):
-        best = -1
-        for v in range(n):
-            if placed[v]:
-                continue
-            if best < 0 or links[v] > links[best] or (
-                    links[v] == links[best]
-                    and nbr_ptr[v + 1] - nbr_ptr[v] > nbr_ptr[best + 1] - nbr_ptr[best]):
-                best = v
-        order[d] = best
-        placed[best] = 1
-        for e in range(nbr_ptr[best], nbr_ptr[best + 1]):
-            links[nbr_var[e]] += 1
+    heap = [(np.int64(0), np.int64(0), np.int64(0))]
+    heap.pop()
+    for v in range(n):
+        heap.append((np.int64(0), -(nbr_ptr[v + 1] - nbr_ptr[v]), np.int64(v)))
+    heapq.heapify(heap)
+    d = 0
+    while d < n:
+        neg_links, _, v = heapq.heappop(heap)
+        if placed[v] or -neg_links != links[v]:
+            continue  # placed, or a later entry of v carries its current count
+        order[d] = v
+        d += 1
+        placed[v] = 1
+        for e in range(nbr_ptr[v], nbr_ptr[v + 1]):
+            u = nbr_var[e]
+            links[u] += 1
+            if not placed[u]:
+                heapq.heappush(heap, (-links[u], -(nbr_ptr[u + 1] - nbr_ptr[u]), np.int64(u)))
     return order
 
 
