@@ -13,7 +13,8 @@ multilabel (MultiLabelSSVM passes on the shared bibtex and corel5k sets, when
 present), gdmm-map (solve_map gdmm and gdmm_binary, gdmm_binary_batch),
 convex-bp (BBPL, inner-dual and full-BP learning on a 30 x 30 grid, convex BP
 on an 80 x 80 grid), kbest (list Viterbi, dense and sparse tables; k-best on
-a tree).
+a tree), exact-setup (the maximum-cardinality order and Kovtun's cuts on
+grids of 60 x 60 and 200 x 200).
 """
 
 import argparse
@@ -218,8 +219,38 @@ def kbest(repeat):
     report("kbest_tree, 300 nodes K=8, m=50", t, float(r.scores.sum()))
 
 
+def exact_setup(repeat):
+    """The exact searches' set-up kernels on grids of growing size: the
+    maximum-cardinality order and Kovtun's cuts (attractive Potts, 4 labels)."""
+    from structlearn.graphs import grid_graph
+    from structlearn.inference.exact._dfbb_kernels import static_order
+    from structlearn.inference.exact.potts_persistency import kovtun_persistency
+
+    rng = np.random.default_rng(0)
+    for side in (60, 200):
+        n = side * side
+        idx = np.arange(n).reshape(side, side)
+        edges = np.concatenate([np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 1),
+                                np.stack([idx[:-1].ravel(), idx[1:].ravel()], 1)])
+        src = np.concatenate([edges[:, 0], edges[:, 1]]).astype(np.int64)
+        dst = np.concatenate([edges[:, 1], edges[:, 0]]).astype(np.int64)
+        order = np.argsort(src, kind="stable")
+        ptr = np.searchsorted(src[order], np.arange(n + 1)).astype(np.int64)
+        nbr = dst[order]
+        static_order(ptr, nbr)
+        t, r = best_of(lambda: static_order(ptr, nbr), repeat)
+        report(f"static_order, grid {side}x{side}", t, int(r[: side].sum()))
+        g = grid_graph(rng.normal(size=(side, side, 4)),
+                       rng.uniform(0, 1, size=(2 * side * (side - 1), 1, 1)) * np.eye(4))
+        kovtun_persistency(g)
+        t, r = best_of(lambda: kovtun_persistency(g), repeat)
+        report(f"kovtun_persistency, attractive grid {side}x{side} K=4", t,
+               int((r >= 0).sum()))
+
+
 SECTIONS = {"gdmm-chain": gdmm_chain, "chain-solvers": chain_solvers, "multilabel": multilabel,
-            "gdmm-map": gdmm_map, "convex-bp": convex_bp, "kbest": kbest}
+            "gdmm-map": gdmm_map, "convex-bp": convex_bp, "kbest": kbest,
+            "exact-setup": exact_setup}
 
 
 def main():
