@@ -194,3 +194,21 @@ def test_the_weights_kernel_matches_the_table_by_table_reference(seed, rows, col
             assert np.isnan(g)
         else:
             assert g == want
+
+
+def test_edge_cases_of_the_sweeps():
+    """One-label variables are fixed to it; all-zero tables (weight 0) leave
+    each variable to its unary; a variable with no allowed label fixes
+    nothing (the graph has no finite labeling); ties fix the fewest."""
+    t = np.zeros(6)
+    one = FactorGraph([1, 2, 3], unary=[np.zeros(1), np.array([0.0, 1.0]),
+                                        np.array([2.0, 0.0, 0.0])],
+                      scopes=[[0, 1], [1, 2]], tables=[np.zeros(2), t])
+    labels = kovtun_persistency(one)
+    assert labels[0] == 0 and labels[1] == 1 and labels[2] == 0
+    dead = FactorGraph([2, 2], unary=[np.full(2, -np.inf), np.zeros(2)], scopes=[[0, 1]],
+                       tables=[np.eye(2).ravel()])
+    assert kovtun_persistency(dead).tolist() == [-1, -1]
+    tied = FactorGraph([2, 2], unary=[np.zeros(2), np.zeros(2)], scopes=[[0, 1]],
+                       tables=[np.eye(2).ravel()])
+    assert kovtun_persistency(tied).tolist() == [-1, -1]
