@@ -224,24 +224,17 @@ def exact_setup(repeat):
     maximum-cardinality order and Kovtun's cuts (attractive Potts, 4 labels)."""
     from structlearn.graphs import grid_graph
     from structlearn.inference.exact._dfbb_kernels import static_order
+    from structlearn.inference.exact.dfbb import _neighbour_arrays
     from structlearn.inference.exact.potts_persistency import kovtun_persistency
 
     rng = np.random.default_rng(0)
     for side in (60, 200):
-        n = side * side
-        idx = np.arange(n).reshape(side, side)
-        edges = np.concatenate([np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 1),
-                                np.stack([idx[:-1].ravel(), idx[1:].ravel()], 1)])
-        src = np.concatenate([edges[:, 0], edges[:, 1]]).astype(np.int64)
-        dst = np.concatenate([edges[:, 1], edges[:, 0]]).astype(np.int64)
-        order = np.argsort(src, kind="stable")
-        ptr = np.searchsorted(src[order], np.arange(n + 1)).astype(np.int64)
-        nbr = dst[order]
+        g = grid_graph(rng.normal(size=(side, side, 4)),
+                       rng.uniform(0, 1, size=(2 * side * (side - 1), 1, 1)) * np.eye(4))
+        ptr, nbr = _neighbour_arrays(g)[:2]
         static_order(ptr, nbr)
         t, r = best_of(lambda: static_order(ptr, nbr), repeat)
         report(f"static_order, grid {side}x{side}", t, int(r[: side].sum()))
-        g = grid_graph(rng.normal(size=(side, side, 4)),
-                       rng.uniform(0, 1, size=(2 * side * (side - 1), 1, 1)) * np.eye(4))
         kovtun_persistency(g)
         t, r = best_of(lambda: kovtun_persistency(g), repeat)
         report(f"kovtun_persistency, attractive grid {side}x{side} K=4", t,

@@ -79,6 +79,7 @@ from .._budget import check_time_limit
 from ..lp._lp_common import COMMON_DEFAULTS, Problem, Tracker
 from .._progress import quiet, report
 from .dfbb import pairwise_dfbb
+from .ilp import n_columns, root_seconds
 from .soft_arc import SoftArcSearch, soft_arc_bytes
 from .soft_arc_polish import PolishedSoftArcSearch
 from ...graphs.structure import enumeration_is_cheap, labelings_at_most
@@ -1017,7 +1018,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
             if soft is None:  # (the soft arc search resumes on the component as it is)
                 search.restricted = restricted
             search.loose_search, search.n_jobs = early, n_jobs
-            stall = share is not None and _milp_columns(sub) <= MILP_STALL_MAX_COLUMNS
+            stall = share is not None and n_columns(sub) <= MILP_STALL_MAX_COLUMNS
             if stall:  # (only where what is left after the hand-off fits HiGHS' root)
                 now = time.perf_counter()
                 hand_off = now + MILP_STALL_SHARE * max(share - now, 0.0)
@@ -1172,19 +1173,12 @@ def _slice_end(share_end, share):
     return now + share * max(share_end - now, 0.0)
 
 
-def _milp_columns(sub):
-    """Columns of the local-polytope MILP of ``sub``."""
-    from .ilp import n_columns
-
-    return n_columns(sub)
-
-
 def _milp_candidate(sub):
     """Whether component ``sub`` has hard constraints (forbidden entries) and
     a local-polytope MILP small enough to hand to HiGHS."""
     if not (np.isneginf(sub.table_data).any() or np.isneginf(sub.unary).any()):
         return False
-    return _milp_columns(sub) <= MILP_FIRST_MAX_COLUMNS
+    return n_columns(sub) <= MILP_FIRST_MAX_COLUMNS
 
 
 def _milp_finish(sub, share_end, labels, score, upper_bound, tol):
@@ -1216,8 +1210,6 @@ def _milp_slice(share_end):
 def _milp_floor(sub):
     """The shortest slice HiGHS is given on ``sub``: MILP_MIN_SECONDS, or
     its root LP's estimate (:func:`.ilp.root_seconds`) where longer."""
-    from .ilp import root_seconds
-
     return max(MILP_MIN_SECONDS, root_seconds(sub))
 
 
