@@ -917,7 +917,7 @@ def test_a_loose_root_of_a_component_past_the_resume_size_leaves_the_first_searc
     import structlearn.inference.exact.branch_and_bound as bb
 
     sparse, _ = _sparse_searches(monkeypatch)
-    monkeypatch.setattr(bb, "SPARSE_FIRST_NODES_PER_VAR", 0)
+    monkeypatch.setattr(bb, "UNRESUMED_FIRST_NODES_PER_VAR", 0)
     monkeypatch.setattr(bb, "SPARSE_RESUME_MAX_VARS", 69)
     loose = _spy_method(monkeypatch, bb._Search, "_loose", lambda _, answer: answer)
     graph = sparse_normal(0, 70, 3, 0.03)
@@ -1003,6 +1003,49 @@ def test_large_domains_and_hard_constraints_skip_the_sparse_first_search(monkeyp
     hard = sparse_normal(0, 70, 3, 0.03, p_inf=0.3)
     res = solve_map(hard, "exact", time_limit=5.0, persistency=False)
     assert not sparse and res.status in ("exact", "infeasible")
+
+
+def test_a_larger_sparse_root_is_loose_above_the_resume_gap():
+    """A larger sparse component (no depth-first graph) whose first search
+    can resume is loose above RESUME_LOOSE_ROOT_GAP, which is narrower than a
+    small sparse one's; past SPARSE_RESUME_MAX_VARS it never is."""
+    from types import SimpleNamespace
+
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    assert bb.RESUME_LOOSE_ROOT_GAP < bb.SPARSE_LOOSE_ROOT_GAP
+    first = object()  # a first search, never read by the rule
+    for n, limit in ((70, bb.RESUME_LOOSE_ROOT_GAP), (bb.SPARSE_RESUME_MAX_VARS + 1, None)):
+        for share in (0.5 * bb.RESUME_LOOSE_ROOT_GAP, 2.0 * bb.RESUME_LOOSE_ROOT_GAP):
+            ub = 100.0
+            stub = SimpleNamespace(soft_search=None, loose_search=first, dfbb_graph=None,
+                                   score=ub - share * ub,
+                                   score_graph=SimpleNamespace(n_vars=n))
+            assert bb._Search._loose(stub, ub) is (limit is not None and share > limit)
+
+
+@pytest.mark.parametrize("n, resumable", [(70, True), (90, False)])
+def test_the_first_sparse_search_runs_more_nodes_where_it_may_resume(monkeypatch, n,
+                                                                     resumable):
+    """The first sparse search is asked for SPARSE_FIRST_NODES_PER_VAR nodes
+    a variable where a loose root may resume it, for
+    UNRESUMED_FIRST_NODES_PER_VAR past SPARSE_RESUME_MAX_VARS."""
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    monkeypatch.setattr(bb, "SPARSE_RESUME_MAX_VARS", 80)
+    asked = []
+
+    class Recorded(bb.PolishedSoftArcSearch):
+        def run(self, *, max_nodes=None, deadline=None):
+            asked.append(max_nodes)
+            return False
+
+    monkeypatch.setattr(bb, "PolishedSoftArcSearch", Recorded)
+    graph = sparse_normal(0, n, 3, 0.03)
+    assert bb._sparse_soft_arc_first(graph, True, None, 1e-6, None) is not None
+    per_var = bb.SPARSE_FIRST_NODES_PER_VAR if resumable else bb.UNRESUMED_FIRST_NODES_PER_VAR
+    assert asked == [per_var * n]
+    assert bb.SPARSE_FIRST_NODES_PER_VAR > bb.UNRESUMED_FIRST_NODES_PER_VAR
 
 
 def test_the_loose_root_gap_is_narrower_on_sparse_components():

@@ -217,20 +217,32 @@ SMALL_FIRST_SHARE = 0.25
 # small frustrated and attractive Potts grids (18 x 18 to 24 x 24, 4-10
 # labels) and Segmentation_11 in 0.6 nodes a variable or fewer, 1.6-7x sooner
 # than the LP route.  A root that then leaves a relative gap wider than
-# SPARSE_LOOSE_ROOT_GAP resumes that search in place of the depth-first search
+# RESUME_LOOSE_ROOT_GAP resumes that search in place of the depth-first search
 # (SOFT_ARC_FIRST_SHARE of the time left), then the LP-bounded tree goes on:
 # on sparse random graphs of 70-200 variables (N(0, 1) tables) the tree alone
 # leaves gaps of 0.8-2 % after 10 s that the search's own bound closes in
 # 0.01-4 s; the tree's later incumbents are the better ones where neither
 # proves (all the time to the search lost 0.3-1.5 on three of six such
-# networks at 10 s).
+# networks at 10 s).  random300_p1_k5_s22's root leaves 0.6 %, where the tree
+# does not prove it in 10 s and the search does in 2-3 s; held-out graphs of
+# 200-450 variables with roots of 0.5-0.9 % neither proves in 10 s (the same
+# scores either way).
 # A first search over more than SPARSE_RESUME_MAX_VARS variables is not
 # resumed (the rule was set on graphs of 70-300; a 40 x 40 binary grid,
 # Grids_18, which the search does not prove, scored 12,970 against 13,055 at
-# 10 s when its LP route lost that time).
+# 10 s when its LP route lost that time): its nodes are lost unless it
+# proves, so it runs UNRESUMED_FIRST_NODES_PER_VAR nodes a variable only.
+# One that may be resumed loses them only where the root is tight, so it runs
+# more: on sparse random graphs of 70-130 variables that the search proves in
+# 5-30 nodes a variable, the 4 a variable it had left it to the LP root and a
+# first tabu slice as long (0.1-0.15 s each, 1.5-2.5x toulbar2's time where
+# the search alone takes 0.3-0.9x); 32 took 7 of 20 held-out such graphs to
+# 0.3-0.6x the time, the others the same.
 SPARSE_FIRST_SHARE = 0.1
-SPARSE_FIRST_NODES_PER_VAR = 4
+SPARSE_FIRST_NODES_PER_VAR = 32
+UNRESUMED_FIRST_NODES_PER_VAR = 4
 SPARSE_LOOSE_ROOT_GAP = 1e-2
+RESUME_LOOSE_ROOT_GAP = 1e-3
 SPARSE_RESUME_MAX_VARS = 500
 
 
@@ -637,10 +649,11 @@ class _Search:
         """Whether the root's bound ``ub`` leaves a gap wider than
         :data:`LOOSE_ROOT_GAP` on a small dense pairwise component without a
         soft arc search (see :data:`LOOSE_ROOT_GAP`), or wider than
-        :data:`SPARSE_LOOSE_ROOT_GAP` on a small sparse one or on a larger
-        sparse one (of at most :data:`SPARSE_RESUME_MAX_VARS` variables) whose
-        first search (:attr:`loose_search`) is left to resume (for a share of
-        the time only: see :data:`SPARSE_FIRST_SHARE`)."""
+        :data:`SPARSE_LOOSE_ROOT_GAP` on a small sparse one, or wider than
+        :data:`RESUME_LOOSE_ROOT_GAP` on a larger sparse one (of at most
+        :data:`SPARSE_RESUME_MAX_VARS` variables) whose first search
+        (:attr:`loose_search`) is left to resume (for a share of the time
+        only: see :data:`SPARSE_FIRST_SHARE`)."""
         if self.soft_search is not None or not np.isfinite(ub):
             return False
         if self.loose_search is None and (self.dfbb_graph is None
@@ -649,7 +662,10 @@ class _Search:
         if self.loose_search is not None and self.score_graph.n_vars > SPARSE_RESUME_MAX_VARS:
             return False
         g = self.dfbb_graph
-        gap = LOOSE_ROOT_GAP if g is not None and _dense(g) else SPARSE_LOOSE_ROOT_GAP
+        if g is None:  # a larger sparse component's first search
+            gap = RESUME_LOOSE_ROOT_GAP
+        else:
+            gap = LOOSE_ROOT_GAP if _dense(g) else SPARSE_LOOSE_ROOT_GAP
         return not np.isfinite(self.score) or ub - self.score > gap * max(1.0, abs(ub))
 
     def _resume_soft_arc(self, work):
@@ -1149,7 +1165,9 @@ def _sparse_soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
     variables without a soft arc search of its own (see
     :data:`SPARSE_FIRST_SHARE`), where the depth-first searches are on, the
     soft arc consistent search with the local searches run for
-    :data:`SPARSE_FIRST_NODES_PER_VAR` nodes a variable, at most
+    :data:`SPARSE_FIRST_NODES_PER_VAR` nodes a variable
+    (:data:`UNRESUMED_FIRST_NODES_PER_VAR` on a component too large to be
+    resumed, over :data:`SPARSE_RESUME_MAX_VARS` variables), at most
     :data:`SPARSE_FIRST_SHARE` of the time left before ``share_end``, on
     ``n_jobs`` threads (a loose root resumes it for a share of the time
     left); None elsewhere."""
@@ -1159,7 +1177,9 @@ def _sparse_soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
             and _soft_arc_fits(sub)):
         return None
     search = PolishedSoftArcSearch(sub, tol=tol, n_jobs=n_jobs, max_bytes=SOFT_ARC_MAX_BYTES)
-    search.run(max_nodes=SPARSE_FIRST_NODES_PER_VAR * sub.n_vars,
+    resumable = sub.n_vars <= SPARSE_RESUME_MAX_VARS
+    per_var = SPARSE_FIRST_NODES_PER_VAR if resumable else UNRESUMED_FIRST_NODES_PER_VAR
+    search.run(max_nodes=per_var * sub.n_vars,
                deadline=_slice_end(share_end, SPARSE_FIRST_SHARE))
     return search
 
