@@ -15,6 +15,8 @@ summarizes both: an A/B on the same machine state.
 
 The default families are those where toulbar2 and the soft arc search are
 closest (proofs of 0.05-20 s); pick seeds that no tuning has looked at.
+``--instances`` runs any networks ``bench_map`` loads instead (random sparse
+graphs ``random{n}_p{P}_k{k}_s{seed}``, grids, UAI stems) the same way.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ def main():
     ap.add_argument("--families", default=FAMILIES,
                     help="comma-separated n:D:F (variables, largest domain, %% forbidden)")
     ap.add_argument("--seeds", default="50-54")
+    ap.add_argument("--instances", default=None,
+                    help="comma-separated networks bench_map loads (random graphs, grids, UAI "
+                         "stems), in place of the families and seeds")
     ap.add_argument("--time-limit", type=float, default=20.0)
     ap.add_argument("--method", default="exact")
     ap.add_argument("--before", default=None,
@@ -54,7 +59,10 @@ def main():
 
     names = [f"wcsp{n}_d{d}_f{f}_s{s}" for n, d, f in
              (fam.split(":") for fam in args.families.split(",")) for s in seed_range(args.seeds)]
-    print(f"{'network':<22}{args.method:>10}{'status':>12}{'toulbar2':>10}{'status':>12}"
+    if args.instances:
+        names = args.instances.split(",")
+    width = max(22, max(len(name) for name in names) + 1)
+    print(f"{'network':<{width}}{args.method:>10}{'status':>12}{'toulbar2':>10}{'status':>12}"
           f"{'ratio':>7}{'score diff':>12}" + (f"{'before':>10}{'status':>12}" if args.before
                                                else ""))
     runs = {"": [], "before": []}
@@ -63,14 +71,15 @@ def main():
         before = _run_from(args.before, args.method, name, args.time_limit) if args.before else {}
         peer = run_pair("toulbar2", name, args.time_limit)
         if "error" in ours or "error" in peer or "error" in before:
-            print(f"{name:<22} error: {ours.get('error') or peer.get('error') or before['error']}")
+            error = ours.get("error") or peer.get("error") or before["error"]
+            print(f"{name:<{width}} error: {error}")
             continue
-        line = f"{name:<22}{ours['time']:>10.3f}{ours['status']:>12}{peer['time']:>10.3f}"
+        line = f"{name:<{width}}{ours['time']:>10.3f}{ours['status']:>12}{peer['time']:>10.3f}"
         line += f"{peer['status']:>12}"
         if peer["status"] == "optimal":
             line += f"{ours['time'] / peer['time'] if ours['status'] == 'exact' else np.inf:>7.2f}"
         else:
-            line += f"{'':>7}{ours['score'] - peer['score']:>+12.1f}"
+            line += f"{'':>7}{ours['score'] - peer['score']:>+12.2f}"
         if before:
             line += f"{before['time']:>10.3f}{before['status']:>12}"
             runs["before"].append((before, peer))
@@ -112,7 +121,7 @@ def _summary(label, pairs):
     diffs = [o["score"] - p["score"] for o, p in pairs if p["status"] != "optimal"]
     if diffs:
         print(f"unproven by toulbar2: {len(diffs)}, {label}'s score differences "
-              + ", ".join(f"{d:+.0f}" for d in diffs))
+              + ", ".join(f"{d:+.2f}" for d in diffs))
 
 if __name__ == "__main__":
     main()
