@@ -1048,6 +1048,33 @@ def test_the_first_sparse_search_runs_more_nodes_where_it_may_resume(monkeypatch
     assert bb.SPARSE_FIRST_NODES_PER_VAR > bb.UNRESUMED_FIRST_NODES_PER_VAR
 
 
+@pytest.mark.parametrize("p_edge, sparsest", [(0.03, True), (0.15, False)])
+def test_the_first_depth_first_search_is_shorter_on_the_sparsest_components(
+        monkeypatch, p_edge, sparsest):
+    """A small component whose variables have fewer than
+    SPARSE_DFBB_MEAN_DEGREE neighbours on average gets SPARSE_DFBB_FIRST_SHARE
+    of DFBB_FIRST_WORK for its first depth-first search; a denser one all of
+    it (its budget in nodes: the work over variables times labels)."""
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    budgets = []
+    real = bb.pairwise_dfbb
+
+    def spy(graph, **kw):
+        budgets.append(kw["max_nodes"])
+        return real(graph, **kw)
+
+    monkeypatch.setattr(bb, "pairwise_dfbb", spy)
+    graph = sparse_normal(1, 40, 3, p_edge)
+    mean_degree = 2 * graph.n_factors / graph.n_vars
+    assert (mean_degree < bb.SPARSE_DFBB_MEAN_DEGREE) is sparsest
+    res = solve_map(graph, "exact", persistency=False)
+    share = bb.SPARSE_DFBB_FIRST_SHARE if sparsest else 1.0
+    assert budgets[0] == int(share * bb.DFBB_FIRST_WORK) // (40 * 3)
+    assert res.status == "exact"
+    _assert_certified_like_the_ilp(graph, res)
+
+
 def test_the_loose_root_gap_is_narrower_on_sparse_components():
     """A small component's root is loose above LOOSE_ROOT_GAP where it is
     dense, above SPARSE_LOOSE_ROOT_GAP where it is sparse."""

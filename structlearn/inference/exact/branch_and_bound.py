@@ -106,6 +106,7 @@ STATE_BYTES = 256 << 20   # solver states kept for open nodes at most (then chil
 DFBB_MAX_VARS = 64        # pairwise components up to this size (domains below
                           # AUTO_LARGE_DOMAIN) try the depth-first search:
 DFBB_FIRST_WORK = 10**7   # first for about this many operations (a few ms) before any LP,
+SPARSE_DFBB_FIRST_SHARE = 0.1  # (this share of them on the sparsest components: see below)
 DFBB_WORK = 4 * 10**8     # then from the root's incumbent for about this many
 DFBB_OPS_PER_SECOND = 2 * 10**8  # a cautious rate of those operations (under a time limit)
 CYCLE_ENTRIES_PER_SECOND = 10**8  # and of the cycle search's candidate entries
@@ -208,6 +209,16 @@ DENSE_MEAN_DEGREE = 12
 # tables it proves in 0.01-0.2 s (one in 1.6 s) what the LP route took
 # 0.05-3.3 s for.  A root that is loose then resumes the same search.
 SMALL_FIRST_SHARE = 0.25
+# The depth-first search before it gets SPARSE_DFBB_FIRST_SHARE of its
+# DFBB_FIRST_WORK where the variables have fewer than SPARSE_DFBB_MEAN_DEGREE
+# neighbours on average: on such random graphs of 36-64 variables that the
+# soft arc search proves in a few milliseconds after it, its 5-12 ms of the
+# whole work went unused (random42_p12_k4_s61: 17 nodes of that search, 15 ms
+# in all, toulbar2 3 ms; 6 ms now).  On denser ones it often proves first:
+# complete12_k5, complete12_k6 (11 neighbours) and random31_p27_k6_s71 (8) in
+# 3-94 ms, against 12-165 ms after the shorter run; ImageAlignment_12 and
+# ProteinFolding_15 (19-29 neighbours) in 9-14 ms against 50-70 ms.
+SPARSE_DFBB_MEAN_DEGREE = 6
 # a sparse pairwise component too large for the depth-first search (more than
 # DFBB_MAX_VARS variables, domains below AUTO_LARGE_DOMAIN, fewer neighbours
 # than DENSE_MEAN_DEGREE, no forbidden entries to send it to the soft arc
@@ -977,7 +988,10 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
             dfbb_graph = None
         first_labels = None  # the short depth-first search's labeling (or None)
         if dfbb_graph is not None:
-            budget = max(DFBB_FIRST_WORK // (sub.n_vars * int(sub.n_states.max())), 1)
+            work = DFBB_FIRST_WORK
+            if 2 * sub.n_factors < SPARSE_DFBB_MEAN_DEGREE * sub.n_vars:
+                work = int(SPARSE_DFBB_FIRST_SHARE * DFBB_FIRST_WORK)
+            budget = max(work // (sub.n_vars * int(sub.n_states.max())), 1)
             lab, best, proved, _ = pairwise_dfbb(sub, max_nodes=budget, tol=tol)
             first_labels = lab if best > -np.inf else None
             if proved:
