@@ -670,7 +670,7 @@ class _Search:
         if self.loose_search is None and (self.dfbb_graph is None
                                           or not _soft_arc_fits(self.dfbb_graph)):
             return False
-        if self.loose_search is not None and self.score_graph.n_vars > SPARSE_RESUME_MAX_VARS:
+        if self.loose_search is not None and not _resumable(self.score_graph):
             return False
         g = self.dfbb_graph
         if g is None:  # a larger sparse component's first search
@@ -989,7 +989,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         first_labels = None  # the short depth-first search's labeling (or None)
         if dfbb_graph is not None:
             work = DFBB_FIRST_WORK
-            if 2 * sub.n_factors < SPARSE_DFBB_MEAN_DEGREE * sub.n_vars:
+            if not _dense(sub, SPARSE_DFBB_MEAN_DEGREE):
                 work = int(SPARSE_DFBB_FIRST_SHARE * DFBB_FIRST_WORK)
             budget = max(work // (sub.n_vars * int(sub.n_states.max())), 1)
             lab, best, proved, _ = pairwise_dfbb(sub, max_nodes=budget, tol=tol)
@@ -1148,10 +1148,16 @@ def _soft_arc_fits(sub, max_bytes=None):
     return soft_arc_bytes(sub) <= limit
 
 
-def _dense(sub):
-    """Whether the variables of pairwise ``sub`` have
-    :data:`DENSE_MEAN_DEGREE` neighbours or more on average."""
-    return 2 * sub.n_factors >= DENSE_MEAN_DEGREE * sub.n_vars
+def _dense(sub, mean_degree=DENSE_MEAN_DEGREE):
+    """Whether the variables of pairwise ``sub`` have ``mean_degree``
+    neighbours or more on average (:data:`DENSE_MEAN_DEGREE` by default)."""
+    return 2 * sub.n_factors >= mean_degree * sub.n_vars
+
+
+def _resumable(sub):
+    """Whether a loose root may resume the first search of a larger sparse
+    component ``sub`` (:data:`SPARSE_RESUME_MAX_VARS` variables at most)."""
+    return sub.n_vars <= SPARSE_RESUME_MAX_VARS
 
 
 def _small_soft_arc_first(sub, share_end, tol, incumbent, n_jobs):
@@ -1191,8 +1197,7 @@ def _sparse_soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
             and _soft_arc_fits(sub)):
         return None
     search = PolishedSoftArcSearch(sub, tol=tol, n_jobs=n_jobs, max_bytes=SOFT_ARC_MAX_BYTES)
-    resumable = sub.n_vars <= SPARSE_RESUME_MAX_VARS
-    per_var = SPARSE_FIRST_NODES_PER_VAR if resumable else UNRESUMED_FIRST_NODES_PER_VAR
+    per_var = SPARSE_FIRST_NODES_PER_VAR if _resumable(sub) else UNRESUMED_FIRST_NODES_PER_VAR
     search.run(max_nodes=per_var * sub.n_vars,
                deadline=_slice_end(share_end, SPARSE_FIRST_SHARE))
     return search
