@@ -1005,25 +1005,6 @@ def test_large_domains_and_hard_constraints_skip_the_sparse_first_search(monkeyp
     assert not sparse and res.status in ("exact", "infeasible")
 
 
-def test_a_larger_sparse_root_is_loose_above_the_resume_gap():
-    """A larger sparse component (no depth-first graph) whose first search
-    can resume is loose above RESUME_LOOSE_ROOT_GAP, which is narrower than a
-    small sparse one's; past SPARSE_RESUME_MAX_VARS it never is."""
-    from types import SimpleNamespace
-
-    import structlearn.inference.exact.branch_and_bound as bb
-
-    assert bb.RESUME_LOOSE_ROOT_GAP < bb.SPARSE_LOOSE_ROOT_GAP
-    first = object()  # a first search, never read by the rule
-    for n, limit in ((70, bb.RESUME_LOOSE_ROOT_GAP), (bb.SPARSE_RESUME_MAX_VARS + 1, None)):
-        for share in (0.5 * bb.RESUME_LOOSE_ROOT_GAP, 2.0 * bb.RESUME_LOOSE_ROOT_GAP):
-            ub = 100.0
-            stub = SimpleNamespace(soft_search=None, loose_search=first, dfbb_graph=None,
-                                   score=ub - share * ub,
-                                   score_graph=SimpleNamespace(n_vars=n))
-            assert bb._Search._loose(stub, ub) is (limit is not None and share > limit)
-
-
 @pytest.mark.parametrize("n, resumable", [(70, True), (90, False)])
 def test_the_first_sparse_search_runs_more_nodes_where_it_may_resume(monkeypatch, n,
                                                                      resumable):

@@ -228,16 +228,16 @@ SPARSE_DFBB_MEAN_DEGREE = 6
 # small frustrated and attractive Potts grids (18 x 18 to 24 x 24, 4-10
 # labels) and Segmentation_11 in 0.6 nodes a variable or fewer, 1.6-7x sooner
 # than the LP route.  A root that then leaves a relative gap wider than
-# RESUME_LOOSE_ROOT_GAP resumes that search in place of the depth-first search
+# SPARSE_LOOSE_ROOT_GAP resumes that search in place of the depth-first search
 # (SOFT_ARC_FIRST_SHARE of the time left), then the LP-bounded tree goes on:
 # on sparse random graphs of 70-200 variables (N(0, 1) tables) the tree alone
 # leaves gaps of 0.8-2 % after 10 s that the search's own bound closes in
 # 0.01-4 s; the tree's later incumbents are the better ones where neither
 # proves (all the time to the search lost 0.3-1.5 on three of six such
-# networks at 10 s).  random300_p1_k5_s22's root leaves 0.6 %, where the tree
-# does not prove it in 10 s and the search does in 2-3 s; held-out graphs of
-# 200-450 variables with roots of 0.5-0.9 % neither proves in 10 s (the same
-# scores either way).
+# networks at 10 s).  (A narrower gap, 0.1 %, took random300_p1_k5_s22, root
+# 0.6 %, to a proof in 2-4 s that the tree does not reach in 10 s, but
+# potts_grid_k21, root 0.7 %, lost its proof in 5.7 s: the search does not
+# close it, and HiGHS then has too little time.)
 # A first search over more than SPARSE_RESUME_MAX_VARS variables is not
 # resumed (the rule was set on graphs of 70-300; a 40 x 40 binary grid,
 # Grids_18, which the search does not prove, scored 12,970 against 13,055 at
@@ -253,7 +253,6 @@ SPARSE_FIRST_SHARE = 0.1
 SPARSE_FIRST_NODES_PER_VAR = 32
 UNRESUMED_FIRST_NODES_PER_VAR = 4
 SPARSE_LOOSE_ROOT_GAP = 1e-2
-RESUME_LOOSE_ROOT_GAP = 1e-3
 SPARSE_RESUME_MAX_VARS = 500
 
 
@@ -660,11 +659,10 @@ class _Search:
         """Whether the root's bound ``ub`` leaves a gap wider than
         :data:`LOOSE_ROOT_GAP` on a small dense pairwise component without a
         soft arc search (see :data:`LOOSE_ROOT_GAP`), or wider than
-        :data:`SPARSE_LOOSE_ROOT_GAP` on a small sparse one, or wider than
-        :data:`RESUME_LOOSE_ROOT_GAP` on a larger sparse one (of at most
-        :data:`SPARSE_RESUME_MAX_VARS` variables) whose first search
-        (:attr:`loose_search`) is left to resume (for a share of the time
-        only: see :data:`SPARSE_FIRST_SHARE`)."""
+        :data:`SPARSE_LOOSE_ROOT_GAP` on a small sparse one or on a larger
+        sparse one (of at most :data:`SPARSE_RESUME_MAX_VARS` variables) whose
+        first search (:attr:`loose_search`) is left to resume (for a share of
+        the time only: see :data:`SPARSE_FIRST_SHARE`)."""
         if self.soft_search is not None or not np.isfinite(ub):
             return False
         if self.loose_search is None and (self.dfbb_graph is None
@@ -673,10 +671,7 @@ class _Search:
         if self.loose_search is not None and not _resumable(self.score_graph):
             return False
         g = self.dfbb_graph
-        if g is None:  # a larger sparse component's first search
-            gap = RESUME_LOOSE_ROOT_GAP
-        else:
-            gap = LOOSE_ROOT_GAP if _dense(g) else SPARSE_LOOSE_ROOT_GAP
+        gap = LOOSE_ROOT_GAP if g is not None and _dense(g) else SPARSE_LOOSE_ROOT_GAP
         return not np.isfinite(self.score) or ub - self.score > gap * max(1.0, abs(ub))
 
     def _resume_soft_arc(self, work):
