@@ -620,13 +620,13 @@ def _count_soft_arc_searches(monkeypatch):
 
     monkeypatch.setattr(bb, "DFBB_FIRST_WORK", 1)
     monkeypatch.setattr(bb, "_small_soft_arc_first", lambda *args: None)
-    return _started_searches(monkeypatch, "SoftArcSearch")
+    return _started_searches(monkeypatch, "PolishedSoftArcSearch")
 
 
 def _started_searches(monkeypatch, name):
     """Record the sizes of the searches that branch and bound starts
-    through its class ``name`` (``SoftArcSearch`` or
-    ``PolishedSoftArcSearch``)."""
+    through its class ``name`` (``PolishedSoftArcSearch``: every soft arc
+    search it starts is one, some of them plain until a loose root)."""
     import structlearn.inference.exact.branch_and_bound as bb
 
     started = []
@@ -718,13 +718,13 @@ def test_a_loose_dense_component_is_searched_without_existential_consistency(
 
     kinds = []
 
-    class Recorded(bb.SoftArcSearch):
+    class Recorded(bb.PolishedSoftArcSearch):
         def __init__(self, graph, **kw):
             kinds.append(kw["existential"])
             super().__init__(graph, **kw)
 
     monkeypatch.setattr(bb, "DFBB_FIRST_WORK", 1)
-    monkeypatch.setattr(bb, "SoftArcSearch", Recorded)
+    monkeypatch.setattr(bb, "PolishedSoftArcSearch", Recorded)
     rng = np.random.default_rng(n)
     edges = np.array([(a, b) for a in range(n) for b in range(a + 1, n)
                       if rng.random() < p_edge])
@@ -794,7 +794,7 @@ def test_a_dense_first_search_left_open_seeds_the_root_and_resumes_after_it(
 
     dense, cycles = _dense_searches(monkeypatch)
     monkeypatch.setattr(bb, "SOFT_ARC_FIRST_NODES", 40)
-    started = _started_searches(monkeypatch, "SoftArcSearch")
+    started = _started_searches(monkeypatch, "PolishedSoftArcSearch")
     adopted = _spy_method(monkeypatch, bb._Search, "_adopt", lambda labels, _: labels.copy())
     graph = dense_normal(seed, 13, 3)
     res = solve_map(graph, "exact", enumeration_limit=0, persistency=False,
@@ -808,6 +808,42 @@ def test_a_dense_first_search_left_open_seeds_the_root_and_resumes_after_it(
     assert res.status == "exact"
     assert res.score == pytest.approx(solve_map(graph, "ilp").score, abs=1e-9)
     assert res.score == graph.score(res.labels)
+
+
+@pytest.mark.parametrize("time_limit", [None, 30.0])
+def test_a_loose_small_root_resumes_the_first_search_with_the_local_searches(
+        monkeypatch, time_limit):
+    """The small first search runs plain; a loose root resumes it with the
+    local searches where there is a time limit (the rest of the component's
+    time), plain without one; either way it proves HiGHS's optimum."""
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    dense, _ = _dense_searches(monkeypatch)
+    monkeypatch.setattr(bb, "SOFT_ARC_FIRST_NODES", 40)
+    monkeypatch.setattr(bb, "SMALL_FIRST_SHARE", 0.0)  # the first search stops at once
+    runs, asked = [], []
+    real_run, real_start = bb.PolishedSoftArcSearch.run, bb.PolishedSoftArcSearch.start_polishing
+
+    def run_spy(self, **kw):
+        runs.append(real_run(self, **kw))
+        return runs[-1]
+
+    def start_spy(self):
+        asked.append(self.polishing)
+        return real_start(self)
+
+    monkeypatch.setattr(bb.PolishedSoftArcSearch, "run", run_spy)
+    monkeypatch.setattr(bb.PolishedSoftArcSearch, "start_polishing", start_spy)
+    graph = dense_normal(0, 13, 3)
+    res = solve_map(graph, "exact", time_limit=time_limit, enumeration_limit=0,
+                    persistency=False,
+                    bound_params={"polish": 0.0, "local_search": False, "max_iter": 3})
+    _, first, _ = dense[0]
+    assert len(runs) >= 2 and not runs[0]  # resumed after the root
+    assert asked == ([False] if time_limit is not None else [])
+    assert first.polishing is (time_limit is not None)
+    assert res.status == "exact"
+    _assert_certified_like_the_ilp(graph, res)
 
 
 def test_sparser_small_components_are_searched_first_with_existential_consistency(

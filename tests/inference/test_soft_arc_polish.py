@@ -126,3 +126,34 @@ def test_a_run_without_a_deadline_after_one_with_a_deadline_counts_in_nodes(monk
     search.run(max_nodes=100)
     assert search._polisher.first_slice_done and search._polisher.next_nodes >= 80
     assert graph.score(search.labels) == search.score
+
+
+def test_a_search_that_starts_plain_polishes_only_once_asked(monkeypatch):
+    """``polish=False``: the runs are the plain search's, node for node (no
+    slice, even past POLISH_FIRST_NODES); after :meth:`start_polishing` the
+    next run's first slice comes after its first node, its tabu steps as many
+    as the nodes searched so far ask for, and the local searches only raise
+    the incumbent."""
+    monkeypatch.setattr(soft_arc_polish, "POLISH_FIRST_NODES", 30)
+    slices = []
+    real = soft_arc_polish._Polisher.tabu_slice
+
+    def spy(self, search, deadline, steps=None):
+        slices.append((search.n_nodes, int(self.tabu_rate * (search.n_nodes - self.tabu_nodes))))
+        return real(self, search, deadline, steps)
+
+    monkeypatch.setattr(soft_arc_polish._Polisher, "tabu_slice", spy)
+    graph = dense_gaussian_network()
+    plain = SoftArcSearch(graph)
+    plain.run(max_nodes=80)
+    search = PolishedSoftArcSearch(graph, polish=False)
+    search.run(max_nodes=80)
+    assert not slices and search.n_nodes == plain.n_nodes == 80
+    assert search.score == plain.score
+    before = search.score
+    search.start_polishing()
+    search.start_polishing()  # (no second reset)
+    search.run(max_nodes=10)
+    assert slices[0] == (81, soft_arc_polish.TABU_STEPS_PER_NODE * 81)
+    assert search.score >= before
+    assert graph.score(search.labels) == search.score

@@ -80,7 +80,7 @@ from ..lp._lp_common import COMMON_DEFAULTS, Problem, Tracker
 from .._progress import quiet, report
 from .dfbb import pairwise_dfbb
 from .ilp import n_columns, root_seconds
-from .soft_arc import SoftArcSearch, soft_arc_bytes
+from .soft_arc import soft_arc_bytes
 from .soft_arc_polish import PolishedSoftArcSearch
 from ...graphs.structure import enumeration_is_cheap, labelings_at_most
 from ..registry import (AUTO_CYCLES, AUTO_LARGE_DOMAIN, AUTO_SOFT_ARC_FORBIDDEN,
@@ -207,7 +207,12 @@ DENSE_MEAN_DEGREE = 12
 # graphs those two took 0.4-0.5 s of the 0.6 s to a proof the search alone
 # reaches in 0.15 s; on sparse random graphs of 30-64 variables with N(0, 1)
 # tables it proves in 0.01-0.2 s (one in 1.6 s) what the LP route took
-# 0.05-3.3 s for.  A root that is loose then resumes the same search.
+# 0.05-3.3 s for.  A root that is loose then resumes the same search, for
+# the rest of the time with the local searches between its slices
+# (:class:`.PolishedSoftArcSearch`, from then on only: in the first share
+# they cost 1.1-1.7x on proofs of 0.1-2 s; on random41_p23_k6_s82, which
+# neither the search nor toulbar2 proves in 10 s, the plain search ended 2.61
+# below toulbar2).
 SMALL_FIRST_SHARE = 0.25
 # The depth-first search before it gets SPARSE_DFBB_FIRST_SHARE of its
 # DFBB_FIRST_WORK where the variables have fewer than SPARSE_DFBB_MEAN_DEGREE
@@ -525,7 +530,7 @@ class _Search:
         ub, branch, state = self._evaluate(root, self.root_iter, self.root_polish)
         if branch is not None and self._open(ub) and self._loose(ub):
             g = self.dfbb_graph
-            self.soft_search = self.loose_search or SoftArcSearch(
+            self.soft_search = self.loose_search or PolishedSoftArcSearch(
                 g, tol=self.tol, existential=not _dense(g), n_jobs=self.n_jobs,
                 max_bytes=SOFT_ARC_MAX_BYTES)
             # (a larger sparse one's search stands in for the depth-first
@@ -678,8 +683,10 @@ class _Search:
         """:meth:`_depth_first` by the resumable soft arc search (:mod:`.soft_arc`),
         pruning against the incumbent: for ``work`` operations' time without a
         deadline, else for :data:`SOFT_ARC_FIRST_SHARE` of the time left; after
-        a loose root (:attr:`soft_whole`) until the deadline, or without one
-        for :data:`LOOSE_SOFT_ARC_NODES` nodes per LP node left."""
+        a loose root (:attr:`soft_whole`) until the deadline, with the local
+        searches from then on (a small component's first search ran without
+        them, see :data:`SMALL_FIRST_SHARE`), or without one for
+        :data:`LOOSE_SOFT_ARC_NODES` nodes per LP node left."""
         search = self.soft_search
         if self.labels is not None:
             search.offer(self.labels)
@@ -690,6 +697,8 @@ class _Search:
             end = self.deadline
             if end is None:
                 nodes = LOOSE_SOFT_ARC_NODES * max(self.max_nodes - self.n_nodes, 1)
+            else:  # the rest of the component's time: the local searches join in
+                search.start_polishing()
         elif self.deadline is not None:  # its bound, not the LP's, proves these networks
             end = now + SOFT_ARC_FIRST_SHARE * max(self.deadline - now, 0.0)
             if self.deadline - end < self.last_eval:  # no LP node would fit after it
@@ -1168,8 +1177,9 @@ def _small_soft_arc_first(sub, share_end, tol, incumbent, n_jobs):
     if incumbent is not None:  # (a better one prunes more: 5-15 % fewer nodes)
         incumbent = incumbent.copy()
         Problem(sub).improve(incumbent)
-    search = SoftArcSearch(sub, tol=tol, incumbent=incumbent, existential=not _dense(sub),
-                           n_jobs=n_jobs, max_bytes=SOFT_ARC_MAX_BYTES)
+    search = PolishedSoftArcSearch(sub, tol=tol, incumbent=incumbent,
+                                   existential=not _dense(sub), n_jobs=n_jobs,
+                                   max_bytes=SOFT_ARC_MAX_BYTES, polish=False)
     end = _slice_end(share_end, SMALL_FIRST_SHARE)
     search.run(max_nodes=SOFT_ARC_FIRST_NODES if end is None else None, deadline=end)
     return search

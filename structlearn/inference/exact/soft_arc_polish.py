@@ -119,14 +119,25 @@ class _Polisher:
 
 class PolishedSoftArcSearch(SoftArcSearch):
     """A :class:`.SoftArcSearch` whose :meth:`run` lets the local search of
-    this module improve the incumbent between its slices (the same
-    parameters and properties)."""
+    this module improve the incumbent between its slices (the parameters and
+    properties of :class:`.SoftArcSearch`, and ``polish``: False for a search
+    that runs plain until :meth:`start_polishing`)."""
 
-    def __init__(self, graph, *, tol=1e-6, incumbent=None, best_first=True, n_jobs=None,
-                 max_bytes=None):
-        super().__init__(graph, tol=tol, incumbent=incumbent, best_first=best_first,
-                         n_jobs=n_jobs, max_bytes=max_bytes)
+    def __init__(self, graph, *, tol=1e-6, incumbent=None, existential=True, best_first=True,
+                 n_jobs=None, max_bytes=None, polish=True):
+        super().__init__(graph, tol=tol, incumbent=incumbent, existential=existential,
+                         best_first=best_first, n_jobs=n_jobs, max_bytes=max_bytes)
         self._polisher = _Polisher(graph)
+        self.polishing = bool(polish)
+
+    def start_polishing(self):
+        """Let the local searches run from the next :meth:`run` on (nothing
+        changes where they do already): their first slice comes after its
+        first node, as long as the nodes searched so far ask for (their rates
+        are per node), then they go on as from the start."""
+        if not self.polishing:
+            self.polishing = True
+            self._polisher.next_nodes = self.n_nodes
 
     def run(self, *, max_nodes=None, deadline=None):
         """Search on for ``max_nodes`` more nodes and/or until ``deadline``;
@@ -134,6 +145,8 @@ class PolishedSoftArcSearch(SoftArcSearch):
 
         On threads (:mod:`.soft_arc_threads`) the slices run in the calling
         thread while the helpers go on diving, instead of between runs."""
+        if not self.polishing:
+            return super().run(max_nodes=max_nodes, deadline=deadline)
         polisher = self._polisher
         stop = None if max_nodes is None else self.n_nodes + int(max_nodes)
         if deadline is not None and not polisher.first_slice_done and polisher.first_time is None:
