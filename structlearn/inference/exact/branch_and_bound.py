@@ -532,7 +532,7 @@ class _Search:
             g = self.dfbb_graph
             self.soft_search = self.loose_search or PolishedSoftArcSearch(
                 g, tol=self.tol, existential=not _dense(g), n_jobs=self.n_jobs,
-                max_bytes=SOFT_ARC_MAX_BYTES)
+                max_bytes=SOFT_ARC_MAX_BYTES, polish=False)
             # (a larger sparse one's search stands in for the depth-first
             # search: half the time left, then the LP-bounded tree)
             self.soft_whole = g is not None
