@@ -186,6 +186,22 @@ def sparse_weighted_csp(seed, *, p_inf=0.3, ties=True):
     return FactorGraph(k, unary=[draw(int(kk)) for kk in k], scopes=pairs, tables=tables)
 
 
+def wide_weighted_csp(seed, *, n_vars=100, p_inf=0.3, ties=True):
+    """A path over ``n_vars`` variables of 1-4 labels plus ``n_vars // 3``
+    random pairs, a share ``p_inf`` of the pair entries forbidden: wider
+    than the kernels' blocks of variables."""
+    rng = np.random.default_rng(seed)
+    k = rng.integers(1, 5, size=n_vars)
+    pairs = {(i - 1, i) for i in range(1, n_vars)}
+    for _ in range(n_vars // 3):
+        i, j = sorted(int(v) for v in rng.choice(n_vars, size=2, replace=False))
+        pairs.add((i, j))
+    pairs = sorted(pairs)
+    draw = _score_draw(rng, ties)
+    tables = _forbidding_tables(rng, draw, k, pairs, p_inf)
+    return FactorGraph(k, unary=[draw(int(kk)) for kk in k], scopes=pairs, tables=tables)
+
+
 def random_weighted_csp(seed, *, p_inf=0.4, ties=True, parallel=False):
     """A small random pairwise graph (1-6 variables of 1-4 labels) with a
     share ``p_inf`` of its table entries forbidden (-inf), a third of that of

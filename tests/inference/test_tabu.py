@@ -12,7 +12,7 @@ from structlearn.inference.exact._tabu_kernels import (BEST, CURRENT, VIOLATIONS
 from structlearn.inference.exact.soft_arc import _cost_network
 from structlearn.inference.exact.tabu import TabuSearch
 
-from _graphgen import all_labelings, random_weighted_csp
+from _graphgen import all_labelings, random_weighted_csp, wide_weighted_csp
 
 
 def _recount(search):
@@ -20,7 +20,8 @@ def _recount(search):
     s = search.state
     fresh = TabuState(s.labels.copy(), np.zeros_like(s.gain), np.zeros_like(s.clash),
                       np.zeros_like(s.tabu_until), np.zeros_like(s.best_labels),
-                      np.full(2, np.inf), np.zeros(3, dtype=np.int64))
+                      np.zeros_like(s.least_move), np.full(2, np.inf),
+                      np.zeros(3, dtype=np.int64))
     tabu_init(search.net, search.pairs, fresh)
     return fresh
 
@@ -31,12 +32,14 @@ def _allowed(net):
 
 @settings(max_examples=150, deadline=None)
 @given(seed=st.integers(0, 10**6), p_inf=st.sampled_from([0.0, 0.3, 0.6]),
-       steps=st.integers(1, 400), ties=st.booleans())
-def test_the_incremental_state_equals_a_recount(seed, p_inf, steps, ties):
+       steps=st.integers(1, 400), ties=st.booleans(), wide=st.booleans())
+def test_the_incremental_state_equals_a_recount(seed, p_inf, steps, ties, wide):
     """After any number of steps (moves and perturbations) the gains,
-    clashes, current cost and violations are those of the current labeling;
-    labels stay allowed; the best labeling is feasible at its cost."""
-    graph = random_weighted_csp(seed, p_inf=p_inf, ties=ties)
+    clashes, least moves, current cost and
+    violations are those of the current labeling; labels stay allowed; the
+    best labeling is feasible at its cost."""
+    graph = (wide_weighted_csp(seed, n_vars=40 + seed % 60, p_inf=p_inf, ties=ties) if wide
+             else random_weighted_csp(seed, p_inf=p_inf, ties=ties))
     if graph.n_factors == 0 or not _allowed(_cost_network(graph)[0]).any(axis=1).all():
         return
     net, _ = _cost_network(graph)
@@ -54,6 +57,7 @@ def test_the_incremental_state_equals_a_recount(seed, p_inf, steps, ties):
     np.testing.assert_array_equal(s.clash.reshape(n, K)[allowed], fresh.clash.reshape(n, K)[allowed])
     assert s.scalars[CURRENT] == pytest.approx(fresh.scalars[CURRENT], abs=1e-9)
     assert s.counters[VIOLATIONS] == fresh.counters[VIOLATIONS]
+    np.testing.assert_allclose(s.least_move, fresh.least_move, atol=1e-9)
     if search.best_cost < np.inf:
         assert labeling_cost(net, search.best_labels) == pytest.approx(search.best_cost,
                                                                        abs=1e-9)
@@ -118,3 +122,51 @@ def test_restart_refuses_labels_outside_the_domains():
     search.restart([0, 2])
     search.run(50)
     assert graph.score(search.best_labels) == 0.0  # labels (0, 0)
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("wide", [False, True])
+def test_each_step_takes_a_cheapest_allowed_move(seed, wide):
+    """Step by step, the move taken is one of least cost change among those
+    allowed (not tabu, or tabu and giving a feasible labeling cheaper than
+    the best: aspiration), from a full scan of every variable's labels:
+    skipping the variables whose least other gain is too high loses none."""
+    from structlearn.inference.exact._tabu_kernels import STEP
+
+    make = wide_weighted_csp if wide else random_weighted_csp
+    graph = make(seed, p_inf=0.3 if seed % 2 else 0.0, ties=bool(seed % 3))
+    net, _ = _cost_network(graph)
+    if not _allowed(net).any(axis=1).all():
+        return
+    search = TabuSearch(net, seed=seed)
+    search.settings = search.settings._replace(tenure=2)  # small networks: few moves tabu
+    search.run(0)
+    s = search.state
+    K, n = net.K, net.n_states.shape[0]
+    checked = 0
+    for _ in range(300):
+        labels, gain, clash = s.labels.copy(), s.gain.copy(), s.clash.copy()
+        step, cur, best = int(s.counters[STEP]), s.scalars[CURRENT], s.scalars[BEST]
+        viol = int(s.counters[VIOLATIONS])
+        least = np.inf
+        for i in range(n):
+            g0, c0 = gain[i * K + labels[i]], clash[i * K + labels[i]]
+            for x in range(net.n_states[i]):
+                if x == labels[i] or net.unary[i * K + x] == np.inf:
+                    continue
+                d = gain[i * K + x] - g0
+                if s.tabu_until[i * K + x] > step and not (
+                        viol - c0 + clash[i * K + x] == 0 and cur + d < best):
+                    continue
+                least = min(least, d)
+        search.run(1)
+        moved = np.flatnonzero(s.labels != labels)
+        if least == np.inf:
+            assert moved.size == 0
+            continue
+        assert moved.size == 1
+        i = moved[0]
+        d = gain[i * K + s.labels[i]] - gain[i * K + labels[i]]
+        assert d == least
+        checked += 1
+    assert checked > 100 or (_allowed(net).sum(axis=1) < 2).all()  # or nothing can move

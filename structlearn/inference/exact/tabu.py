@@ -63,7 +63,7 @@ class TabuSearch:
                                     forbidden.astype(np.int64))
         self.state = TabuState(np.zeros(n, dtype=np.int64), np.zeros(n * K),
                                np.zeros(n * K, dtype=np.int64), np.zeros(n * K, dtype=np.int64),
-                               np.zeros(n, dtype=np.int64), np.full(2, np.inf),
+                               np.zeros(n, dtype=np.int64), np.full(n, np.inf), np.full(2, np.inf),
                                np.zeros(3, dtype=np.int64))
         self.seed = int(seed)
         self.started = False
