@@ -188,8 +188,8 @@ def sparse_weighted_csp(seed, *, p_inf=0.3, ties=True):
 
 def wide_weighted_csp(seed, *, n_vars=100, p_inf=0.3, ties=True):
     """A path over ``n_vars`` variables of 1-4 labels plus ``n_vars // 3``
-    random pairs, a share ``p_inf`` of the pair entries forbidden: wider
-    than the kernels' blocks of variables."""
+    random pairs, a share ``p_inf`` of the pair entries forbidden: many
+    variables, where :func:`random_weighted_csp` has a few."""
     rng = np.random.default_rng(seed)
     k = rng.integers(1, 5, size=n_vars)
     pairs = {(i - 1, i) for i in range(1, n_vars)}

@@ -35,9 +35,9 @@ def _allowed(net):
        steps=st.integers(1, 400), ties=st.booleans(), wide=st.booleans())
 def test_the_incremental_state_equals_a_recount(seed, p_inf, steps, ties, wide):
     """After any number of steps (moves and perturbations) the gains,
-    clashes, least moves, current cost and
-    violations are those of the current labeling; labels stay allowed; the
-    best labeling is feasible at its cost."""
+    clashes, least moves, current cost and violations are those of the
+    current labeling; labels stay allowed; the best labeling is feasible at
+    its cost."""
     graph = (wide_weighted_csp(seed, n_vars=40 + seed % 60, p_inf=p_inf, ties=ties) if wide
              else random_weighted_csp(seed, p_inf=p_inf, ties=ties))
     if graph.n_factors == 0 or not _allowed(_cost_network(graph)[0]).any(axis=1).all():
@@ -130,7 +130,8 @@ def test_each_step_takes_a_cheapest_allowed_move(seed, wide):
     """Step by step, the move taken is one of least cost change among those
     allowed (not tabu, or tabu and giving a feasible labeling cheaper than
     the best: aspiration), from a full scan of every variable's labels:
-    skipping the variables whose least other gain is too high loses none."""
+    passing over the variables whose least move is dearer than the best
+    found so far loses none."""
     from structlearn.inference.exact._tabu_kernels import STEP
 
     make = wide_weighted_csp if wide else random_weighted_csp

@@ -10,9 +10,9 @@ forbidden pairs there; a move updates its neighbours' rows in
 penalty in place) and their least cost changes of a move, so that a step's
 scan for the cheapest move passes in ``O(1)`` over every variable none of
 whose moves can be as cheap as the best one found so far (where it scanned
-all ``n K`` moves, a step on a 60 x 60 grid of 8 labels took 3.4 times as
-long).  Each step takes the cheapest move whose label was not left
-in the last ``tenure`` to ``2 tenure`` steps (a tabu move is taken when it
+all ``n K`` moves, a step on a 60 x 60 grid of 8 labels took 3.5 times as
+long).  Each step takes the cheapest move whose label was not left in the
+last ``tenure`` to ``2 tenure`` steps (a tabu move is taken when it
 gives a feasible labeling cheaper than the best one: aspiration); after
 ``stall`` steps without a better feasible labeling a few random variables
 are relabelled.  Labels with an infinite unary cost are never taken.
