@@ -277,7 +277,8 @@ class SearchState(NamedTuple):
 
 
 class Workspace(NamedTuple):
-    """Scratch arrays: the flags of what the propagation has left to do,
+    """Scratch arrays: the flags of what the propagation has left to do (each
+    array padded to a multiple of 8 entries, scanned eight at a time),
     ``edge_dirty`` uint8 (E + S,) (bit ``s``: arc consistency of end ``s``; a
     shrunk domain can only leave the other end's labels unsupported), ``shrunk``,
     ``raised``, ``star_dirty``, ``dee_dirty`` and ``touched`` uint8 (n,) (a
@@ -702,51 +703,56 @@ def _existential_pass(net, state, work, eps, trail):
     star_dirty, dee_dirty = work.star_dirty, work.dee_dirty
     minima, gainers, domains = work.minima, work.gainers, work.domains
     shrunk, edge_dirty = work.shrunk, work.edge_dirty
-    for i in range(n_states.shape[0]):
-        if not star_dirty[i]:
+    n = n_states.shape[0]
+    star_words = star_dirty.view(np.uint64)  # eight flags a word: most are clear
+    for w in range(star_words.shape[0]):
+        if star_words[w] == 0:
             continue
-        star_dirty[i] = 0
-        if eliminated[i]:
-            continue
-        # a label of star cost 0 has unary cost 0: only those are tried, the
-        # last full support first (it usually still is one)
-        k_i, hint = n_states[i], full_support[i]
-        supported = False
-        for step in range(k_i):
-            x = _rotated(hint, step, k_i)
-            if unary[i * K + x] <= eps and _fully_supported(pair, shift, unary, residue,
-                                                            domains, adjacency, eliminated, K,
-                                                            adj_ptr[i], adj_end[i], x, eps):
-                full_support[i] = x
-                supported = True
-                break
-        if supported:
-            continue
-        for k in range(adj_ptr[i], adj_end[i]):
-            e, si = adjacency[k, 0], adjacency[k, 1]
-            if eliminated[adjacency[k, 2]]:
+        for i in range(8 * w, min(8 * w + 8, n)):
+            if not star_dirty[i]:
                 continue
-            _log_edge(trail, unary, shift, ends, e, si, K, True)
-            flags = _full_support(pair, shift, unary, residue, domains, ends, K, e, si, eps,
-                                  minima, gainers)
-            if flags == WIPED:
-                edge_weight[e] += 1.0
-                return False
-            if flags & REMOVED:
-                shrunk[i] = 1
-            if flags & EXTENDED:
-                edge_dirty[e] = BOTH_ENDS
-                star_dirty[adjacency[k, 2]] = 1
-        # the unary costs are now the star costs: the least is the support
-        # (a label is left: an emptied domain returned WIPED above)
-        least, least_label = np.inf, hint
-        for step in range(k_i):
-            x = _rotated(hint, step, k_i)
-            if unary[i * K + x] < least:
-                least, least_label = unary[i * K + x], x
-        full_support[i] = least_label
-        work.nc_dirty[i] = 1
-        _touch_star(star_dirty, dee_dirty, adj_ptr, adj_end, adjacency, i)
+            star_dirty[i] = 0
+            if eliminated[i]:
+                continue
+            # a label of star cost 0 has unary cost 0: only those are tried, the
+            # last full support first (it usually still is one)
+            k_i, hint = n_states[i], full_support[i]
+            supported = False
+            for step in range(k_i):
+                x = _rotated(hint, step, k_i)
+                if unary[i * K + x] <= eps and _fully_supported(pair, shift, unary, residue,
+                                                                domains, adjacency, eliminated, K,
+                                                                adj_ptr[i], adj_end[i], x, eps):
+                    full_support[i] = x
+                    supported = True
+                    break
+            if supported:
+                continue
+            for k in range(adj_ptr[i], adj_end[i]):
+                e, si = adjacency[k, 0], adjacency[k, 1]
+                if eliminated[adjacency[k, 2]]:
+                    continue
+                _log_edge(trail, unary, shift, ends, e, si, K, True)
+                flags = _full_support(pair, shift, unary, residue, domains, ends, K, e, si, eps,
+                                      minima, gainers)
+                if flags == WIPED:
+                    edge_weight[e] += 1.0
+                    return False
+                if flags & REMOVED:
+                    shrunk[i] = 1
+                if flags & EXTENDED:
+                    edge_dirty[e] = BOTH_ENDS
+                    star_dirty[adjacency[k, 2]] = 1
+            # the unary costs are now the star costs: the least is the support
+            # (a label is left: an emptied domain returned WIPED above)
+            least, least_label = np.inf, hint
+            for step in range(k_i):
+                x = _rotated(hint, step, k_i)
+                if unary[i * K + x] < least:
+                    least, least_label = unary[i * K + x], x
+            full_support[i] = least_label
+            work.nc_dirty[i] = 1
+            _touch_star(star_dirty, dee_dirty, adj_ptr, adj_end, adjacency, i)
     return True
 
 
@@ -820,6 +826,15 @@ def _eliminate_dead_ends(net, state, work, trail):
     return removed
 
 
+@nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
+def _any_flag(flags, first, last):
+    """Whether any of ``flags[first:last]`` is set."""
+    for k in range(first, last):
+        if flags[k]:
+            return True
+    return False
+
+
 @borrowing_kernel
 def _propagate(net, state, work, cut, eps, trail):
     """Enforce EDAC* from the flags in ``work`` (see the module docstring;
@@ -836,6 +851,7 @@ def _propagate(net, state, work, cut, eps, trail):
     star_dirty, dee_dirty, touched = work.star_dirty, work.dee_dirty, work.touched
     minima, gainers, dac_order, dac_pos = work.minima, work.gainers, net.dac_order, net.dac_pos
     domains, nc_dirty = work.domains, work.nc_dirty
+    edge_words = edge_dirty.view(np.uint64)
     counters, scalars = state.counters, state.scalars
     swept = -np.inf  # the bound at the last sweep of every variable's labels
     for _ in range(MAX_ROUNDS):
@@ -849,26 +865,29 @@ def _propagate(net, state, work, cut, eps, trail):
                 for k in range(adj_ptr[i], adj_end[i]):
                     edge_dirty[adjacency[k, 0]] |= 1 << (1 - adjacency[k, 1])
         n_edges = net.ends.shape[0] + counters[SPARES]
-        for e in range(n_edges):
-            ends_dirty = edge_dirty[e]
-            if not ends_dirty:
+        for w in range((n_edges + 7) // 8):
+            if edge_words[w] == 0:  # eight flags a word: most are clear
                 continue
-            edge_dirty[e] = 0
-            if eliminated[ends[e, 0]] or eliminated[ends[e, 1]]:  # frozen
-                continue
-            for s in range(2):
-                if not (ends_dirty >> s) & 1:
+            for e in range(8 * w, min(8 * w + 8, n_edges)):
+                ends_dirty = edge_dirty[e]
+                if not ends_dirty:
                     continue
-                _log_edge(trail, unary, shift, ends, e, s, K, False)
-                flags = _support(pair, shift, unary, arc_residue, domains, ends, K, e, s, eps)
-                if flags == WIPED:
-                    edge_weight[e] += 1.0
-                    _clear(work)
-                    return False
-                v = ends[e, s]
-                raised[v] |= flags & RAISED
-                shrunk[v] |= (flags & REMOVED) >> 1
-                nc_dirty[v] |= flags != 0
+                edge_dirty[e] = 0
+                if eliminated[ends[e, 0]] or eliminated[ends[e, 1]]:  # frozen
+                    continue
+                for s in range(2):
+                    if not (ends_dirty >> s) & 1:
+                        continue
+                    _log_edge(trail, unary, shift, ends, e, s, K, False)
+                    flags = _support(pair, shift, unary, arc_residue, domains, ends, K, e, s, eps)
+                    if flags == WIPED:
+                        edge_weight[e] += 1.0
+                        _clear(work)
+                        return False
+                    v = ends[e, s]
+                    raised[v] |= flags & RAISED
+                    shrunk[v] |= (flags & REMOVED) >> 1
+                    nc_dirty[v] |= flags != 0
         for t in range(n - 1, -1, -1):  # later variables first: raised costs flow to earlier ones
             j = dac_order[t]
             if not raised[j]:
@@ -936,8 +955,8 @@ def _propagate(net, state, work, cut, eps, trail):
             nc_dirty[i] = 0
             changed = changed or shrunk[i] == 1 or raised[i] == 1 or star_dirty[i] == 1
         if not changed:
-            for e in range(n_edges):
-                if edge_dirty[e]:
+            for w in range((n_edges + 7) // 8):
+                if edge_words[w] != 0 and _any_flag(edge_dirty, 8 * w, min(8 * w + 8, n_edges)):
                     changed = True
                     break
         if not changed and not _eliminate_dead_ends(net, state, work, trail):

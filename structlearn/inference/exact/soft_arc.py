@@ -309,8 +309,9 @@ class SoftArcSearch:
             np.full(n, -1, dtype=np.int64), np.array([0.0, np.inf]),
             np.array([0, 0, 0, 0, -1, 0, -1, 0, 0, 0, 0, 0, 0], dtype=np.int64),
             *_search_graph(self.net))
-        flags = [np.zeros(n, dtype=np.uint8) for _ in range(6)]
-        self.work = Workspace(np.zeros(E2, dtype=np.uint8), *flags, np.zeros((2, K)),
+        # (flags padded to whole words of eight: the kernels scan them a word at a time)
+        flags = [np.zeros(-(-n // 8) * 8, dtype=np.uint8) for _ in range(6)]
+        self.work = Workspace(np.zeros(-(-E2 // 8) * 8, dtype=np.uint8), *flags, np.zeros((2, K)),
                               np.zeros(K, dtype=np.int64), np.zeros((n, K + 1), dtype=np.int64),
                               np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
         self._root = None        # the root's node (RootNode), once evaluated
