@@ -113,6 +113,25 @@ def test_a_timed_first_slice_keeps_the_proof(seed, p_inf):
     assert search.score == pytest.approx(best, abs=1e-6 * max(1.0, abs(best)))
 
 
+@pytest.mark.parametrize("p_inf", [0.0, 0.3])
+def test_a_stall_ends_a_slice_only_without_forbidden_pairs(p_inf):
+    """Given ``stall``, a slice over a network without forbidden pairs ends
+    once its steps stop bettering its best (past the enumerated optimum: at
+    once); over one with forbidden pairs it takes every step it is given."""
+    import time
+
+    graph = random_weighted_csp(4, p_inf=p_inf)
+    search = PolishedSoftArcSearch(graph, polish=False)
+    assert search.run() and search.proved  # the optimum as the incumbent
+    polisher = search._polisher
+    polisher.tabu_slice(search, None, steps=3000)  # the tabu search at the optimum too
+    tabu = polisher.tabu
+    assert tabu.hard == (p_inf > 0)
+    before = int(tabu.state.counters[0])
+    polisher.tabu_slice(search, time.perf_counter() + 60.0, steps=20_000, stall=64)
+    assert int(tabu.state.counters[0]) - before == (20_000 if p_inf else 64)
+
+
 def test_a_run_without_a_deadline_after_one_with_a_deadline_counts_in_nodes(monkeypatch):
     """A first run under a deadline that its node budget ends before its
     timed slice, then runs without one: the slices come by node counts."""

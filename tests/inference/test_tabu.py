@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from structlearn.inference.exact._soft_arc_kernels import labeling_cost
-from structlearn.inference.exact._tabu_kernels import (BEST, CURRENT, VIOLATIONS, TabuState,
-                                                        tabu_init)
+from structlearn.inference.exact._tabu_kernels import (BEST, CURRENT, STEP, VIOLATIONS,
+                                                        TabuState, tabu_init)
 from structlearn.inference.exact.soft_arc import _cost_network
 from structlearn.inference.exact.tabu import TabuSearch
 
@@ -78,6 +78,25 @@ def test_the_tabu_search_finds_the_enumerated_optimum_of_small_networks(seed):
         return
     assert offset - search.best_cost == pytest.approx(best, abs=1e-9)
     assert graph.score(search.best_labels) == pytest.approx(best, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_stall_ends_a_run_once_its_steps_stop_bettering_the_best(seed):
+    """Past the enumerated optimum nothing betters the best: a run given
+    ``stall`` takes exactly that many steps (whole chunks of a quarter of
+    it), a run without takes all it is asked for."""
+    graph = random_weighted_csp(seed, p_inf=0.0)
+    net, offset = _cost_network(graph)
+    search = TabuSearch(net)
+    assert not search.hard  # (domains of 1-4 labels: the padding is not forbidden pairs)
+    search.run(3000)
+    best = graph.score_many(all_labelings(graph)).max()
+    assert offset - search.best_cost == pytest.approx(best, abs=1e-9)
+    before = int(search.state.counters[STEP])
+    assert not search.run(10**6, stall=64)
+    assert int(search.state.counters[STEP]) - before == 64
+    search.run(500)
+    assert int(search.state.counters[STEP]) - before == 564
 
 
 def test_restart_keeps_the_better_best_and_runs_are_deterministic():

@@ -46,6 +46,9 @@ class TabuSearch:
         is ``inf``).
     best_cost : float
         Its cost in ``net`` (``inf``: none found).
+    hard : bool
+        Whether some pair of labels that the unary costs allow is forbidden
+        (an ``inf`` edge cost).
     """
 
     def __init__(self, net, *, seed=0):
@@ -59,6 +62,10 @@ class TabuSearch:
         self.settings = TabuSettings(penalty, max(TENURE_MIN, n // TENURE_VARS), STALL_STEPS,
                                      max(2, int(KICK_SHARE * n)))
         forbidden = tables == np.inf
+        allowed = net.unary.reshape(n, K) < np.inf  # (n, K): False past a domain too
+        ends = net.ends
+        self.hard = bool((forbidden.reshape(-1, K, K) & allowed[ends[:, 0], :, None]
+                          & allowed[ends[:, 1], None, :]).any())
         self.pairs = PenalizedPairs(np.where(forbidden, penalty, tables),
                                     forbidden.astype(np.int64))
         self.state = TabuState(np.zeros(n, dtype=np.int64), np.zeros(n * K),
@@ -98,21 +105,29 @@ class TabuSearch:
             state.scalars[BEST] = best_cost
         self.started = True
 
-    def run(self, n_steps, deadline=None):
+    def run(self, n_steps, deadline=None, stall=None):
         """``n_steps`` more steps (fewer if ``deadline``, a
-        ``time.perf_counter()`` value, passes first); returns whether the
-        best labeling improved.  Starts from each variable's cheapest label
-        when :meth:`restart` was not called."""
+        ``time.perf_counter()`` value, passes first, or, given ``stall``,
+        once about that many steps in a row have not bettered the best);
+        returns whether the best labeling improved.  Starts from each
+        variable's cheapest label when :meth:`restart` was not called."""
         if not self.started:
             self.restart(np.argmin(self.net.unary.reshape(-1, self.net.K), axis=1))
         improved = False
         left = int(n_steps)
+        # steps between looks at the clock (and at the best, given a stall)
+        most = _CHUNK_STEPS if stall is None else max(1, min(_CHUNK_STEPS, int(stall) // 4))
+        quiet = 0  # steps since the last chunk that bettered the best
         while left > 0:
             if deadline is not None and time.perf_counter() >= deadline:
                 break
-            chunk = min(left, _CHUNK_STEPS)
-            improved |= bool(tabu_steps(self.net, self.pairs, self.state, self.settings, chunk,
-                                            self.seed))
+            if stall is not None and quiet >= stall:
+                break
+            chunk = min(left, most)
+            better = bool(tabu_steps(self.net, self.pairs, self.state, self.settings, chunk,
+                                     self.seed))
+            improved |= better
+            quiet = 0 if better else quiet + chunk
             self.seed += 1
             left -= chunk
         return improved
