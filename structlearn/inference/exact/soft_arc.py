@@ -38,6 +38,7 @@ dives beside it, from the same open nodes and against the same incumbent
 """
 
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -119,16 +120,36 @@ def soft_arc_bytes(graph):
 
 
 def _costs_bytes(E, S, K):
-    """Bytes of the padded edge costs over ``E`` edges, with the search's
-    own copy where it has ``S`` spare edges."""
-    return 8 * 2 * (E + (E + S if S else 0)) * K * K
+    """Bytes of the padded edge costs over ``E`` edges and ``S`` spare
+    edges (one array: the network's are its head)."""
+    return 8 * 2 * (E + S) * K * K
 
 
 def _cost_network(graph, existential=True):
     """The graph as a :class:`~._soft_arc_kernels.CostNetwork` (searched
     with existential arc consistency or not), and the offset (``score =
     offset - cost``; ``-inf`` when a table has no finite entry)."""
+    built = _build_network(graph, existential)
+    return built.net, built.offset
+
+
+class _BuiltNetwork(NamedTuple):
+    """:func:`_build_network`'s network and what the search sets up from it
+    (``net.pair`` is the head of ``pair_room``)."""
+
+    net: object
+    offset: float
+    pair_room: np.ndarray  # float64 ((E + net.spare) * 2 * K * K,), the spare edges' zero
+    largest: float         # the largest finite unary or edge cost (0: none)
+    integral: bool         # whether every finite one is an integer
+
+
+def _build_network(graph, existential=True):
+    """:func:`_cost_network`, its edge costs laid out with room for the
+    spare edges after them (their pages untouched until an elimination
+    writes them), and the costs' scale; see :class:`_BuiltNetwork`."""
     from ._dfbb_kernels import static_order
+    from ._pair_cost_kernels import pair_costs
     from ._soft_arc_kernels import CostNetwork
 
     n, E = graph.n_vars, graph.n_factors
@@ -141,25 +162,17 @@ def _cost_network(graph, existential=True):
     offset = float(row_max.sum())
 
     starts = graph.scope_indptr[:-1]
-    ends = np.stack([graph.scope_vars[starts], graph.scope_vars[starts + 1]], axis=1)
-    kp, kq = graph.n_states[ends[:, 0]], graph.n_states[ends[:, 1]]
-    sizes = kp * kq
-    entry_factor = np.repeat(np.arange(E), sizes)
-    first = np.zeros(E + 1, dtype=np.int64)
-    np.cumsum(sizes, out=first[1:])
-    local = np.arange(first[-1]) - first[entry_factor]
-    values = graph.table_data[graph.table_offsets[graph.table_ids][entry_factor] + local]
-    table_max = np.full(E, -np.inf)
-    np.maximum.at(table_max, entry_factor, values)
-    pair = np.full((E, 2, K, K), np.inf)
-    a, b = local // kq[entry_factor], local % kq[entry_factor]
-    with np.errstate(invalid="ignore"):
-        costs = table_max[entry_factor] - values
-    costs[np.isnan(costs)] = np.inf  # a table with no finite entry
-    pair[entry_factor, 0, a, b] = costs
-    pair[entry_factor, 1, b, a] = costs
-    pair = pair.reshape(-1)
+    ends = np.stack([graph.scope_vars[starts], graph.scope_vars[starts + 1]],
+                    axis=1).astype(np.int64)
+    spare = spare_edges(n, E, K)
+    pair_room = np.zeros((E + spare) * 2 * K * K)
+    table_max = np.empty(E)
+    largest, integral = pair_costs(graph.table_data, graph.table_offsets, graph.table_ids, ends,
+                                   graph.n_states.astype(np.int64), K, pair_room, table_max)
     offset += float(table_max.sum())
+    finite = unary[np.isfinite(unary)]
+    largest = max(float(largest), float(finite.max(initial=0.0)))
+    integral = bool(integral) and bool(np.all(finite == np.round(finite)))
 
     side_var = np.concatenate([ends[:, 0], ends[:, 1]])
     order = np.argsort(side_var, kind="stable")
@@ -171,26 +184,25 @@ def _cost_network(graph, existential=True):
     dac_pos = np.empty(n, dtype=np.int64)
     dac_pos[dac_order] = np.arange(n)
     adjacency = np.stack([adj_edge, adj_side, nbr_var], axis=1).astype(np.int64)
-    spare = spare_edges(n, E, K)
-    net = CostNetwork(graph.n_states.astype(np.int64), unary, pair, ends.astype(np.int64),
+    net = CostNetwork(graph.n_states.astype(np.int64), unary, pair_room[:E * 2 * K * K], ends,
                       adj_ptr, adjacency, dac_order, dac_pos, K, bool(existential), spare,
                       SPARE_SLOTS if spare else 0)
-    return net, offset
+    return _BuiltNetwork(net, offset, pair_room, largest, integral)
 
 
-def _search_graph(net):
+def _search_graph(net, pair_room):
     """The :class:`~._soft_arc_kernels.SearchState` arrays that hold the
-    edges and adjacency, with room for ``net``'s spare edges: ``pair``,
-    ``ends``, ``adj_ptr``, ``adj_end`` and ``adjacency``."""
-    n, E, K, S, slots = net.n_states.shape[0], net.ends.shape[0], net.K, net.spare, net.spare_slots
-    pair = net.pair if S == 0 else np.concatenate([net.pair, np.zeros(S * 2 * K * K)])
+    edges and adjacency, with room for ``net``'s spare edges: ``pair``
+    (``pair_room``, see :class:`_BuiltNetwork`), ``ends``, ``adj_ptr``,
+    ``adj_end`` and ``adjacency``."""
+    n, E, S, slots = net.n_states.shape[0], net.ends.shape[0], net.spare, net.spare_slots
     ends = np.concatenate([net.ends, np.full((S, 2), -1, dtype=np.int64)])
     degree = np.diff(net.adj_ptr)
     adj_ptr = net.adj_ptr + slots * np.arange(n + 1, dtype=np.int64)
     adjacency = np.full((2 * E + n * slots, 3), -1, dtype=np.int64)
     rows = np.repeat(adj_ptr[:-1] - net.adj_ptr[:-1], degree) + np.arange(2 * E)
     adjacency[rows] = net.adjacency
-    return pair, ends, adj_ptr, adj_ptr[:-1] + degree, adjacency
+    return pair_room, ends, adj_ptr, adj_ptr[:-1] + degree, adjacency
 
 
 class _OutOfRoom(Exception):
@@ -283,16 +295,14 @@ class SoftArcSearch:
         # the least cost found by any thread and whether one waits for work
         # (soft_arc_search's crew: the helpers share this array)
         self.crew = np.array([np.inf, 0.0, 0.0])
-        self.net, self.offset = _cost_network(graph, existential)
+        built = _build_network(graph, existential)
+        self.net, self.offset = built.net, built.offset
         n, E = graph.n_vars, graph.n_factors
         K = self.net.unary.shape[0] // max(n, 1)
-        finite = np.concatenate([self.net.unary, self.net.pair])
-        finite = finite[np.isfinite(finite)]
-        self.eps = EPS_SCALE * (1.0 + (float(finite.max()) if finite.size else 0.0))
+        self.eps = EPS_SCALE * (1.0 + built.largest)
         # integer costs (of a size floats hold exactly): every labeling's
         # cost is an integer, so a bound above the incumbent's less 1 prunes
-        self.integral = bool(np.all(finite == np.round(finite))
-                             and (finite.size == 0 or finite.max() * max(E + n, 1) < 2.0 ** 52))
+        self.integral = built.integral and built.largest * max(E + n, 1) < 2.0 ** 52
         levels, room = n + 1, 0
         E2 = E + self.net.spare  # the network's edges and the spare ones
         if not _snapshot_bytes(n, E, K):
@@ -308,7 +318,7 @@ class SoftArcSearch:
             np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.int64),
             np.full(n, -1, dtype=np.int64), np.array([0.0, np.inf]),
             np.array([0, 0, 0, 0, -1, 0, -1, 0, 0, 0, 0, 0, 0], dtype=np.int64),
-            *_search_graph(self.net))
+            *_search_graph(self.net, built.pair_room))
         # (flags padded to whole words of eight: the kernels scan them a word at a time)
         flags = [np.zeros(-(-n // 8) * 8, dtype=np.uint8) for _ in range(6)]
         self.work = Workspace(np.zeros(-(-E2 // 8) * 8, dtype=np.uint8), *flags, np.zeros((2, K)),
