@@ -255,6 +255,9 @@ def worker(method, name, time_limit):
         polished.run(max_nodes=3)
         polished._polisher.tabu_slice(polished, None, steps=10)
         polished._polisher.polish(polished, None)
+        # and the cost of an offered labeling (a small component's search
+        # starts from one: 4-5 ms of a first 7 x 7 grid's solve)
+        polished.offer(polished.labels)
         # and, under a deadline, what a longer search loads at its first open
         # nodes and offered labelings (path_masks, labeling_cost: 8-9 ms)
         solve_map(_wcsp("wcsp45_d15_f30_s0"), "exact", time_limit=5)
