@@ -258,6 +258,28 @@ def worker(method, name, time_limit):
         # and the cost of an offered labeling (a small component's search
         # starts from one: 4-5 ms of a first 7 x 7 grid's solve)
         polished.offer(polished.labels)
+        # and the open nodes' masks of a path kept on the trail (the larger
+        # sparse components'), and the LP root's perturbed labelings
+        import structlearn.inference.exact.soft_arc as soft_arc
+        from structlearn.inference.lp._lp_common import Problem
+
+        snapshots = soft_arc.SNAPSHOT_MAX_BYTES
+        soft_arc.SNAPSHOT_MAX_BYTES = 0
+        try:
+            trailed = PolishedSoftArcSearch(_wcsp("wcsp6_d3_f40_s0"))
+            trailed.run(max_nodes=3)
+            trailed._open_levels(0, 0, np.inf)
+        finally:
+            soft_arc.SNAPSHOT_MAX_BYTES = snapshots
+        Problem(warm).perturbed(np.zeros(warm.n_vars, dtype=np.int64),
+                                np.random.default_rng(0))
+        # and the LP root of large domains (GDMM and its sorted tables: 0.45 s
+        # of a first sparse_k300 solve), on a cycle of 100 labels
+        draw = np.random.default_rng(4)
+        big = graph_from_edges(draw.normal(size=(4, 100)),
+                               np.array([[0, 1], [1, 2], [2, 3], [3, 0]]),
+                               draw.normal(size=(4, 100, 100)))
+        solve_map(big, "exact", time_limit=2)
         # and, under a deadline, what a longer search loads at its first open
         # nodes and offered labelings (path_masks, labeling_cost: 8-9 ms)
         solve_map(_wcsp("wcsp45_d15_f30_s0"), "exact", time_limit=5)
