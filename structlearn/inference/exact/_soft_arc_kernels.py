@@ -634,12 +634,12 @@ def _take_least_unary(unary, K, i, trail):
 @borrowing_kernel
 def _list_domain(unary, domains, K, i):
     """List the labels of ``i`` left in its domain into row ``i`` of the
-    workspace's ``domains``."""
+    workspace's ``domains`` (without branches: each label is written at the
+    next place and kept there when allowed; a node lists every variable)."""
     count = 0
     for x in range(K):
-        if unary[i * K + x] != np.inf:
-            count += 1
-            domains[i, count] = x
+        domains[i, count + 1] = x
+        count += unary[i * K + x] != np.inf
     domains[i, 0] = count
 
 
@@ -972,11 +972,9 @@ def _domain_sizes(net, state, sizes):
     K, n_states, unary, eliminated = net.K, net.n_states, state.unary, state.eliminated
     for v in range(n_states.shape[0]):
         size = 0
-        if not eliminated[v]:
-            for x in range(n_states[v]):
-                if unary[v * K + x] != np.inf:
-                    size += 1
-        sizes[v] = size
+        for x in range(v * K, v * K + K):  # (padding labels cost inf)
+            size += unary[x] != np.inf
+        sizes[v] = 0 if eliminated[v] else size
 
 
 @borrowing_kernel
