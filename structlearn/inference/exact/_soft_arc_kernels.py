@@ -278,7 +278,8 @@ class SearchState(NamedTuple):
 
 class Workspace(NamedTuple):
     """Scratch arrays: the flags of what the propagation has left to do (each
-    array padded to a multiple of 8 entries, scanned eight at a time),
+    array padded to a multiple of 8 entries with zeros, scanned eight at a
+    time),
     ``edge_dirty`` uint8 (E + S,) (bit ``s``: arc consistency of end ``s``; a
     shrunk domain can only leave the other end's labels unsupported), ``shrunk``,
     ``raised``, ``star_dirty``, ``dee_dirty`` and ``touched`` uint8 (n,) (a
@@ -852,18 +853,25 @@ def _propagate(net, state, work, cut, eps, trail):
     minima, gainers, dac_order, dac_pos = work.minima, work.gainers, net.dac_order, net.dac_pos
     domains, nc_dirty = work.domains, work.nc_dirty
     edge_words = edge_dirty.view(np.uint64)
+    # (the variables' flags eight at a time too: most words are clear)
+    n_words = (n + 7) // 8
+    shrunk_words, touched_words = shrunk.view(np.uint64), touched.view(np.uint64)
+    nc_words = nc_dirty.view(np.uint64)
     counters, scalars = state.counters, state.scalars
     swept = -np.inf  # the bound at the last sweep of every variable's labels
     for _ in range(MAX_ROUNDS):
         counters[ROUNDS] += 1
-        for i in range(n):  # a shrunk domain may leave labels of its neighbours unsupported
-            if shrunk[i]:
-                shrunk[i] = 0
-                nc_dirty[i] = 1
-                _list_domain(unary, domains, K, i)
-                _touch_star(star_dirty, dee_dirty, adj_ptr, adj_end, adjacency, i)
-                for k in range(adj_ptr[i], adj_end[i]):
-                    edge_dirty[adjacency[k, 0]] |= 1 << (1 - adjacency[k, 1])
+        for w in range(n_words):  # a shrunk domain may leave labels of its neighbours unsupported
+            if shrunk_words[w] == 0:
+                continue
+            for i in range(8 * w, min(8 * w + 8, n)):
+                if shrunk[i]:
+                    shrunk[i] = 0
+                    nc_dirty[i] = 1
+                    _list_domain(unary, domains, K, i)
+                    _touch_star(star_dirty, dee_dirty, adj_ptr, adj_end, adjacency, i)
+                    for k in range(adj_ptr[i], adj_end[i]):
+                        edge_dirty[adjacency[k, 0]] |= 1 << (1 - adjacency[k, 1])
         n_edges = net.ends.shape[0] + counters[SPARES]
         for w in range((n_edges + 7) // 8):
             if edge_words[w] == 0:  # eight flags a word: most are clear
@@ -914,24 +922,30 @@ def _propagate(net, state, work, cut, eps, trail):
                 if flags & EXTENDED:
                     edge_dirty[e] = BOTH_ENDS
                     star_dirty[i] = star_dirty[j] = 1
-        for i in range(n):  # raised unary costs change the stars around them
-            if touched[i]:
-                touched[i] = 0
-                _touch_star(star_dirty, dee_dirty, adj_ptr, adj_end, adjacency, i)
+        for w in range(n_words):  # raised unary costs change the stars around them
+            if touched_words[w] == 0:
+                continue
+            for i in range(8 * w, min(8 * w + 8, n)):
+                if touched[i]:
+                    touched[i] = 0
+                    _touch_star(star_dirty, dee_dirty, adj_ptr, adj_end, adjacency, i)
         if not net.existential:
             star_dirty[:] = 0
         elif not _existential_pass(net, state, work, eps, trail):
             _clear(work)
             return False
         lower = scalars[LOWER]
-        for i in range(n):  # node consistency: unary minima into the bound
-            if not nc_dirty[i] or eliminated[i]:
+        for w in range(n_words):  # node consistency: unary minima into the bound
+            if nc_words[w] == 0:
                 continue
-            m = _take_least_unary(unary, K, i, trail)
-            if m == np.inf:
-                _clear(work)
-                return False
-            lower += m
+            for i in range(8 * w, min(8 * w + 8, n)):
+                if not nc_dirty[i] or eliminated[i]:
+                    continue
+                m = _take_least_unary(unary, K, i, trail)
+                if m == np.inf:
+                    _clear(work)
+                    return False
+                lower += m
         scalars[LOWER] = lower
         if lower >= cut:
             _clear(work)
