@@ -632,6 +632,19 @@ def _take_least_unary(unary, K, i, trail):
     return m
 
 
+@nb.njit(cache=True, no_cpython_wrapper=True, inline="always")
+def _prune_above(unary, K, i, lower, cut, trail):
+    """Remove the labels of ``i`` whose unary cost, with ``lower`` added,
+    reaches ``cut`` (logged on ``trail`` first); returns whether any was."""
+    if not _any_at_least(unary, i * K, K, lower, cut):
+        return False
+    _log_unary(trail, unary, i, K)
+    for k in range(i * K, i * K + K):
+        if lower + unary[k] >= cut:  # (inf too: it stays so)
+            unary[k] = np.inf
+    return True
+
+
 @borrowing_kernel
 def _list_domain(unary, domains, K, i):
     """List the labels of ``i`` left in its domain into row ``i`` of the
@@ -856,7 +869,8 @@ def _propagate(net, state, work, cut, eps, trail):
     # (the variables' flags eight at a time too: most words are clear)
     n_words = (n + 7) // 8
     shrunk_words, touched_words = shrunk.view(np.uint64), touched.view(np.uint64)
-    nc_words = nc_dirty.view(np.uint64)
+    nc_words, raised_words = nc_dirty.view(np.uint64), raised.view(np.uint64)
+    star_words = star_dirty.view(np.uint64)
     counters, scalars = state.counters, state.scalars
     swept = -np.inf  # the bound at the last sweep of every variable's labels
     for _ in range(MAX_ROUNDS):
@@ -952,22 +966,35 @@ def _propagate(net, state, work, cut, eps, trail):
             return False
         # labels that cannot beat the incumbent (whole blocks): of every
         # variable when the bound rose since the last such sweep, else of
-        # those whose costs rose
-        every = lower > swept
-        swept = max(swept, lower)
+        # those whose costs rose (their flags eight at a time)
         changed = False
-        for i in range(n):
-            if eliminated[i]:
+        if lower > swept:
+            swept = lower
+            for i in range(n):
+                if eliminated[i]:
+                    nc_dirty[i] = 0
+                    continue
+                if _prune_above(unary, K, i, lower, cut, trail):
+                    shrunk[i] = 1
                 nc_dirty[i] = 0
-                continue
-            if (every or nc_dirty[i]) and _any_at_least(unary, i * K, K, lower, cut):
-                _log_unary(trail, unary, i, K)
-                for k in range(i * K, i * K + K):
-                    if lower + unary[k] >= cut:  # (inf too: it stays so)
-                        unary[k] = np.inf
-                shrunk[i] = 1
-            nc_dirty[i] = 0
-            changed = changed or shrunk[i] == 1 or raised[i] == 1 or star_dirty[i] == 1
+                changed = changed or shrunk[i] == 1 or raised[i] == 1 or star_dirty[i] == 1
+        else:
+            for w in range(n_words):
+                if nc_words[w] == 0:
+                    continue
+                for i in range(8 * w, min(8 * w + 8, n)):
+                    if nc_dirty[i] and not eliminated[i]:
+                        if _prune_above(unary, K, i, lower, cut, trail):
+                            shrunk[i] = 1
+                    nc_dirty[i] = 0
+            for w in range(n_words):  # anything left to do for a variable in the search
+                if (shrunk_words[w] | raised_words[w] | star_words[w]) == 0:
+                    continue
+                for i in range(8 * w, min(8 * w + 8, n)):
+                    if not eliminated[i] and (shrunk[i] | raised[i] | star_dirty[i]):
+                        changed = True
+                if changed:
+                    break
         if not changed:
             for w in range((n_edges + 7) // 8):
                 if edge_words[w] != 0 and _any_flag(edge_dirty, 8 * w, min(8 * w + 8, n_edges)):
