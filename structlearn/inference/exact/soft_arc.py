@@ -139,7 +139,7 @@ class _BuiltNetwork(NamedTuple):
 
     net: object
     offset: float
-    pair_room: np.ndarray  # float64 ((E + net.spare) * 2 * K * K,), the spare edges' zero
+    pair_room: np.ndarray  # float64 ((E + net.spare) * 2 * K * K,): net.pair, then zeros
     largest: float         # the largest finite unary or edge cost (0: none)
     integral: bool         # whether every finite one is an integer
 
