@@ -87,10 +87,10 @@ class RemoteLikelihood:
         were scattered are sent anew; None for runs that dask computed on
         the workers (it computes a lost one again).
     broadcast : bool, default=True
-        Send the parameters to the runs' holders at once (from the client,
-        within the time limit of :func:`._dask_partitions.bounded_scatter`);
+        Send the parameters to each run's holder at once (from the client,
+        within the time limit of :func:`._dask_partitions.scatter_to_each`);
         False: leave them where this process is (a task on a worker: a
-        broadcast from there has no time limit and waited forever on a
+        scatter from there has no time limit and waited forever on a
         worker that had died), and the evaluations fetch them.
     """
 
@@ -127,11 +127,26 @@ class RemoteLikelihood:
 
         return cls(client, send(timeout=None), send)
 
+    def _send_to_holders(self, w):
+        """``w`` scattered to the worker holding each run: one future per
+        run (a ``KeyError``, one of the lost errors, for a run held nowhere)."""
+        from ._dask_partitions import scatter_to_each
+
+        holders = self.client.who_has(self.parts)
+        where = []
+        for part in self.parts:
+            held_by = sorted(holders.get(part.key, ()))
+            if not held_by:
+                raise KeyError(f"the run {part.key!r} is held by no worker")
+            where.append(held_by[0])
+        sent = scatter_to_each(self.client, w, w.nbytes, sorted(set(where)))
+        return [sent[address] for address in where]
+
     def nll_grad(self, w, g):
         """Summed negative log-likelihood; its gradient into ``g``.  The runs'
         gradients are fetched and added in run order, one at a time: the
         client holds one besides ``g``, however many runs there are."""
-        from ._dask_partitions import MAX_FAILED_ROUNDS, bounded_scatter, lost_errors
+        from ._dask_partitions import MAX_FAILED_ROUNDS, lost_errors
 
         client = self.client
         if client.status in ("closing", "closed"):
@@ -139,17 +154,15 @@ class RemoteLikelihood:
                                "runs lived on its workers; fit again with an open client")
         for attempt in range(MAX_FAILED_ROUNDS + 1):
             try:
-                # to the workers holding the runs only, within a time limit: a
-                # broadcast to every worker waited forever on one that had died
                 if self._broadcast:
-                    holders = client.who_has(self.parts)
-                    workers = sorted({a for where in holders.values() for a in where})
-                    w_remote = bounded_scatter(client, w, w.nbytes, workers=workers or None,
-                                               broadcast=True)
+                    # a copy straight to each run's holder, within a time limit
+                    w_copies = self._send_to_holders(w)
+                    futures = [client.submit(_remote_nll_grad, part, w_copy, pure=False)
+                               for part, w_copy in zip(self.parts, w_copies)]
                 else:
                     w_remote = client.scatter(w, hash=False)
-                futures = [client.submit(_remote_nll_grad, part, w_remote, pure=False)
-                           for part in self.parts]
+                    futures = [client.submit(_remote_nll_grad, part, w_remote, pure=False)
+                               for part in self.parts]
                 nll = 0.0
                 received = 0
                 waited = added = 0.0

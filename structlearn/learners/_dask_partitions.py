@@ -16,12 +16,13 @@ a ``RuntimeError`` naming the partition; any other error in a task is
 raised as it is.
 """
 
+import asyncio
 import copy
 import logging
 import operator
 
 __all__ = ["CHECKPOINT_EVERY", "DaskPartitions", "MAX_FAILED_ROUNDS", "bounded_scatter",
-           "worker_addresses"]
+           "scatter_to_each", "worker_addresses"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +66,40 @@ def bounded_scatter(client, data, nbytes, **kwargs):
     seconds = scatter_timeout(nbytes)
     return client.sync(client._scatter, data, hash=False, timeout=seconds,
                        callback_timeout=seconds, **kwargs)
+
+
+def scatter_to_each(client, data, nbytes, workers):
+    """A copy of ``data`` sent from the client to each of ``workers``, all
+    within the time limit of :func:`bounded_scatter`: ``{address: future}``.
+
+    Each copy is a scatter of its own, straight to its worker.  A scatter
+    with ``broadcast=True`` copies between the workers under the scheduler's
+    replication lock instead: one stuck on a worker that had just died held
+    the lock past every later evaluation's time limit.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    data : object
+    nbytes : int
+        Size of ``data`` (sets the time limit, for all the copies together).
+    workers : sequence of str
+        Worker addresses.
+
+    Returns
+    -------
+    dict of str to distributed.Future
+    """
+    workers = list(workers)
+    seconds = scatter_timeout(nbytes * len(workers))
+
+    async def send():
+        sent = await asyncio.gather(*[
+            client._scatter(data, hash=False, timeout=seconds, workers=[address])
+            for address in workers])
+        return dict(zip(workers, sent))
+
+    return client.sync(send, callback_timeout=seconds)
 
 
 def _settle(futures):

@@ -248,23 +248,31 @@ def test_dask_multilabel_fit_survives_a_lost_worker():
     assert abs(h[-1]["primal"] - p_ref) <= 2e-3 * p_ref
 
 
+def _crf_likelihood(n_samples, n_labels, n_features, random_state):
+    """``(problem, w, nll, gradient)``: a chain CRF's training problem, random
+    parameters, and the likelihood and its gradient in this process."""
+    import scipy.sparse as sp
+
+    from structlearn.learners.chain_crf import _training_problem
+
+    X, y = make_chain_data(n_samples, length=5, n_labels=n_labels, n_features=n_features,
+                           random_state=random_state)
+    Xcat = sp.vstack([sp.csr_matrix(x) for x in X]).tocsr()
+    offsets = np.concatenate([[0], np.cumsum([len(t) for t in y])]).astype(np.int64)
+    codes = np.concatenate(y).astype(np.int64)
+    prob = _training_problem(Xcat, offsets, codes, n_labels, 0.1, True, True, "auto")
+    w = np.random.RandomState(random_state).randn(prob.n_params) * 0.1
+    g = np.empty_like(w)
+    return prob, w, prob._nll_grad(w, g), g
+
+
 @pytest.mark.slow
 def test_dask_crf_likelihood_survives_a_lost_worker():
     """An evaluation after a worker was lost sends the runs anew: the same
     value and gradient."""
-    import scipy.sparse as sp
-
     from structlearn.learners._chain_crf_dask import RemoteLikelihood
-    from structlearn.learners.chain_crf import _training_problem
 
-    X, y = make_chain_data(40, length=5, n_labels=4, n_features=20, random_state=3)
-    Xcat = sp.vstack([sp.csr_matrix(x) for x in X]).tocsr()
-    offsets = np.concatenate([[0], np.cumsum([len(t) for t in y])]).astype(np.int64)
-    codes = np.concatenate(y).astype(np.int64)
-    prob = _training_problem(Xcat, offsets, codes, 4, 0.1, True, True, "auto")
-    w = np.random.RandomState(0).randn(prob.n_params) * 0.1
-    g_local = np.empty_like(w)
-    nll_local = prob._nll_grad(w, g_local)
+    prob, w, nll_local, g_local = _crf_likelihood(40, 4, 20, random_state=3)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
@@ -279,6 +287,42 @@ def test_dask_crf_likelihood_survives_a_lost_worker():
         second = remote.nll_grad(w, g2)
     assert first == pytest.approx(nll_local, rel=1e-12) and second == first
     np.testing.assert_array_equal(g, g2)
+    np.testing.assert_allclose(g, g_local, atol=1e-10)
+
+
+async def _hold_replication(dask_scheduler):
+    """Take the scheduler's replication lock (a replication stuck on a worker
+    that had died held it for minutes)."""
+    dask_scheduler.held_by_test = object()
+    await dask_scheduler._replica_lock.acquire(dask_scheduler.held_by_test)
+
+
+def _release_replication(dask_scheduler):
+    dask_scheduler._replica_lock.release(dask_scheduler.held_by_test)
+
+
+def test_dask_crf_likelihood_does_not_wait_on_replication():
+    """The parameters go straight to each run's worker: an evaluation goes
+    through while the scheduler's replication is held up."""
+    from structlearn.learners._chain_crf_dask import RemoteLikelihood
+
+    prob, w, nll_local, g_local = _crf_likelihood(20, 3, 10, random_state=5)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        remote = RemoteLikelihood.from_problem(prob, client)
+        client.run_on_scheduler(_hold_replication)
+        try:
+            g = np.empty_like(w)
+            done = []
+            worker = threading.Thread(target=lambda: done.append(remote.nll_grad(w, g)))
+            worker.start()
+            worker.join(15.0)  # a wait on the lock would last 20 s a try
+            assert done, "the evaluation waited on the scheduler's replication"
+        finally:
+            client.run_on_scheduler(_release_replication)
+            worker.join()
+    assert done[0] == pytest.approx(nll_local, rel=1e-12)
     np.testing.assert_allclose(g, g_local, atol=1e-10)
 
 
