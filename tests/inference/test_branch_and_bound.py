@@ -922,6 +922,25 @@ def test_a_small_frustrated_grid_is_proved_by_the_sparse_first_search(monkeypatc
     _assert_certified_like_the_ilp(graph, res)
 
 
+@pytest.mark.parametrize("left, length", [(20.0, 2.0), (10.0, 1.0), (2.0, 0.5), (1.0, 0.5),
+                                          (0.4, 0.2), (0.0, 0.0), (-1.0, 0.0)])
+def test_the_sparse_first_slice_has_a_floor_under_short_limits(monkeypatch, left, length):
+    """A tenth of the time left, but at least SPARSE_FIRST_FLOOR seconds or
+    half the time left, whichever is shorter (a 1 s limit gave the first
+    search 0.1 s, short of proofs it makes in 0.11-0.47 s)."""
+    import types
+
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    monkeypatch.setattr(bb, "time", types.SimpleNamespace(perf_counter=lambda: 100.0))
+    floor = (bb.SPARSE_FIRST_FLOOR, bb.SPARSE_FIRST_FLOOR_SHARE)
+    assert (bb.SPARSE_FIRST_SHARE, *floor) == (0.1, 0.5, 0.5)
+    assert bb._slice_end(100.0 + left, bb.SPARSE_FIRST_SHARE, floor=floor) == \
+        pytest.approx(100.0 + length)
+    assert bb._slice_end(100.0 + max(left, 0.0), 0.1) == pytest.approx(100.0 + 0.1 * max(left, 0))
+    assert bb._slice_end(None, 0.1, floor=floor) is None
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_a_loose_sparse_root_resumes_the_first_search(monkeypatch, seed):
     """70 variables, N(0, 1) tables, about 3 neighbours each: the first

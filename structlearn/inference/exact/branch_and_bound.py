@@ -254,7 +254,17 @@ SPARSE_DFBB_MEAN_DEGREE = 6
 # first tabu slice as long (0.1-0.15 s each, 1.5-2.5x toulbar2's time where
 # the search alone takes 0.3-0.9x); 32 took 7 of 20 held-out such graphs to
 # 0.3-0.6x the time, the others the same.
+# Under a short limit the first search gets at least SPARSE_FIRST_FLOOR
+# seconds or SPARSE_FIRST_FLOOR_SHARE of the time left, whichever is shorter:
+# at 1 s a tenth (0.1 s) fell short of proofs it makes in 0.11-0.47 s
+# (potts60_k8, potts50_k4, apotts50_k4, apotts50_k8, apotts60_k8,
+# random200_p2_k4_s21), which the LP route then did not reach; 0.3 s proved
+# four of the six, 0.5 s all six, and on sparse random graphs of 90-400
+# variables that nothing proves at 1 s the score moved by at most 0.8 (all
+# still above toulbar2's).
 SPARSE_FIRST_SHARE = 0.1
+SPARSE_FIRST_FLOOR = 0.5
+SPARSE_FIRST_FLOOR_SHARE = 0.5
 SPARSE_FIRST_NODES_PER_VAR = 32
 UNRESUMED_FIRST_NODES_PER_VAR = 4
 SPARSE_LOOSE_ROOT_GAP = 1e-2
@@ -1193,7 +1203,8 @@ def _sparse_soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
     :data:`SPARSE_FIRST_NODES_PER_VAR` nodes a variable
     (:data:`UNRESUMED_FIRST_NODES_PER_VAR` on a component too large to be
     resumed, over :data:`SPARSE_RESUME_MAX_VARS` variables), at most
-    :data:`SPARSE_FIRST_SHARE` of the time left before ``share_end``, on
+    :data:`SPARSE_FIRST_SHARE` of the time left before ``share_end`` (or
+    the floor of :data:`SPARSE_FIRST_FLOOR` seconds where longer), on
     ``n_jobs`` threads (a loose root resumes it for a share of the time
     left); None elsewhere."""
     if not (depth_first and sub.n_vars > DFBB_MAX_VARS and sub.table_data.size
@@ -1204,17 +1215,23 @@ def _sparse_soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
     search = PolishedSoftArcSearch(sub, tol=tol, n_jobs=n_jobs, max_bytes=SOFT_ARC_MAX_BYTES)
     per_var = SPARSE_FIRST_NODES_PER_VAR if _resumable(sub) else UNRESUMED_FIRST_NODES_PER_VAR
     search.run(max_nodes=per_var * sub.n_vars,
-               deadline=_slice_end(share_end, SPARSE_FIRST_SHARE))
+               deadline=_slice_end(share_end, SPARSE_FIRST_SHARE,
+                                   floor=(SPARSE_FIRST_FLOOR, SPARSE_FIRST_FLOOR_SHARE)))
     return search
 
 
-def _slice_end(share_end, share):
+def _slice_end(share_end, share, floor=None):
     """When ``share`` of the time left before ``share_end`` ends (None
-    without a ``share_end``)."""
+    without a ``share_end``); ``floor=(seconds, most)``: the slice lasts at
+    least ``seconds`` or ``most`` of the time left, whichever is shorter."""
     if share_end is None:
         return None
     now = time.perf_counter()
-    return now + share * max(share_end - now, 0.0)
+    left = max(share_end - now, 0.0)
+    length = share * left
+    if floor is not None:
+        length = max(length, min(floor[0], floor[1] * left))
+    return now + length
 
 
 def _milp_candidate(sub):
