@@ -260,8 +260,7 @@ SPARSE_DFBB_MEAN_DEGREE = 6
 # (potts60_k8, potts50_k4, apotts50_k4, apotts50_k8, apotts60_k8,
 # random200_p2_k4_s21), which the LP route then did not reach; 0.3 s proved
 # four of the six, 0.5 s all six, and on sparse random graphs of 90-400
-# variables that nothing proves at 1 s the score moved by at most 0.8 (all
-# still above toulbar2's).
+# variables that nothing proves at 1 s the score moved by at most 0.8.
 SPARSE_FIRST_SHARE = 0.1
 SPARSE_FIRST_FLOOR = 0.5
 SPARSE_FIRST_FLOOR_SHARE = 0.5
