@@ -142,6 +142,38 @@ def test_weights_of_potts_tables_with_unequal_domains():
     np.testing.assert_allclose(attractive_potts_weights(graph), [0.25])
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_weights_of_tables_shared_by_factors_of_other_shapes(seed):
+    """Tables shared by factors that read them in other shapes:
+    ``c + [w, 0, 0, 0]`` is Potts as 1 x 4 and 4 x 1 but not 2 x 2,
+    ``c + [v, 0, 0, 0, v, 0]`` as 2 x 3 but not 3 x 2; in a random order, with a 3 x 3 table
+    beside, each factor gets its own shape's weight (the table-by-table
+    reference's), and a factor that reads a table in a non-Potts shape makes
+    the graph no attractive Potts model."""
+    rng = np.random.default_rng(seed)
+    w, v = rng.uniform(0.0, 2.0, size=2)
+    first = rng.normal() + np.array([w, 0.0, 0.0, 0.0])
+    second = rng.normal() + np.array([v, 0.0, 0.0, 0.0, v, 0.0])
+    own = np.full((3, 3), rng.normal())
+    own[np.arange(3), np.arange(3)] += rng.uniform(0.0, 1.0)
+    uses = [(0, (1, 4)), (0, (4, 1)), (1, (2, 3)), (1, (2, 3)), (0, (1, 4)), (2, (3, 3))]
+    if rng.random() < 0.3:
+        uses.append((0, (2, 2)) if rng.random() < 0.5 else (1, (3, 2)))
+    uses = [uses[i] for i in rng.permutation(len(uses))]
+    tables = [first, second, own.ravel()]
+    n_states = [k for _, shape in uses for k in shape]
+    graph = FactorGraph(n_states, unary=[np.zeros(k) for k in n_states],
+                        scopes=[[2 * f, 2 * f + 1] for f in range(len(uses))], tables=tables,
+                        table_ids=[t for t, _ in uses])
+    want = [reference_potts_weight(tables[t].reshape(shape)) for t, shape in uses]
+    got = attractive_potts_weights(graph)
+    if any(x is None for x in want):
+        assert got is None
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
 def reference_potts_weight(table):
     """``w`` of a table ``c + w [a == b]`` with ``w >= 0`` (within the
     tolerance), else None: numpy, table by table."""

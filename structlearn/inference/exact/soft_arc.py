@@ -72,6 +72,9 @@ OPEN_MAX_BYTES = 32 << 20   # open nodes kept at most; past it the dives go on t
 # doubles as needed)
 SNAPSHOT_MAX_BYTES = 8 << 20
 TRAIL_FIRST_NODES = 4
+# (way to keep the path, best-first) pairs whose kernels this process has
+# compiled or loaded (:meth:`SoftArcSearch._compile_kernels`)
+_KERNELS_READY = set()
 # variables of two free neighbours are eliminated into spare edges (n of
 # them: a path eliminates each variable once at most) where the search's own
 # copy of the edge costs with room for them takes at most
@@ -614,6 +617,9 @@ class SoftArcSearch:
 
         from ._soft_arc_kernels import RootNode, restore_node, soft_arc_search
 
+        ready = (type(self._on_trail), self.best_first)
+        if ready in _KERNELS_READY:  # (listing the signatures takes 0.15 ms)
+            return
         state = self.state
         mode = numba.typeof(self._on_trail)  # (one kernel for each way to keep the path)
         if not any(sig[-1] == mode for sig in soft_arc_search.signatures):
@@ -621,6 +627,7 @@ class SoftArcSearch:
                 self.net, state, self.work, 1, self.tol, self.offset, self.eps,
                 self.integral, self.crew, self._on_trail)))
         if not self.best_first or restore_node.signatures:
+            _KERNELS_READY.add(ready)
             return
         root = RootNode(state.unary, state.shift, state.scalars[:1], state.counters[:1],
                         state.counters[:1])
@@ -628,6 +635,7 @@ class SoftArcSearch:
         restore_node.compile(tuple(numba.typeof(a) for a in (
             self.net, state, self.work, root, mask, self.tol, self.offset, self.eps,
             self.integral)))
+        _KERNELS_READY.add(ready)
 
     def _end_of_step(self):
         """Best-first bookkeeping after a kernel call: copy the root's node

@@ -102,6 +102,27 @@ def positive(params, name, allow_none=False):
     return float(v)
 
 
+def iterated_conditional_modes(graph, labels, sweeps=50, neighbours=None, scratch=None):
+    """Local search on ``graph``'s scores, in place: iterated conditional
+    modes (at most ``sweeps`` sweeps over the variables).
+
+    Parameters
+    ----------
+    graph : FactorGraph
+    labels : ndarray of int64, shape (n_vars,)
+        Changed in place.
+    sweeps : int
+    neighbours : tuple of ndarray or None
+        ``variable_factors(graph)`` where already built.
+    scratch : ndarray of float64, shape (max_states,), or None
+    """
+    if neighbours is None:
+        neighbours = variable_factors(graph)
+    if scratch is None:
+        scratch = np.zeros(max(graph.max_states, 1))
+    local_search(tuple(graph.arrays()), *neighbours, labels, sweeps, scratch)
+
+
 class Problem:
     """Normalized, finite copy of a graph plus the layout of edge messages."""
 
@@ -161,8 +182,8 @@ class Problem:
     def improve(self, labels, sweeps=50):
         """Local search on the true scores, in place: iterated conditional
         modes (at most ``sweeps`` sweeps over the variables)."""
-        local_search(tuple(self.true_arrays), self.var_indptr, self.var_factors, labels, sweeps,
-                     self._cand)
+        iterated_conditional_modes(self.graph, labels, sweeps,
+                                   (self.var_indptr, self.var_factors), self._cand)
 
     def new_walk(self, labels, rng):
         """An iterated local search's state (:class:`._local_search_kernels.Walk`)
