@@ -924,10 +924,9 @@ def test_a_small_frustrated_grid_is_proved_by_the_sparse_first_search(monkeypatc
 
 @pytest.mark.parametrize("left, length", [(20.0, 2.0), (10.0, 1.0), (2.0, 0.5), (1.0, 0.5),
                                           (0.4, 0.2), (0.0, 0.0), (-1.0, 0.0)])
-def test_the_sparse_first_slice_has_a_floor_under_short_limits(monkeypatch, left, length):
+def test_a_slice_with_a_floor(monkeypatch, left, length):
     """A tenth of the time left, but at least SPARSE_FIRST_FLOOR seconds or
-    half the time left, whichever is shorter (a 1 s limit gave the first
-    search 0.1 s, short of proofs it makes in 0.11-0.47 s)."""
+    half the time left, whichever is shorter."""
     import types
 
     import structlearn.inference.exact.branch_and_bound as bb
@@ -939,6 +938,58 @@ def test_the_sparse_first_slice_has_a_floor_under_short_limits(monkeypatch, left
         pytest.approx(100.0 + length)
     assert bb._slice_end(100.0 + max(left, 0.0), 0.1) == pytest.approx(100.0 + 0.1 * max(left, 0))
     assert bb._slice_end(None, 0.1, floor=floor) is None
+
+
+class _ScriptedSearch:
+    """Stands in for the first search: records its runs, spends no time,
+    proves nothing, ends each run at the given score and bound."""
+
+    runs = []
+    outcome = (-np.inf, np.inf)
+
+    def __init__(self, sub, **_):
+        self.n_nodes, self.proved = 0, False
+        self.score, self.upper_bound = -np.inf, np.inf
+
+    def run(self, max_nodes=None, deadline=None):
+        type(self).runs.append((max_nodes, deadline))
+        self.n_nodes += 1
+        self.score, self.upper_bound = type(self).outcome
+        return False
+
+
+@pytest.mark.parametrize("outcome, floored", [
+    ((100.0, 100.5), True),             # a gap of 0.5 %: on to the floor
+    ((100.0, 102.0), False),            # 2 %: the LP route gets the time
+    ((-np.inf, np.inf), False),         # no labeling yet
+    ((-0.004, 0.005), True),            # near zero: the gap is absolute
+])
+def test_the_first_search_runs_to_the_floor_only_with_a_narrow_gap(monkeypatch, outcome,
+                                                                   floored):
+    """Under a 1 s limit the sparse first search gets its tenth, then (where
+    its gap is at most SPARSE_FIRST_FLOOR_GAP) runs on to the floor, within
+    the same node budget; without a deadline, one run."""
+    import types
+
+    import structlearn.inference.exact.branch_and_bound as bb
+    from structlearn.graphs import grid_graph
+
+    rng = np.random.default_rng(0)
+    graph = grid_graph(rng.normal(size=(9, 9, 3)), rng.normal(size=(144, 3, 3)))
+    monkeypatch.setattr(bb, "time", types.SimpleNamespace(perf_counter=lambda: 100.0))
+    monkeypatch.setattr(bb, "PolishedSoftArcSearch", _ScriptedSearch)
+    monkeypatch.setattr(_ScriptedSearch, "runs", [])
+    monkeypatch.setattr(_ScriptedSearch, "outcome", outcome)
+    assert bb.SPARSE_FIRST_FLOOR_GAP == 1e-2
+    search = bb._sparse_soft_arc_first(graph, True, 101.0, 1e-6, 1)
+    budget = bb.SPARSE_FIRST_NODES_PER_VAR * 81
+    expected = [(budget, pytest.approx(100.1))]
+    if floored:
+        expected.append((budget - 1, pytest.approx(100.5)))
+    assert search is not None and _ScriptedSearch.runs == expected
+    _ScriptedSearch.runs.clear()
+    bb._sparse_soft_arc_first(graph, True, None, 1e-6, 1)
+    assert _ScriptedSearch.runs == [(budget, None)]
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -254,16 +254,19 @@ SPARSE_DFBB_MEAN_DEGREE = 6
 # first tabu slice as long (0.1-0.15 s each, 1.5-2.5x toulbar2's time where
 # the search alone takes 0.3-0.9x); 32 took 7 of 20 held-out such graphs to
 # 0.3-0.6x the time, the others the same.
-# Under a short limit the first search gets at least SPARSE_FIRST_FLOOR
-# seconds or SPARSE_FIRST_FLOOR_SHARE of the time left, whichever is shorter:
-# at 1 s a tenth (0.1 s) fell short of proofs it makes in 0.11-0.47 s
-# (potts60_k8, potts50_k4, apotts50_k4, apotts50_k8, apotts60_k8,
-# random200_p2_k4_s21), which the LP route then did not reach; 0.3 s proved
-# four of the six, 0.5 s all six, and on sparse random graphs of 90-400
-# variables that nothing proves at 1 s the score moved by at most 0.8.
+# Under a short limit a first search whose relative gap is at most
+# SPARSE_FIRST_FLOOR_GAP at the end of its share runs on until
+# SPARSE_FIRST_FLOOR seconds or SPARSE_FIRST_FLOOR_SHARE of the time left
+# have passed, whichever is sooner: at 1 s a tenth (0.1 s) fell short of the
+# grids' proofs in 0.11-0.47 s (potts60_k8, potts50_k4, apotts50_k4,
+# apotts50_k8, potts55_k6, apotts45_k8), which the LP route then did not
+# reach; their gaps after 0.1 s are 1e-4 to 2e-3.  On sparse random graphs
+# (gaps of 2-11 % then) the same floor proved two in 0.1-0.2 s but took the
+# LP route's time from the others: random250_p2_k3_s23 ended 0.68 lower.
 SPARSE_FIRST_SHARE = 0.1
 SPARSE_FIRST_FLOOR = 0.5
 SPARSE_FIRST_FLOOR_SHARE = 0.5
+SPARSE_FIRST_FLOOR_GAP = 1e-2
 SPARSE_FIRST_NODES_PER_VAR = 32
 UNRESUMED_FIRST_NODES_PER_VAR = 4
 SPARSE_LOOSE_ROOT_GAP = 1e-2
@@ -1202,8 +1205,9 @@ def _sparse_soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
     :data:`SPARSE_FIRST_NODES_PER_VAR` nodes a variable
     (:data:`UNRESUMED_FIRST_NODES_PER_VAR` on a component too large to be
     resumed, over :data:`SPARSE_RESUME_MAX_VARS` variables), at most
-    :data:`SPARSE_FIRST_SHARE` of the time left before ``share_end`` (or
-    the floor of :data:`SPARSE_FIRST_FLOOR` seconds where longer), on
+    :data:`SPARSE_FIRST_SHARE` of the time left before ``share_end`` (up
+    to the floor of :data:`SPARSE_FIRST_FLOOR` seconds where its gap is
+    narrow then), on
     ``n_jobs`` threads (a loose root resumes it for a share of the time
     left); None elsewhere."""
     if not (depth_first and sub.n_vars > DFBB_MAX_VARS and sub.table_data.size
@@ -1213,10 +1217,23 @@ def _sparse_soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
         return None
     search = PolishedSoftArcSearch(sub, tol=tol, n_jobs=n_jobs, max_bytes=SOFT_ARC_MAX_BYTES)
     per_var = SPARSE_FIRST_NODES_PER_VAR if _resumable(sub) else UNRESUMED_FIRST_NODES_PER_VAR
-    search.run(max_nodes=per_var * sub.n_vars,
-               deadline=_slice_end(share_end, SPARSE_FIRST_SHARE,
-                                   floor=(SPARSE_FIRST_FLOOR, SPARSE_FIRST_FLOOR_SHARE)))
+    stop = per_var * sub.n_vars
+    floor_end = _slice_end(share_end, SPARSE_FIRST_SHARE,
+                           floor=(SPARSE_FIRST_FLOOR, SPARSE_FIRST_FLOOR_SHARE))
+    search.run(max_nodes=stop, deadline=_slice_end(share_end, SPARSE_FIRST_SHARE))
+    if (not search.proved and search.n_nodes < stop and floor_end is not None
+            and time.perf_counter() < floor_end
+            and _relative_gap(search.score, search.upper_bound) <= SPARSE_FIRST_FLOOR_GAP):
+        search.run(max_nodes=stop - search.n_nodes, deadline=floor_end)
     return search
+
+
+def _relative_gap(score, upper_bound):
+    """``(upper_bound - score) / max(1, |upper_bound|)`` (the history's
+    ``rel_gap``); ``inf`` without a finite score."""
+    if not np.isfinite(score):
+        return np.inf
+    return (upper_bound - score) / max(1.0, abs(upper_bound))
 
 
 def _slice_end(share_end, share, floor=None):
