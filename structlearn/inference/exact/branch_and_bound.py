@@ -106,7 +106,7 @@ STATE_BYTES = 256 << 20   # solver states kept for open nodes at most (then chil
 DFBB_MAX_VARS = 64        # pairwise components up to this size (domains below
                           # AUTO_LARGE_DOMAIN) try the depth-first search:
 DFBB_FIRST_WORK = 10**7   # first for about this many operations (a few ms) before any LP,
-SPARSE_DFBB_FIRST_SHARE = 0.1  # (this share of them on the sparsest components: see below)
+SPARSE_DFBB_FIRST_SHARE = 0.03  # (this share of them on the sparsest components: see below)
 DFBB_WORK = 4 * 10**8     # then from the root's incumbent for about this many
 DFBB_OPS_PER_SECOND = 2 * 10**8  # a cautious rate of those operations (under a time limit)
 CYCLE_ENTRIES_PER_SECOND = 10**8  # and of the cycle search's candidate entries
@@ -219,7 +219,11 @@ SMALL_FIRST_SHARE = 0.25
 # neighbours on average: on such random graphs of 36-64 variables that the
 # soft arc search proves in a few milliseconds after it, its 5-12 ms of the
 # whole work went unused (random42_p12_k4_s61: 17 nodes of that search, 15 ms
-# in all, toulbar2 3 ms; 6 ms now).  On denser ones it often proves first:
+# in all, toulbar2 3 ms; 6 ms with a tenth of it; in a warm loop since, 2.0 ms
+# with a tenth, 1.5 ms with 3 %: on 7 x 7 and 8 x 8 grids and 12 held-out
+# random graphs of 34-62 variables 3 % took 0-25 % off a tenth's time,
+# random56_p9_k5_s203 1.22 -> 1.05 s; but random52_p9_k5_s43 46 -> 71 ms,
+# toulbar2 103 ms).  On denser ones it often proves first:
 # complete12_k5, complete12_k6 (11 neighbours) and random31_p27_k6_s71 (8) in
 # 3-94 ms, against 12-165 ms after the shorter run; ImageAlignment_12 and
 # ProteinFolding_15 (19-29 neighbours) in 9-14 ms against 50-70 ms.
