@@ -514,7 +514,7 @@ class _Search:
     def _wide(ub, score):
         """Whether the gap between ``ub`` and ``score`` is one a tree search
         is unlikely to close (relative :data:`WIDE_GAP`)."""
-        return not np.isfinite(score) or ub - score > WIDE_GAP * max(1.0, abs(ub))
+        return _relative_gap(score, ub) > WIDE_GAP
 
     def _branch(self, res, unary, free):
         """The ``(variable, label)`` to split a node on.
@@ -693,7 +693,7 @@ class _Search:
             return False
         g = self.dfbb_graph
         gap = LOOSE_ROOT_GAP if g is not None and _dense(g) else SPARSE_LOOSE_ROOT_GAP
-        return not np.isfinite(self.score) or ub - self.score > gap * max(1.0, abs(ub))
+        return _relative_gap(self.score, ub) > gap
 
     def _resume_soft_arc(self, work):
         """:meth:`_depth_first` by the resumable soft arc search (:mod:`.soft_arc`),
@@ -802,7 +802,7 @@ class _Search:
         heap = self.heap
         open_bound = max((-e[0] for e in heap), default=self.score)
         ub = max(open_bound, self.score)
-        gap = ((ub - self.score) / max(1.0, abs(ub)) if np.isfinite(self.score) else np.inf)
+        gap = _relative_gap(self.score, ub)
         rec = {"iter": self.n_nodes, "time": time.perf_counter() - self.t0,
                "score": self.score, "upper_bound": ub, "rel_gap": gap, "open": len(heap)}
         self.history.append(rec)
@@ -1233,11 +1233,12 @@ def _sparse_soft_arc_first(sub, depth_first, share_end, tol, n_jobs):
 
 
 def _relative_gap(score, upper_bound):
-    """``(upper_bound - score) / max(1, |upper_bound|)`` (the history's
-    ``rel_gap``); ``inf`` without a finite score."""
+    """``(upper_bound - score) / max(1, |upper_bound|)`` (a history
+    record's ``rel_gap``); ``inf`` without a finite score."""
     if not np.isfinite(score):
         return np.inf
-    return (upper_bound - score) / max(1.0, abs(upper_bound))
+    upper_bound = float(upper_bound)  # (an infinite bound: nan, without numpy's warning)
+    return (upper_bound - float(score)) / max(1.0, abs(upper_bound))
 
 
 def _slice_end(share_end, share, floor=None):
