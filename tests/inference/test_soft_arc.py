@@ -195,6 +195,8 @@ def test_the_root_reparameterization_keeps_every_cost_and_is_arc_consistent(seed
                 assert np.all(star[np.isfinite(unary[j])] <= 1e-9)
     if parallel:  # an extension into one of two parallel edges can undo the other's
         return
+    if search.work.star_dirty[:n][~eliminated].any():
+        return  # the propagation stopped at its rounds' limit, short of a fixpoint
     # existential arc consistency: each variable's recorded full support has
     # unary cost 0 and, on every edge, a support at edge plus unary cost 0
     support = search.state.full_support
@@ -299,6 +301,36 @@ def test_every_node_is_node_consistent_and_keeps_no_label_at_the_cutoff(seed, n,
             assert np.all(lower + finite < cut)
         checked += 1
     assert search.score == first.score
+    assert checked or search.n_nodes <= 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), n=st.integers(8, 24), k=st.integers(2, 5),
+       forbid=st.sampled_from([0.0, 0.3]), trail=st.booleans())
+def test_every_node_at_its_fixpoint_is_existentially_arc_consistent(seed, n, k, forbid, trail):
+    """Below the root a star is checked again only where a label of unary
+    cost 0 rose or went or an edge of it was extended into: every node whose
+    propagation reached its fixpoint leaves each variable's recorded full
+    support at unary cost 0 with, on every edge to a variable not
+    eliminated, a label of the other end at edge plus unary cost 0."""
+    graph = planted_weighted_csp(seed, n=n, k=k, forbid=forbid, planted_scores=True)
+    with path_storage(trail):
+        search = SoftArcSearch(graph)
+    starts = graph.scope_indptr[:-1]
+    p, q = graph.scope_vars[starts], graph.scope_vars[starts + 1]
+    checked = 0
+    while not search.run(max_nodes=1):
+        state, live = search.state, search.state.eliminated == 0
+        if state.counters[PHASE] != CONSISTENT or search.work.star_dirty[:n][live].any():
+            continue  # a failed node, or one whose propagation stopped short
+        _, unary, pair = search.current_costs()
+        pair = np.where(np.isnan(pair), np.inf, pair)  # (removed labels' rows)
+        support = state.full_support
+        assert np.all(unary[np.arange(n), support][live] <= 1e-9)
+        for f in np.flatnonzero(live[p] & live[q]):
+            assert (pair[f] + unary[q[f]][None, :]).min(axis=1)[support[p[f]]] <= 1e-9
+            assert (pair[f] + unary[p[f]][:, None]).min(axis=0)[support[q[f]]] <= 1e-9
+        checked += 1
     assert checked or search.n_nodes <= 1
 
 

@@ -323,7 +323,7 @@ class SoftArcSearch:
             np.array([0, 0, 0, 0, -1, 0, -1, 0, 0, 0, 0, 0, 0], dtype=np.int64),
             *_search_graph(self.net, built.pair_room))
         # (flags padded to whole words of eight: the kernels scan them a word at a time)
-        flags = [np.zeros(-(-n // 8) * 8, dtype=np.uint8) for _ in range(6)]
+        flags = [np.zeros(-(-n // 8) * 8, dtype=np.uint8) for _ in range(7)]
         self.work = Workspace(np.zeros(-(-E2 // 8) * 8, dtype=np.uint8), *flags, np.zeros((2, K)),
                               np.zeros(K, dtype=np.int64), np.zeros((n, K + 1), dtype=np.int64),
                               np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
