@@ -207,6 +207,10 @@ class SearchState(NamedTuple):
         The incumbent labeling.
     full_support : int64 (n,)
         Each variable's last label found existentially supported (a hint).
+    support_depth : int64 (n,)
+        The depth at which each of those was last set: a backtrack to a
+        shallower level checks the variable's star again (the costs it
+        restores may not support the label).
     residue : int64 (2, (E + S) * 2 * K)
         Per edge end and label, the other end's label last found at edge
         cost 0 (row 0, arc consistency) and at edge plus unary cost 0 (row 1,
@@ -267,6 +271,7 @@ class SearchState(NamedTuple):
     branch: np.ndarray
     labels: np.ndarray
     full_support: np.ndarray
+    support_depth: np.ndarray
     residue: np.ndarray
     edge_weight: np.ndarray
     eliminated: np.ndarray
@@ -769,6 +774,7 @@ def _existential_pass(net, state, work, eps, trail):
                                                                 domains, adjacency, eliminated, K,
                                                                 adj_ptr[i], adj_end[i], x, eps):
                     full_support[i] = x
+                    state.support_depth[i] = state.counters[DEPTH]
                     supported = True
                     break
             if supported:
@@ -796,6 +802,7 @@ def _existential_pass(net, state, work, eps, trail):
                 if unary[_u(i * K + x)] < least:
                     least, least_label = unary[_u(i * K + x)], x
             full_support[i] = least_label
+            state.support_depth[i] = state.counters[DEPTH]
             work.nc_dirty[i] = 1
             _touch_star(star_dirty, dee_dirty, adj_ptr, adj_end, adjacency, i)
     return True
@@ -1505,6 +1512,17 @@ def _offer_leaf(net, state, work, current, crew):
 
 
 @borrowing_kernel
+def _recheck_supports(state, work, d):
+    """Flag the stars of the variables whose full support was set below
+    level ``d`` (after a backtrack to it: the hint may not hold there)."""
+    depth, star_dirty = state.support_depth, work.star_dirty
+    for i in range(depth.shape[0]):
+        if depth[i] > d:
+            depth[i] = d
+            star_dirty[i] = 1
+
+
+@borrowing_kernel
 def _copy(src, dst):
     """``dst[:] = src`` for 1-D arrays of one length, as a plain loop (the
     slice assignment compiles numba's broadcasting machinery: about 2 s of
@@ -1619,6 +1637,7 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral, cre
             counters[NODES] += 1
             state.scalars[LOWER] = 0.0
             state.shift[:] = 0.0
+            state.support_depth[:] = 0
             _copy(net.unary, state.unary)
             work.edge_dirty[:] = BOTH_ENDS
             work.raised[:] = 1
@@ -1678,6 +1697,7 @@ def soft_arc_search(net, state, work, max_nodes, tol, offset, eps, integral, cre
             state.scalars[LOWER] = state.saved_lower[d]
             v, a = state.branch[d, 0], state.branch[d, 1]
             _keep_eliminated(state, state.branch[d, 2])
+            _recheck_supports(state, work, d)
             if on_trail is not None:
                 _log_unary(_trail(state, n), state.unary, v, K)
             state.unary[v * K + a] = np.inf
@@ -1748,6 +1768,8 @@ def restore_node(net, state, work, root, mask, tol, offset, eps, integral):
                 unary[_u(i * K + x)] = np.inf
                 work.shrunk[i] = work.zero_lost[i] = 1
     counters[DEPTH] = counters[FLOOR] = 0
+    work.star_dirty[:] = 1  # (the supports recorded are the last path's)
+    state.support_depth[:] = 0
     counters[NODES] += 1
     ok = _evaluate(net, state, work, cutoff(state.scalars[UPPER], tol, offset, integral), eps,
                    None)  # (depth 0: nothing to log)

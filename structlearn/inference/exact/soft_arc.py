@@ -316,7 +316,7 @@ class SoftArcSearch:
             np.empty((room, 2), dtype=np.int64), np.empty((room, K)),
             np.zeros((n + 1, 2), dtype=np.int64), np.zeros(n + 1),
             np.zeros((n + 1, 4), dtype=np.int64),
-            np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+            np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
             np.zeros((2, E2 * 2 * K), dtype=np.int64), np.ones(E2),
             np.zeros(n, dtype=np.uint8), np.zeros(n, dtype=np.int64),
             np.full(n, -1, dtype=np.int64), np.array([0.0, np.inf]),
