@@ -1135,13 +1135,16 @@ def test_the_first_sparse_search_runs_more_nodes_where_it_may_resume(monkeypatch
     assert bb.SPARSE_FIRST_NODES_PER_VAR > bb.UNRESUMED_FIRST_NODES_PER_VAR
 
 
-@pytest.mark.parametrize("p_edge, sparsest", [(0.03, True), (0.15, False)])
-def test_the_first_depth_first_search_is_shorter_on_the_sparsest_components(
-        monkeypatch, p_edge, sparsest):
-    """A small component whose variables have fewer than
-    SPARSE_DFBB_MEAN_DEGREE neighbours on average gets SPARSE_DFBB_FIRST_SHARE
-    of DFBB_FIRST_WORK for its first depth-first search; a denser one all of
-    it (its budget in nodes: the work over variables times labels)."""
+@pytest.mark.parametrize("n, k, p_edge, short", [(40, 3, 0.03, True), (40, 3, 0.15, True),
+                                                  (16, 3, 0.5, False), (17, 3, 0.5, True)])
+def test_the_first_depth_first_search_is_shorter_on_sparse_or_larger_components(
+        monkeypatch, n, k, p_edge, short):
+    """A component whose variables have fewer than SPARSE_DFBB_MEAN_DEGREE
+    neighbours on average, or a denser one of more than
+    DFBB_FULL_FIRST_MAX_VARS variables of fewer than
+    DFBB_FULL_FIRST_MIN_STATES labels, gets SPARSE_DFBB_FIRST_SHARE of
+    DFBB_FIRST_WORK for its first depth-first search; the others all of it
+    (its budget in nodes: the work over variables times labels)."""
     import structlearn.inference.exact.branch_and_bound as bb
 
     budgets = []
@@ -1152,14 +1155,27 @@ def test_the_first_depth_first_search_is_shorter_on_the_sparsest_components(
         return real(graph, **kw)
 
     monkeypatch.setattr(bb, "pairwise_dfbb", spy)
-    graph = sparse_normal(1, 40, 3, p_edge)
+    graph = sparse_normal(1, n, k, p_edge)
     mean_degree = 2 * graph.n_factors / graph.n_vars
-    assert (mean_degree < bb.SPARSE_DFBB_MEAN_DEGREE) is sparsest
+    assert (mean_degree < bb.SPARSE_DFBB_MEAN_DEGREE) is (p_edge == 0.03)
     res = solve_map(graph, "exact", persistency=False)
-    share = bb.SPARSE_DFBB_FIRST_SHARE if sparsest else 1.0
-    assert budgets[0] == int(share * bb.DFBB_FIRST_WORK) // (40 * 3)
+    share = bb.SPARSE_DFBB_FIRST_SHARE if short else 1.0
+    assert budgets[0] == int(share * bb.DFBB_FIRST_WORK) // (n * k)
     assert res.status == "exact"
     _assert_certified_like_the_ilp(graph, res)
+
+
+def test_larger_domains_keep_the_whole_first_depth_first_search():
+    """Past DFBB_FULL_FIRST_MAX_VARS variables a dense component keeps the
+    whole first run where its domains have DFBB_FULL_FIRST_MIN_STATES labels
+    or more (a soft arc node costs more there), and only there."""
+    import structlearn.inference.exact.branch_and_bound as bb
+
+    k = bb.DFBB_FULL_FIRST_MIN_STATES
+    n = bb.DFBB_FULL_FIRST_MAX_VARS + 4
+    assert not bb._short_first_dfbb(sparse_normal(2, n, k, 0.4))
+    assert bb._short_first_dfbb(sparse_normal(2, n, k - 1, 0.4))
+    assert not bb._short_first_dfbb(sparse_normal(2, n - 4, k - 1, 0.6))
 
 
 def test_the_loose_root_gap_is_narrower_on_sparse_components():

@@ -106,7 +106,7 @@ STATE_BYTES = 256 << 20   # solver states kept for open nodes at most (then chil
 DFBB_MAX_VARS = 64        # pairwise components up to this size (domains below
                           # AUTO_LARGE_DOMAIN) try the depth-first search:
 DFBB_FIRST_WORK = 10**7   # first for about this many operations (a few ms) before any LP,
-SPARSE_DFBB_FIRST_SHARE = 0.03  # (this share of them on the sparsest components: see below)
+SPARSE_DFBB_FIRST_SHARE = 0.03  # (this share of them on the sparsest and larger ones: see below)
 DFBB_WORK = 4 * 10**8     # then from the root's incumbent for about this many
 DFBB_OPS_PER_SECOND = 2 * 10**8  # a cautious rate of those operations (under a time limit)
 CYCLE_ENTRIES_PER_SECOND = 10**8  # and of the cycle search's candidate entries
@@ -228,6 +228,21 @@ SMALL_FIRST_SHARE = 0.25
 # 3-94 ms, against 12-165 ms after the shorter run; ImageAlignment_12 and
 # ProteinFolding_15 (19-29 neighbours) in 9-14 ms against 50-70 ms.
 SPARSE_DFBB_MEAN_DEGREE = 6
+# Denser components of more than DFBB_FULL_FIRST_MAX_VARS variables whose
+# domains have fewer than DFBB_FULL_FIRST_MIN_STATES labels get the shorter
+# run too: on 72 random graphs of 17-48 variables, 3-6 labels and 7-35
+# neighbours the full run proved 2 (since the soft arc search got faster,
+# random31_p27_k6_s71 is not one of them: 65 ms with it, 59 ms without),
+# and its 6-18 ms delayed the search's proofs of 2-10 ms (random32_p26_k4_s78
+# 14.5 -> 2.6 ms, toulbar2 6 ms); with larger domains a node of the soft arc
+# search costs more (its edge scans grow with the labels squared, the
+# depth-first search's with the labels): ImageAlignment_12 (30 variables, 58
+# labels) and ProteinFolding_15 (50, 47) took 18-28 ms after the shorter run
+# against 8-12 ms.  Of 12 random graphs of 8 and 12 labels, none proves in
+# either run's time.  (random40_p20_k4_s4 106 -> 137 ms: the full run's
+# incumbent helps the search there.)
+DFBB_FULL_FIRST_MAX_VARS = 16
+DFBB_FULL_FIRST_MIN_STATES = 9
 # a sparse pairwise component too large for the depth-first search (more than
 # DFBB_MAX_VARS variables, domains below AUTO_LARGE_DOMAIN, fewer neighbours
 # than DENSE_MEAN_DEGREE, no forbidden entries to send it to the soft arc
@@ -1009,7 +1024,7 @@ def branch_and_bound_map(graph, *, time_limit=None, bound_method="auto", bound_p
         first_labels = None  # the short depth-first search's labeling (or None)
         if dfbb_graph is not None:
             work = DFBB_FIRST_WORK
-            if not _dense(sub, SPARSE_DFBB_MEAN_DEGREE):
+            if _short_first_dfbb(sub):
                 work = int(SPARSE_DFBB_FIRST_SHARE * DFBB_FIRST_WORK)
             budget = max(work // (sub.n_vars * int(sub.n_states.max())), 1)
             lab, best, proved, _ = pairwise_dfbb(sub, max_nodes=budget, tol=tol)
@@ -1172,6 +1187,17 @@ def _dense(sub, mean_degree=DENSE_MEAN_DEGREE):
     """Whether the variables of pairwise ``sub`` have ``mean_degree``
     neighbours or more on average (:data:`DENSE_MEAN_DEGREE` by default)."""
     return 2 * sub.n_factors >= mean_degree * sub.n_vars
+
+
+def _short_first_dfbb(sub):
+    """Whether the first depth-first search of pairwise ``sub`` gets
+    :data:`SPARSE_DFBB_FIRST_SHARE` of its work: where it is sparse
+    (:data:`SPARSE_DFBB_MEAN_DEGREE`), or larger than
+    :data:`DFBB_FULL_FIRST_MAX_VARS` variables with domains of fewer than
+    :data:`DFBB_FULL_FIRST_MIN_STATES` labels."""
+    return not _dense(sub, SPARSE_DFBB_MEAN_DEGREE) or (
+        sub.n_vars > DFBB_FULL_FIRST_MAX_VARS
+        and int(sub.n_states.max()) < DFBB_FULL_FIRST_MIN_STATES)
 
 
 def _resumable(sub):
