@@ -230,17 +230,17 @@ SMALL_FIRST_SHARE = 0.25
 SPARSE_DFBB_MEAN_DEGREE = 6
 # Denser components of more than DFBB_FULL_FIRST_MAX_VARS variables whose
 # domains have fewer than DFBB_FULL_FIRST_MIN_STATES labels get the shorter
-# run too: on 72 random graphs of 17-48 variables, 3-6 labels and 7-35
-# neighbours the full run proved 2 (since the soft arc search got faster,
-# random31_p27_k6_s71 is not one of them: 65 ms with it, 59 ms without),
-# and its 6-18 ms delayed the search's proofs of 2-10 ms (random32_p26_k4_s78
-# 14.5 -> 2.6 ms, toulbar2 6 ms); with larger domains a node of the soft arc
-# search costs more (its edge scans grow with the labels squared, the
-# depth-first search's with the labels): ImageAlignment_12 (30 variables, 58
-# labels) and ProteinFolding_15 (50, 47) took 18-28 ms after the shorter run
-# against 8-12 ms.  Of 12 random graphs of 8 and 12 labels, none proves in
-# either run's time.  (random40_p20_k4_s4 106 -> 137 ms: the full run's
-# incumbent helps the search there.)
+# run too: on 46 random graphs of 17-48 variables, 3-6 labels and 7-35
+# neighbours the shorter run was faster on 34 (its 6-18 ms came before soft
+# arc proofs of 2-10 ms: random32_p26_k4_s78 14.5 -> 2.6 ms, toulbar2 6 ms;
+# random31_p27_k6_s71, which the full run once proved first, 65 -> 59 ms),
+# slower on 7 (random40_p20_k4_s4 106 -> 137 ms: the full run's incumbent
+# helps the search there; 7-50 % on six of 17-21 variables).  With larger
+# domains a node of the soft arc search costs more (its edge scans grow with
+# the labels squared, the depth-first search's with the labels):
+# ImageAlignment_12 (30 variables, 58 labels) and ProteinFolding_15 (50, 47)
+# took 18-28 ms after the shorter run against 8-12 ms; 12 random graphs of 8
+# and 12 labels took the same time either way.
 DFBB_FULL_FIRST_MAX_VARS = 16
 DFBB_FULL_FIRST_MIN_STATES = 9
 # a sparse pairwise component too large for the depth-first search (more than
