@@ -1766,9 +1766,9 @@ def restore_node(net, state, work, root, mask, tol, offset, eps, integral):
         for x in range(net.n_states[i]):
             if not mask[i * K + x] and unary[_u(i * K + x)] != np.inf:
                 unary[_u(i * K + x)] = np.inf
-                work.shrunk[i] = work.zero_lost[i] = 1
+                work.shrunk[i] = 1
     counters[DEPTH] = counters[FLOOR] = 0
-    work.star_dirty[:] = 1  # (the supports recorded are the last path's)
+    work.star_dirty[:] = 1  # every star: the supports recorded are the last path's
     state.support_depth[:] = 0
     counters[NODES] += 1
     ok = _evaluate(net, state, work, cutoff(state.scalars[UPPER], tol, offset, integral), eps,
