@@ -318,8 +318,10 @@ def worker(method, name, time_limit):
 def run_pair(method, name, time_limit):
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", method, name,
            str(time_limit)]
+    # a guard against hangs only: a fresh checkout's first worker also
+    # compiles every kernel its warm-up loads (minutes, out of the timed call)
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
-                         timeout=time_limit * 4 + 120)
+                         timeout=time_limit * 4 + 900)
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
     if out.returncode != 0 or not lines:
         return {"error": (out.stderr.strip().splitlines() or ["?"])[-1][:80]}

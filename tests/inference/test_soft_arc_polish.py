@@ -176,3 +176,19 @@ def test_a_search_that_starts_plain_polishes_only_once_asked(monkeypatch):
     assert slices[0] == (81, soft_arc_polish.TABU_STEPS_PER_NODE * 81)
     assert search.score >= before
     assert graph.score(search.labels) == search.score
+
+
+@pytest.mark.parametrize("full_rate_vars, share", [(14, 1.0), (1000, 1.0), (7, 0.5), (2, 1 / 7)])
+def test_the_tabu_steps_per_node_shrink_with_the_network_beyond_the_full_rate_size(
+        monkeypatch, full_rate_vars, share):
+    """A slice's steps: ``tabu_rate`` per node on networks of at most
+    TABU_FULL_RATE_VARS variables, that times TABU_FULL_RATE_VARS / n on
+    larger ones (here n = 14)."""
+    monkeypatch.setattr(soft_arc_polish, "TABU_FULL_RATE_VARS", full_rate_vars)
+    graph = dense_gaussian_network()
+    search = PolishedSoftArcSearch(graph, polish=False)
+    assert not search.run(max_nodes=80)
+    polisher = search._polisher
+    polisher.tabu_slice(search, None)
+    taken = int(polisher.tabu.state.counters[0])
+    assert taken == int(share * soft_arc_polish.TABU_STEPS_PER_NODE * 80)
